@@ -1,0 +1,126 @@
+//! The command line: argument structs, dispatch, and printing results.
+
+mod task;
+mod text;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, Exit, Report};
+
+/// ralph runs coding agents in a durable, file-based loop.
+#[derive(Debug, Parser)]
+#[command(name = "ralph", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Project folder [default: nearest folder up from here holding tasks.jsonl or .git]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Print data as one JSON value
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read and change the task queue (tasks.jsonl, tasks-done.jsonl)
+    #[command(subcommand)]
+    Task(task::TaskCommand),
+}
+
+/// What a command produced: its output and how the process should exit.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outcome {
+    /// Data for stdout.
+    pub stdout: String,
+    /// Notes for stderr.
+    pub stderr: String,
+    /// How the command ended.
+    pub exit: Option<Exit>,
+}
+
+impl Outcome {
+    /// An outcome that prints `stdout` and succeeds.
+    pub fn print(stdout: String) -> Outcome {
+        Outcome {
+            stdout,
+            ..Outcome::default()
+        }
+    }
+}
+
+/// What every command gets from the edge: the project root and the clock.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The project root.
+    pub root: PathBuf,
+    /// The current time, RFC 3339 in UTC, for records written now.
+    pub now: String,
+    /// Whether to print JSON.
+    pub json: bool,
+}
+
+/// Parses the command line, runs the command, prints, and returns the exit code.
+pub fn main() -> Exit {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Success
+            };
+        }
+    };
+    match run(cli) {
+        Ok(outcome) => {
+            write_quietly(&mut std::io::stdout(), &outcome.stdout);
+            write_quietly(&mut std::io::stderr(), &outcome.stderr);
+            outcome.exit.unwrap_or(Exit::Success)
+        }
+        Err(err) => {
+            write_quietly(&mut std::io::stderr(), &format!("{}\n", Report(&err)));
+            err.exit()
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<Outcome, Error> {
+    let cwd = std::env::current_dir().map_err(|source| Error::Io {
+        path: PathBuf::from("."),
+        source,
+    })?;
+    let context = Context {
+        root: crate::project::find_root(cli.dir.as_deref(), &cwd)?,
+        now: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        json: cli.json,
+    };
+    match cli.command {
+        Command::Task(command) => task::run(command, &context),
+    }
+}
+
+/// Writes to a stream, ignoring a closed pipe (`ralph task list | head`).
+fn write_quietly(stream: &mut dyn Write, text: &str) {
+    let _ = stream
+        .write_all(text.as_bytes())
+        .and_then(|()| stream.flush());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

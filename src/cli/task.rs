@@ -1,0 +1,485 @@
+//! `ralph task ...`: read and change the queue.
+
+use std::fmt::Write;
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+
+use super::text::safe;
+use super::{Context, Outcome};
+use crate::error::{Error, Exit};
+use crate::task::{Change, Counts, NewTask, Patch, Queue, Status, Store, TaskId, TreeNode};
+
+/// The `ralph task` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Add a pending leaf task and print its id
+    Add(AddArgs),
+    /// List the tasks of tasks.jsonl in file order
+    List(ListArgs),
+    /// Draw the hierarchy with a status mark per task, and counts
+    Tree,
+    /// Print the task the loop works on next (exit 1 when there is none)
+    Next,
+    /// Show one task, live or archived
+    Show(IdArg),
+    /// Mark a leaf task active
+    Start(IdArg),
+    /// Mark a leaf task ready for review
+    Ready(IdArg),
+    /// Mark a leaf task complete
+    Complete(IdArg),
+    /// Mark a task blocked, with the reason
+    Block(BlockArgs),
+    /// Turn a leaf task into a container with new leaf children
+    Split(SplitArgs),
+    /// Move a task to tasks-done.jsonl (its parents follow once empty)
+    Archive(ArchiveArgs),
+    /// Check both task files and print counts
+    Validate,
+}
+
+/// Arguments of `task add`.
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// One-line description
+    pub title: String,
+    /// Add under this task [default: top level]
+    #[arg(long, value_name = "ID")]
+    pub parent: Option<TaskId>,
+    /// Use this id [default: the next free one]
+    #[arg(long, value_name = "ID")]
+    pub id: Option<TaskId>,
+    /// Details for the agent's prompt
+    #[arg(long, value_name = "TEXT")]
+    pub body: Option<String>,
+    /// A task that must be done first (repeatable)
+    #[arg(long = "dep", value_name = "ID")]
+    pub deps: Vec<TaskId>,
+}
+
+/// Arguments of `task list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only tasks with this status (pending, active, ready, complete, blocked)
+    #[arg(long, value_name = "S")]
+    pub status: Option<Status>,
+    /// Only leaf tasks
+    #[arg(long)]
+    pub leaf: bool,
+}
+
+/// A task id argument.
+#[derive(Debug, Args)]
+pub struct IdArg {
+    /// The task's id, e.g. A.1.2
+    pub id: TaskId,
+}
+
+/// Arguments of `task block`.
+#[derive(Debug, Args)]
+pub struct BlockArgs {
+    /// The task's id
+    pub id: TaskId,
+    /// Why the task cannot go on (shown to people and the agent)
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+}
+
+/// Arguments of `task split`.
+#[derive(Debug, Args)]
+pub struct SplitArgs {
+    /// The leaf task to split
+    pub id: TaskId,
+    /// A title for each new child, in order
+    #[arg(required = true)]
+    pub titles: Vec<String>,
+}
+
+/// Arguments of `task archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// The task's id
+    pub id: TaskId,
+    /// The commit that completed the task
+    #[arg(long, value_name = "SHA")]
+    pub commit: Option<String>,
+}
+
+/// Runs one `ralph task` command.
+pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
+    let store = Store::open(&context.root);
+    let json = context.json;
+    let apply = |patch: Patch| store.apply(&patch, &context.now);
+    Ok(match command {
+        TaskCommand::Add(args) => {
+            let changes = apply(Patch::Add(NewTask {
+                title: args.title,
+                parent: args.parent,
+                id: args.id,
+                body: args.body,
+                deps: args.deps,
+            }))?;
+            added(&store, &changes, json)?
+        }
+        TaskCommand::List(args) => list(&store.load()?, &args, json),
+        TaskCommand::Tree => tree(&store.load()?, json),
+        TaskCommand::Next => next(&store.load()?, json),
+        TaskCommand::Show(args) => show(&store.load()?, &args.id, json)?,
+        TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
+        TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
+        TaskCommand::Complete(args) => {
+            status_changed(&apply(set(args.id, Status::Complete))?, json)
+        }
+        TaskCommand::Block(args) => status_changed(
+            &apply(Patch::Block {
+                id: args.id,
+                reason: args.reason,
+            })?,
+            json,
+        ),
+        TaskCommand::Split(args) => split(
+            &apply(Patch::Split {
+                id: args.id,
+                titles: args.titles,
+            })?,
+            json,
+        ),
+        TaskCommand::Archive(args) => archived(
+            &apply(Patch::Archive {
+                id: args.id,
+                commit: args.commit,
+            })?,
+            json,
+        ),
+        TaskCommand::Validate => validate(&store.load()?, json),
+    })
+}
+
+fn set(id: TaskId, status: Status) -> Patch {
+    Patch::SetStatus { id, status }
+}
+
+fn to_json(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string(value).expect("JSON values serialize");
+    text.push('\n');
+    text
+}
+
+/// A live task's stored object, with the status written canonically.
+fn object_of(queue: &Queue, id: &str) -> Map<String, Value> {
+    let index = queue.tasks.position(id).expect("caller found the task");
+    let mut object = queue.tasks.object(index);
+    if let Some(task) = &queue.tasks.lines()[index].task {
+        object.insert("status".into(), task.status.as_str().into());
+    }
+    object
+}
+
+fn added(store: &Store, changes: &[Change], json: bool) -> Result<Outcome, Error> {
+    let mut outcome = Outcome::default();
+    for change in changes {
+        match change {
+            Change::BecameContainer(parent) => {
+                let _ = writeln!(
+                    outcome.stderr,
+                    "note: {parent} is now a container (\"leaf\": false)"
+                );
+            }
+            Change::Added(id) if json => {
+                // Read back what was written (a fresh load is the truth).
+                let queue = store.load()?;
+                outcome.stdout = to_json(&object_of(&queue, id.as_str()));
+            }
+            Change::Added(id) => outcome.stdout = format!("{id}\n"),
+            _ => {}
+        }
+    }
+    Ok(outcome)
+}
+
+fn list(queue: &Queue, args: &ListArgs, json: bool) -> Outcome {
+    let tasks: Vec<_> = queue
+        .tasks
+        .tasks()
+        .map(|(_, task)| task)
+        .filter(|task| args.status.is_none_or(|status| task.status == status))
+        .filter(|task| !args.leaf || task.leaf)
+        .collect();
+    if json {
+        let objects: Vec<_> = tasks
+            .iter()
+            .map(|task| object_of(queue, task.id.as_str()))
+            .collect();
+        return Outcome::print(to_json(&objects));
+    }
+    let width = tasks
+        .iter()
+        .map(|task| task.id.as_str().len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::new();
+    for task in tasks {
+        let kind = if task.leaf { "" } else { "  (container)" };
+        let _ = writeln!(
+            out,
+            "{:width$}  {:8}  {}{kind}",
+            task.id.as_str(),
+            task.status.as_str(),
+            safe(&task.title)
+        );
+    }
+    Outcome::print(out)
+}
+
+fn mark(status: Option<Status>) -> &'static str {
+    match status {
+        Some(Status::Pending) => "[ ]",
+        Some(Status::Active) => "[>]",
+        Some(Status::Ready) => "[?]",
+        Some(Status::Complete) => "[x]",
+        Some(Status::Blocked) => "[!]",
+        None => "[✓]",
+    }
+}
+
+fn counts_json(counts: &Counts) -> Value {
+    let mut object = Map::new();
+    for status in Status::ALL {
+        object.insert(status.as_str().into(), counts.with(status).into());
+    }
+    object.insert("archived".into(), counts.archived.into());
+    Value::Object(object)
+}
+
+fn counts_line(counts: &Counts) -> String {
+    let statuses: Vec<String> = Status::ALL
+        .iter()
+        .map(|status| format!("{} {status}", counts.with(*status)))
+        .collect();
+    format!(
+        "{} tasks: {}; {} archived",
+        counts.active_total(),
+        statuses.join(", "),
+        counts.archived
+    )
+}
+
+fn tree(queue: &Queue, json: bool) -> Outcome {
+    let roots = queue.tree();
+    let counts = queue.counts();
+    if json {
+        fn node_json(node: &TreeNode) -> Value {
+            json!({
+                "id": node.id,
+                "title": node.title,
+                "status": node.status.map_or("archived", Status::as_str),
+                "leaf": node.leaf,
+                "done": node.done,
+                "total": node.total,
+                "children": node.children.iter().map(node_json).collect::<Vec<_>>(),
+            })
+        }
+        let tasks: Vec<Value> = roots.iter().map(node_json).collect();
+        return Outcome::print(to_json(
+            &json!({ "tasks": tasks, "counts": counts_json(&counts) }),
+        ));
+    }
+    fn draw(out: &mut String, node: &TreeNode, prefix: &str, branch: &str, rest: &str) {
+        let progress = if node.children.is_empty() {
+            String::new()
+        } else {
+            format!("  ({}/{} done)", node.done, node.total)
+        };
+        let _ = writeln!(
+            out,
+            "{prefix}{branch}{} {} {}{progress}",
+            mark(node.status),
+            node.id,
+            safe(&node.title)
+        );
+        let inner = format!("{prefix}{rest}");
+        for (i, child) in node.children.iter().enumerate() {
+            let last = i + 1 == node.children.len();
+            let (branch, rest) = if last {
+                ("└── ", "    ")
+            } else {
+                ("├── ", "│   ")
+            };
+            draw(out, child, &inner, branch, rest);
+        }
+    }
+    let mut out = String::new();
+    for root in &roots {
+        draw(&mut out, root, "", "", "");
+    }
+    if !roots.is_empty() {
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{}", counts_line(&counts));
+    Outcome::print(out)
+}
+
+fn next(queue: &Queue, json: bool) -> Outcome {
+    match queue.next() {
+        Some(task) if json => Outcome::print(to_json(&object_of(queue, task.id.as_str()))),
+        Some(task) => Outcome::print(format!("{} {}\n", task.id, safe(&task.title))),
+        None => {
+            let counts = queue.counts();
+            let why = if counts.active_total() == 0 {
+                "tasks.jsonl has no tasks".to_owned()
+            } else {
+                let parts: Vec<String> = Status::ALL
+                    .iter()
+                    .filter(|status| counts.with(**status) > 0)
+                    .map(|status| format!("{} {status}", counts.with(*status)))
+                    .collect();
+                format!(
+                    "{}; pending ones wait on deps or a blocked parent",
+                    parts.join(", ")
+                )
+            };
+            Outcome {
+                stderr: format!("no workable task ({why})\n"),
+                exit: Some(Exit::NothingToDo),
+                ..Outcome::default()
+            }
+        }
+    }
+}
+
+fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
+    let id_str = id.as_str();
+    let (object, archived_line) = if queue.get(id_str).is_some() {
+        (object_of(queue, id_str), None)
+    } else if let Some(record) = queue.done.record(id_str) {
+        (record, queue.done.line_of(id_str))
+    } else {
+        return Err(crate::task::Error::NotFound {
+            id: id.to_string(),
+            place: "tasks.jsonl or tasks-done.jsonl",
+        }
+        .into());
+    };
+    if json {
+        return Ok(Outcome::print(to_json(&object)));
+    }
+    let mut out = String::new();
+    let title = object.get("title").and_then(Value::as_str).unwrap_or("");
+    let _ = write!(out, "{id}  {}", safe(title));
+    match archived_line {
+        Some(line) => {
+            let _ = writeln!(out, "  (archived, tasks-done.jsonl line {line})");
+        }
+        None => out.push('\n'),
+    }
+    let ancestors: Vec<String> = std::iter::successors(id.parent(), TaskId::parent)
+        .map(|ancestor| match queue.get(ancestor.as_str()) {
+            Some(task) => format!("{ancestor} {}", safe(&task.title)),
+            None => ancestor.to_string(),
+        })
+        .collect();
+    if !ancestors.is_empty() {
+        let path: Vec<&str> = ancestors.iter().rev().map(String::as_str).collect();
+        let _ = writeln!(out, "parents:  {}", path.join(" > "));
+    }
+    for (key, value) in &object {
+        if key == "id" || key == "title" {
+            continue;
+        }
+        match value {
+            Value::String(text) if text.contains('\n') => {
+                let _ = writeln!(out, "{key}:");
+                for line in text.lines() {
+                    let _ = writeln!(out, "  {}", safe(line));
+                }
+            }
+            Value::String(text) => {
+                let _ = writeln!(out, "{key}: {}", safe(text));
+            }
+            other => {
+                let _ = writeln!(out, "{key}: {}", safe(&other.to_string()));
+            }
+        }
+    }
+    let children: Vec<String> = queue
+        .children(id_str)
+        .into_iter()
+        .filter_map(|index| queue.tasks.lines()[index].task.as_ref())
+        .map(|task| format!("{} ({})", task.id, task.status))
+        .collect();
+    if !children.is_empty() {
+        let _ = writeln!(out, "children: {}", children.join(", "));
+    }
+    Ok(Outcome::print(out))
+}
+
+fn status_changed(changes: &[Change], json: bool) -> Outcome {
+    let mut out = String::new();
+    for change in changes {
+        if let Change::Status { id, from, to } = change {
+            if json {
+                out = to_json(
+                    &json!({ "id": id.as_str(), "from": from.as_str(), "to": to.as_str() }),
+                );
+            } else if from == to {
+                let _ = writeln!(out, "{id} is already {to}");
+            } else {
+                let _ = writeln!(out, "{id}: {from} -> {to}");
+            }
+        }
+    }
+    Outcome::print(out)
+}
+
+fn split(changes: &[Change], json: bool) -> Outcome {
+    let mut out = String::new();
+    for change in changes {
+        if let Change::Split { id, children } = change {
+            if json {
+                let children: Vec<&str> = children.iter().map(TaskId::as_str).collect();
+                out = to_json(&json!({ "id": id.as_str(), "children": children }));
+            } else {
+                for child in children {
+                    let _ = writeln!(out, "{child}");
+                }
+            }
+        }
+    }
+    Outcome::print(out)
+}
+
+fn archived(changes: &[Change], json: bool) -> Outcome {
+    let mut archived = Vec::new();
+    let mut already = Vec::new();
+    for change in changes {
+        match change {
+            Change::Archived(id) => archived.push(id.as_str()),
+            Change::AlreadyArchived(id) => already.push(id.as_str()),
+            _ => {}
+        }
+    }
+    if json {
+        return Outcome::print(to_json(
+            &json!({ "archived": archived, "already_archived": already }),
+        ));
+    }
+    let mut out = String::new();
+    for id in archived {
+        let _ = writeln!(out, "archived {id}");
+    }
+    for id in already {
+        let _ = writeln!(out, "{id} was archived already");
+    }
+    Outcome::print(out)
+}
+
+fn validate(queue: &Queue, json: bool) -> Outcome {
+    let counts = queue.counts();
+    if json {
+        return Outcome::print(to_json(
+            &json!({ "valid": true, "counts": counts_json(&counts) }),
+        ));
+    }
+    Outcome::print(format!("ok: {}\n", counts_line(&counts)))
+}

@@ -1,0 +1,81 @@
+//! The top-level error, and the exit code each kind of failure maps to.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// The process exit codes ralph documents (DESIGN.md section 7 and 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The command did what was asked.
+    Success = 0,
+    /// Nothing to do: `ralph task next` found no workable task.
+    NothingToDo = 1,
+    /// The command line was wrong.
+    Usage = 2,
+    /// Work remains that needs a person.
+    NeedsPerson = 10,
+    /// A failure that may pass: I/O, a held lock, an agent that keeps failing.
+    Transient = 20,
+    /// Invalid input: a malformed task file, config or argument value.
+    InvalidInput = 30,
+    /// Interrupted by a signal.
+    Interrupted = 130,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit as u8)
+    }
+}
+
+/// Every error a command can end with; its kind decides the exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A task file or task operation failed.
+    #[error(transparent)]
+    Task(#[from] crate::task::Error),
+    /// `--dir` names a folder that does not exist.
+    #[error("--dir {}: no such folder", .0.display())]
+    NoSuchDir(PathBuf),
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder involved.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code this error ends the process with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Task(err) => err.exit(),
+            Error::NoSuchDir(_) => Exit::InvalidInput,
+            Error::Io { .. } => Exit::Transient,
+        }
+    }
+
+    /// A follow-up line telling the person what to do, when there is one.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Task(err) => err.hint(),
+            Error::NoSuchDir(_) | Error::Io { .. } => None,
+        }
+    }
+}
+
+/// Writes an error the way every command reports one: `error: ...` and an
+/// optional `hint: ...` line.
+pub struct Report<'a>(pub &'a Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.0)?;
+        if let Some(hint) = self.0.hint() {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
+}

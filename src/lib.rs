@@ -1,0 +1,17 @@
+//! ralph: runs coding agents in a durable, file-based loop.
+//!
+//! The binary's `main` calls [`main`]; everything else lives here so tests
+//! can reach it. See `docs/ARCHITECTURE.md` for how the modules fit.
+
+pub mod cli;
+pub mod error;
+pub mod files;
+pub mod project;
+pub mod task;
+
+pub use error::{Error, Exit};
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> std::process::ExitCode {
+    cli::main().into()
+}

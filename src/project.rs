@@ -1,0 +1,51 @@
+//! Finding the project a command works on.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::task::TASKS_FILE;
+
+/// The project root: `dir` when given (it must exist), otherwise the nearest
+/// folder at or above `cwd` holding `tasks.jsonl` or `.git`, otherwise `cwd`.
+pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
+    if let Some(dir) = dir {
+        let dir = cwd.join(dir);
+        if !dir.is_dir() {
+            return Err(Error::NoSuchDir(dir));
+        }
+        return Ok(dir);
+    }
+    Ok(cwd
+        .ancestors()
+        .find(|dir| dir.join(TASKS_FILE).is_file() || dir.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_up_to_the_folder_with_the_queue_or_git() {
+        let temp = assert_fs::TempDir::new().unwrap();
+        let root = temp.path();
+        let deep = root.join("a/b/c");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(find_root(None, &deep).unwrap(), deep);
+        std::fs::create_dir(root.join(".git")).unwrap();
+        assert_eq!(find_root(None, &deep).unwrap(), root);
+        std::fs::write(root.join("a/tasks.jsonl"), "").unwrap();
+        assert_eq!(find_root(None, &deep).unwrap(), root.join("a"));
+        assert_eq!(
+            find_root(Some(Path::new("a/b")), root).unwrap(),
+            root.join("a/b")
+        );
+        assert_eq!(
+            find_root(Some(Path::new("nope")), root)
+                .unwrap_err()
+                .to_string(),
+            format!("--dir {}: no such folder", root.join("nope").display())
+        );
+    }
+}

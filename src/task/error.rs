@@ -1,0 +1,78 @@
+//! Errors of the task store and task operations.
+
+use std::path::PathBuf;
+
+use crate::error::Exit;
+
+/// What can go wrong reading, validating or changing the task files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A line of a task file is malformed or breaks a rule of the queue.
+    #[error("{file}:{line}: {message}")]
+    Malformed {
+        /// The file's name relative to the project (`tasks.jsonl`).
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong, and where useful how to fix it.
+        message: String,
+    },
+    /// No task with this id in `tasks.jsonl` (nor, where it counts, the archive).
+    #[error("no task {id:?} in {place}")]
+    NotFound {
+        /// The id asked for.
+        id: String,
+        /// Where it was looked for.
+        place: &'static str,
+    },
+    /// The operation does not apply to the task as it stands.
+    #[error("{message}")]
+    Refused {
+        /// What was refused and why.
+        message: String,
+        /// What to do instead, when there is something.
+        hint: Option<String>,
+    },
+    /// Reading, writing or locking a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Builds a `Refused` error without a hint.
+    pub fn refused(message: impl Into<String>) -> Error {
+        Error::Refused {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// The exit code for this error.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Io { .. } => Exit::Transient,
+            _ => Exit::InvalidInput,
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Malformed { .. } => Some(
+                "fix that line by hand (or undo the last edit), then run `ralph task validate`; nothing was written"
+                    .to_owned(),
+            ),
+            Error::NotFound { .. } => Some("`ralph task list` shows the ids".to_owned()),
+            Error::Refused { hint, .. } => hint.clone(),
+            Error::Io { .. } => None,
+        }
+    }
+}
+
+/// Shorthand for results of this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,524 @@
+//! The task files as lines of text: parsing that keeps every byte, and
+//! edits that rewrite only the lines they change.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::error::{Error, Result};
+use super::model::{Task, parse_map, parse_object};
+
+/// How a line ends; kept so untouched lines are written back as they were.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineEnd {
+    /// `\n`
+    Lf,
+    /// `\r\n`
+    CrLf,
+    /// The last line of a file without a final newline.
+    Missing,
+}
+
+impl LineEnd {
+    fn as_str(self) -> &'static str {
+        match self {
+            LineEnd::Lf => "\n",
+            LineEnd::CrLf => "\r\n",
+            LineEnd::Missing => "",
+        }
+    }
+}
+
+/// One line of `tasks.jsonl`: its exact text and, unless blank, its task.
+#[derive(Clone, Debug)]
+pub struct Line {
+    /// The text without its line ending (and without a leading BOM).
+    pub text: String,
+    /// The line ending as found.
+    pub end: LineEnd,
+    /// The task on this line; `None` for a blank line.
+    pub task: Option<Task>,
+}
+
+const BOM: &str = "\u{feff}";
+
+/// Splits a file into lines, checking what every task file must satisfy:
+/// UTF-8, and no merge-conflict markers.
+fn split_lines<'a>(name: &str, bytes: &'a [u8]) -> Result<(bool, Vec<(&'a str, LineEnd)>)> {
+    let content = std::str::from_utf8(bytes).map_err(|err| {
+        let valid = &bytes[..err.valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+        Error::Malformed {
+            file: name.to_owned(),
+            line,
+            message: format!(
+                "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
+                bytes[err.valid_up_to()]
+            ),
+        }
+    })?;
+    let (bom, content) = match content.strip_prefix(BOM) {
+        Some(rest) => (true, rest),
+        None => (false, content),
+    };
+    let mut lines = Vec::new();
+    let mut rest = content;
+    while !rest.is_empty() {
+        let (text, end, next) = match rest.find('\n') {
+            Some(nl) if rest[..nl].ends_with('\r') => {
+                (&rest[..nl - 1], LineEnd::CrLf, &rest[nl + 1..])
+            }
+            Some(nl) => (&rest[..nl], LineEnd::Lf, &rest[nl + 1..]),
+            None => (rest, LineEnd::Missing, ""),
+        };
+        if is_conflict_marker(text) {
+            return Err(Error::Malformed {
+                file: name.to_owned(),
+                line: lines.len() + 1,
+                message: "merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines".to_owned(),
+            });
+        }
+        lines.push((text, end));
+        rest = next;
+    }
+    Ok((bom, lines))
+}
+
+fn is_conflict_marker(text: &str) -> bool {
+    ["<<<<<<<", "=======", ">>>>>>>", "|||||||"]
+        .iter()
+        .any(|marker| text.starts_with(marker))
+}
+
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+/// `tasks.jsonl`, parsed line by line. Rendering it back gives the same
+/// bytes except for the lines an edit touched.
+#[derive(Clone, Debug)]
+pub struct TaskFile {
+    name: String,
+    bom: bool,
+    lines: Vec<Line>,
+    /// Line index of each id's first occurrence.
+    index: HashMap<String, usize>,
+    changed: bool,
+}
+
+impl TaskFile {
+    /// Parses the file's bytes; `name` is used in error messages.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<TaskFile> {
+        let (bom, raw_lines) = split_lines(name, bytes)?;
+        let mut lines = Vec::with_capacity(raw_lines.len());
+        for (index, (text, end)) in raw_lines.into_iter().enumerate() {
+            let task = if is_blank(text) {
+                None
+            } else {
+                Some(Task::from_json(text).map_err(|message| Error::Malformed {
+                    file: name.to_owned(),
+                    line: index + 1,
+                    message,
+                })?)
+            };
+            lines.push(Line {
+                text: text.to_owned(),
+                end,
+                task,
+            });
+        }
+        let mut file = TaskFile {
+            name: name.to_owned(),
+            bom,
+            lines,
+            index: HashMap::new(),
+            changed: false,
+        };
+        file.reindex();
+        Ok(file)
+    }
+
+    fn reindex(&mut self) {
+        let mut index = HashMap::with_capacity(self.lines.len());
+        for (position, line) in self.lines.iter().enumerate() {
+            if let Some(task) = &line.task {
+                index.entry(task.id.as_str().to_owned()).or_insert(position);
+            }
+        }
+        self.index = index;
+    }
+
+    /// The file's name as shown in messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every line, blank ones included, in file order.
+    pub fn lines(&self) -> &[Line] {
+        &self.lines
+    }
+
+    /// The tasks in file order, each with its index in `lines()`.
+    pub fn tasks(&self) -> impl Iterator<Item = (usize, &Task)> {
+        self.lines
+            .iter()
+            .enumerate()
+            .filter_map(|(index, line)| line.task.as_ref().map(|task| (index, task)))
+    }
+
+    /// The index of the first line holding the task `id`.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        self.index.get(id).copied()
+    }
+
+    /// The task `id`, if this file has it.
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.position(id)
+            .and_then(|index| self.lines[index].task.as_ref())
+    }
+
+    /// The full JSON object on line `index`, unknown fields and key order kept.
+    pub fn object(&self, index: usize) -> Map<String, Value> {
+        parse_map(&self.lines[index].text).expect("a parsed task line is a JSON object")
+    }
+
+    /// Whether an edit changed the content since it was parsed.
+    pub fn is_changed(&self) -> bool {
+        self.changed
+    }
+
+    /// Rewrites the task on line `index` through `edit`, keeping its other
+    /// fields, their order and the line ending.
+    pub fn edit(&mut self, index: usize, edit: impl FnOnce(&mut Map<String, Value>)) -> Result<()> {
+        let mut object = self.object(index);
+        edit(&mut object);
+        let line = self.line_from(object, self.lines[index].end, index)?;
+        if line.text != self.lines[index].text {
+            self.lines[index] = line;
+            self.changed = true;
+        }
+        Ok(())
+    }
+
+    /// Inserts a new task line before line `index` (`lines().len()` appends).
+    pub fn insert(&mut self, index: usize, object: Map<String, Value>) -> Result<()> {
+        let end = self.default_end();
+        if index == self.lines.len()
+            && let Some(last) = self.lines.last_mut()
+            && last.end == LineEnd::Missing
+        {
+            last.end = end;
+        }
+        let line = self.line_from(object, end, index)?;
+        self.lines.insert(index, line);
+        self.changed = true;
+        self.reindex();
+        Ok(())
+    }
+
+    /// Removes line `index`.
+    pub fn remove(&mut self, index: usize) {
+        let removed = self.lines.remove(index);
+        if removed.end == LineEnd::Missing
+            && let Some(last) = self.lines.last_mut()
+        {
+            last.end = LineEnd::Missing;
+        }
+        self.changed = true;
+        self.reindex();
+    }
+
+    /// The file's bytes: untouched lines exactly as read.
+    pub fn render(&self) -> String {
+        let size = self
+            .lines
+            .iter()
+            .map(|line| line.text.len() + 2)
+            .sum::<usize>()
+            + BOM.len();
+        let mut out = String::with_capacity(size);
+        if self.bom {
+            out.push_str(BOM);
+        }
+        for line in &self.lines {
+            out.push_str(&line.text);
+            out.push_str(line.end.as_str());
+        }
+        out
+    }
+
+    /// New lines end like the file's first line (LF for an empty file).
+    fn default_end(&self) -> LineEnd {
+        match self.lines.first().map(|line| line.end) {
+            Some(LineEnd::CrLf) => LineEnd::CrLf,
+            _ => LineEnd::Lf,
+        }
+    }
+
+    fn line_from(&self, object: Map<String, Value>, end: LineEnd, index: usize) -> Result<Line> {
+        let text = serde_json::to_string(&object).expect("a JSON map serializes");
+        let task = Task::from_json(&text).map_err(|message| Error::Malformed {
+            file: self.name.clone(),
+            line: index + 1,
+            message,
+        })?;
+        Ok(Line {
+            text,
+            end,
+            task: Some(task),
+        })
+    }
+}
+
+/// Where an archived id sits in `tasks-done.jsonl`.
+#[derive(Clone, Copy, Debug)]
+struct DoneEntry {
+    line: usize,
+    start: usize,
+    end: usize,
+}
+
+/// `tasks-done.jsonl`: the append-only archive. Only ids are read eagerly;
+/// a record's other fields are parsed when asked for.
+#[derive(Clone, Debug)]
+pub struct DoneLog {
+    name: String,
+    text: String,
+    ids: HashMap<String, DoneEntry>,
+    order: Vec<String>,
+    /// Records queued for appending, as (id, JSON line).
+    appended: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct DoneId {
+    id: Option<Value>,
+}
+
+impl DoneLog {
+    /// Parses the archive's bytes; `name` is used in error messages.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<DoneLog> {
+        let (_, lines) = split_lines(name, bytes)?;
+        let text = std::str::from_utf8(bytes).expect("split_lines checked UTF-8");
+        let base = text.as_ptr() as usize;
+        let mut ids = HashMap::with_capacity(lines.len());
+        let mut order = Vec::with_capacity(lines.len());
+        for (index, (line, _)) in lines.iter().enumerate() {
+            if is_blank(line) {
+                continue;
+            }
+            let malformed = |message: String| Error::Malformed {
+                file: name.to_owned(),
+                line: index + 1,
+                message,
+            };
+            let record: DoneId = parse_object(line).map_err(malformed)?;
+            let id = match record.id {
+                Some(Value::String(id)) if !id.is_empty() => id,
+                Some(Value::String(_)) => return Err(malformed("empty id".to_owned())),
+                None | Some(Value::Null) => return Err(malformed("missing field `id`".to_owned())),
+                Some(other) => {
+                    return Err(malformed(format!(
+                        "field `id` must be a string, not {other}"
+                    )));
+                }
+            };
+            let start = line.as_ptr() as usize - base;
+            if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(id) {
+                order.push(slot.key().clone());
+                slot.insert(DoneEntry {
+                    line: index + 1,
+                    start,
+                    end: start + line.len(),
+                });
+            }
+        }
+        Ok(DoneLog {
+            name: name.to_owned(),
+            text: text.to_owned(),
+            ids,
+            order,
+            appended: Vec::new(),
+        })
+    }
+
+    /// Whether `id` is archived (read from the file or appended since).
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains_key(id) || self.appended_ids().any(|appended| appended == id)
+    }
+
+    /// Archived ids in file order, each once, appended ones last.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.order
+            .iter()
+            .map(String::as_str)
+            .chain(self.appended_ids())
+    }
+
+    /// How many distinct ids are archived.
+    pub fn len(&self) -> usize {
+        self.order.len() + self.appended.len()
+    }
+
+    /// Whether nothing is archived.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The archived record of `id` with all its fields.
+    pub fn record(&self, id: &str) -> Option<Map<String, Value>> {
+        if let Some(entry) = self.ids.get(id) {
+            return parse_map(&self.text[entry.start..entry.end]).ok();
+        }
+        self.appended
+            .iter()
+            .find(|(appended, _)| appended == id)
+            .and_then(|(_, line)| parse_map(line).ok())
+    }
+
+    /// The 1-based line of `id` in the file, when it was read from there.
+    pub fn line_of(&self, id: &str) -> Option<usize> {
+        self.ids.get(id).map(|entry| entry.line)
+    }
+
+    /// Queues the record of `id` to be appended.
+    pub fn append(&mut self, id: &str, record: &Map<String, Value>) {
+        let line = serde_json::to_string(record).expect("a JSON map serializes");
+        self.appended.push((id.to_owned(), line));
+    }
+
+    /// The text to append to the file for the queued records, starting on a
+    /// fresh line even when the file lacks a final newline; empty if none.
+    pub fn pending_text(&self) -> String {
+        if self.appended.is_empty() {
+            return String::new();
+        }
+        let mut out = String::new();
+        if !self.text.is_empty() && !self.text.ends_with('\n') {
+            out.push('\n');
+        }
+        for (_, line) in &self.appended {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The file's name as shown in messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn appended_ids(&self) -> impl Iterator<Item = &str> {
+        self.appended.iter().map(|(id, _)| id.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ODD: &str = "{ \"title\" : \"café ☕\", \"id\":\"A\",\"leaf\":false , \"status\":\"pending\", \"x\": [1, 2] }\r\n\
+        \n\
+        {\"id\":\"A.1\",\"title\":\"日本\",\"status\":\"in_progress\",\"leaf\":true,\"deep\":{\"k\":null}}\n\
+        {\"leaf\":true,  \"id\":\"A.2\", \"status\":\"pending\",\"title\":\"two\"}";
+
+    #[test]
+    fn renders_untouched_files_byte_for_byte() {
+        let file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
+        assert_eq!(file.render(), ODD);
+        let with_bom = format!("{BOM}{ODD}");
+        assert_eq!(
+            TaskFile::parse("tasks.jsonl", with_bom.as_bytes())
+                .unwrap()
+                .render(),
+            with_bom
+        );
+    }
+
+    #[test]
+    fn an_edit_rewrites_only_its_line() {
+        let mut file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
+        let index = file.position("A.1").unwrap();
+        file.edit(index, |object| {
+            object.insert("status".into(), "ready".into());
+        })
+        .unwrap();
+        let out = file.render();
+        let before: Vec<&str> = ODD.split('\n').collect();
+        let after: Vec<&str> = out.split('\n').collect();
+        assert_eq!(before.len(), after.len());
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            if i == index {
+                assert_eq!(
+                    *a,
+                    r#"{"id":"A.1","title":"日本","status":"ready","leaf":true,"deep":{"k":null}}"#
+                );
+            } else {
+                assert_eq!(b, a);
+            }
+        }
+    }
+
+    #[test]
+    fn appending_to_a_file_without_final_newline_starts_a_line() {
+        let mut file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
+        let object = parse_map(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#).unwrap();
+        file.insert(file.lines().len(), object).unwrap();
+        let out = file.render();
+        assert!(out.starts_with(ODD));
+        // New lines take the first line's ending (CRLF here).
+        assert_eq!(
+            &out[ODD.len()..],
+            "\r\n{\"id\":\"B\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true}\r\n"
+        );
+    }
+
+    #[test]
+    fn removing_the_unterminated_last_line_keeps_the_file_unterminated() {
+        let mut file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
+        file.remove(file.position("A.2").unwrap());
+        assert!(ODD.starts_with(&file.render()[..file.render().len()]));
+        assert!(file.render().ends_with("null}}"));
+    }
+
+    #[test]
+    fn conflict_markers_and_bad_utf8_name_their_line() {
+        let text =
+            "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n<<<<<<< HEAD\n";
+        assert_eq!(
+            TaskFile::parse("tasks.jsonl", text.as_bytes())
+                .unwrap_err()
+                .to_string(),
+            "tasks.jsonl:2: merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines"
+        );
+        let bytes = b"{}\n{\"id\":\"\xff\"}\n";
+        assert_eq!(
+            DoneLog::parse("tasks-done.jsonl", bytes)
+                .unwrap_err()
+                .to_string(),
+            "tasks-done.jsonl:2: not valid UTF-8 (byte 0xff at column 8); save the file as UTF-8"
+        );
+    }
+
+    #[test]
+    fn done_log_reads_ids_and_records() {
+        let text = "{\"id\":\"A.1.1\",\"title\":\"x\",\"completed\":\"2024-01-21\",\"commit\":\"abc123\"}\n\n{\"id\":\"B\"}";
+        let mut done = DoneLog::parse("tasks-done.jsonl", text.as_bytes()).unwrap();
+        assert!(done.contains("A.1.1") && done.contains("B") && !done.contains("A"));
+        assert_eq!(done.line_of("B"), Some(3));
+        assert_eq!(done.record("A.1.1").unwrap()["commit"], "abc123");
+        done.append("C", &parse_map(r#"{"id":"C","title":"c"}"#).unwrap());
+        assert!(done.contains("C"));
+        assert_eq!(done.pending_text(), "\n{\"id\":\"C\",\"title\":\"c\"}\n");
+        assert_eq!(done.ids().collect::<Vec<_>>(), ["A.1.1", "B", "C"]);
+        assert_eq!(
+            DoneLog::parse("tasks-done.jsonl", b"{\"title\":\"x\"}\n")
+                .unwrap_err()
+                .to_string(),
+            "tasks-done.jsonl:1: missing field `id`"
+        );
+    }
+}

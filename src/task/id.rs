@@ -1,0 +1,208 @@
+//! Dotted task ids (`A`, `A.1`, `A.1.2`) and the allocation of new ones.
+
+use std::fmt;
+
+/// Deepest nesting an id may have; deeper ids are refused as malformed.
+pub const MAX_DEPTH: usize = 32;
+/// Longest id, in bytes; ids end up in branch names and commit subjects.
+pub const MAX_LEN: usize = 200;
+
+/// A validated task id: segments of ASCII letters, digits, `-` or `_`,
+/// separated by single dots. The part before the last dot is the parent.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskId(String);
+
+impl TaskId {
+    /// Checks `text` and returns it as an id, or says what is wrong with it.
+    pub fn parse(text: &str) -> Result<TaskId, String> {
+        check(text)?;
+        Ok(TaskId(text.to_owned()))
+    }
+
+    /// The id as written.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The parent's id (`A.1` for `A.1.2`), or `None` at the top level.
+    pub fn parent(&self) -> Option<TaskId> {
+        parent_of(&self.0).map(|p| TaskId(p.to_owned()))
+    }
+
+    /// 1 for `A`, 2 for `A.1`, and so on.
+    pub fn depth(&self) -> usize {
+        self.0.split('.').count()
+    }
+
+    /// The id of this task's child with number `n`.
+    pub fn child(&self, n: u64) -> TaskId {
+        TaskId(format!("{}.{n}", self.0))
+    }
+
+    /// Whether `other` lies below this id in the hierarchy.
+    pub fn is_ancestor_of(&self, other: &str) -> bool {
+        other.len() > self.0.len() + 1
+            && other.starts_with(self.0.as_str())
+            && other.as_bytes()[self.0.len()] == b'.'
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for TaskId {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        TaskId::parse(text)
+    }
+}
+
+/// The parent part of an id string, without validating it.
+pub fn parent_of(id: &str) -> Option<&str> {
+    id.rfind('.').map(|dot| &id[..dot])
+}
+
+/// The segment after the last dot (the whole id at the top level).
+pub fn last_segment(id: &str) -> &str {
+    id.rfind('.').map_or(id, |dot| &id[dot + 1..])
+}
+
+fn check(text: &str) -> Result<(), String> {
+    const SHAPE: &str = "ids are dotted paths like A, A.1, A.1.2";
+    if text.is_empty() {
+        return Err("empty id".to_owned());
+    }
+    if text.len() > MAX_LEN {
+        return Err(format!(
+            "id is {} bytes long; at most {MAX_LEN}",
+            text.len()
+        ));
+    }
+    let mut depth = 0;
+    for segment in text.split('.') {
+        depth += 1;
+        if segment.is_empty() {
+            return Err(format!("id {text:?} has an empty segment; {SHAPE}"));
+        }
+        if let Some(bad) = segment
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+        {
+            return Err(format!(
+                "id {text:?} contains {bad:?}; use letters, digits, - and _ between the dots"
+            ));
+        }
+    }
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "id {text:?} is {depth} levels deep; at most {MAX_DEPTH}"
+        ));
+    }
+    Ok(())
+}
+
+/// The position of a top-level letter id in the sequence `A..Z, AA, AB, ...`
+/// (A = 1), or `None` when the segment is not all capital letters.
+pub fn letters_number(segment: &str) -> Option<u64> {
+    if segment.is_empty() || segment.len() > 12 || !segment.bytes().all(|b| b.is_ascii_uppercase())
+    {
+        return None;
+    }
+    Some(
+        segment
+            .bytes()
+            .fold(0, |n, b| n * 26 + u64::from(b - b'A') + 1),
+    )
+}
+
+/// The top-level id at position `n` of `A..Z, AA, AB, ...` (1 = A).
+pub fn letters_name(mut n: u64) -> String {
+    let mut letters = Vec::new();
+    while n > 0 {
+        n -= 1;
+        letters.push(b'A' + (n % 26) as u8);
+        n /= 26;
+    }
+    letters.reverse();
+    String::from_utf8(letters).expect("letters are ASCII")
+}
+
+/// The number of a child segment (`3` in `A.3`), when it is a plain number.
+pub fn child_number(segment: &str) -> Option<u64> {
+    if segment.starts_with('0') || !segment.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    segment.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn letters_round_trip() {
+        for (n, name) in [
+            (1, "A"),
+            (26, "Z"),
+            (27, "AA"),
+            (28, "AB"),
+            (52, "AZ"),
+            (53, "BA"),
+            (702, "ZZ"),
+            (703, "AAA"),
+        ] {
+            assert_eq!(letters_name(n), name);
+            assert_eq!(letters_number(name), Some(n));
+        }
+        assert_eq!(letters_number("Ab"), None);
+        assert_eq!(letters_number("A1"), None);
+    }
+
+    #[test]
+    fn child_numbers() {
+        assert_eq!(child_number("12"), Some(12));
+        assert_eq!(child_number("012"), None);
+        assert_eq!(child_number("x"), None);
+        assert_eq!(child_number(""), None);
+    }
+
+    #[test]
+    fn parents_and_depth() {
+        let id = TaskId::parse("A.1.2").unwrap();
+        assert_eq!(id.parent().unwrap().as_str(), "A.1");
+        assert_eq!(id.depth(), 3);
+        assert_eq!(TaskId::parse("A").unwrap().parent(), None);
+        let a1 = TaskId::parse("A.1").unwrap();
+        assert!(a1.is_ancestor_of("A.1.2"));
+        assert!(!a1.is_ancestor_of("A.10"));
+        assert!(!a1.is_ancestor_of("A.1"));
+        assert_eq!(last_segment("A.1.2"), "2");
+    }
+
+    #[test]
+    fn malformed_ids_are_refused_with_a_reason() {
+        assert_eq!(TaskId::parse("").unwrap_err(), "empty id");
+        assert_eq!(
+            TaskId::parse("A..1").unwrap_err(),
+            "id \"A..1\" has an empty segment; ids are dotted paths like A, A.1, A.1.2"
+        );
+        assert_eq!(
+            TaskId::parse("A/1").unwrap_err(),
+            "id \"A/1\" contains '/'; use letters, digits, - and _ between the dots"
+        );
+        let deep = vec!["1"; 40].join(".");
+        assert_eq!(
+            TaskId::parse(&deep).unwrap_err(),
+            format!("id {deep:?} is 40 levels deep; at most 32")
+        );
+        assert!(
+            TaskId::parse(&"A".repeat(201))
+                .unwrap_err()
+                .contains("at most 200")
+        );
+    }
+}

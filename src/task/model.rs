@@ -1,0 +1,317 @@
+//! The task record: the fields ralph understands, read from one JSON line.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+use super::id::TaskId;
+
+/// Where a task stands. `in_progress` and `done` are read as aliases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// Not started.
+    Pending,
+    /// Being worked on (alias `in_progress`).
+    Active,
+    /// Work done, awaiting review.
+    Ready,
+    /// Finished, waiting to be archived (alias `done`).
+    Complete,
+    /// Needs a person; skipped by the loop with its whole subtree.
+    Blocked,
+}
+
+impl Status {
+    /// Every status, in the order they are reported.
+    pub const ALL: [Status; 5] = [
+        Status::Pending,
+        Status::Active,
+        Status::Ready,
+        Status::Complete,
+        Status::Blocked,
+    ];
+
+    /// Reads a status as written in a file or on the command line.
+    pub fn parse(text: &str) -> Option<Status> {
+        Some(match text {
+            "pending" => Status::Pending,
+            "active" | "in_progress" => Status::Active,
+            "ready" => Status::Ready,
+            "complete" | "done" => Status::Complete,
+            "blocked" => Status::Blocked,
+            _ => return None,
+        })
+    }
+
+    /// The canonical name ralph writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Active => "active",
+            Status::Ready => "ready",
+            Status::Complete => "complete",
+            Status::Blocked => "blocked",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Status {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Status::parse(text).ok_or_else(|| unknown_status(text))
+    }
+}
+
+fn unknown_status(text: &str) -> String {
+    format!("unknown status {text:?} (use pending, active, ready, complete or blocked)")
+}
+
+/// One task of `tasks.jsonl`: the fields ralph acts on. The line's other
+/// fields stay in the file's text and are never touched.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Task {
+    /// The dotted id.
+    pub id: TaskId,
+    /// One-line description.
+    pub title: String,
+    /// Where the task stands.
+    pub status: Status,
+    /// Whether the task is workable (`true`) or only organises children.
+    pub leaf: bool,
+    /// Ids that must be done (archived or complete) before this task starts.
+    pub deps: Vec<TaskId>,
+    /// Details for the prompt.
+    pub body: Option<String>,
+    /// Why the task is blocked, when it is.
+    pub blocked_reason: Option<String>,
+}
+
+/// The known fields of a line, typed loosely so each problem gets its own
+/// message; unknown fields are skipped by serde without being built.
+#[derive(Deserialize)]
+struct RawTask {
+    id: Option<Value>,
+    title: Option<Value>,
+    status: Option<Value>,
+    leaf: Option<Value>,
+    deps: Option<Value>,
+    body: Option<Value>,
+    notes: Option<Value>,
+    blocked_reason: Option<Value>,
+    attempts: Option<Value>,
+    created: Option<Value>,
+    completed: Option<Value>,
+    commit: Option<Value>,
+    branch: Option<Value>,
+}
+
+impl Task {
+    /// Reads a task from one line of JSON text, or says what is wrong with it.
+    pub fn from_json(text: &str) -> Result<Task, String> {
+        let raw: RawTask = parse_object(text)?;
+        let id = match required(raw.id, "id")? {
+            Value::String(id) => TaskId::parse(&id)?,
+            other => return Err(mistyped("id", "a string", &other)),
+        };
+        let title = required_string(raw.title, "title")?;
+        let status = match required(raw.status, "status")? {
+            Value::String(status) => {
+                Status::parse(&status).ok_or_else(|| unknown_status(&status))?
+            }
+            other => return Err(mistyped("status", "a string", &other)),
+        };
+        let leaf = match required(raw.leaf, "leaf")? {
+            Value::Bool(leaf) => leaf,
+            other => return Err(mistyped("leaf", "true or false", &other)),
+        };
+        let deps = match raw.deps {
+            None => Vec::new(),
+            Some(Value::Array(items)) => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::String(dep) => {
+                        TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))
+                    }
+                    other => Err(mistyped("deps", "an array of id strings", &other)),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(mistyped("deps", "an array of id strings", &other)),
+        };
+        let body = optional_string(raw.body, "body")?;
+        let blocked_reason = optional_string(raw.blocked_reason, "blocked_reason")?;
+        for (value, name) in [
+            (raw.notes, "notes"),
+            (raw.created, "created"),
+            (raw.completed, "completed"),
+            (raw.commit, "commit"),
+            (raw.branch, "branch"),
+        ] {
+            optional_string(value, name)?;
+        }
+        match raw.attempts {
+            None => {}
+            Some(Value::Number(n)) if n.is_u64() => {}
+            Some(other) => return Err(mistyped("attempts", "a whole number", &other)),
+        }
+        Ok(Task {
+            id,
+            title,
+            status,
+            leaf,
+            deps,
+            body,
+            blocked_reason,
+        })
+    }
+}
+
+/// Deserializes one JSON object from `text`, refusing other JSON values
+/// (serde would otherwise accept an array for a struct).
+pub fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
+    let trimmed = text.trim_start();
+    if !trimmed.starts_with('{') {
+        return Err(
+            if trimmed.starts_with(['[', '"'])
+                || trimmed.starts_with(|c: char| c.is_ascii_digit() || c == '-')
+            {
+                "expected a JSON object ({...}), found another JSON value".to_owned()
+            } else {
+                invalid_json(serde_json::from_str::<Value>(text).err())
+            },
+        );
+    }
+    serde_json::from_str(text).map_err(|err| invalid_json(Some(err)))
+}
+
+/// Reads a whole line as a JSON object map, keeping key order.
+pub fn parse_map(text: &str) -> Result<Map<String, Value>, String> {
+    parse_object(text)
+}
+
+fn invalid_json(err: Option<serde_json::Error>) -> String {
+    let Some(err) = err else {
+        return "invalid JSON".to_owned();
+    };
+    if err.is_data() {
+        // A data error (duplicate or mistyped field) reads well on its own.
+        return strip_position(&err.to_string()).to_owned();
+    }
+    let message = err.to_string();
+    format!(
+        "invalid JSON at column {}: {}",
+        err.column(),
+        strip_position(&message)
+    )
+}
+
+fn strip_position(message: &str) -> &str {
+    message
+        .rfind(" at line ")
+        .map_or(message, |at| &message[..at])
+}
+
+fn required(value: Option<Value>, name: &str) -> Result<Value, String> {
+    match value {
+        None | Some(Value::Null) => Err(format!("missing field `{name}`")),
+        Some(value) => Ok(value),
+    }
+}
+
+fn required_string(value: Option<Value>, name: &str) -> Result<String, String> {
+    match required(value, name)? {
+        Value::String(text) => Ok(text),
+        other => Err(mistyped(name, "a string", &other)),
+    }
+}
+
+fn optional_string(value: Option<Value>, name: &str) -> Result<Option<String>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(mistyped(name, "a string", &other)),
+    }
+}
+
+fn mistyped(name: &str, expected: &str, found: &Value) -> String {
+    let mut shown = found.to_string();
+    if shown.len() > 40 {
+        let cut = (0..=37)
+            .rev()
+            .find(|&i| shown.is_char_boundary(i))
+            .unwrap_or(0);
+        shown.truncate(cut);
+        shown.push_str("...");
+    }
+    format!("field `{name}` must be {expected}, not {shown}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(line: &str) -> String {
+        Task::from_json(line).unwrap_err()
+    }
+
+    #[test]
+    fn reads_a_task_with_aliases_and_unknown_fields() {
+        let task = Task::from_json(
+            r#"{"id":"A.1","title":"t","status":"in_progress","leaf":true,"deps":["B"],"x":{"y":[1]}}"#,
+        )
+        .unwrap();
+        assert_eq!(task.id.as_str(), "A.1");
+        assert_eq!(task.status, Status::Active);
+        assert_eq!(task.deps, vec![TaskId::parse("B").unwrap()]);
+        let done =
+            Task::from_json(r#"{"id":"A","title":"t","status":"done","leaf":false}"#).unwrap();
+        assert_eq!(done.status, Status::Complete);
+    }
+
+    #[test]
+    fn each_problem_has_its_own_message() {
+        assert_eq!(
+            err(r#"{"title":"t","status":"pending","leaf":true}"#),
+            "missing field `id`"
+        );
+        assert_eq!(
+            err(r#"{"id":5,"title":"t","status":"pending","leaf":true}"#),
+            "field `id` must be a string, not 5"
+        );
+        assert_eq!(
+            err(r#"{"id":"","title":"t","status":"pending","leaf":true}"#),
+            "empty id"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"doing","leaf":true}"#),
+            "unknown status \"doing\" (use pending, active, ready, complete or blocked)"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":"yes"}"#),
+            "field `leaf` must be true or false, not \"yes\""
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"deps":"B"}"#),
+            "field `deps` must be an array of id strings, not \"B\""
+        );
+        assert_eq!(
+            err(r#"{"id":"A","id":"B","title":"t","status":"pending","leaf":true}"#),
+            "duplicate field `id`"
+        );
+        assert_eq!(
+            err(r#"["A","t","pending",true]"#),
+            "expected a JSON object ({...}), found another JSON value"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t""#),
+            "invalid JSON at column 21: EOF while parsing an object"
+        );
+        assert_eq!(err("not json"), "invalid JSON at column 2: expected ident");
+    }
+}

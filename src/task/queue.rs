@@ -1,0 +1,657 @@
+//! The queue: both task files read together, validated as a whole, and the
+//! questions the loop and the commands ask of them.
+
+use std::collections::HashMap;
+
+use super::error::{Error, Result};
+use super::file::{DoneLog, TaskFile};
+use super::id::{self, TaskId};
+use super::model::{Status, Task};
+
+/// File name of the active queue, relative to the project root.
+pub const TASKS_FILE: &str = "tasks.jsonl";
+/// File name of the archive, relative to the project root.
+pub const DONE_FILE: &str = "tasks-done.jsonl";
+
+/// `tasks.jsonl` and `tasks-done.jsonl`, parsed and checked.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    /// The active tasks.
+    pub tasks: TaskFile,
+    /// The archive.
+    pub done: DoneLog,
+}
+
+/// How many tasks of `tasks.jsonl` have each status, and how many are archived.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Tasks per status, indexed like `Status::ALL`.
+    pub by_status: [usize; 5],
+    /// Distinct archived ids.
+    pub archived: usize,
+}
+
+impl Counts {
+    /// Tasks in `tasks.jsonl`.
+    pub fn active_total(&self) -> usize {
+        self.by_status.iter().sum()
+    }
+
+    /// Tasks with `status`.
+    pub fn with(&self, status: Status) -> usize {
+        self.by_status[status_index(status)]
+    }
+}
+
+fn status_index(status: Status) -> usize {
+    Status::ALL
+        .iter()
+        .position(|s| *s == status)
+        .expect("ALL lists every status")
+}
+
+/// A task of the tree view: one in `tasks.jsonl`, or an archived child of one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TreeNode {
+    /// The task's id.
+    pub id: String,
+    /// Its title (archived records may lack one: empty then).
+    pub title: String,
+    /// Its status; `None` when archived.
+    pub status: Option<Status>,
+    /// Whether it is a leaf.
+    pub leaf: bool,
+    /// Descendants done (archived or complete).
+    pub done: usize,
+    /// All descendants, archived ones included.
+    pub total: usize,
+    /// Direct children in file order, archived ones first.
+    pub children: Vec<TreeNode>,
+}
+
+impl Queue {
+    /// Parses and validates both files' bytes.
+    pub fn parse(tasks: &[u8], done: &[u8]) -> Result<Queue> {
+        let queue = Queue {
+            tasks: TaskFile::parse(TASKS_FILE, tasks)?,
+            done: DoneLog::parse(DONE_FILE, done)?,
+        };
+        queue.validate()?;
+        Ok(queue)
+    }
+
+    /// An empty queue (no files yet).
+    pub fn empty() -> Queue {
+        Queue::parse(b"", b"").expect("empty files are valid")
+    }
+
+    /// Checks the rules that span lines: unique ids, existing parents, no
+    /// leaf with children, known deps, no dependency cycle.
+    pub fn validate(&self) -> Result<()> {
+        let by_id = self.index()?;
+        for (index, task) in self.tasks.tasks() {
+            let id = task.id.as_str();
+            if let Some(parent) = id::parent_of(id) {
+                match by_id.get(parent) {
+                    Some(&parent_index) => {
+                        let parent_task = self.task_at(parent_index);
+                        if parent_task.leaf {
+                            return Err(self.malformed(
+                                parent_index,
+                                format!(
+                                    "task {parent:?} has \"leaf\": true but has children ({id} on line {}); set \"leaf\": false",
+                                    index + 1
+                                ),
+                            ));
+                        }
+                    }
+                    None if self.done.contains(parent) => {
+                        return Err(self.malformed(
+                            index,
+                            format!("parent {parent:?} of task {id:?} is archived; give the task a new id (`ralph task add` picks one)"),
+                        ));
+                    }
+                    None => {
+                        return Err(self.malformed(
+                            index,
+                            format!("parent {parent:?} of task {id:?} does not exist; add the parent or fix the id"),
+                        ));
+                    }
+                }
+            }
+            for dep in &task.deps {
+                let dep = dep.as_str();
+                if !by_id.contains_key(dep) && !self.done.contains(dep) {
+                    return Err(self.malformed(
+                        index,
+                        format!("task {id:?} depends on {dep:?}, which is in neither {TASKS_FILE} nor {DONE_FILE}; fix or remove it in \"deps\""),
+                    ));
+                }
+                if TaskId::parse(dep).is_ok_and(|dep| dep.is_ancestor_of(id)) {
+                    return Err(self.malformed(
+                        index,
+                        format!("task {id:?} depends on its own ancestor {dep:?}, which is done only after it; remove it from \"deps\""),
+                    ));
+                }
+            }
+        }
+        self.check_cycles(&by_id)
+    }
+
+    /// Maps each id of `tasks.jsonl` to its line index; fails on duplicates.
+    fn index(&self) -> Result<HashMap<&str, usize>> {
+        let mut by_id = HashMap::with_capacity(self.tasks.lines().len());
+        for (index, task) in self.tasks.tasks() {
+            if let Some(first) = by_id.insert(task.id.as_str(), index) {
+                return Err(self.malformed(
+                    index,
+                    format!(
+                        "duplicate id {:?} (first on line {}); give one of them a new id",
+                        task.id.as_str(),
+                        first + 1
+                    ),
+                ));
+            }
+        }
+        Ok(by_id)
+    }
+
+    fn check_cycles(&self, by_id: &HashMap<&str, usize>) -> Result<()> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Open,
+            Closed,
+        }
+        let mut marks = vec![Mark::New; self.tasks.lines().len()];
+        // Live deps only: an archived dep is satisfied and ends every path.
+        let deps_of = |index: usize| -> Vec<usize> {
+            self.task_at(index)
+                .deps
+                .iter()
+                .filter(|dep| !self.done.contains(dep.as_str()))
+                .filter_map(|dep| by_id.get(dep.as_str()).copied())
+                .collect()
+        };
+        for (start, _) in self.tasks.tasks() {
+            if marks[start] != Mark::New {
+                continue;
+            }
+            let mut stack = vec![(start, deps_of(start), 0)];
+            marks[start] = Mark::Open;
+            while let Some((node, deps, next)) = stack.last_mut() {
+                if let Some(&dep) = deps.get(*next) {
+                    *next += 1;
+                    match marks[dep] {
+                        Mark::New => {
+                            marks[dep] = Mark::Open;
+                            let dep_deps = deps_of(dep);
+                            stack.push((dep, dep_deps, 0));
+                        }
+                        Mark::Open => {
+                            let from = stack
+                                .iter()
+                                .position(|(n, _, _)| *n == dep)
+                                .expect("open nodes are on the stack");
+                            let mut path: Vec<&str> = stack[from..]
+                                .iter()
+                                .map(|(n, _, _)| self.task_at(*n).id.as_str())
+                                .collect();
+                            path.push(self.task_at(dep).id.as_str());
+                            return Err(self.malformed(
+                                dep,
+                                format!(
+                                    "dependency cycle {}; remove one of these deps",
+                                    path.join(" -> ")
+                                ),
+                            ));
+                        }
+                        Mark::Closed => {}
+                    }
+                } else {
+                    marks[*node] = Mark::Closed;
+                    stack.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn task_at(&self, index: usize) -> &Task {
+        self.tasks.lines()[index]
+            .task
+            .as_ref()
+            .expect("indexed lines hold tasks")
+    }
+
+    fn malformed(&self, index: usize, message: String) -> Error {
+        Error::Malformed {
+            file: self.tasks.name().to_owned(),
+            line: index + 1,
+            message,
+        }
+    }
+
+    /// The task `id` in `tasks.jsonl`.
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.tasks.get(id)
+    }
+
+    /// Whether `id` is done: archived, or marked complete.
+    pub fn is_done(&self, id: &str) -> bool {
+        self.done.contains(id)
+            || self
+                .get(id)
+                .is_some_and(|task| task.status == Status::Complete)
+    }
+
+    /// The task the loop works on next: the first in-flight leaf (`active`,
+    /// or `ready` awaiting review) in file order, else the first `pending`
+    /// leaf whose deps, and its ancestors' deps, are all done. Tasks that are
+    /// blocked or under a blocked ancestor, and ids already archived, are
+    /// skipped.
+    pub fn next(&self) -> Option<&Task> {
+        let by_id: HashMap<&str, &Task> = self
+            .tasks
+            .tasks()
+            .map(|(_, task)| (task.id.as_str(), task))
+            .collect();
+        let lineage = |task: &'_ Task| {
+            let mut chain = vec![];
+            let mut current = Some(task.id.as_str());
+            while let Some(id) = current {
+                if let Some(found) = by_id.get(id) {
+                    chain.push(*found);
+                }
+                current = id::parent_of(id);
+            }
+            chain
+        };
+        let workable = |task: &Task| {
+            task.leaf
+                && !self.done.contains(task.id.as_str())
+                && lineage(task).iter().all(|t| t.status != Status::Blocked)
+        };
+        let in_flight =
+            self.tasks.tasks().map(|(_, task)| task).find(|task| {
+                matches!(task.status, Status::Active | Status::Ready) && workable(task)
+            });
+        in_flight.or_else(|| {
+            self.tasks.tasks().map(|(_, task)| task).find(|task| {
+                task.status == Status::Pending
+                    && workable(task)
+                    && lineage(task)
+                        .iter()
+                        .all(|t| t.deps.iter().all(|dep| self.is_done(dep.as_str())))
+            })
+        })
+    }
+
+    /// The next free top-level id: one past the highest in either file.
+    pub fn next_top_level_id(&self) -> TaskId {
+        let highest = self
+            .all_ids()
+            .filter(|id| id::parent_of(id).is_none())
+            .filter_map(id::letters_number)
+            .max()
+            .unwrap_or(0);
+        TaskId::parse(&id::letters_name(highest + 1)).expect("letter ids are valid")
+    }
+
+    /// The next free child id under `parent`, counting both files.
+    pub fn next_child_id(&self, parent: &TaskId) -> TaskId {
+        let highest = self
+            .all_ids()
+            .filter(|id| id::parent_of(id) == Some(parent.as_str()))
+            .filter_map(|id| id::child_number(id::last_segment(id)))
+            .max()
+            .unwrap_or(0);
+        parent.child(highest + 1)
+    }
+
+    /// Every id in either file (an id may appear twice after a crash).
+    pub fn all_ids(&self) -> impl Iterator<Item = &str> {
+        self.tasks
+            .tasks()
+            .map(|(_, task)| task.id.as_str())
+            .chain(self.done.ids())
+    }
+
+    /// Line indexes of the direct children of `id` in `tasks.jsonl`.
+    pub fn children(&self, id: &str) -> Vec<usize> {
+        self.tasks
+            .tasks()
+            .filter(|(_, task)| id::parent_of(task.id.as_str()) == Some(id))
+            .map(|(index, _)| index)
+            .collect()
+    }
+
+    /// Status counts of `tasks.jsonl` and the number archived.
+    pub fn counts(&self) -> Counts {
+        let mut counts = Counts {
+            archived: self.done.len(),
+            ..Counts::default()
+        };
+        for (_, task) in self.tasks.tasks() {
+            counts.by_status[status_index(task.status)] += 1;
+        }
+        counts
+    }
+
+    /// The hierarchy of `tasks.jsonl`, with the archived children of its tasks.
+    pub fn tree(&self) -> Vec<TreeNode> {
+        let live: HashMap<&str, &Task> = self
+            .tasks
+            .tasks()
+            .map(|(_, task)| (task.id.as_str(), task))
+            .collect();
+        // Descendant counts: every id adds to each live ancestor.
+        let mut totals: HashMap<&str, (usize, usize)> = HashMap::new();
+        for id in self.all_ids().collect::<std::collections::HashSet<_>>() {
+            let done = self.is_done(id);
+            let mut ancestor = id::parent_of(id);
+            while let Some(parent) = ancestor {
+                if live.contains_key(parent) {
+                    let entry = totals.entry(parent).or_default();
+                    entry.0 += usize::from(done);
+                    entry.1 += 1;
+                }
+                ancestor = id::parent_of(parent);
+            }
+        }
+        let mut children: HashMap<&str, Vec<TreeNode>> = HashMap::new();
+        for id in self.done.ids() {
+            match id::parent_of(id) {
+                Some(parent) if live.contains_key(parent) && !live.contains_key(id) => {
+                    let record = self.done.record(id).unwrap_or_default();
+                    children.entry(parent).or_default().push(TreeNode {
+                        id: id.to_owned(),
+                        title: record
+                            .get("title")
+                            .and_then(|t| t.as_str())
+                            .unwrap_or_default()
+                            .to_owned(),
+                        status: None,
+                        leaf: record.get("leaf").and_then(|l| l.as_bool()).unwrap_or(true),
+                        done: 0,
+                        total: 0,
+                        children: Vec::new(),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let mut live_children: HashMap<&str, Vec<&Task>> = HashMap::new();
+        let mut roots = Vec::new();
+        for (_, task) in self.tasks.tasks() {
+            match id::parent_of(task.id.as_str()) {
+                Some(parent) => live_children.entry(parent).or_default().push(task),
+                None => roots.push(task),
+            }
+        }
+        // Depth is bounded by id::MAX_DEPTH, so recursion is shallow.
+        fn build<'a>(
+            task: &'a Task,
+            archived: &mut HashMap<&str, Vec<TreeNode>>,
+            live_children: &HashMap<&str, Vec<&'a Task>>,
+            totals: &HashMap<&str, (usize, usize)>,
+        ) -> TreeNode {
+            let id = task.id.as_str();
+            let mut children = archived.remove(id).unwrap_or_default();
+            for child in live_children.get(id).into_iter().flatten() {
+                children.push(build(child, archived, live_children, totals));
+            }
+            let (done, total) = totals.get(id).copied().unwrap_or_default();
+            TreeNode {
+                id: id.to_owned(),
+                title: task.title.clone(),
+                status: Some(task.status),
+                leaf: task.leaf,
+                done,
+                total,
+                children,
+            }
+        }
+        roots
+            .into_iter()
+            .map(|task| build(task, &mut children, &live_children, &totals))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue(tasks: &str, done: &str) -> Result<Queue> {
+        Queue::parse(tasks.as_bytes(), done.as_bytes())
+    }
+
+    fn line(id: &str, status: &str, leaf: bool, extra: &str) -> String {
+        format!(
+            "{{\"id\":\"{id}\",\"title\":\"t {id}\",\"status\":\"{status}\",\"leaf\":{leaf}{extra}}}\n"
+        )
+    }
+
+    fn err(tasks: &str, done: &str) -> String {
+        queue(tasks, done).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn next_resumes_the_first_active_leaf() {
+        let tasks = [
+            line("A", "pending", true, ""),
+            line("B", "active", true, ""),
+            line("C", "in_progress", true, ""),
+        ]
+        .concat();
+        assert_eq!(queue(&tasks, "").unwrap().next().unwrap().id.as_str(), "B");
+    }
+
+    #[test]
+    fn next_resumes_a_ready_leaf_before_pending_ones() {
+        let tasks = [line("A", "pending", true, ""), line("B", "ready", true, "")].concat();
+        assert_eq!(queue(&tasks, "").unwrap().next().unwrap().id.as_str(), "B");
+    }
+
+    #[test]
+    fn next_takes_the_first_pending_leaf_with_deps_done() {
+        let tasks = [
+            line("A", "pending", false, ""),
+            line("A.1", "pending", true, ",\"deps\":[\"B\"]"),
+            line("A.2", "pending", true, ""),
+            line("B", "pending", true, ""),
+        ]
+        .concat();
+        assert_eq!(
+            queue(&tasks, "").unwrap().next().unwrap().id.as_str(),
+            "A.2"
+        );
+        let archived = "{\"id\":\"B\"}\n";
+        let tasks_b_done = tasks.replace(&line("B", "pending", true, ""), "");
+        assert_eq!(
+            queue(&tasks_b_done, archived)
+                .unwrap()
+                .next()
+                .unwrap()
+                .id
+                .as_str(),
+            "A.1"
+        );
+        let tasks_b_complete = tasks.replace(
+            &line("B", "pending", true, ""),
+            &line("B", "complete", true, ""),
+        );
+        assert_eq!(
+            queue(&tasks_b_complete, "")
+                .unwrap()
+                .next()
+                .unwrap()
+                .id
+                .as_str(),
+            "A.1"
+        );
+    }
+
+    #[test]
+    fn next_skips_blocked_subtrees_containers_and_archived_ids() {
+        let tasks = [
+            line("A", "blocked", false, ""),
+            line("A.1", "active", true, ""),
+            line("A.2", "pending", true, ""),
+            line("B", "pending", false, ""),
+            line("B.1", "blocked", true, ""),
+            line("B.2", "pending", true, ""),
+            line("C", "pending", true, ""),
+        ]
+        .concat();
+        let q = queue(&tasks, "").unwrap();
+        assert_eq!(q.next().unwrap().id.as_str(), "B.2");
+        let q = queue(&tasks, "{\"id\":\"B.2\"}\n").unwrap();
+        assert_eq!(q.next().unwrap().id.as_str(), "C");
+    }
+
+    #[test]
+    fn next_honours_an_ancestors_deps() {
+        let tasks = [
+            line("A", "pending", true, ""),
+            line("B", "pending", false, ",\"deps\":[\"A\"]"),
+            line("B.1", "pending", true, ""),
+        ]
+        .concat();
+        let q = queue(
+            &tasks.replace(
+                &line("A", "pending", true, ""),
+                &line("A", "blocked", true, ""),
+            ),
+            "",
+        )
+        .unwrap();
+        assert_eq!(q.next(), None);
+    }
+
+    #[test]
+    fn ids_continue_across_both_files() {
+        let tasks = [
+            line("A", "pending", false, ""),
+            line("A.2", "pending", true, ""),
+            line("C", "pending", true, ""),
+        ]
+        .concat();
+        let q = queue(&tasks, "{\"id\":\"A.7\"}\n{\"id\":\"Z\"}\n").unwrap();
+        assert_eq!(q.next_top_level_id().as_str(), "AA");
+        assert_eq!(
+            q.next_child_id(&TaskId::parse("A").unwrap()).as_str(),
+            "A.8"
+        );
+        assert_eq!(
+            q.next_child_id(&TaskId::parse("C").unwrap()).as_str(),
+            "C.1"
+        );
+        assert_eq!(Queue::empty().next_top_level_id().as_str(), "A");
+    }
+
+    #[test]
+    fn validation_errors_name_the_line_and_the_fix() {
+        assert_eq!(
+            err(
+                &[
+                    line("A", "pending", true, ""),
+                    "\n".into(),
+                    line("A", "pending", true, "")
+                ]
+                .concat(),
+                ""
+            ),
+            "tasks.jsonl:3: duplicate id \"A\" (first on line 1); give one of them a new id"
+        );
+        assert_eq!(
+            err(&line("A.1", "pending", true, ""), ""),
+            "tasks.jsonl:1: parent \"A\" of task \"A.1\" does not exist; add the parent or fix the id"
+        );
+        assert_eq!(
+            err(&line("A.1", "pending", true, ""), "{\"id\":\"A\"}\n"),
+            "tasks.jsonl:1: parent \"A\" of task \"A.1\" is archived; give the task a new id (`ralph task add` picks one)"
+        );
+        assert_eq!(
+            err(
+                &[
+                    line("A", "pending", true, ""),
+                    line("A.1", "pending", true, "")
+                ]
+                .concat(),
+                ""
+            ),
+            "tasks.jsonl:1: task \"A\" has \"leaf\": true but has children (A.1 on line 2); set \"leaf\": false"
+        );
+        assert_eq!(
+            err(&line("A", "pending", true, ",\"deps\":[\"Q\"]"), ""),
+            "tasks.jsonl:1: task \"A\" depends on \"Q\", which is in neither tasks.jsonl nor tasks-done.jsonl; fix or remove it in \"deps\""
+        );
+        assert_eq!(
+            err(
+                &[
+                    line("A", "pending", false, ""),
+                    line("A.1", "pending", true, ",\"deps\":[\"A\"]")
+                ]
+                .concat(),
+                ""
+            ),
+            "tasks.jsonl:2: task \"A.1\" depends on its own ancestor \"A\", which is done only after it; remove it from \"deps\""
+        );
+        assert_eq!(
+            err(
+                &[
+                    line("A", "pending", true, ",\"deps\":[\"B\"]"),
+                    line("B", "pending", true, ",\"deps\":[\"C\"]"),
+                    line("C", "pending", true, ",\"deps\":[\"A\"]"),
+                ]
+                .concat(),
+                ""
+            ),
+            "tasks.jsonl:1: dependency cycle A -> B -> C -> A; remove one of these deps"
+        );
+        assert_eq!(
+            err(&line("A", "pending", true, ",\"deps\":[\"A\"]"), ""),
+            "tasks.jsonl:1: dependency cycle A -> A; remove one of these deps"
+        );
+    }
+
+    #[test]
+    fn an_archived_dep_breaks_what_would_be_a_cycle() {
+        // B archived (crash left its line behind): its deps no longer bind.
+        let tasks = [
+            line("A", "pending", true, ",\"deps\":[\"B\"]"),
+            line("B", "pending", true, ",\"deps\":[\"A\"]"),
+        ]
+        .concat();
+        assert!(queue(&tasks, "{\"id\":\"B\"}\n").is_ok());
+    }
+
+    #[test]
+    fn tree_nests_children_and_counts_archived_ones() {
+        let tasks = [
+            line("A", "active", false, ""),
+            line("A.2", "pending", false, ""),
+            line("A.2.1", "complete", true, ""),
+            line("A.3", "active", true, ""),
+            line("B", "pending", true, ""),
+        ]
+        .concat();
+        let q = queue(&tasks, "{\"id\":\"A.1\",\"title\":\"one\"}\n").unwrap();
+        let tree = q.tree();
+        assert_eq!(
+            tree.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(),
+            ["A", "B"]
+        );
+        let a = &tree[0];
+        assert_eq!((a.done, a.total), (2, 4));
+        assert_eq!(
+            a.children.iter().map(|n| n.id.as_str()).collect::<Vec<_>>(),
+            ["A.1", "A.2", "A.3"]
+        );
+        assert_eq!(a.children[0].status, None);
+        assert_eq!(a.children[0].title, "one");
+        assert_eq!(a.children[1].children[0].id, "A.2.1");
+    }
+}
