@@ -1,1 +1,6 @@
+//! Integration tests: the real `ralph` binary in temporary projects.
+
 mod support;
+mod task_commands;
+mod task_files;
+mod task_props;

@@ -1,0 +1,264 @@
+//! The task files themselves: byte-preserving writes, malformed input,
+//! concurrent edits and the seed's shell recipes.
+
+use crate::support::TestProject;
+
+const HINT: &str = "hint: fix that line by hand (or undo the last edit), then run `ralph task validate`; nothing was written\n";
+
+#[test]
+fn a_change_rewrites_only_its_own_line() {
+    let original = concat!(
+        "{ \"id\" : \"A\", \"title\":\"Ünïcödé ☕ 日本語\",\"status\":\"pending\",  \"leaf\":false, \"x-owner\": {\"name\":\"kim\", \"tags\":[1,2.50,null]} }\n",
+        "{\"leaf\":true,\"status\":\"pending\",\"title\":\"odd key order\",\"id\":\"A.1\",\"estimate\":1e3}\n",
+        "\n",
+        "{\"id\":\"A.2\",   \"title\":\"escaped \\u00e9 \\\"quotes\\\"\",\"status\":\"in_progress\",\"leaf\":true}\n",
+        "\t{\"id\":\"B\",\"title\":\"tabbed\",\"status\":\"done\",\"leaf\":true,\"notes\":\"keep\"}   \n",
+    );
+    let p = TestProject::new().file("tasks.jsonl", original);
+    p.ralph(&["task", "start", "A.1"])
+        .ok("A.1: pending -> active\n");
+    let after = p.read("tasks.jsonl");
+    let before: Vec<&str> = original.split_inclusive('\n').collect();
+    let now: Vec<&str> = after.split_inclusive('\n').collect();
+    assert_eq!(before.len(), now.len());
+    for (i, (b, a)) in before.iter().zip(&now).enumerate() {
+        if i == 1 {
+            assert_eq!(
+                *a,
+                "{\"leaf\":true,\"status\":\"active\",\"title\":\"odd key order\",\"id\":\"A.1\",\"estimate\":1000.0}\n"
+            );
+        } else {
+            assert_eq!(b, a, "line {} changed", i + 1);
+        }
+    }
+}
+
+#[test]
+fn crlf_files_keep_their_line_endings() {
+    let original = "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\r\n{\"id\":\"B\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true}\r\n";
+    let p = TestProject::new().file("tasks.jsonl", original);
+    p.ralph(&["task", "start", "B"]).success();
+    p.ralph(&["task", "add", "c"]).ok("C\n");
+    let after = p.read("tasks.jsonl");
+    assert!(after.starts_with("{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\r\n{\"id\":\"B\",\"title\":\"b\",\"status\":\"active\",\"leaf\":true}\r\n{\"id\":\"C\""));
+    assert!(after.ends_with("}\r\n"));
+    assert_eq!(after.matches('\n').count(), after.matches("\r\n").count());
+}
+
+/// Every malformed input: the exact one-line error, exit 30, nothing written.
+#[test]
+fn malformed_input_fails_with_file_line_and_fix_and_writes_nothing() {
+    let good = r#"{"id":"A","title":"a","status":"pending","leaf":true}"#;
+    let cases: &[(&str, &[u8], &[u8], &str)] = &[
+        ("invalid JSON", b"{\"id\":\"A\",\"title\":\"a\"\n", b"", "tasks.jsonl:1: invalid JSON at column 21: EOF while parsing an object"),
+        ("trailing garbage", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true} x\n", b"", "tasks.jsonl:1: invalid JSON at column 55: trailing characters"),
+        ("missing title", b"{\"id\":\"A\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: missing field `title`"),
+        ("missing leaf", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\"}\n", b"", "tasks.jsonl:1: missing field `leaf`"),
+        ("null status", b"{\"id\":\"A\",\"title\":\"a\",\"status\":null,\"leaf\":true}\n", b"", "tasks.jsonl:1: missing field `status`"),
+        ("mistyped leaf", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":\"yes\"}\n", b"", "tasks.jsonl:1: field `leaf` must be true or false, not \"yes\""),
+        ("mistyped title", b"{\"id\":\"A\",\"title\":[\"a\"],\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: field `title` must be a string, not [\"a\"]"),
+        ("number id", b"{\"id\":7,\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: field `id` must be a string, not 7"),
+        ("unknown status", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"doing\",\"leaf\":true}\n", b"", "tasks.jsonl:1: unknown status \"doing\" (use pending, active, ready, complete or blocked)"),
+        ("empty id", b"{\"id\":\"\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: empty id"),
+        ("bad id", b"{\"id\":\"A/../b\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: id \"A/../b\" contains '/'; use letters, digits, - and _ between the dots"),
+        ("mistyped deps", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true,\"deps\":[1]}\n", b"", "tasks.jsonl:1: field `deps` must be an array of id strings, not 1"),
+        ("mistyped attempts", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true,\"attempts\":-1}\n", b"", "tasks.jsonl:1: field `attempts` must be a whole number, not -1"),
+        ("duplicate key", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"status\":\"active\",\"leaf\":true}\n", b"", "tasks.jsonl:1: duplicate field `status`"),
+        ("array line", b"[\"A\",\"a\",\"pending\",true]\n", b"", "tasks.jsonl:1: expected a JSON object ({...}), found another JSON value"),
+        ("conflict marker", b"<<<<<<< HEAD\n", b"", "tasks.jsonl:1: merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines"),
+        ("invalid UTF-8", b"{\"id\":\"A\",\"title\":\"\xc3\x28\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: not valid UTF-8 (byte 0xc3 at column 20); save the file as UTF-8"),
+        ("duplicate id", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n\n{\"id\":\"A\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:3: duplicate id \"A\" (first on line 1); give one of them a new id"),
+        ("missing parent", b"{\"id\":\"A.1\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: parent \"A\" of task \"A.1\" does not exist; add the parent or fix the id"),
+        ("leaf with children", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n{\"id\":\"A.1\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n", b"", "tasks.jsonl:1: task \"A\" has \"leaf\": true but has children (A.1 on line 2); set \"leaf\": false"),
+        ("unknown dep", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true,\"deps\":[\"Z\"]}\n", b"", "tasks.jsonl:1: task \"A\" depends on \"Z\", which is in neither tasks.jsonl nor tasks-done.jsonl; fix or remove it in \"deps\""),
+        ("cycle", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true,\"deps\":[\"B\"]}\n{\"id\":\"B\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true,\"deps\":[\"A\"]}\n", b"", "tasks.jsonl:1: dependency cycle A -> B -> A; remove one of these deps"),
+        ("archive without id", good.as_bytes(), b"{\"title\":\"x\"}\n", "tasks-done.jsonl:1: missing field `id`"),
+        ("archive invalid JSON", good.as_bytes(), b"{\"id\":\"Q\"}\n{\"id\":\n", "tasks-done.jsonl:2: invalid JSON at column 6: EOF while parsing a value"),
+        ("archive conflict marker", good.as_bytes(), b">>>>>>> theirs\n", "tasks-done.jsonl:1: merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines"),
+    ];
+    for (what, tasks, done, message) in cases {
+        let p = TestProject::new()
+            .file("tasks.jsonl", tasks)
+            .file("tasks-done.jsonl", done);
+        let expected = format!("error: {message}\n{HINT}");
+        for args in [
+            &["task", "validate"][..],
+            &["task", "next"],
+            &["task", "add", "x"],
+            &["task", "archive", "A"],
+        ] {
+            let run = p.ralph(args);
+            assert_eq!(
+                (run.code, run.stderr.as_str()),
+                (30, expected.as_str()),
+                "{what}: ralph {args:?}"
+            );
+        }
+        assert_eq!(
+            p.bytes("tasks.jsonl"),
+            *tasks,
+            "{what}: tasks.jsonl changed"
+        );
+        assert_eq!(
+            p.bytes("tasks-done.jsonl"),
+            *done,
+            "{what}: tasks-done.jsonl changed"
+        );
+    }
+}
+
+#[test]
+fn blank_lines_in_the_middle_are_fine_and_kept() {
+    let text = "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n\n   \n{\"id\":\"B\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true}\n";
+    let p = TestProject::new().file("tasks.jsonl", text);
+    p.ralph(&["task", "validate"]).success();
+    p.ralph(&["task", "start", "B"]).success();
+    assert!(p.read("tasks.jsonl").starts_with(
+        "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n\n   \n"
+    ));
+}
+
+#[test]
+fn the_seeds_grep_pipeline_agrees_with_task_next_on_files_ralph_wrote() {
+    let p = TestProject::new();
+    for title in ["one", "two", "three"] {
+        p.ralph(&["task", "add", title]).success();
+    }
+    p.ralph(&["task", "split", "A", "one-a", "one-b"]).success();
+    p.ralph(&["task", "block", "A.1", "--reason", "x"])
+        .success();
+    let seed = p
+        .command("sh")
+        .args([
+            "-c",
+            r#"grep '"leaf":true' tasks.jsonl | grep '"status":"pending"' | head -1"#,
+        ])
+        .output()
+        .unwrap();
+    let line: serde_json::Value = serde_json::from_slice(&seed.stdout).unwrap();
+    let ours = p.ralph(&["task", "next", "--json"]).success().json();
+    assert_eq!(line["id"], "A.2");
+    assert_eq!(ours["id"], line["id"]);
+}
+
+#[test]
+fn files_written_by_the_seeds_archive_recipe_read_fine() {
+    let p = TestProject::new()
+        .task(r#"{"id":"A","title":"auth","status":"pending","leaf":false}"#)
+        .task(r#"{"id":"A.1","title":"choose","status":"complete","leaf":true}"#)
+        .task(r#"{"id":"A.2","title":"middleware","status":"pending","leaf":true}"#);
+    // The seed: TASK=$(grep ...); echo "$TASK" | jq -c '. + {completed:..,commit:..}' >> tasks-done.jsonl;
+    // grep -v ... > tmp && mv tmp tasks.jsonl. `jq -c` output is compact JSON
+    // with the new keys last, which serde_json reproduces here.
+    let line = p.read("tasks.jsonl").lines().nth(1).unwrap().to_owned();
+    let mut object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&line).unwrap();
+    object.insert("completed".into(), "2024-01-21".into());
+    object.insert("commit".into(), "abc123".into());
+    std::fs::write(
+        p.path().join("tasks-done.jsonl"),
+        format!("{}\n", serde_json::Value::Object(object)),
+    )
+    .unwrap();
+    let status = p
+        .command("sh")
+        .args([
+            "-c",
+            r#"grep -v '"id":"A.1"' tasks.jsonl > tmp && mv tmp tasks.jsonl"#,
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    p.ralph(&["task", "validate"])
+        .ok("ok: 2 tasks: 2 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n");
+    p.ralph(&["task", "next"]).ok("A.2 middleware\n");
+    p.ralph(&["task", "add", "x", "--parent", "A"]).ok("A.3\n");
+    p.ralph(&["task", "archive", "A.2"]).ok("archived A.2\n");
+    let done = p.read("tasks-done.jsonl");
+    assert!(done.starts_with("{\"id\":\"A.1\",\"title\":\"choose\",\"status\":\"complete\",\"leaf\":true,\"completed\":\"2024-01-21\",\"commit\":\"abc123\"}\n"));
+}
+
+#[test]
+fn a_jq_style_rewrite_between_two_ralph_writes_is_kept() {
+    let p = TestProject::new();
+    p.ralph(&["task", "add", "one"]).success();
+    p.ralph(&["task", "add", "two"]).success();
+    // What `jq -c '...' tasks.jsonl > tmp && mv tmp tasks.jsonl` does.
+    let status = p
+        .command("sh")
+        .args(["-c", r#"sed 's/"title":"one"/"title":"one","owner":"kim"/' tasks.jsonl > tmp && mv tmp tasks.jsonl"#])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    p.ralph(&["task", "start", "B"]).success();
+    p.ralph(&["task", "add", "three"]).ok("C\n");
+    let text = p.read("tasks.jsonl");
+    assert!(text.contains(r#""title":"one","owner":"kim""#), "{text}");
+    assert!(
+        text.contains(r#""id":"B","title":"two","status":"active""#),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_append_with_shell_redirection_is_kept() {
+    let p = TestProject::new();
+    p.ralph(&["task", "add", "one"]).success();
+    let status = p
+        .command("sh")
+        .args([
+            "-c",
+            r#"echo '{"id":"B","title":"by hand","status":"pending","leaf":true}' >> tasks.jsonl"#,
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    p.ralph(&["task", "add", "three"]).ok("C\n");
+    assert_eq!(p.read("tasks.jsonl").lines().count(), 3);
+}
+
+#[test]
+fn racing_writers_lose_nothing_and_never_share_an_id() {
+    let p = TestProject::new();
+    std::thread::scope(|scope| {
+        for writer in 0..2 {
+            let p = &p;
+            scope.spawn(move || {
+                for n in 0..40 {
+                    p.ralph(&["task", "add", &format!("writer {writer} task {n}")])
+                        .success();
+                }
+            });
+        }
+    });
+    let text = p.read("tasks.jsonl");
+    let ids: std::collections::HashSet<String> = text
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<serde_json::Value>(line).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(text.lines().count(), 80);
+    assert_eq!(ids.len(), 80);
+    for writer in 0..2 {
+        for n in 0..40 {
+            assert!(text.contains(&format!("\"writer {writer} task {n}\"")));
+        }
+    }
+}
+
+#[test]
+fn no_temporary_files_are_left_behind() {
+    let p = TestProject::new();
+    p.ralph(&["task", "add", "one"]).success();
+    p.ralph(&["task", "archive", "A"]).success();
+    let mut names: Vec<String> = std::fs::read_dir(p.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".ralph", "tasks-done.jsonl", "tasks.jsonl"]);
+}
