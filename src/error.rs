@@ -34,6 +34,15 @@ pub enum Error {
     /// A task file or task operation failed.
     #[error(transparent)]
     Task(#[from] crate::task::Error),
+    /// The roles configuration is wrong.
+    #[error(transparent)]
+    Roles(#[from] crate::roles::Error),
+    /// The prompt could not be composed.
+    #[error(transparent)]
+    Prompt(#[from] crate::prompt::Error),
+    /// The loop settings are wrong.
+    #[error(transparent)]
+    Settings(#[from] crate::config::Error),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
@@ -52,6 +61,9 @@ impl Error {
     pub fn exit(&self) -> Exit {
         match self {
             Error::Task(err) => err.exit(),
+            Error::Roles(err) => err.exit(),
+            Error::Settings(err) => err.exit(),
+            Error::Prompt(err) => err.exit(),
             Error::NoSuchDir(_) => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
         }
@@ -61,6 +73,12 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Task(err) => err.hint(),
+            Error::Roles(err) => err.hint(),
+            Error::Prompt(err) => err.hint(),
+            Error::Settings(_) => Some(
+                "fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults"
+                    .to_owned(),
+            ),
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }

@@ -4,9 +4,13 @@
 //! can reach it. See `docs/ARCHITECTURE.md` for how the modules fit.
 
 pub mod cli;
+pub mod config;
 pub mod error;
 pub mod files;
+pub mod init;
 pub mod project;
+pub mod prompt;
+pub mod roles;
 pub mod task;
 
 pub use error::{Error, Exit};

@@ -1,5 +1,8 @@
 //! The command line: argument structs, dispatch, and printing results.
 
+mod init;
+mod prompt;
+mod roles;
 mod task;
 mod text;
 
@@ -28,6 +31,13 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Create the files ralph needs in this folder (never overwrites without --force)
+    Init(init::InitArgs),
+    /// Print the prompt the next iteration would get, and why that role
+    Prompt(prompt::PromptArgs),
+    /// Check and debug the role triggers in config/roles.yaml
+    #[command(subcommand)]
+    Roles(roles::RolesCommand),
     /// Read and change the task queue (tasks.jsonl, tasks-done.jsonl)
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -97,14 +107,47 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         path: PathBuf::from("."),
         source,
     })?;
+    let root = match (&cli.command, &cli.dir) {
+        // init makes the folder it is run in (or --dir) a project.
+        (Command::Init(_), None) => cwd.clone(),
+        _ => crate::project::find_root(cli.dir.as_deref(), &cwd)?,
+    };
     let context = Context {
-        root: crate::project::find_root(cli.dir.as_deref(), &cwd)?,
+        root,
         now: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         json: cli.json,
     };
     match cli.command {
+        Command::Init(args) => init::run(&args, &context),
+        Command::Prompt(args) => prompt::run(&args, &context),
+        Command::Roles(command) => roles::run(&command, &context),
         Command::Task(command) => task::run(command, &context),
     }
+}
+
+/// The task a command is about: `id` when given (it must be in
+/// `tasks.jsonl`), otherwise the task the loop works on next.
+fn current_task<'q>(
+    queue: &'q crate::task::Queue,
+    id: Option<&crate::task::TaskId>,
+) -> Result<Option<&'q crate::task::Task>, Error> {
+    match id {
+        Some(id) => queue.get(id.as_str()).map(Some).ok_or_else(|| {
+            crate::task::Error::NotFound {
+                id: id.to_string(),
+                place: crate::task::TASKS_FILE,
+            }
+            .into()
+        }),
+        None => Ok(queue.next()),
+    }
+}
+
+/// One JSON value on a line.
+fn to_json(value: &impl serde::Serialize) -> String {
+    let mut text = serde_json::to_string(value).expect("JSON values serialize");
+    text.push('\n');
+    text
 }
 
 /// Writes to a stream, ignoring a closed pipe (`ralph task list | head`).

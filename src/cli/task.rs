@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
 use super::text::safe;
-use super::{Context, Outcome};
+use super::{Context, Outcome, to_json};
 use crate::error::{Error, Exit};
 use crate::task::{Change, Counts, NewTask, Patch, Queue, Status, Store, TaskId, TreeNode};
 
@@ -158,12 +158,6 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
 
 fn set(id: TaskId, status: Status) -> Patch {
     Patch::SetStatus { id, status }
-}
-
-fn to_json(value: &impl serde::Serialize) -> String {
-    let mut text = serde_json::to_string(value).expect("JSON values serialize");
-    text.push('\n');
-    text
 }
 
 /// A live task's stored object, with the status written canonically.

@@ -1,0 +1,66 @@
+//! `ralph prompt`: print the prompt the next iteration would get, and why.
+
+use std::fmt::Write;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{Context, Outcome, current_task, to_json};
+use crate::error::{Error, Exit};
+use crate::prompt;
+use crate::roles::{self, TriggerContext};
+use crate::task::{Store, TaskId};
+
+/// Arguments of `ralph prompt`.
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// Build the prompt for this task [default: the next task]
+    #[arg(long, value_name = "ID")]
+    pub task: Option<TaskId>,
+}
+
+/// Runs `ralph prompt`.
+pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
+    let queue = Store::open(&context.root).load()?;
+    let Some(task) = current_task(&queue, args.task.as_ref())? else {
+        return Ok(Outcome {
+            stderr: "no workable task to build a prompt for; pass --task ID\n".to_owned(),
+            exit: Some(Exit::NothingToDo),
+            ..Outcome::default()
+        });
+    };
+    let triggers = roles::load(&context.root)?;
+    let decision = triggers.choose(&TriggerContext::for_task(task))?;
+    let variables = prompt::context_for(&queue, task, &decision);
+    let text = prompt::build(&context.root, &decision, &variables)?;
+    let why = match &decision.fired {
+        Some(fired) => format!(
+            "role: {} (trigger {}: {})",
+            fired.role, fired.number, fired.condition
+        ),
+        None => "role: none (no trigger is true)".to_owned(),
+    };
+    if context.json {
+        return Ok(Outcome::print(to_json(&json!({
+            "task": task.id.as_str(),
+            "role": decision.fired.as_ref().map(|f| f.role.as_str()),
+            "trigger": decision.fired.as_ref().map(|f| f.number),
+            "bytes": text.len(),
+            "prompt": text,
+        }))));
+    }
+    let mut stderr = String::new();
+    let _ = writeln!(
+        stderr,
+        "task: {} {}",
+        task.id,
+        super::text::safe(&task.title)
+    );
+    let _ = writeln!(stderr, "{why}");
+    let _ = writeln!(stderr, "prompt: {} bytes", text.len());
+    Ok(Outcome {
+        stdout: text,
+        stderr,
+        exit: None,
+    })
+}

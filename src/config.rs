@@ -1,0 +1,275 @@
+//! Loop settings from `config/ralph.yaml`. Every key is optional; unknown
+//! keys are an error naming the key.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::error::Exit;
+
+/// File name of the settings, relative to the project root.
+pub const SETTINGS_FILE: &str = "config/ralph.yaml";
+
+/// The agent presets ralph knows.
+pub const PRESETS: [&str; 8] = [
+    "claude", "codex", "opencode", "amp", "gemini", "qwen", "aider", "cursor",
+];
+
+/// The loop's settings, defaults filled in.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Which agent runs and how.
+    pub agent: AgentSettings,
+    /// Iterations per run.
+    pub max_iterations: u64,
+    /// Iterations one task may take before it is blocked.
+    pub max_iterations_per_task: u64,
+    /// Failed iterations in a row before a task is blocked.
+    pub max_consecutive_failures: u64,
+    /// Iterations without a commit or file change that count as a failure.
+    pub no_progress_iterations: u64,
+    /// Wait after a failure; doubles after each failure, capped at 10x.
+    #[serde(deserialize_with = "duration")]
+    pub retry_backoff: Duration,
+    /// Wait between iterations.
+    #[serde(deserialize_with = "duration")]
+    pub pause_between_iterations: Duration,
+    /// Branch tasks merge into; `None` is the branch checked out at start.
+    pub base_branch: Option<String>,
+    /// Prefix of task branch names.
+    pub branch_prefix: String,
+    /// Verification commands.
+    pub verify: VerifySettings,
+}
+
+/// The `agent:` section.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentSettings {
+    /// A preset name (claude, codex, ...).
+    pub preset: Option<String>,
+    /// A custom command line; overrides the preset.
+    pub command: Option<String>,
+    /// The model to ask for, passed with the preset's own flag.
+    pub model: Option<String>,
+    /// Time limit per iteration.
+    #[serde(deserialize_with = "duration")]
+    pub timeout: Duration,
+}
+
+/// The `verify:` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct VerifySettings {
+    /// Commands that must pass before a task is merged.
+    pub task: Vec<String>,
+    /// Commands run once when the queue drains.
+    pub run: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            agent: AgentSettings::default(),
+            max_iterations: 50,
+            max_iterations_per_task: 20,
+            max_consecutive_failures: 3,
+            no_progress_iterations: 3,
+            retry_backoff: Duration::from_secs(10),
+            pause_between_iterations: Duration::from_secs(2),
+            base_branch: None,
+            branch_prefix: "task/".to_owned(),
+            verify: VerifySettings::default(),
+        }
+    }
+}
+
+impl Default for AgentSettings {
+    fn default() -> AgentSettings {
+        AgentSettings {
+            preset: Some("claude".to_owned()),
+            command: None,
+            model: None,
+            timeout: Duration::from_secs(20 * 60),
+        }
+    }
+}
+
+/// What is wrong with the settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The YAML is malformed or has a wrong key or value.
+    #[error("{SETTINGS_FILE}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Invalid {
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// Reading the file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code for this error.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Invalid { .. } => Exit::InvalidInput,
+            Error::Io { .. } => Exit::Transient,
+        }
+    }
+}
+
+impl Settings {
+    /// Parses settings text; an empty file gives the defaults.
+    pub fn parse(yaml: &str) -> Result<Settings, Error> {
+        if yaml.trim().is_empty() {
+            return Ok(Settings::default());
+        }
+        let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| Error::Invalid {
+            line: err.location().map(|l| l.line()),
+            message: {
+                let message = err.to_string();
+                message
+                    .rfind(" at line ")
+                    .map_or(message.clone(), |at| message[..at].to_owned())
+            },
+        })?;
+        if let Some(preset) = &settings.agent.preset
+            && settings.agent.command.is_none()
+            && !PRESETS.contains(&preset.as_str())
+        {
+            return Err(Error::Invalid {
+                line: None,
+                message: format!(
+                    "agent.preset: unknown preset {preset:?}; use one of {}",
+                    PRESETS.join(", ")
+                ),
+            });
+        }
+        Ok(settings)
+    }
+
+    /// Loads the project's settings; a missing file gives the defaults.
+    pub fn load(root: &Path) -> Result<Settings, Error> {
+        let path = root.join(SETTINGS_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Settings::parse(&text),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
+            Err(source) => Err(Error::Io { path, source }),
+        }
+    }
+}
+
+/// Reads a duration written as `500ms`, `10s`, `20m` or `1h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let amount: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration; write it like 500ms, 10s, 20m or 1h"))?;
+    let millis = match unit {
+        "ms" => 1,
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "" => return Err(format!("duration {text:?} needs a unit: ms, s, m or h")),
+        _ => {
+            return Err(format!(
+                "{text:?} is not a duration; write it like 500ms, 10s, 20m or 1h"
+            ));
+        }
+    };
+    Ok(Duration::from_millis(amount.saturating_mul(millis)))
+}
+
+/// Shows a duration the way the settings file writes it.
+pub struct ShowDuration(pub Duration);
+
+impl fmt::Display for ShowDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0.as_millis();
+        match ms {
+            ms if ms % 3_600_000 == 0 && ms > 0 => write!(f, "{}h", ms / 3_600_000),
+            ms if ms % 60_000 == 0 && ms > 0 => write!(f, "{}m", ms / 60_000),
+            ms if ms % 1_000 == 0 => write!(f, "{}s", ms / 1_000),
+            ms => write!(f, "{ms}ms"),
+        }
+    }
+}
+
+fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_and_show() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("20m").unwrap(), Duration::from_secs(1200));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert_eq!(
+            parse_duration("10").unwrap_err(),
+            "duration \"10\" needs a unit: ms, s, m or h"
+        );
+        assert_eq!(
+            parse_duration("soon").unwrap_err(),
+            "\"soon\" is not a duration; write it like 500ms, 10s, 20m or 1h"
+        );
+        assert_eq!(ShowDuration(Duration::from_secs(1200)).to_string(), "20m");
+        assert_eq!(
+            ShowDuration(Duration::from_millis(1500)).to_string(),
+            "1500ms"
+        );
+    }
+
+    #[test]
+    fn empty_settings_are_the_defaults() {
+        assert_eq!(Settings::parse("").unwrap(), Settings::default());
+        assert_eq!(
+            Settings::parse("max_iterations: 7\n")
+                .unwrap()
+                .max_iterations,
+            7
+        );
+    }
+
+    #[test]
+    fn wrong_keys_and_values_name_the_line() {
+        assert_eq!(
+            Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
+        );
+        assert_eq!(
+            Settings::parse("agent:\n  timeout: 20\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml:2: agent: duration \"20\" needs a unit: ms, s, m or h"
+        );
+        assert_eq!(
+            Settings::parse("agent:\n  preset: claud\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
+        );
+    }
+}

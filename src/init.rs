@@ -1,0 +1,214 @@
+//! `ralph init`: the shipped defaults, embedded in the binary, and writing
+//! the ones a project is missing.
+
+use std::path::Path;
+
+use crate::files;
+
+/// Whether `--force` may replace a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// A shipped default: `--force` replaces it.
+    Default,
+    /// The project's own data (tasks, learnings): never replaced.
+    Data,
+}
+
+/// One file `ralph init` creates.
+#[derive(Clone, Copy, Debug)]
+pub struct Shipped {
+    /// Path relative to the project root.
+    pub path: &'static str,
+    /// Its default content.
+    pub text: &'static str,
+    /// Whether `--force` may replace it.
+    pub ownership: Ownership,
+}
+
+const fn shipped(path: &'static str, text: &'static str) -> Shipped {
+    Shipped {
+        path,
+        text,
+        ownership: Ownership::Default,
+    }
+}
+
+const fn data(path: &'static str, text: &'static str) -> Shipped {
+    Shipped {
+        path,
+        text,
+        ownership: Ownership::Data,
+    }
+}
+
+/// Every file `ralph init` writes, from the repository's `roles/`,
+/// `config/` and `templates/` folders.
+pub const SHIPPED: &[Shipped] = &[
+    shipped("working.md", include_str!("../templates/working.md")),
+    data("learnings.md", include_str!("../templates/learnings.md")),
+    data("tasks.jsonl", ""),
+    data("tasks-done.jsonl", ""),
+    shipped("roles/reviewer.md", include_str!("../roles/reviewer.md")),
+    shipped("roles/architect.md", include_str!("../roles/architect.md")),
+    shipped("roles/debugger.md", include_str!("../roles/debugger.md")),
+    shipped(
+        "roles/documenter.md",
+        include_str!("../roles/documenter.md"),
+    ),
+    shipped(
+        "roles/refactorer.md",
+        include_str!("../roles/refactorer.md"),
+    ),
+    shipped("config/roles.yaml", include_str!("../config/roles.yaml")),
+    shipped("config/ralph.yaml", include_str!("../config/ralph.yaml")),
+];
+
+/// Paths ralph keeps out of git.
+pub const IGNORED: [&str; 3] = [".ralph/", "ralph.log", ".stop"];
+
+/// What `ralph init` did with one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// It was missing and is now written.
+    Created,
+    /// It existed and `--force` replaced it.
+    Replaced,
+    /// It existed and was left alone.
+    Kept,
+    /// It existed, holds the project's data, and `--force` left it alone.
+    KeptData,
+}
+
+/// The report of `ralph init`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// Each shipped file and what happened to it.
+    pub files: Vec<(&'static str, Action)>,
+    /// Entries added to `.gitignore`.
+    pub ignored: Vec<&'static str>,
+    /// Whether the folder is inside a git repository.
+    pub in_git: bool,
+}
+
+/// Writes the shipped files missing under `root` (all defaults with
+/// `force`), with `agent` as the preset in `config/ralph.yaml`, and adds
+/// ralph's runtime paths to `.gitignore`.
+pub fn init(root: &Path, force: bool, agent: Option<&str>) -> std::io::Result<Report> {
+    let mut report = Report {
+        files: Vec::new(),
+        ignored: Vec::new(),
+        in_git: root.ancestors().any(|dir| dir.join(".git").exists()),
+    };
+    for file in SHIPPED {
+        let path = root.join(file.path);
+        let exists = path.exists();
+        let action = match (exists, force, file.ownership) {
+            (false, _, _) => Action::Created,
+            (true, true, Ownership::Default) => Action::Replaced,
+            (true, true, Ownership::Data) => Action::KeptData,
+            (true, false, _) => Action::Kept,
+        };
+        if matches!(action, Action::Created | Action::Replaced) {
+            let text = match (file.path, agent) {
+                ("config/ralph.yaml", Some(preset)) => with_preset(file.text, preset),
+                _ => file.text.to_owned(),
+            };
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            files::write_atomic(&path, text.as_bytes())?;
+        }
+        report.files.push((file.path, action));
+    }
+    let gitignore = root.join(".gitignore");
+    let existing = files::read_or_empty(&gitignore)?;
+    let existing = String::from_utf8_lossy(&existing);
+    let present = |entry: &str| {
+        let bare = entry.trim_end_matches('/');
+        existing.lines().map(str::trim).any(|line| {
+            let line = line.trim_start_matches('/');
+            line == entry || line == bare
+        })
+    };
+    report.ignored = IGNORED
+        .into_iter()
+        .filter(|entry| !present(entry))
+        .collect();
+    if !report.ignored.is_empty() {
+        let mut text = String::new();
+        if !existing.is_empty() && !existing.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# ralph runtime files\n");
+        for entry in &report.ignored {
+            text.push_str(entry);
+            text.push('\n');
+        }
+        files::append_durable(&gitignore, text.as_bytes())?;
+    }
+    Ok(report)
+}
+
+/// The settings text with `agent.preset` set to `preset`.
+fn with_preset(text: &str, preset: &str) -> String {
+    text.replacen("  preset: claude", &format!("  preset: {preset}"), 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{PRESETS, Settings};
+    use crate::roles::Triggers;
+
+    #[test]
+    fn every_shipped_file_parses() {
+        let settings = Settings::parse(include_str!("../config/ralph.yaml")).unwrap();
+        assert_eq!(
+            settings,
+            Settings::default(),
+            "the shipped settings are the defaults"
+        );
+        let roles: Vec<&str> = SHIPPED
+            .iter()
+            .filter_map(|file| file.path.strip_prefix("roles/")?.strip_suffix(".md"))
+            .collect();
+        let triggers = Triggers::parse(include_str!("../config/roles.yaml"), |role| {
+            roles.contains(&role)
+        })
+        .unwrap();
+        assert_eq!(triggers.list.len(), 5);
+        for file in SHIPPED.iter().filter(|f| f.path.ends_with(".md")) {
+            assert!(
+                file.text.starts_with("# "),
+                "{} starts with a title",
+                file.path
+            );
+        }
+        crate::prompt::render_context(
+            "default",
+            crate::prompt::DEFAULT_CONTEXT_TEMPLATE,
+            &crate::prompt::context_for(
+                &crate::task::Queue::empty(),
+                &crate::task::Task::from_json(
+                    r#"{"id":"A","title":"t","status":"active","leaf":true}"#,
+                )
+                .unwrap(),
+                &triggers
+                    .choose(&crate::roles::TriggerContext::default())
+                    .unwrap(),
+            ),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn every_preset_can_be_set() {
+        for preset in PRESETS {
+            let text = with_preset(include_str!("../config/ralph.yaml"), preset);
+            assert_eq!(
+                Settings::parse(&text).unwrap().agent.preset.as_deref(),
+                Some(preset)
+            );
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The prompt: `working.md`, the chosen role's file, and the task context
+//! rendered from a minijinja template.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Exit;
+use crate::roles::{self, Decision};
+use crate::task::{Queue, Task, TaskId};
+
+/// The base prompt, relative to the project root.
+pub const WORKING_FILE: &str = "working.md";
+/// The task-context template a project may provide, relative to its root.
+pub const CONTEXT_TEMPLATE: &str = "templates/context.md.j2";
+/// The shipped task-context template.
+pub const DEFAULT_CONTEXT_TEMPLATE: &str = include_str!("../templates/context.md.j2");
+/// Separator between the parts of the prompt (the seed's composition).
+pub const SEPARATOR: &str = "\n\n---\n\n";
+/// Most bytes of failure output a prompt carries (the tail is kept).
+pub const EVIDENCE_TAIL_BYTES: usize = 4000;
+
+/// What went wrong in the last iteration, for the next one's prompt.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// The failure class (`exit`, `timeout`, `verify_failed`, ...).
+    pub class: String,
+    /// One or two sentences saying what happened.
+    pub summary: String,
+    /// The end of the relevant output, if any.
+    pub output_tail: Option<String>,
+}
+
+/// The variables of the task-context template.
+#[derive(Clone, Debug, Serialize)]
+pub struct PromptContext {
+    /// The task.
+    pub task: TaskView,
+    /// Its ancestors, outermost first.
+    pub ancestors: Vec<AncestorView>,
+    /// The number of the iteration this prompt is for, in this run (1-based).
+    pub iteration: u64,
+    /// The number of this iteration on the task (1-based, across runs).
+    pub task_iteration: u64,
+    /// The role, when a trigger chose one.
+    pub role: Option<String>,
+    /// The trigger that chose it.
+    pub trigger: Option<TriggerView>,
+    /// The last failure's evidence.
+    pub evidence: Option<Evidence>,
+}
+
+/// The task as the template sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskView {
+    /// Dotted id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Status.
+    pub status: String,
+    /// Details, if any.
+    pub body: Option<String>,
+    /// 1 for `A`, 2 for `A.1`, ...
+    pub depth: usize,
+    /// The task's branch, when known.
+    pub branch: Option<String>,
+}
+
+/// An ancestor as the template sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct AncestorView {
+    /// Dotted id.
+    pub id: String,
+    /// Title (empty when the ancestor is not in `tasks.jsonl`).
+    pub title: String,
+}
+
+/// The trigger that chose the role, as the template sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TriggerView {
+    /// 1-based position in `config/roles.yaml`.
+    pub number: usize,
+    /// The condition as written.
+    pub condition: String,
+    /// The trigger's description, if any.
+    pub description: Option<String>,
+}
+
+/// What can go wrong composing a prompt.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// `working.md` does not exist.
+    #[error("{WORKING_FILE} is missing in {}", .0.display())]
+    NoWorkingFile(PathBuf),
+    /// The template does not render.
+    #[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Template {
+        /// The template's name.
+        file: String,
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// The roles configuration is wrong.
+    #[error(transparent)]
+    Roles(#[from] roles::Error),
+    /// Reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code for this error.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Roles(err) => err.exit(),
+            Error::Io { .. } => Exit::Transient,
+            _ => Exit::InvalidInput,
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::NoWorkingFile(_) => {
+                Some("run `ralph init` to create the default working.md".to_owned())
+            }
+            Error::Template { file, .. } => Some(format!(
+                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence) or delete it to use the default"
+            )),
+            Error::Roles(err) => err.hint(),
+            Error::Io { .. } => None,
+        }
+    }
+}
+
+/// Joins the parts: working.md, then `---` and the role's text when there
+/// is a role, then `---` and the task context.
+pub fn compose(working: &str, role_text: Option<&str>, context: &str) -> String {
+    let mut prompt = String::with_capacity(working.len() + context.len() + 256);
+    prompt.push_str(working);
+    if let Some(role_text) = role_text {
+        prompt.push_str(SEPARATOR);
+        prompt.push_str(role_text);
+    }
+    prompt.push_str(SEPARATOR);
+    prompt.push_str(context);
+    prompt
+}
+
+/// Renders the task context from `template` (named `name` in errors), with
+/// strict undefined variables.
+pub fn render_context(
+    name: &str,
+    template: &str,
+    context: &PromptContext,
+) -> Result<String, Error> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    let to_error = |err: minijinja::Error| Error::Template {
+        file: name.to_owned(),
+        line: err.line(),
+        message: match err.detail() {
+            Some(detail) => format!("{}: {detail}", err.kind()),
+            None => err.kind().to_string(),
+        },
+    };
+    env.add_template(name, template).map_err(to_error)?;
+    let mut bounded = context.clone();
+    if let Some(evidence) = &mut bounded.evidence {
+        evidence.output_tail = evidence
+            .output_tail
+            .as_deref()
+            .map(|tail| bounded_tail(tail, EVIDENCE_TAIL_BYTES).to_owned());
+    }
+    env.get_template(name)
+        .and_then(|template| template.render(minijinja::value::Serde(&bounded)))
+        .map_err(to_error)
+}
+
+/// The last `max` bytes of `text`, starting on a character boundary.
+pub fn bounded_tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// The project's context template, or the shipped one: (name, text).
+pub fn context_template(root: &Path) -> Result<(String, String), Error> {
+    let path = root.join(CONTEXT_TEMPLATE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok((CONTEXT_TEMPLATE.to_owned(), text)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok((
+            "the default context template".to_owned(),
+            DEFAULT_CONTEXT_TEMPLATE.to_owned(),
+        )),
+        Err(source) => Err(Error::Io { path, source }),
+    }
+}
+
+/// The template variables for `task`, its ancestors looked up in `queue`.
+pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptContext {
+    let ancestors = std::iter::successors(task.id.parent(), TaskId::parent)
+        .map(|id| AncestorView {
+            title: queue
+                .get(id.as_str())
+                .map(|t| t.title.clone())
+                .unwrap_or_default(),
+            id: id.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    PromptContext {
+        task: TaskView {
+            id: task.id.to_string(),
+            title: task.title.clone(),
+            status: task.status.to_string(),
+            body: task.body.clone(),
+            depth: task.id.depth(),
+            branch: None,
+        },
+        ancestors,
+        iteration: 1,
+        task_iteration: 1,
+        role: decision.fired.as_ref().map(|f| f.role.clone()),
+        trigger: decision.fired.as_ref().map(|f| TriggerView {
+            number: f.number,
+            condition: f.condition.clone(),
+            description: f.description.clone(),
+        }),
+        evidence: None,
+    }
+}
+
+/// Builds the whole prompt for `context` in the project at `root`.
+pub fn build(root: &Path, decision: &Decision, context: &PromptContext) -> Result<String, Error> {
+    let working_path = root.join(WORKING_FILE);
+    let working = match std::fs::read_to_string(&working_path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NoWorkingFile(root.to_owned()));
+        }
+        Err(source) => {
+            return Err(Error::Io {
+                path: working_path,
+                source,
+            });
+        }
+    };
+    let role_text = match &decision.fired {
+        Some(fired) => Some(roles::read_role(root, &fired.role)?),
+        None => None,
+    };
+    let (name, template) = context_template(root)?;
+    let rendered = render_context(&name, &template, context)?;
+    Ok(compose(&working, role_text.as_deref(), &rendered))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> PromptContext {
+        PromptContext {
+            task: TaskView {
+                id: "A.1.2".into(),
+                title: "implement middleware".into(),
+                status: "active".into(),
+                body: Some("Use the session store.".into()),
+                depth: 3,
+                branch: Some("task/A.1.2-implement-middleware".into()),
+            },
+            ancestors: vec![
+                AncestorView {
+                    id: "A".into(),
+                    title: "implement auth".into(),
+                },
+                AncestorView {
+                    id: "A.1".into(),
+                    title: "setup session store".into(),
+                },
+            ],
+            iteration: 4,
+            task_iteration: 2,
+            role: Some("debugger".into()),
+            trigger: Some(TriggerView {
+                number: 3,
+                condition: "last_iteration_failed".into(),
+                description: Some("Find and fix the cause of the last failure".into()),
+            }),
+            evidence: Some(Evidence {
+                class: "verify_failed".into(),
+                summary: "`cargo test` exited with 101.".into(),
+                output_tail: Some("test parse ... FAILED".into()),
+            }),
+        }
+    }
+
+    #[test]
+    fn composition_follows_the_seed() {
+        assert_eq!(
+            compose("W\n", Some("R\n"), "C\n"),
+            "W\n\n\n---\n\nR\n\n\n---\n\nC\n"
+        );
+        assert_eq!(compose("W", None, "C"), "W\n\n---\n\nC");
+    }
+
+    #[test]
+    fn the_default_template_renders_every_part() {
+        let text = render_context("t", DEFAULT_CONTEXT_TEMPLATE, &context()).unwrap();
+        assert_eq!(
+            text,
+            "# Current task\n\n\
+             - Task: A.1.2 implement middleware\n\
+             - Status: active\n\
+             - Part of: A implement auth > A.1 setup session store\n\
+             - Branch: task/A.1.2-implement-middleware\n\
+             - Iteration: 4 of this run, 2 on this task\n\
+             - Role: debugger, because trigger 3 (`last_iteration_failed`) is true: Find and fix the cause of the last failure\n\
+             \n## Details\n\nUse the session store.\n\
+             \n## The last iteration failed (verify_failed)\n\n\
+             `cargo test` exited with 101.\n\n\
+             The end of its output:\n\n```\ntest parse ... FAILED\n```\n"
+        );
+    }
+
+    #[test]
+    fn the_default_template_renders_a_bare_task() {
+        let mut bare = context();
+        bare.ancestors.clear();
+        bare.task.body = None;
+        bare.task.branch = None;
+        bare.role = None;
+        bare.trigger = None;
+        bare.evidence = None;
+        let text = render_context("t", DEFAULT_CONTEXT_TEMPLATE, &bare).unwrap();
+        assert_eq!(
+            text,
+            "# Current task\n\n- Task: A.1.2 implement middleware\n- Status: active\n- Iteration: 4 of this run, 2 on this task\n- Role: none (no trigger is true)\n"
+        );
+    }
+
+    #[test]
+    fn evidence_is_bounded_to_its_tail() {
+        let mut big = context();
+        let output = format!("{}END", "é".repeat(5000));
+        big.evidence.as_mut().unwrap().output_tail = Some(output);
+        let text = render_context("t", DEFAULT_CONTEXT_TEMPLATE, &big).unwrap();
+        assert!(text.contains("END\n```"));
+        assert!(text.len() < EVIDENCE_TAIL_BYTES + 1000);
+    }
+
+    #[test]
+    fn template_errors_name_the_file_and_line() {
+        let err = render_context(
+            "templates/context.md.j2",
+            "line\n{{ task.nope }}",
+            &context(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "templates/context.md.j2:2: undefined value: `task.nope` is undefined"
+        );
+        let err = render_context("templates/context.md.j2", "{% if %}", &context()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "templates/context.md.j2:1: syntax error: unexpected end of block"
+        );
+    }
+}

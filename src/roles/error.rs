@@ -1,0 +1,66 @@
+//! Errors of the roles configuration.
+
+use std::path::PathBuf;
+
+use crate::error::Exit;
+
+/// File name of the trigger configuration, relative to the project root.
+pub const ROLES_FILE: &str = "config/roles.yaml";
+
+/// What can go wrong loading triggers or role files.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The YAML does not have the expected shape.
+    #[error("{ROLES_FILE}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+    Yaml {
+        /// 1-based line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+    /// A trigger's condition or role is wrong.
+    #[error("{ROLES_FILE}: trigger {number} (condition {condition:?}): {message}")]
+    Trigger {
+        /// 1-based position in the file.
+        number: usize,
+        /// The condition as written.
+        condition: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `--var` override is malformed.
+    #[error("{0}")]
+    Override(String),
+    /// Reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code for this error.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Io { .. } => Exit::Transient,
+            Error::Override(_) => Exit::Usage,
+            _ => Exit::InvalidInput,
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Yaml { .. } | Error::Trigger { .. } => Some(format!(
+                "fix {ROLES_FILE} (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`"
+            )),
+            Error::Override(_) => {
+                Some("variables are listed in README.md, section Roles and triggers".to_owned())
+            }
+            Error::Io { .. } => None,
+        }
+    }
+}

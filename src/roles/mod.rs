@@ -1,0 +1,39 @@
+//! Roles: triggers in `config/roles.yaml`, evaluated before each iteration
+//! to pick the role file from `roles/` that shapes the prompt.
+
+mod error;
+mod normalize;
+mod triggers;
+mod vars;
+
+use std::path::Path;
+
+pub use error::{Error, ROLES_FILE};
+pub use normalize::normalize;
+pub use triggers::{Decision, Fired, Trigger, Triggers};
+pub use vars::{FUNCTIONS, TriggerContext, VARIABLES, VarType};
+
+/// Folder of role files, relative to the project root.
+pub const ROLES_DIR: &str = "roles";
+
+/// Loads the project's triggers; a missing `config/roles.yaml` means none.
+pub fn load(root: &Path) -> Result<Triggers, Error> {
+    let path = root.join(ROLES_FILE);
+    let yaml = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(source) => return Err(Error::Io { path, source }),
+    };
+    Triggers::parse(&yaml, |role| role_path(root, role).is_file())
+}
+
+/// Path of the file of `role`.
+pub fn role_path(root: &Path, role: &str) -> std::path::PathBuf {
+    root.join(ROLES_DIR).join(format!("{role}.md"))
+}
+
+/// Reads the text of `role`.
+pub fn read_role(root: &Path, role: &str) -> Result<String, Error> {
+    let path = role_path(root, role);
+    std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })
+}
