@@ -1,5 +1,7 @@
 //! Integration tests: the real `ralph` binary in temporary projects.
 
+mod init;
+mod roles;
 mod support;
 mod task_commands;
 mod task_files;

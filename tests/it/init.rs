@@ -1,0 +1,109 @@
+//! `ralph init`: what it creates, keeps and replaces.
+
+use crate::support::TestProject;
+
+const CREATED: &str = "created working.md
+created learnings.md
+created tasks.jsonl
+created tasks-done.jsonl
+created roles/reviewer.md
+created roles/architect.md
+created roles/debugger.md
+created roles/documenter.md
+created roles/refactorer.md
+created config/roles.yaml
+created config/ralph.yaml
+added to .gitignore: .ralph/, ralph.log, .stop
+";
+
+#[test]
+fn init_creates_every_default_and_says_when_git_is_missing() {
+    let p = TestProject::new();
+    let note = format!(
+        "note: {} is not in a git repository yet; `ralph run` needs one: git init && git add -A && git commit -m start\n",
+        p.path().display()
+    );
+    p.ralph(&["init"]).ok_noting(CREATED, &note);
+    assert_eq!(
+        p.read(".gitignore"),
+        "# ralph runtime files\n.ralph/\nralph.log\n.stop\n"
+    );
+    assert_eq!(p.read("tasks.jsonl"), "");
+    assert!(p.read("working.md").contains("ralph task ready"));
+    for role in [
+        "reviewer",
+        "architect",
+        "debugger",
+        "documenter",
+        "refactorer",
+    ] {
+        assert!(
+            p.read(&format!("roles/{role}.md")).starts_with("# Role: "),
+            "{role}"
+        );
+    }
+    // The written project is consistent: its triggers check out.
+    p.ralph(&["roles", "check"]).success();
+}
+
+#[test]
+fn init_never_overwrites_without_force_and_force_spares_the_data() {
+    let p = TestProject::new()
+        .file(".git/HEAD", "ref: refs/heads/main\n")
+        .file("working.md", "my own workflow\n")
+        .file(
+            "tasks.jsonl",
+            "{\"id\":\"A\",\"title\":\"mine\",\"status\":\"pending\",\"leaf\":true}\n",
+        )
+        .file(".gitignore", "target\n/.ralph\n");
+    let run = p.ralph(&["init"]).success();
+    assert!(run.stdout.starts_with("kept working.md (it exists; --force replaces it)\ncreated learnings.md\nkept tasks.jsonl (it exists; --force replaces it)\n"), "{run:?}");
+    assert!(
+        run.stdout
+            .ends_with("added to .gitignore: ralph.log, .stop\n"),
+        "{run:?}"
+    );
+    assert_eq!(run.stderr, "");
+    assert_eq!(p.read("working.md"), "my own workflow\n");
+    assert_eq!(
+        p.read(".gitignore"),
+        "target\n/.ralph\n# ralph runtime files\nralph.log\n.stop\n"
+    );
+
+    let forced = p.ralph(&["init", "--force", "--agent", "aider"]).success();
+    assert!(forced.stdout.starts_with("replaced working.md\nkept learnings.md (it holds the project's own data; never replaced)\nkept tasks.jsonl (it holds the project's own data; never replaced)\n"), "{forced:?}");
+    assert!(p.read("working.md").contains("ralph task ready"));
+    assert!(p.read("tasks.jsonl").contains("mine"));
+    assert!(p.read("config/ralph.yaml").contains("  preset: aider"));
+    // Nothing left to add the second time.
+    assert!(!forced.stdout.contains(".gitignore"));
+}
+
+#[test]
+fn init_refuses_an_unknown_agent_and_reports_json() {
+    let p = TestProject::new().file(".git/HEAD", "ref: refs/heads/main\n");
+    let bad = p.ralph(&["init", "--agent", "gpt"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("invalid value 'gpt'"), "{bad:?}");
+    assert!(!p.path().join("working.md").exists());
+    let json = p.ralph(&["init", "--json"]).success().json();
+    assert_eq!(json["created"].as_array().unwrap().len(), 11);
+    assert_eq!(json["git_repository"], true);
+    assert_eq!(
+        json["gitignore_added"],
+        serde_json::json!([".ralph/", "ralph.log", ".stop"])
+    );
+}
+
+#[test]
+fn init_with_an_agent_keeps_existing_settings_and_says_so() {
+    let p = TestProject::new()
+        .file(".git/HEAD", "ref: refs/heads/main\n")
+        .file("config/ralph.yaml", "max_iterations: 3\n");
+    let run = p.ralph(&["init", "--agent", "codex"]).success();
+    assert_eq!(
+        run.stderr,
+        "note: config/ralph.yaml exists, so --agent codex was not written; set agent.preset there or pass --force\n"
+    );
+    assert_eq!(p.read("config/ralph.yaml"), "max_iterations: 3\n");
+}
