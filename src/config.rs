@@ -109,6 +109,14 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// An environment variable has a value that does not fit its setting.
+    #[error("{name}: {message}")]
+    Env {
+        /// The variable's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Reading the file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -123,8 +131,19 @@ impl Error {
     /// The exit code for this error.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Invalid { .. } => Exit::InvalidInput,
+            Error::Invalid { .. } | Error::Env { .. } => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Invalid { .. } => {
+                Some(format!("fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"))
+            }
+            Error::Env { name, .. } => Some(format!("fix or unset {name}")),
+            Error::Io { .. } => None,
         }
     }
 }
@@ -167,6 +186,66 @@ impl Settings {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
             Err(source) => Err(Error::Io { path, source }),
         }
+    }
+}
+
+/// The environment variables that override settings, `RALPH_` and the
+/// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
+pub const ENV_VARS: [&str; 12] = [
+    "RALPH_AGENT_PRESET",
+    "RALPH_AGENT_COMMAND",
+    "RALPH_AGENT_MODEL",
+    "RALPH_AGENT_TIMEOUT",
+    "RALPH_MAX_ITERATIONS",
+    "RALPH_MAX_ITERATIONS_PER_TASK",
+    "RALPH_MAX_CONSECUTIVE_FAILURES",
+    "RALPH_NO_PROGRESS_ITERATIONS",
+    "RALPH_RETRY_BACKOFF",
+    "RALPH_PAUSE_BETWEEN_ITERATIONS",
+    "RALPH_BASE_BRANCH",
+    "RALPH_BRANCH_PREFIX",
+];
+
+impl Settings {
+    /// Overrides settings from environment variables read through `get`.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
+        for name in ENV_VARS {
+            let Some(value) = get(name) else { continue };
+            let fail = |message: String| Error::Env {
+                name: name.to_owned(),
+                message,
+            };
+            let count = || {
+                value
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| fail(format!("{value:?} is not a whole number")))
+            };
+            let duration = || parse_duration(&value).map_err(fail);
+            let text = || (!value.is_empty()).then(|| value.clone());
+            match name {
+                "RALPH_AGENT_PRESET" => {
+                    if !PRESETS.contains(&value.as_str()) {
+                        return Err(fail(format!("unknown preset {value:?}; use one of {}", PRESETS.join(", "))));
+                    }
+                    self.agent.preset = Some(value.clone());
+                    self.agent.command = None;
+                }
+                "RALPH_AGENT_COMMAND" => self.agent.command = text(),
+                "RALPH_AGENT_MODEL" => self.agent.model = text(),
+                "RALPH_AGENT_TIMEOUT" => self.agent.timeout = duration()?,
+                "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
+                "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
+                "RALPH_MAX_CONSECUTIVE_FAILURES" => self.max_consecutive_failures = count()?,
+                "RALPH_NO_PROGRESS_ITERATIONS" => self.no_progress_iterations = count()?,
+                "RALPH_RETRY_BACKOFF" => self.retry_backoff = duration()?,
+                "RALPH_PAUSE_BETWEEN_ITERATIONS" => self.pause_between_iterations = duration()?,
+                "RALPH_BASE_BRANCH" => self.base_branch = text(),
+                "RALPH_BRANCH_PREFIX" => self.branch_prefix = value.clone(),
+                _ => unreachable!("ENV_VARS lists only handled names"),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -218,6 +297,34 @@ fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::E
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let mut settings = Settings::parse("max_iterations: 5\nagent:\n  command: \"x\"\n").unwrap();
+        let env = |name: &str| match name {
+            "RALPH_MAX_ITERATIONS" => Some("9".to_owned()),
+            "RALPH_AGENT_PRESET" => Some("codex".to_owned()),
+            "RALPH_RETRY_BACKOFF" => Some("500ms".to_owned()),
+            _ => None,
+        };
+        settings.apply_env(env).unwrap();
+        assert_eq!(settings.max_iterations, 9);
+        assert_eq!(settings.agent.preset.as_deref(), Some("codex"));
+        assert_eq!(settings.agent.command, None, "a preset from the environment beats the file's command");
+        assert_eq!(settings.retry_backoff, Duration::from_millis(500));
+        let bad = |name: &'static str, value: &'static str| {
+            Settings::default()
+                .apply_env(move |n| (n == name).then(|| value.to_owned()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(bad("RALPH_MAX_ITERATIONS", "lots"), "RALPH_MAX_ITERATIONS: \"lots\" is not a whole number");
+        assert_eq!(bad("RALPH_AGENT_TIMEOUT", "5"), "RALPH_AGENT_TIMEOUT: duration \"5\" needs a unit: ms, s, m or h");
+        assert_eq!(
+            bad("RALPH_AGENT_PRESET", "gpt"),
+            "RALPH_AGENT_PRESET: unknown preset \"gpt\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
+        );
+    }
 
     #[test]
     fn durations_parse_and_show() {

@@ -6,11 +6,13 @@
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod files;
 pub mod init;
 pub mod project;
 pub mod prompt;
 pub mod roles;
+pub mod state;
 pub mod task;
 
 pub use error::{Error, Exit};

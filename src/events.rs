@@ -1,0 +1,127 @@
+//! `.ralph/events.ndjson`: one JSON object per transition, append-only.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::files;
+
+/// Path of the event log, relative to the project root.
+pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
+
+/// One transition of the loop.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// When it happened (RFC 3339).
+    pub timestamp: String,
+    /// The run it belongs to.
+    pub run_id: String,
+    /// The task, if any.
+    pub task_id: Option<String>,
+    /// The run's iteration number.
+    pub iteration: u64,
+    /// The role of the iteration, if any.
+    pub role: Option<String>,
+    /// What the loop was doing: `run`, `claim`, `agent`, `iteration`, `verify`, `merge`, ...
+    pub phase: String,
+    /// How it went: `started`, `ok`, `failed`, a failure class, ...
+    pub status: String,
+    /// A human sentence.
+    pub detail: String,
+    /// Extra fields (the iteration receipt: agent, model, bytes, duration, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The event log of one project.
+#[derive(Clone, Debug)]
+pub struct EventLog {
+    path: PathBuf,
+}
+
+impl EventLog {
+    /// The event log of the project at `root`.
+    pub fn open(root: &Path) -> EventLog {
+        EventLog {
+            path: root.join(EVENTS_FILE),
+        }
+    }
+
+    /// Appends `event` (fsynced). A torn last line left by a crash is
+    /// terminated first, so it stays one unreadable line instead of
+    /// swallowing this record.
+    pub fn append(&self, event: &Event) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut line = String::new();
+        if !ends_with_newline(&self.path)? {
+            line.push('\n');
+        }
+        line.push_str(&serde_json::to_string(event).expect("events serialize"));
+        line.push('\n');
+        files::append_durable(&self.path, line.as_bytes())
+    }
+
+    /// The last `count` readable events; unreadable (torn) lines are skipped
+    /// and counted.
+    pub fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
+        let text = String::from_utf8_lossy(&files::read_or_empty(&self.path)?).into_owned();
+        let mut skipped = 0;
+        let mut events: Vec<Event> = Vec::new();
+        for line in text.lines().filter(|line| !line.trim().is_empty()) {
+            match serde_json::from_str(line) {
+                Ok(event) => events.push(event),
+                Err(_) => skipped += 1,
+            }
+        }
+        let start = events.len().saturating_sub(count);
+        Ok((events.split_off(start), skipped))
+    }
+}
+
+fn ends_with_newline(path: &Path) -> std::io::Result<bool> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(err) => return Err(err),
+    };
+    if file.seek(SeekFrom::End(0))? == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(status: &str) -> Event {
+        Event {
+            timestamp: "2026-01-01T00:00:00Z".into(),
+            run_id: "r".into(),
+            phase: "agent".into(),
+            status: status.into(),
+            ..Event::default()
+        }
+    }
+
+    #[test]
+    fn appends_and_reads_back_skipping_a_torn_line() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let log = EventLog::open(dir.path());
+        log.append(&event("one")).unwrap();
+        // A crash mid-append leaves half a line.
+        files::append_durable(&dir.path().join(EVENTS_FILE), b"{\"timestamp\":\"2026").unwrap();
+        log.append(&event("two")).unwrap();
+        let (events, skipped) = log.tail(10).unwrap();
+        assert_eq!(events.iter().map(|e| e.status.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(skipped, 1);
+        assert_eq!(log.tail(1).unwrap().0[0].status, "two");
+    }
+}
