@@ -139,9 +139,9 @@ impl Error {
     /// What the person can do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Invalid { .. } => {
-                Some(format!("fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"))
-            }
+            Error::Invalid { .. } => Some(format!(
+                "fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"
+            )),
             Error::Env { name, .. } => Some(format!("fix or unset {name}")),
             Error::Io { .. } => None,
         }
@@ -226,7 +226,10 @@ impl Settings {
             match name {
                 "RALPH_AGENT_PRESET" => {
                     if !PRESETS.contains(&value.as_str()) {
-                        return Err(fail(format!("unknown preset {value:?}; use one of {}", PRESETS.join(", "))));
+                        return Err(fail(format!(
+                            "unknown preset {value:?}; use one of {}",
+                            PRESETS.join(", ")
+                        )));
                     }
                     self.agent.preset = Some(value.clone());
                     self.agent.command = None;
@@ -300,7 +303,8 @@ mod tests {
 
     #[test]
     fn environment_overrides_the_file() {
-        let mut settings = Settings::parse("max_iterations: 5\nagent:\n  command: \"x\"\n").unwrap();
+        let mut settings =
+            Settings::parse("max_iterations: 5\nagent:\n  command: \"x\"\n").unwrap();
         let env = |name: &str| match name {
             "RALPH_MAX_ITERATIONS" => Some("9".to_owned()),
             "RALPH_AGENT_PRESET" => Some("codex".to_owned()),
@@ -310,7 +314,10 @@ mod tests {
         settings.apply_env(env).unwrap();
         assert_eq!(settings.max_iterations, 9);
         assert_eq!(settings.agent.preset.as_deref(), Some("codex"));
-        assert_eq!(settings.agent.command, None, "a preset from the environment beats the file's command");
+        assert_eq!(
+            settings.agent.command, None,
+            "a preset from the environment beats the file's command"
+        );
         assert_eq!(settings.retry_backoff, Duration::from_millis(500));
         let bad = |name: &'static str, value: &'static str| {
             Settings::default()
@@ -318,8 +325,14 @@ mod tests {
                 .unwrap_err()
                 .to_string()
         };
-        assert_eq!(bad("RALPH_MAX_ITERATIONS", "lots"), "RALPH_MAX_ITERATIONS: \"lots\" is not a whole number");
-        assert_eq!(bad("RALPH_AGENT_TIMEOUT", "5"), "RALPH_AGENT_TIMEOUT: duration \"5\" needs a unit: ms, s, m or h");
+        assert_eq!(
+            bad("RALPH_MAX_ITERATIONS", "lots"),
+            "RALPH_MAX_ITERATIONS: \"lots\" is not a whole number"
+        );
+        assert_eq!(
+            bad("RALPH_AGENT_TIMEOUT", "5"),
+            "RALPH_AGENT_TIMEOUT: duration \"5\" needs a unit: ms, s, m or h"
+        );
         assert_eq!(
             bad("RALPH_AGENT_PRESET", "gpt"),
             "RALPH_AGENT_PRESET: unknown preset \"gpt\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"

@@ -120,7 +120,10 @@ mod tests {
         files::append_durable(&dir.path().join(EVENTS_FILE), b"{\"timestamp\":\"2026").unwrap();
         log.append(&event("two")).unwrap();
         let (events, skipped) = log.tail(10).unwrap();
-        assert_eq!(events.iter().map(|e| e.status.as_str()).collect::<Vec<_>>(), ["one", "two"]);
+        assert_eq!(
+            events.iter().map(|e| e.status.as_str()).collect::<Vec<_>>(),
+            ["one", "two"]
+        );
         assert_eq!(skipped, 1);
         assert_eq!(log.tail(1).unwrap().0[0].status, "two");
     }

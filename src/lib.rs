@@ -12,6 +12,7 @@ pub mod init;
 pub mod project;
 pub mod prompt;
 pub mod roles;
+pub mod runner;
 pub mod state;
 pub mod task;
 

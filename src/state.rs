@@ -145,7 +145,11 @@ mod tests {
             total_iterations: 30,
             ..State::default()
         };
-        assert_eq!(state.iterations_since_role("documenter"), 2, "never ran: since the run started");
+        assert_eq!(
+            state.iterations_since_role("documenter"),
+            2,
+            "never ran: since the run started"
+        );
         state.roles.insert("documenter".into(), 25);
         assert_eq!(state.iterations_since_role("documenter"), 5);
         assert_eq!(state.role_counts()["documenter"], 5);
@@ -166,7 +170,13 @@ mod tests {
         std::fs::write(dir.path().join(STATE_FILE), "{ torn").unwrap();
         let (fresh, loaded) = file.load().unwrap();
         assert_eq!(fresh, State::default());
-        assert_eq!(loaded, Loaded::Quarantined(dir.path().join(".ralph/state.json.corrupt")));
-        assert_eq!(std::fs::read_to_string(dir.path().join(".ralph/state.json.corrupt")).unwrap(), "{ torn");
+        assert_eq!(
+            loaded,
+            Loaded::Quarantined(dir.path().join(".ralph/state.json.corrupt"))
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".ralph/state.json.corrupt")).unwrap(),
+            "{ torn"
+        );
     }
 }

@@ -3,6 +3,7 @@
 mod init;
 mod prompt;
 mod roles;
+mod stop;
 mod task;
 mod text;
 
@@ -38,6 +39,8 @@ pub enum Command {
     /// Check and debug the role triggers in config/roles.yaml
     #[command(subcommand)]
     Roles(roles::RolesCommand),
+    /// Ask a running loop to stop between iterations (creates .stop)
+    Stop,
     /// Read and change the task queue (tasks.jsonl, tasks-done.jsonl)
     #[command(subcommand)]
     Task(task::TaskCommand),
@@ -121,6 +124,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Init(args) => init::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),
+        Command::Stop => stop::run(&context),
         Command::Task(command) => task::run(command, &context),
     }
 }

@@ -1,0 +1,26 @@
+//! `ralph stop`: ask a running loop to stop between iterations.
+
+use super::{Context, Outcome};
+use crate::error::Error;
+use crate::runner::{STOP_FILE, lock};
+
+/// Creates `.stop`; the loop removes it and exits after the current iteration.
+pub fn run(context: &Context) -> Result<Outcome, Error> {
+    let path = context.root.join(STOP_FILE);
+    std::fs::write(&path, b"").map_err(|source| Error::Io { path, source })?;
+    let live = lock::live_holder(&context.root).map_err(|source| Error::Io {
+        path: context.root.join(lock::RUN_LOCK),
+        source,
+    })?;
+    let message = match live {
+        Some(holder) if holder.pid != 0 => format!(
+            "created {STOP_FILE}: the run (pid {}) stops after its current iteration\n",
+            holder.pid
+        ),
+        Some(_) => format!("created {STOP_FILE}: the run stops after its current iteration\n"),
+        None => format!(
+            "created {STOP_FILE}: no run is live; the next `ralph run` will stop at once (delete {STOP_FILE} to prevent that)\n"
+        ),
+    };
+    Ok(Outcome::print(message))
+}

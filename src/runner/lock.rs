@@ -1,0 +1,113 @@
+//! `.ralph/lock`: one `ralph run` per project, held as an OS lock so a
+//! crash never leaves it stale.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Path of the run lock, relative to the project root.
+pub const RUN_LOCK: &str = ".ralph/lock";
+
+/// Who holds the run lock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Holder {
+    /// Process id of the run.
+    pub pid: u32,
+    /// When it started (RFC 3339).
+    pub since: String,
+    /// Its run id.
+    pub run_id: String,
+}
+
+/// The held run lock; released when dropped or when the process dies.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+}
+
+/// Why the lock could not be taken.
+#[derive(Debug)]
+pub enum LockError {
+    /// Another run holds it (holder unknown if it has not written itself yet).
+    Held(Option<Holder>),
+    /// The lock file could not be opened or written.
+    Io(PathBuf, std::io::Error),
+}
+
+impl RunLock {
+    /// Takes the lock for this run, or reports who holds it.
+    pub fn acquire(root: &Path, holder: &Holder) -> Result<RunLock, LockError> {
+        let path = root.join(RUN_LOCK);
+        let io = |err| LockError::Io(path.clone(), err);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(io)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(LockError::Held(read_holder(&mut file))),
+            Err(TryLockError::Error(err)) => return Err(io(err)),
+        }
+        let text = serde_json::to_string(holder).expect("a holder serializes");
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(text.as_bytes()).map_err(io)?;
+        file.sync_all().map_err(io)?;
+        Ok(RunLock { _file: file })
+    }
+}
+
+/// The live run holding the lock of the project at `root`, if any.
+pub fn live_holder(root: &Path) -> std::io::Result<Option<Holder>> {
+    let path = root.join(RUN_LOCK);
+    let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    match file.try_lock() {
+        // We got it, so nobody holds it; dropping the file releases it.
+        Ok(()) => Ok(None),
+        Err(TryLockError::WouldBlock) => Ok(Some(read_holder(&mut file).unwrap_or_default())),
+        Err(TryLockError::Error(err)) => Err(err),
+    }
+}
+
+fn read_holder(file: &mut File) -> Option<Holder> {
+    let mut text = String::new();
+    file.seek(SeekFrom::Start(0)).ok()?;
+    file.read_to_string(&mut text).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_lock_sees_the_first_holder_until_it_is_dropped() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let holder = Holder {
+            pid: 42,
+            since: "2026-01-01T00:00:00Z".into(),
+            run_id: "r1".into(),
+        };
+        let lock = RunLock::acquire(dir.path(), &holder).unwrap();
+        match RunLock::acquire(dir.path(), &Holder::default()) {
+            Err(LockError::Held(Some(found))) => assert_eq!(found, holder),
+            other => panic!("expected the lock to be held, got {other:?}"),
+        }
+        assert_eq!(live_holder(dir.path()).unwrap(), Some(holder));
+        drop(lock);
+        assert_eq!(live_holder(dir.path()).unwrap(), None);
+        RunLock::acquire(dir.path(), &Holder::default()).unwrap();
+    }
+}
