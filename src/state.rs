@@ -90,7 +90,7 @@ pub enum Loaded {
     /// No state yet.
     Fresh,
     /// The state as written.
-    Found(State),
+    Found,
     /// The file did not parse; it was moved aside to the named file.
     Quarantined(PathBuf),
 }
@@ -111,10 +111,7 @@ impl StateFile {
             return Ok((State::default(), Loaded::Fresh));
         }
         match serde_json::from_slice(&bytes) {
-            Ok(state) => {
-                let found = Loaded::Found(State::clone(&state));
-                Ok((state, found))
-            }
+            Ok(state) => Ok((state, Loaded::Found)),
             Err(_) => {
                 let aside = self.path.with_extension("json.corrupt");
                 std::fs::rename(&self.path, &aside)?;
