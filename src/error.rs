@@ -34,6 +34,9 @@ pub enum Error {
     /// A task file or task operation failed.
     #[error(transparent)]
     Task(#[from] crate::task::Error),
+    /// The repository is not ready, or a git operation failed.
+    #[error(transparent)]
+    Git(#[from] crate::git::Error),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
@@ -52,6 +55,7 @@ impl Error {
     pub fn exit(&self) -> Exit {
         match self {
             Error::Task(err) => err.exit(),
+            Error::Git(err) => err.exit(),
             Error::NoSuchDir(_) => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
         }
@@ -61,6 +65,7 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Task(err) => err.hint(),
+            Error::Git(err) => err.hint(),
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod error;
 pub mod files;
+pub mod git;
 pub mod project;
 pub mod task;
 
