@@ -169,3 +169,28 @@ fn list_paths(paths: &[String]) -> String {
 
 /// Shorthand for results of this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_dirty_list_names_ten_paths_and_counts_the_rest() {
+        let paths: Vec<String> = (1..=12).map(|n| format!("f{n:02}")).collect();
+        assert_eq!(
+            Error::Dirty { paths }.to_string(),
+            "uncommitted changes in the working tree: f01, f02, f03, f04, f05, f06, f07, f08, f09, f10 and 2 more"
+        );
+    }
+
+    #[test]
+    fn libgit2_and_io_failures_are_transient_and_say_what_ralph_was_doing() {
+        let err: Result<()> = Err(git2::Error::from_str("boom")).doing("read HEAD");
+        let err = err.unwrap_err();
+        assert_eq!(err.to_string(), "git: read HEAD: boom");
+        assert_eq!((err.exit(), err.hint()), (Exit::Transient, None));
+        let err = io_error(std::path::Path::new("tasks.jsonl"))(std::io::Error::other("disk full"));
+        assert_eq!(err.to_string(), "tasks.jsonl: disk full");
+        assert_eq!(err.exit(), Exit::Transient);
+    }
+}

@@ -25,8 +25,8 @@ pub use slug::{MAX_SLUG_LEN, branch_name, slug};
 pub use squash::{Merged, Squash, SquashPreview, squash_message};
 pub use work::{LeftBranch, Leftovers};
 
-use error::{Context, io_error};
 use crate::task::{DONE_FILE, RUNTIME_DIR, TASKS_FILE, TaskId};
+use error::{Context, io_error};
 
 /// The branch prefix when none is configured.
 pub const DEFAULT_BRANCH_PREFIX: &str = "task/";
@@ -352,10 +352,16 @@ impl Repo {
                 Ok(name.to_owned())
             }
             None => match head {
-                Head::Detached(id) => Err(Error::DetachedHead {
-                    short: id.short().to_owned(),
-                }),
-                Head::Branch(branch) if !self.prefix.is_empty() && branch.starts_with(&self.prefix) => {
+                Head::Detached(id) => {
+                    // A rebase detaches HEAD: name the rebase, not the symptom.
+                    self.check_no_operation()?;
+                    Err(Error::DetachedHead {
+                        short: id.short().to_owned(),
+                    })
+                }
+                Head::Branch(branch)
+                    if !self.prefix.is_empty() && branch.starts_with(&self.prefix) =>
+                {
                     Err(Error::OnTaskBranch { branch })
                 }
                 Head::Branch(branch) => Ok(branch),

@@ -119,7 +119,12 @@ impl Repo {
         // The tip is preserved before anything else, so no crash loses it.
         let preserved_ref = Repo::preserved_ref(id);
         self.git
-            .reference(&preserved_ref, tip.id(), true, "ralph: preserve the task branch")
+            .reference(
+                &preserved_ref,
+                tip.id(),
+                true,
+                "ralph: preserve the task branch",
+            )
             .doing(&format!("create {preserved_ref}"))?;
         let commit = self
             .git
@@ -161,7 +166,10 @@ impl Repo {
         if tree_id == base_tree.id() {
             return Ok(None);
         }
-        let tree = self.git.find_tree(tree_id).doing("read the queue files' tree")?;
+        let tree = self
+            .git
+            .find_tree(tree_id)
+            .doing("read the queue files' tree")?;
         let signature = self.identity.signature()?;
         let commit = self
             .git
@@ -232,4 +240,36 @@ fn conflict_paths(index: &Index) -> Result<Vec<String>> {
     paths.sort();
     paths.dedup();
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> TaskId {
+        TaskId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_message_lists_subjects_without_wip_commits() {
+        let subjects = [
+            "Add session module".to_owned(),
+            "ralph: wip A.1.1 iteration 2".to_owned(),
+            "Wire sessions".to_owned(),
+        ];
+        assert_eq!(
+            squash_message(&id("A.1.1"), "choose session library", &subjects),
+            "[A.1.1] choose session library\n\n- Add session module\n- Wire sessions\n\nCompletes: A.1.1\n"
+        );
+    }
+
+    #[test]
+    fn a_message_without_subjects_has_only_the_trailer_after_the_title() {
+        let wip = ["ralph: wip B iteration 1".to_owned()];
+        assert_eq!(
+            squash_message(&id("B"), "  multi\nline   title ", &wip),
+            "[B] multi line title\n\nCompletes: B\n"
+        );
+        assert_eq!(squash_message(&id("C"), "", &[]), "[C]\n\nCompletes: C\n");
+    }
 }

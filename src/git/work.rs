@@ -185,17 +185,31 @@ impl Repo {
         if tree_id == head_tree.id() {
             return Ok(None);
         }
-        let tree = self.git.find_tree(tree_id).doing("read the leftovers' tree")?;
+        let tree = self
+            .git
+            .find_tree(tree_id)
+            .doing("read the leftovers' tree")?;
         let signature = self.identity.signature()?;
         let commit = self
             .git
-            .commit(Some("HEAD"), &signature, &signature, message, &tree, &[&head])
+            .commit(
+                Some("HEAD"),
+                &signature,
+                &signature,
+                message,
+                &tree,
+                &[&head],
+            )
             .doing("commit the leftovers")?;
         Ok(Some(commit.into()))
     }
 
     /// Commits reachable from `to` but not from `from`, oldest first.
-    pub(super) fn commits_between(&self, from: git2::Oid, to: git2::Oid) -> Result<Vec<BranchCommit>> {
+    pub(super) fn commits_between(
+        &self,
+        from: git2::Oid,
+        to: git2::Oid,
+    ) -> Result<Vec<BranchCommit>> {
         let mut walk = self.git.revwalk().doing("walk the history")?;
         walk.push(to).doing("walk the history")?;
         walk.hide(from).doing("walk the history")?;

@@ -109,8 +109,12 @@ impl Repo {
                 Err(_) if self.git.is_path_ignored(path).doing("read .gitignore")? => continue,
                 Err(_) => 0o100644,
             };
+            let blob = self
+                .git
+                .blob(&bytes)
+                .doing(&format!("store {}", file.rel))?;
             index
-                .add_frombuffer(&entry(&file.rel, mode, git2::Oid::ZERO_SHA1), &bytes)
+                .add(&entry(&file.rel, mode, blob))
                 .doing(&format!("stage {}", file.rel))?;
         }
         Ok(())
@@ -118,7 +122,12 @@ impl Repo {
 
     /// Sets `path`'s entry of `index` back to its version in `tree`, or
     /// removes it when `tree` has none: nothing of it is staged.
-    pub(super) fn unstage(&self, index: &mut Index, tree: &git2::Tree<'_>, rel: &str) -> Result<()> {
+    pub(super) fn unstage(
+        &self,
+        index: &mut Index,
+        tree: &git2::Tree<'_>,
+        rel: &str,
+    ) -> Result<()> {
         let path = git2_path(rel);
         match tree.get_path(path) {
             Ok(item) => {
