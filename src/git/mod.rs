@@ -135,6 +135,8 @@ pub struct Repo {
     prefix: String,
     identity: Identity,
     queue: Vec<QueueFile>,
+    /// The project folder, where the queue lock lives.
+    project: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
 }
@@ -189,6 +191,7 @@ impl Repo {
             prefix,
             identity,
             queue,
+            project: dir.to_owned(),
             runtime,
         };
         repo.base = repo.resolve_base(options.base_branch.as_deref())?;
@@ -335,9 +338,39 @@ impl Repo {
         Ok(self.tip(branch)?.id().into())
     }
 
-    /// The ref that keeps task `id`'s branch tip after its squash.
+    /// The ref that keeps task `id`'s branch tip after its squash:
+    /// `refs/ralph/tasks/<id>` (`-task` appended to an id ending in `.lock`,
+    /// which no ref may end in).
     pub fn preserved_ref(id: &TaskId) -> String {
-        format!("{PRESERVED_REF_PREFIX}{id}")
+        let name = format!("{PRESERVED_REF_PREFIX}{id}");
+        if name.ends_with(".lock") {
+            name + "-task"
+        } else {
+            name
+        }
+    }
+
+    /// Keeps `branch`'s tip under [`Repo::preserved_ref`] and deletes the
+    /// branch, checking out the base first when it is checked out: how a
+    /// task whose branch has nothing to merge is closed. Returns the tip.
+    pub fn preserve_and_delete_branch(&self, branch: &str, id: &TaskId) -> Result<CommitId> {
+        let tip = self.tip(branch)?.id();
+        let preserved = Repo::preserved_ref(id);
+        self.git
+            .reference(&preserved, tip, true, "ralph: preserve the task branch")
+            .doing(&format!("create {preserved}"))?;
+        if self.head()? == Head::Branch(branch.to_owned()) {
+            self.checkout_base()?;
+        }
+        self.delete_branch(branch)?;
+        Ok(tip.into())
+    }
+
+    fn delete_branch(&self, branch: &str) -> Result<()> {
+        self.git
+            .find_branch(branch, BranchType::Local)
+            .and_then(|mut found| found.delete())
+            .doing(&format!("delete branch {branch}"))
     }
 
     fn resolve_base(&self, configured: Option<&str>) -> Result<String> {
@@ -420,12 +453,16 @@ impl Repo {
             .doing(&format!("read the tip of {branch}"))
     }
 
+    /// Whether ralph owns `path`: a queue file or a runtime file.
     fn is_own(&self, path: &str) -> bool {
-        self.queue.iter().any(|file| file.rel == path)
-            || self.runtime.iter().any(|own| match own.strip_suffix('/') {
-                Some(dir) => path == dir || path.starts_with(own.as_str()),
-                None => path == own,
-            })
+        self.is_queue_file(path) || self.is_runtime_file(path)
+    }
+
+    fn is_runtime_file(&self, path: &str) -> bool {
+        self.runtime.iter().any(|own| match own.strip_suffix('/') {
+            Some(dir) => path == dir || path.starts_with(own.as_str()),
+            None => path == own,
+        })
     }
 
     fn is_queue_file(&self, path: &str) -> bool {

@@ -1,7 +1,7 @@
 //! One squash commit per task on the base branch, the bookkeeping commit
 //! of the queue files, and the squash message format.
 
-use git2::{BranchType, Index, Oid};
+use git2::{Index, Oid};
 
 use super::error::{Context, Result};
 use super::{CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
@@ -138,10 +138,7 @@ impl Repo {
             )
             .doing(&format!("commit the squash on {}", self.base))?;
         self.checkout_carrying_queue(&self.base)?;
-        self.git
-            .find_branch(branch, BranchType::Local)
-            .and_then(|mut found| found.delete())
-            .doing(&format!("delete branch {branch}"))?;
+        self.delete_branch(branch)?;
         Ok(Squash::Merged(Merged {
             commit: commit.into(),
             tip: tip.id().into(),

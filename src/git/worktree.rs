@@ -1,19 +1,20 @@
 //! The working tree: what is uncommitted, and checkouts that carry the queue
 //! files' bytes over unchanged.
 
-use std::fs;
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
-use git2::{ErrorCode, Index, IndexEntry, IndexTime, StatusOptions};
+use git2::{ErrorCode, Index, IndexEntry, IndexTime, Status, StatusOptions};
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
 use crate::files;
+use crate::task::LOCK_FILE;
 
 /// The bytes of each queue file before a checkout (`None`: no such file).
-pub(super) struct SavedQueue(Vec<(PathBuf, Option<Vec<u8>>)>);
+struct SavedQueue(Vec<(PathBuf, Option<Vec<u8>>)>);
 
 impl Repo {
     /// The paths `git status` would list, apart from ralph's own files:
@@ -32,8 +33,14 @@ impl Repo {
         let mut paths: Vec<String> = statuses
             .iter()
             .filter(|entry| !entry.status().is_ignored())
-            .map(|entry| String::from_utf8_lossy(entry.path_bytes()).into_owned())
-            .filter(|path| !self.is_own(path))
+            .filter_map(|entry| {
+                let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
+                // Runtime files are ralph's only while untracked: a tracked
+                // one would be overwritten by a checkout.
+                let own = self.is_queue_file(&path)
+                    || (entry.status() == Status::WT_NEW && self.is_runtime_file(&path));
+                (!own).then_some(path)
+            })
             .collect();
         paths.dedup();
         Ok(paths)
@@ -53,6 +60,9 @@ impl Repo {
     /// ralph's own files: callers check) and puts the queue files' bytes
     /// back as they were, whatever happened.
     pub(super) fn checkout_carrying_queue(&self, branch: &str) -> Result<()> {
+        // The store's writers wait meanwhile, so none of their writes is
+        // overwritten by the saved bytes.
+        let _lock = self.lock_queue()?;
         let saved = self.save_queue()?;
         let switched = self.force_checkout(branch);
         let restored = self.restore_queue(&saved);
@@ -73,7 +83,24 @@ impl Repo {
             .doing(&format!("point HEAD at {branch}"))
     }
 
-    pub(super) fn save_queue(&self) -> Result<SavedQueue> {
+    /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
+    /// a writer to finish; released when the returned file is dropped.
+    fn lock_queue(&self) -> Result<File> {
+        let path = self.project.join(LOCK_FILE);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(io_error(dir))?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        file.lock().map_err(io_error(&path))?;
+        Ok(file)
+    }
+
+    fn save_queue(&self) -> Result<SavedQueue> {
         let mut saved = Vec::new();
         for file in &self.queue {
             saved.push((file.abs.clone(), read_if_exists(&file.abs)?));
@@ -81,7 +108,7 @@ impl Repo {
         Ok(SavedQueue(saved))
     }
 
-    pub(super) fn restore_queue(&self, saved: &SavedQueue) -> Result<()> {
+    fn restore_queue(&self, saved: &SavedQueue) -> Result<()> {
         for (path, bytes) in &saved.0 {
             if read_if_exists(path)? == *bytes {
                 continue;

@@ -48,7 +48,7 @@ fn project() -> GitRepo {
     let repo = GitRepo::new();
     repo.write("tasks.jsonl", TASKS);
     repo.write("tasks-done.jsonl", "");
-    repo.write(".gitignore", "*.log\n");
+    repo.write(".gitignore", "*.log\n.ralph/\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "add tasks"]);
     repo
@@ -490,16 +490,11 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
     git.claim(&id("A"), TITLE).unwrap();
     repo.write("new.txt", "new\n");
     repo.write("README.md", "changed\n");
-    repo.git(&["rm", "-q", "--cached", ".gitignore"]);
-    std::fs::remove_file(repo.path().join(".gitignore")).unwrap();
-    repo.write(".gitignore", "*.log\n");
     repo.write("tasks.jsonl", "{\"staged\":\"by the agent\"}\n");
     repo.git(&["add", "tasks.jsonl"]);
     repo.write("tasks-done.jsonl", "{\"id\":\"Z\"}\n");
-    repo.write(".ralph/state.json", "{}\n");
+    repo.write(".stop", "");
     repo.write("debug.log", "ignored\n");
-    repo.git(&["rm", "-q", "--cached", "README.md"]);
-    repo.write("README.md", "changed\n");
 
     let leftovers = git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
     let wip = leftovers.wip_commit.clone().expect("a wip commit");
@@ -518,7 +513,7 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
     assert_eq!(repo.read("tasks.jsonl"), "{\"staged\":\"by the agent\"}\n");
     assert_eq!(
         repo.status(),
-        [" M tasks-done.jsonl", " M tasks.jsonl", "?? .ralph/"]
+        [" M tasks-done.jsonl", " M tasks.jsonl", "?? .stop"]
     );
     // Nothing left: no commit.
     let again = git.commit_leftovers(BRANCH, &id("A"), 4).unwrap();
@@ -945,6 +940,7 @@ fn a_missing_identity_falls_back_to_ralph_with_a_warning() {
 fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
     let repo = GitRepo::with_branch("master");
     repo.write("tasks.jsonl", TASKS);
+    repo.write(".gitignore", ".ralph/\n");
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "tasks"]);
     let master_before = repo.git(&["rev-parse", "master"]);
@@ -981,4 +977,57 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
     assert_eq!(repo.git(&["rev-parse", "master"]), master_before);
     assert_eq!(current_branch(&repo), "master");
     assert!(repo.status().is_empty());
+}
+
+#[test]
+fn a_tracked_runtime_file_counts_as_a_change() {
+    let repo = GitRepo::new();
+    repo.commit_file(
+        ".ralph/state.json",
+        "{}\n",
+        "commit runtime state by mistake",
+    );
+    let git = open(&repo);
+    repo.write(".ralph/state.json", "{\"run\":1}\n");
+    repo.write(".ralph/lock", "");
+    let err = git.preflight().unwrap_err();
+    assert!(matches!(err, Error::Dirty { ref paths } if paths == &[".ralph/state.json"]));
+}
+
+#[test]
+fn an_empty_branch_can_be_closed_keeping_its_tip() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("tasks.jsonl", "{\"agent\":1}\n");
+    repo.git(&["commit", "-q", "-am", "Only the queue"]);
+    let tip = git.branch_tip(BRANCH).unwrap();
+    assert_eq!(
+        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        Squash::Empty
+    );
+    assert_eq!(
+        git.preserve_and_delete_branch(BRANCH, &id("A")).unwrap(),
+        tip
+    );
+    assert_eq!(current_branch(&repo), "main");
+    assert_eq!(repo.git(&["rev-parse", "refs/ralph/tasks/A"]), tip.as_str());
+    assert_eq!(repo.git(&["branch", "--list", "task/*"]), "");
+    assert_eq!(repo.read("tasks.jsonl"), "{\"agent\":1}\n");
+    assert_eq!(
+        git.commit_queue_files("ralph: close A")
+            .unwrap()
+            .map(|c| c.to_string()),
+        Some(repo.git(&["rev-parse", "main"]))
+    );
+    assert!(repo.status().is_empty());
+}
+
+#[test]
+fn preserved_refs_are_valid_for_every_id() {
+    assert_eq!(Repo::preserved_ref(&id("A.1.1")), "refs/ralph/tasks/A.1.1");
+    assert_eq!(
+        Repo::preserved_ref(&id("A.lock")),
+        "refs/ralph/tasks/A.lock-task"
+    );
 }
