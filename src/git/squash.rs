@@ -4,7 +4,7 @@
 use git2::{Index, Oid};
 
 use super::error::{Context, Result};
-use super::{CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
+use super::{CommitId, Repo, WIP_SUBJECT_PREFIX};
 use crate::task::TaskId;
 
 /// What merging a task branch into the base would give, without doing it.
@@ -100,7 +100,7 @@ impl Repo {
             Merge::Tree(tree) => tree,
             Merge::Empty => return Ok(Squash::Empty),
             Merge::Conflict(paths) => {
-                if self.head()? != Head::Branch(branch.to_owned()) {
+                if !self.is_on(branch)? {
                     self.checkout_carrying_queue(branch)?;
                 }
                 return Ok(Squash::Conflict(paths));
