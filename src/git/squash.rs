@@ -70,7 +70,12 @@ pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
 
 /// The in-memory merge of a task branch into the base.
 enum Merge {
-    Tree(Oid),
+    /// The merged tree, and the base and branch commits it merges.
+    Tree {
+        tree: Oid,
+        base: Oid,
+        tip: Oid,
+    },
     Empty,
     Conflict(Vec<String>),
 }
@@ -80,7 +85,7 @@ impl Repo {
     /// changes nothing. The queue files count with their bytes on disk.
     pub fn preview_squash(&self, branch: &str) -> Result<SquashPreview> {
         Ok(match self.merge_in_memory(branch)? {
-            Merge::Tree(_) => SquashPreview::Clean,
+            Merge::Tree { .. } => SquashPreview::Clean,
             Merge::Empty => SquashPreview::Empty,
             Merge::Conflict(paths) => SquashPreview::Conflict(paths),
         })
@@ -96,8 +101,8 @@ impl Repo {
     pub fn squash_into_base(&self, branch: &str, id: &TaskId, title: &str) -> Result<Squash> {
         self.check_no_operation()?;
         self.ensure_clean()?;
-        let tree = match self.merge_in_memory(branch)? {
-            Merge::Tree(tree) => tree,
+        let (tree, base, tip) = match self.merge_in_memory(branch)? {
+            Merge::Tree { tree, base, tip } => (tree, base, tip),
             Merge::Empty => return Ok(Squash::Empty),
             Merge::Conflict(paths) => {
                 if !self.is_on(branch)? {
@@ -106,25 +111,19 @@ impl Repo {
                 return Ok(Squash::Conflict(paths));
             }
         };
-        let tip = self.tip(branch)?;
-        let base = self.tip(&self.base)?;
         let subjects: Vec<String> = self
-            .commits_between(base.id(), tip.id())?
+            .commits_between(base, tip)?
             .into_iter()
             .map(|commit| commit.subject)
             .collect();
         let message = squash_message(id, title, &subjects);
         let tree = self.git.find_tree(tree).doing("read the merged tree")?;
+        let base = self.git.find_commit(base).doing("read the base's tip")?;
         let signature = self.identity.signature()?;
         // The tip is preserved before anything else, so no crash loses it.
         let preserved_ref = Repo::preserved_ref(id);
         self.git
-            .reference(
-                &preserved_ref,
-                tip.id(),
-                true,
-                "ralph: preserve the task branch",
-            )
+            .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
             .doing(&format!("create {preserved_ref}"))?;
         let commit = self
             .git
@@ -141,7 +140,7 @@ impl Repo {
         self.delete_branch(branch)?;
         Ok(Squash::Merged(Merged {
             commit: commit.into(),
-            tip: tip.id().into(),
+            tip: tip.into(),
             preserved_ref,
         }))
     }
@@ -218,7 +217,11 @@ impl Repo {
             !self.is_queue_file(&path)
         });
         Ok(if changes_something {
-            Merge::Tree(tree_id)
+            Merge::Tree {
+                tree: tree_id,
+                base: base.id(),
+                tip: tip.id(),
+            }
         } else {
             Merge::Empty
         })

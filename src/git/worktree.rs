@@ -157,6 +157,14 @@ impl Repo {
     ) -> Result<()> {
         let path = git2_path(rel);
         match tree.get_path(path) {
+            // Already as in `tree`: keep the entry and its cached file stats.
+            Ok(item)
+                if index
+                    .get_path(path, 0)
+                    .is_some_and(|staged| staged.id == item.id()) =>
+            {
+                Ok(())
+            }
             Ok(item) => {
                 let mode = u32::try_from(item.filemode()).unwrap_or(0o100644);
                 index
