@@ -81,14 +81,28 @@ fn squash_gives_the_tree_of_git_merge_squash() {
     let repo = project();
     repo.commit_file("lib/a.txt", "one\ntwo\nthree\n", "add a");
     repo.commit_file("lib/gone.txt", "gone\n", "add gone");
+    let long: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    repo.commit_file("lib/long.txt", &long, "add long");
     let git = open(&repo);
     git.claim(&id("A"), TITLE).unwrap();
     repo.commit_file("lib/a.txt", "one\ntwo\nthree\nfour\n", "Append to a");
     repo.git(&["rm", "-q", "lib/gone.txt"]);
     repo.git(&["commit", "-q", "-m", "Remove gone"]);
     repo.commit_file("lib/b.txt", "b\n", "Add b");
-    // The base moves on meanwhile, without conflicting.
+    repo.write("bin/tool.sh", "#!/bin/sh\n");
+    repo.git(&["add", "--chmod=+x", "bin/tool.sh"]);
+    repo.git(&["mv", "lib/long.txt", "lib/renamed.txt"]);
+    repo.write("lib/renamed.txt", &long.replace("line 12", "line twelve"));
+    repo.git(&["commit", "-q", "-am", "Rename long, add a tool"]);
+    // The base moves on meanwhile, without conflicting, also in the file
+    // the branch renamed.
     commit_on_main_elsewhere(&repo, "README.md", "# moved\n", "Base moves");
+    commit_on_main_elsewhere(
+        &repo,
+        "lib/long.txt",
+        &long.replace("line 1\n", "line one\n"),
+        "Base edits long",
+    );
     let tip = git.branch_tip(BRANCH).unwrap();
     archive_a(&repo, tip.as_str());
 
@@ -109,6 +123,8 @@ fn squash_gives_the_tree_of_git_merge_squash() {
     assert!(matches!(squash, Squash::Merged(_)));
     assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
     assert_eq!(repo.read("README.md"), "# moved\n");
+    assert!(repo.read("lib/renamed.txt").starts_with("line one\n"));
+    assert!(repo.read("lib/renamed.txt").ends_with("line twelve\n"));
     assert!(repo.status().is_empty());
 }
 
@@ -280,4 +296,20 @@ fn an_empty_branch_can_be_closed_keeping_its_tip() {
         Some(repo.git(&["rev-parse", "main"]))
     );
     assert!(repo.status().is_empty());
+}
+
+#[test]
+fn the_same_work_gives_the_same_commit_ids() {
+    let commits: Vec<String> = (0..2)
+        .map(|_| {
+            let repo = project();
+            let git = open(&repo);
+            finished_task(&repo, &git);
+            match git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() {
+                Squash::Merged(merged) => merged.commit.to_string(),
+                other => panic!("expected a merge, got {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(commits[0], commits[1]);
 }
