@@ -45,7 +45,7 @@ pub fn branch_name(prefix: &str, id: &TaskId, title: &str) -> String {
 
 /// Whether `branch` is a task branch of `id` under `prefix`, whatever title
 /// it was named after: `<prefix><id>` or `<prefix><id>-...`.
-pub fn is_branch_of(branch: &str, prefix: &str, id: &TaskId) -> bool {
+pub(super) fn is_branch_of(branch: &str, prefix: &str, id: &TaskId) -> bool {
     branch
         .strip_prefix(prefix)
         .and_then(|rest| rest.strip_prefix(id.as_str()))
