@@ -36,8 +36,9 @@ pub const DEFAULT_BRANCH_PREFIX: &str = "task/";
 pub const PRESERVED_REF_PREFIX: &str = "refs/ralph/tasks/";
 /// How ralph's own leftover commits begin; squash messages leave them out.
 pub const WIP_SUBJECT_PREFIX: &str = "ralph: wip ";
-/// ralph's runtime files, relative to the project: never committed by ralph
-/// and never counted as uncommitted work, even when not in `.gitignore`.
+/// ralph's runtime files, relative to the project: never committed by ralph,
+/// and while untracked never counted as uncommitted work, even when not in
+/// `.gitignore`.
 pub const RUNTIME_PATHS: [&str; 3] = [RUNTIME_DIR, "ralph.log", ".stop"];
 
 /// The git settings of `config/ralph.yaml`.
