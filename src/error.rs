@@ -43,6 +43,9 @@ pub enum Error {
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
+    /// The repository is not ready, or a git operation failed.
+    #[error(transparent)]
+    Git(#[from] crate::git::Error),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
@@ -64,6 +67,7 @@ impl Error {
             Error::Roles(err) => err.exit(),
             Error::Settings(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
+            Error::Git(err) => err.exit(),
             Error::NoSuchDir(_) => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
         }
@@ -75,10 +79,8 @@ impl Error {
             Error::Task(err) => err.hint(),
             Error::Roles(err) => err.hint(),
             Error::Prompt(err) => err.hint(),
-            Error::Settings(_) => Some(
-                "fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults"
-                    .to_owned(),
-            ),
+            Error::Settings(err) => err.hint(),
+            Error::Git(err) => err.hint(),
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }

@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod files;
+pub mod git;
 pub mod init;
 pub mod project;
 pub mod prompt;

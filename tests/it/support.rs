@@ -3,8 +3,9 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Once;
 
 use assert_fs::TempDir;
 
@@ -173,4 +174,152 @@ impl Run {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
     }
+}
+
+/// The date every test commit made with the `git` command carries.
+pub const GIT_DATE: &str = "2026-01-01T00:00:00Z";
+/// The author of every test commit made with the `git` command.
+pub const GIT_AUTHOR: (&str, &str) = ("Test Author", "author@example.com");
+
+/// A temporary git repository for tests, driven with the `git` command in
+/// a cleared environment: HOME inside the temp folder, no global or system
+/// config, author and dates pinned, so commit ids are stable. The
+/// repository lives in `<temp>/repo`; other folders of `<temp>` are free
+/// for linked worktrees and the like.
+pub struct GitRepo {
+    temp: TempDir,
+    root: PathBuf,
+}
+
+impl GitRepo {
+    /// `git init -b main` with `user.name`/`user.email` in the repository's
+    /// config and one commit of `README.md`.
+    pub fn new() -> GitRepo {
+        GitRepo::with_branch("main")
+    }
+
+    /// Like [`GitRepo::new`], with the first branch called `branch`.
+    pub fn with_branch(branch: &str) -> GitRepo {
+        let repo = GitRepo::empty(branch);
+        repo.commit_file("README.md", "# test\n", "initial commit");
+        repo
+    }
+
+    /// `git init -b <branch>` with the identity configured but no commit.
+    pub fn empty(branch: &str) -> GitRepo {
+        isolate_libgit2_config();
+        let temp = TempDir::new().expect("make a temp dir");
+        let root = temp.path().join("repo");
+        std::fs::create_dir_all(temp.path().join("home")).expect("make HOME");
+        std::fs::create_dir_all(&root).expect("make the repo folder");
+        let repo = GitRepo { temp, root };
+        repo.git(&["init", "-q", "-b", branch]);
+        repo.git(&["config", "user.name", GIT_AUTHOR.0]);
+        repo.git(&["config", "user.email", GIT_AUTHOR.1]);
+        repo
+    }
+
+    /// The repository's working tree.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// A path next to the repository, inside the temp folder.
+    pub fn sibling(&self, name: &str) -> PathBuf {
+        self.temp.path().join(name)
+    }
+
+    /// Runs `git args` in the repository; panics unless it succeeds.
+    /// Returns stdout without the trailing newline.
+    pub fn git(&self, args: &[&str]) -> String {
+        self.git_in(&self.root, args)
+    }
+
+    /// Runs `git args` in `dir` (a linked worktree, say); panics unless it
+    /// succeeds. Returns stdout without the trailing newline.
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let output = self.try_git_in(dir, args);
+        assert!(
+            output.status.success(),
+            "git {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end_matches('\n')
+            .to_owned()
+    }
+
+    /// Runs `git args` in `dir` and returns whatever happened.
+    pub fn try_git_in(&self, dir: &Path, args: &[&str]) -> Output {
+        Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.temp.path().join("home"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", GIT_DATE)
+            .env("GIT_COMMITTER_DATE", GIT_DATE)
+            .env("GIT_AUTHOR_NAME", GIT_AUTHOR.0)
+            .env("GIT_AUTHOR_EMAIL", GIT_AUTHOR.1)
+            .env("GIT_COMMITTER_NAME", GIT_AUTHOR.0)
+            .env("GIT_COMMITTER_EMAIL", GIT_AUTHOR.1)
+            .env("LC_ALL", "C")
+            .output()
+            .expect("run git")
+    }
+
+    /// Writes `contents` to `rel` in the working tree, making folders.
+    pub fn write(&self, rel: &str, contents: &str) {
+        let path = self.root.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("make folders");
+        }
+        std::fs::write(path, contents).expect("write a file");
+    }
+
+    /// Reads `rel` from the working tree.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root.join(rel)).expect("read a file")
+    }
+
+    /// Writes `rel`, stages it and commits it with `message`; returns the
+    /// new commit's id.
+    pub fn commit_file(&self, rel: &str, contents: &str, message: &str) -> String {
+        self.write(rel, contents);
+        self.git(&["add", "--", rel]);
+        self.git(&["commit", "-q", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// `git status --porcelain` lines.
+    pub fn status(&self) -> Vec<String> {
+        let status = self.git(&["status", "--porcelain"]);
+        status.lines().map(str::to_owned).collect()
+    }
+}
+
+/// Points libgit2's global, XDG and system config search paths at an empty
+/// folder, once per test process, so tests that call the library in
+/// process never read the machine's `~/.gitconfig`. libgit2 keeps these
+/// paths process-wide, which is why this is not per repository.
+pub fn isolate_libgit2_config() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let empty =
+            std::env::temp_dir().join(format!("ralph-tests-no-config-{}", std::process::id()));
+        std::fs::create_dir_all(&empty).expect("make the empty config folder");
+        for level in [
+            git2::ConfigLevel::Global,
+            git2::ConfigLevel::XDG,
+            git2::ConfigLevel::System,
+            git2::ConfigLevel::ProgramData,
+        ] {
+            // SAFETY: runs once, before this process's tests touch libgit2
+            // (every in-process git test starts by building a GitRepo).
+            unsafe { git2::opts::set_search_path(level, &empty) }
+                .expect("set libgit2's config search path");
+        }
+    });
 }

@@ -1,0 +1,135 @@
+//! Task branches: finding, claiming, leaving and retiring them.
+
+use git2::BranchType;
+
+use super::error::{Context, Error, Result};
+use super::slug::{self, branch_name};
+use super::{CommitId, PRESERVED_REF_PREFIX, Repo};
+use crate::task::TaskId;
+
+/// The task branch a claim checked out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claim {
+    /// The branch name, without `refs/heads/`.
+    pub branch: String,
+    /// Whether the branch existed already (the task is resumed).
+    pub resumed: bool,
+}
+
+impl Repo {
+    /// The task branch that exists for `id`, if any: the one named after
+    /// `title` when it exists, else the first (by name) of the others.
+    pub fn find_task_branch(&self, id: &TaskId, title: &str) -> Result<Option<String>> {
+        let wanted = branch_name(&self.prefix, id, title);
+        if self.branch_exists(&wanted)? {
+            return Ok(Some(wanted));
+        }
+        let mut found = Vec::new();
+        let branches = self
+            .git
+            .branches(Some(BranchType::Local))
+            .doing("list branches")?;
+        for branch in branches {
+            let (branch, _) = branch.doing("list branches")?;
+            if let Some(name) = branch.name().doing("read a branch name")?
+                && slug::is_branch_of(name, &self.prefix, id)
+            {
+                found.push(name.to_owned());
+            }
+        }
+        found.sort();
+        Ok(found.into_iter().next())
+    }
+
+    /// Claims task `id`: reuses its existing branch (a resume) or creates
+    /// `<prefix><id>-<slug>` from the base tip, then checks it out, carrying
+    /// the queue files over. Refuses a dirty working tree.
+    pub fn claim(&self, id: &TaskId, title: &str) -> Result<Claim> {
+        self.check_no_operation()?;
+        let existing = self.find_task_branch(id, title)?;
+        if let Some(branch) = &existing
+            && self.is_on(branch)?
+        {
+            return Ok(Claim {
+                branch: branch.clone(),
+                resumed: true,
+            });
+        }
+        self.ensure_clean()?;
+        let claim = match existing {
+            Some(branch) => Claim {
+                branch,
+                resumed: true,
+            },
+            None => {
+                let branch = branch_name(&self.prefix, id, title);
+                if !git2::Reference::is_valid_name(&format!("refs/heads/{branch}")) {
+                    return Err(Error::InvalidPrefix {
+                        prefix: self.prefix.clone(),
+                    });
+                }
+                let base = self.tip(&self.base)?;
+                self.git
+                    .branch(&branch, &base, false)
+                    .doing(&format!("create branch {branch}"))?;
+                Claim {
+                    branch,
+                    resumed: false,
+                }
+            }
+        };
+        self.checkout_carrying_queue(&claim.branch)?;
+        Ok(claim)
+    }
+
+    /// Checks out the base branch, carrying the queue files over and leaving
+    /// the task branch as it is (for a blocked task). Refuses a dirty tree.
+    pub fn checkout_base(&self) -> Result<()> {
+        self.check_no_operation()?;
+        if self.is_on(&self.base)? {
+            return Ok(());
+        }
+        self.ensure_clean()?;
+        self.checkout_carrying_queue(&self.base)
+    }
+
+    /// The commit at the tip of `branch`.
+    pub fn branch_tip(&self, branch: &str) -> Result<CommitId> {
+        Ok(self.tip(branch)?.id().into())
+    }
+
+    /// The ref that keeps task `id`'s branch tip after its squash:
+    /// `refs/ralph/tasks/<id>` (`-task` appended to an id ending in `.lock`,
+    /// which no ref may end in).
+    pub fn preserved_ref(id: &TaskId) -> String {
+        let name = format!("{PRESERVED_REF_PREFIX}{id}");
+        if name.ends_with(".lock") {
+            name + "-task"
+        } else {
+            name
+        }
+    }
+
+    /// Keeps `branch`'s tip under [`Repo::preserved_ref`] and deletes the
+    /// branch, checking out the base first when it is checked out: how a
+    /// task whose branch has nothing to merge is closed. Returns the tip.
+    pub fn preserve_and_delete_branch(&self, branch: &str, id: &TaskId) -> Result<CommitId> {
+        let tip = self.tip(branch)?.id();
+        let preserved = Repo::preserved_ref(id);
+        self.git
+            .reference(&preserved, tip, true, "ralph: preserve the task branch")
+            .doing(&format!("create {preserved}"))?;
+        if self.is_on(branch)? {
+            self.checkout_base()?;
+        }
+        self.delete_branch(branch)?;
+        Ok(tip.into())
+    }
+
+    pub(super) fn delete_branch(&self, branch: &str) -> Result<()> {
+        self.git
+            .find_branch(branch, BranchType::Local)
+            .and_then(|mut found| found.delete())
+            .doing(&format!("delete branch {branch}"))
+    }
+}

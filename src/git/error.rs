@@ -1,0 +1,196 @@
+//! Errors of the git workflow, each with the exit code and hint it maps to.
+
+use std::path::PathBuf;
+
+use crate::error::Exit;
+
+/// How many dirty paths an error message names before it says "and N more".
+const DIRTY_NAMED: usize = 10;
+
+/// What can go wrong preparing or changing the repository.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The project folder is not inside a git repository.
+    #[error("{}: not inside a git repository", dir.display())]
+    NotARepository {
+        /// The folder that was searched from.
+        dir: PathBuf,
+    },
+    /// The repository is bare: there is no working tree to run tasks in.
+    #[error("{}: a bare repository has no working tree", dir.display())]
+    Bare {
+        /// The repository's folder.
+        dir: PathBuf,
+    },
+    /// The repository has no commits yet, so there is nothing to branch from.
+    #[error("the repository has no commits yet; task branches start from the base branch's tip")]
+    NoCommits,
+    /// HEAD points at a commit, not at a branch.
+    #[error("HEAD is detached at {short}; ralph needs a base branch to merge tasks into")]
+    DetachedHead {
+        /// The abbreviated id of the commit HEAD points at.
+        short: String,
+    },
+    /// A merge, rebase, cherry-pick, revert or bisect is under way.
+    #[error("a {operation} is in progress")]
+    InProgress {
+        /// The operation's name (`merge`, `rebase`, ...).
+        operation: &'static str,
+        /// The command that abandons it.
+        abort: &'static str,
+    },
+    /// The working tree has changes outside ralph's own files.
+    #[error("uncommitted changes in the working tree: {}", list_paths(paths))]
+    Dirty {
+        /// Repository-relative paths, as `git status` names them.
+        paths: Vec<String>,
+    },
+    /// The configured base branch does not exist.
+    #[error("base branch {name:?} does not exist")]
+    NoSuchBase {
+        /// The branch name asked for.
+        name: String,
+    },
+    /// No base branch is configured and the current branch is a task branch.
+    #[error("the current branch {branch} is a task branch, not a base branch")]
+    OnTaskBranch {
+        /// The task branch checked out.
+        branch: String,
+    },
+    /// A task branch ralph works on has disappeared.
+    #[error("task branch {name:?} does not exist")]
+    NoSuchBranch {
+        /// The branch name.
+        name: String,
+    },
+    /// The configured branch prefix cannot start a valid branch name.
+    #[error("branch_prefix {prefix:?} does not make valid branch names")]
+    InvalidPrefix {
+        /// The prefix as configured.
+        prefix: String,
+    },
+    /// A libgit2 operation failed.
+    #[error("git: {action}: {}", source.message())]
+    Git {
+        /// What ralph was doing.
+        action: String,
+        /// What libgit2 said.
+        source: git2::Error,
+    },
+    /// Reading or writing a file in the working tree failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file involved.
+        path: PathBuf,
+        /// What the operating system said.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// The exit code for this error: a repository that is not ready is
+    /// invalid input a person fixes; I/O and libgit2 failures are transient.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Git { .. } | Error::Io { .. } => Exit::Transient,
+            _ => Exit::InvalidInput,
+        }
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        let hint = match self {
+            Error::NotARepository { .. } => {
+                "ralph keeps each task on its own git branch: run `git init`, then make an initial commit".to_owned()
+            }
+            Error::Bare { .. } => {
+                "run ralph in a checkout of it (`git clone` or `git worktree add`)".to_owned()
+            }
+            Error::NoCommits => {
+                "make an initial commit: `git add -A && git commit -m \"initial commit\"`".to_owned()
+            }
+            Error::DetachedHead { .. } => {
+                "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
+            }
+            Error::InProgress { abort, .. } => format!("finish it, or abandon it with `{abort}`"),
+            Error::Dirty { .. } => {
+                "commit or stash them (`git stash -u`), or list them in .gitignore; only tasks.jsonl and tasks-done.jsonl may stay modified".to_owned()
+            }
+            Error::NoSuchBase { .. } => {
+                "create that branch, or set base_branch in config/ralph.yaml to an existing one".to_owned()
+            }
+            Error::OnTaskBranch { .. } => {
+                "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
+            }
+            Error::InvalidPrefix { .. } => {
+                "use letters, digits, `-` and `/` (the default is `task/`)".to_owned()
+            }
+            Error::NoSuchBranch { .. } | Error::Git { .. } | Error::Io { .. } => return None,
+        };
+        Some(hint)
+    }
+}
+
+/// Adds what ralph was doing to a libgit2 error.
+pub(crate) trait Context<T> {
+    /// Maps the error into [`Error::Git`] naming `action`.
+    fn doing(self, action: &str) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, git2::Error> {
+    fn doing(self, action: &str) -> Result<T> {
+        self.map_err(|source| Error::Git {
+            action: action.to_owned(),
+            source,
+        })
+    }
+}
+
+/// Builds the error for a failed read or write of `path`.
+pub(crate) fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn list_paths(paths: &[String]) -> String {
+    let named = paths
+        .iter()
+        .take(DIRTY_NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match paths.len().checked_sub(DIRTY_NAMED) {
+        Some(more) if more > 0 => format!("{named} and {more} more"),
+        _ => named,
+    }
+}
+
+/// Shorthand for results of this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_dirty_list_names_ten_paths_and_counts_the_rest() {
+        let paths: Vec<String> = (1..=12).map(|n| format!("f{n:02}")).collect();
+        assert_eq!(
+            Error::Dirty { paths }.to_string(),
+            "uncommitted changes in the working tree: f01, f02, f03, f04, f05, f06, f07, f08, f09, f10 and 2 more"
+        );
+    }
+
+    #[test]
+    fn libgit2_and_io_failures_are_transient_and_say_what_ralph_was_doing() {
+        let err: Result<()> = Err(git2::Error::from_str("boom")).doing("read HEAD");
+        let err = err.unwrap_err();
+        assert_eq!(err.to_string(), "git: read HEAD: boom");
+        assert_eq!((err.exit(), err.hint()), (Exit::Transient, None));
+        let err = io_error(std::path::Path::new("tasks.jsonl"))(std::io::Error::other("disk full"));
+        assert_eq!(err.to_string(), "tasks.jsonl: disk full");
+        assert_eq!(err.exit(), Exit::Transient);
+    }
+}

@@ -1,0 +1,375 @@
+//! The git side of ralph: preflight, one branch per task, the work done on
+//! it, leftover commits, and one squash commit per task on the base branch
+//! (DESIGN.md section 6; docs/GIT.md). Only this module imports git2.
+//!
+//! The queue files (`tasks.jsonl`, `tasks-done.jsonl`) are live state, not
+//! branch content: every checkout made here carries their bytes on disk over
+//! unchanged, and they reach the base branch only inside a squash commit or a
+//! bookkeeping commit.
+
+mod branch;
+mod error;
+mod identity;
+mod slug;
+mod squash;
+mod work;
+mod worktree;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use git2::{BranchType, ErrorCode, RepositoryState};
+
+pub use branch::Claim;
+pub use error::{Error, Result};
+pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
+pub use slug::{MAX_SLUG_LEN, branch_name, slug};
+pub use squash::{Merged, Squash, SquashPreview, squash_message};
+pub use work::{LeftBranch, Leftovers};
+
+use crate::task::{DONE_FILE, RUNTIME_DIR, TASKS_FILE};
+use error::{Context, io_error};
+
+/// The branch prefix when none is configured.
+pub const DEFAULT_BRANCH_PREFIX: &str = "task/";
+/// Where the tip of each squashed task branch is kept: `refs/ralph/tasks/<id>`.
+pub const PRESERVED_REF_PREFIX: &str = "refs/ralph/tasks/";
+/// How ralph's own leftover commits begin; squash messages leave them out.
+pub const WIP_SUBJECT_PREFIX: &str = "ralph: wip ";
+/// ralph's runtime files, relative to the project: never committed by ralph,
+/// and while untracked never counted as uncommitted work, even when not in
+/// `.gitignore`.
+pub const RUNTIME_PATHS: [&str; 3] = [RUNTIME_DIR, "ralph.log", ".stop"];
+
+/// The git settings of `config/ralph.yaml`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The branch tasks merge into; `None` means the branch checked out now.
+    pub base_branch: Option<String>,
+    /// What every task branch name starts with (default `task/`).
+    pub branch_prefix: String,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            base_branch: None,
+            branch_prefix: DEFAULT_BRANCH_PREFIX.to_owned(),
+        }
+    }
+}
+
+/// A commit's full hexadecimal id.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CommitId(String);
+
+impl CommitId {
+    /// The full id.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first seven hex digits, as `git log --oneline` shows them.
+    pub fn short(&self) -> &str {
+        &self.0[..self.0.len().min(7)]
+    }
+}
+
+impl fmt::Display for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<git2::Oid> for CommitId {
+    fn from(oid: git2::Oid) -> CommitId {
+        CommitId(oid.to_string())
+    }
+}
+
+/// One commit of a task branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BranchCommit {
+    /// The commit.
+    pub id: CommitId,
+    /// Its subject line.
+    pub subject: String,
+}
+
+/// Where HEAD points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Head {
+    /// On a branch (name without `refs/heads/`).
+    Branch(String),
+    /// Detached at a commit.
+    Detached(CommitId),
+}
+
+impl fmt::Display for Head {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Head::Branch(name) => write!(f, "branch {name}"),
+            Head::Detached(id) => write!(f, "detached HEAD at {}", id.short()),
+        }
+    }
+}
+
+/// One of the queue files, by its repository-relative and absolute path.
+#[derive(Debug)]
+struct QueueFile {
+    rel: String,
+    abs: PathBuf,
+}
+
+/// A repository checkout that ralph runs tasks in, with its base branch
+/// resolved. Every method works on the working tree this was opened on.
+pub struct Repo {
+    git: git2::Repository,
+    base: String,
+    prefix: String,
+    identity: Identity,
+    queue: Vec<QueueFile>,
+    /// The project folder, where the queue lock lives.
+    project: PathBuf,
+    /// ralph's runtime paths, repository-relative; directories end in `/`.
+    runtime: Vec<String>,
+}
+
+impl Repo {
+    /// Opens the repository holding the project folder `dir` (which may be
+    /// a subfolder of the checkout or a linked worktree) and resolves the
+    /// base branch: the configured one, which must exist, or the branch
+    /// checked out now, which must not be a task branch. The identity comes
+    /// from git's config, falling back to `ralph <ralph@localhost>`.
+    pub fn open(dir: &Path, options: &Options) -> Result<Repo> {
+        let git = git2::Repository::discover(dir).map_err(|source| {
+            if source.code() == ErrorCode::NotFound {
+                Error::NotARepository {
+                    dir: dir.to_owned(),
+                }
+            } else {
+                Error::Git {
+                    action: format!("open the repository at {}", dir.display()),
+                    source,
+                }
+            }
+        })?;
+        let Some(workdir) = git.workdir().map(Path::to_owned) else {
+            return Err(Error::Bare {
+                dir: git.path().to_owned(),
+            });
+        };
+        let prefix = options.branch_prefix.clone();
+        if !git2::Reference::is_valid_name(&format!("refs/heads/{prefix}A")) {
+            return Err(Error::InvalidPrefix { prefix });
+        }
+        let inner = project_prefix(&workdir, dir)?;
+        let queue = [TASKS_FILE, DONE_FILE]
+            .into_iter()
+            .map(|name| QueueFile {
+                rel: format!("{inner}{name}"),
+                abs: dir.join(name),
+            })
+            .collect();
+        let runtime = RUNTIME_PATHS
+            .into_iter()
+            .map(|name| match name {
+                RUNTIME_DIR => format!("{inner}{name}/"),
+                _ => format!("{inner}{name}"),
+            })
+            .collect();
+        let identity = Identity::from_config(&git);
+        let mut repo = Repo {
+            git,
+            base: String::new(),
+            prefix,
+            identity,
+            queue,
+            project: dir.to_owned(),
+            runtime,
+        };
+        repo.base = repo.resolve_base(options.base_branch.as_deref())?;
+        Ok(repo)
+    }
+
+    /// The same repository, committing as `identity` from now on.
+    pub fn with_identity(self, identity: Identity) -> Repo {
+        Repo { identity, ..self }
+    }
+
+    /// Who ralph's commits are by; check [`Identity::warning`] once.
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    /// The base branch tasks merge into.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The prefix of task branch names.
+    pub fn branch_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The root of the working tree.
+    pub fn workdir(&self) -> &Path {
+        self.git
+            .workdir()
+            .expect("Repo::open refuses bare repositories")
+    }
+
+    /// Checks the repository is ready for a run: no merge, rebase or other
+    /// operation in progress, HEAD on a branch, and no uncommitted changes
+    /// apart from the queue files, ralph's runtime files and ignored paths.
+    pub fn preflight(&self) -> Result<()> {
+        self.check_no_operation()?;
+        if let Head::Detached(id) = self.head()? {
+            return Err(Error::DetachedHead {
+                short: id.short().to_owned(),
+            });
+        }
+        self.ensure_clean()
+    }
+
+    /// Where HEAD points now.
+    pub fn head(&self) -> Result<Head> {
+        let head = self.git.head().map_err(|source| match source.code() {
+            ErrorCode::UnbornBranch => Error::NoCommits,
+            _ => Error::Git {
+                action: "read HEAD".to_owned(),
+                source,
+            },
+        })?;
+        if head.is_branch() {
+            Ok(Head::Branch(
+                String::from_utf8_lossy(head.shorthand_bytes()).into_owned(),
+            ))
+        } else {
+            let oid = head.peel_to_commit().doing("read HEAD's commit")?.id();
+            Ok(Head::Detached(oid.into()))
+        }
+    }
+
+    /// Whether HEAD is on `branch`.
+    fn is_on(&self, branch: &str) -> Result<bool> {
+        Ok(matches!(self.head()?, Head::Branch(name) if name == branch))
+    }
+
+    fn resolve_base(&self, configured: Option<&str>) -> Result<String> {
+        let head = self.head()?;
+        match configured {
+            Some(name) => {
+                if !self.branch_exists(name)? {
+                    return Err(Error::NoSuchBase {
+                        name: name.to_owned(),
+                    });
+                }
+                Ok(name.to_owned())
+            }
+            None => match head {
+                Head::Detached(id) => {
+                    // A rebase detaches HEAD: name the rebase, not the symptom.
+                    self.check_no_operation()?;
+                    Err(Error::DetachedHead {
+                        short: id.short().to_owned(),
+                    })
+                }
+                Head::Branch(branch)
+                    if !self.prefix.is_empty() && branch.starts_with(&self.prefix) =>
+                {
+                    Err(Error::OnTaskBranch { branch })
+                }
+                Head::Branch(branch) => Ok(branch),
+            },
+        }
+    }
+
+    fn check_no_operation(&self) -> Result<()> {
+        let (operation, abort) = match self.git.state() {
+            RepositoryState::Clean => return Ok(()),
+            RepositoryState::Merge => ("merge", "git merge --abort"),
+            RepositoryState::Revert | RepositoryState::RevertSequence => {
+                ("revert", "git revert --abort")
+            }
+            RepositoryState::CherryPick | RepositoryState::CherryPickSequence => {
+                ("cherry-pick", "git cherry-pick --abort")
+            }
+            RepositoryState::Bisect => ("bisect", "git bisect reset"),
+            RepositoryState::Rebase
+            | RepositoryState::RebaseInteractive
+            | RepositoryState::RebaseMerge => ("rebase", "git rebase --abort"),
+            RepositoryState::ApplyMailbox | RepositoryState::ApplyMailboxOrRebase => {
+                ("git am", "git am --abort")
+            }
+        };
+        Err(Error::InProgress { operation, abort })
+    }
+
+    fn branch_exists(&self, name: &str) -> Result<bool> {
+        match self.git.find_branch(name, BranchType::Local) {
+            Ok(_) => Ok(true),
+            Err(err) if err.code() == ErrorCode::NotFound => Ok(false),
+            Err(err) => Err(err).doing(&format!("look up branch {name}")),
+        }
+    }
+
+    fn tip(&self, branch: &str) -> Result<git2::Commit<'_>> {
+        let found = self.git.find_branch(branch, BranchType::Local);
+        let branch_ref = match found {
+            Err(err) if err.code() == ErrorCode::NotFound => {
+                return Err(if branch == self.base {
+                    Error::NoSuchBase {
+                        name: branch.to_owned(),
+                    }
+                } else {
+                    Error::NoSuchBranch {
+                        name: branch.to_owned(),
+                    }
+                });
+            }
+            other => other.doing(&format!("look up branch {branch}"))?,
+        };
+        branch_ref
+            .get()
+            .peel_to_commit()
+            .doing(&format!("read the tip of {branch}"))
+    }
+
+    /// Whether ralph owns `path`: a queue file or a runtime file.
+    fn is_own(&self, path: &str) -> bool {
+        self.is_queue_file(path) || self.is_runtime_file(path)
+    }
+
+    fn is_runtime_file(&self, path: &str) -> bool {
+        self.runtime.iter().any(|own| match own.strip_suffix('/') {
+            Some(dir) => path == dir || path.starts_with(own.as_str()),
+            None => path == own,
+        })
+    }
+
+    fn is_queue_file(&self, path: &str) -> bool {
+        self.queue.iter().any(|file| file.rel == path)
+    }
+}
+
+/// The project folder's path inside the working tree, `/`-separated and
+/// ending in `/`, or "" when the project is the working tree's root.
+fn project_prefix(workdir: &Path, dir: &Path) -> Result<String> {
+    let workdir = workdir.canonicalize().map_err(io_error(workdir))?;
+    let dir = dir.canonicalize().map_err(io_error(dir))?;
+    let Ok(inner) = dir.strip_prefix(&workdir) else {
+        return Ok(String::new());
+    };
+    let mut prefix = String::new();
+    for part in inner.components() {
+        prefix.push_str(&part.as_os_str().to_string_lossy());
+        prefix.push('/');
+    }
+    Ok(prefix)
+}
+
+/// A repository-relative, `/`-separated path as libgit2 takes it.
+fn git2_path(rel: &str) -> &Path {
+    Path::new(rel)
+}

@@ -1,0 +1,275 @@
+//! One squash commit per task on the base branch, the bookkeeping commit
+//! of the queue files, and the squash message format.
+
+use git2::{Index, Oid};
+
+use super::error::{Context, Result};
+use super::{CommitId, Repo, WIP_SUBJECT_PREFIX};
+use crate::task::TaskId;
+
+/// What merging a task branch into the base would give, without doing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SquashPreview {
+    /// It merges cleanly and changes something.
+    Clean,
+    /// It merges cleanly but changes nothing apart from the queue files.
+    Empty,
+    /// It conflicts on these paths.
+    Conflict(Vec<String>),
+}
+
+/// What [`Repo::squash_into_base`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Squash {
+    /// One commit landed on the base and the branch is gone.
+    Merged(Merged),
+    /// Nothing to merge apart from the queue files: nothing was done, the
+    /// task branch stays checked out, and the caller decides.
+    Empty,
+    /// The merge conflicts on these paths: nothing was committed, the base
+    /// is untouched and the task branch is checked out.
+    Conflict(Vec<String>),
+}
+
+/// A task branch squashed into the base.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Merged {
+    /// The squash commit on the base.
+    pub commit: CommitId,
+    /// The branch's tip, kept under `preserved_ref`.
+    pub tip: CommitId,
+    /// `refs/ralph/tasks/<id>`.
+    pub preserved_ref: String,
+}
+
+/// The squash commit's message (DESIGN.md section 6): the subject
+/// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
+/// own wip commits left out), then the trailer `Completes: <id>`.
+pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
+    let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut message = if title.is_empty() {
+        format!("[{id}]\n\n")
+    } else {
+        format!("[{id}] {title}\n\n")
+    };
+    let bullets: Vec<&String> = subjects
+        .iter()
+        .filter(|subject| !subject.starts_with(WIP_SUBJECT_PREFIX))
+        .collect();
+    for subject in &bullets {
+        message.push_str("- ");
+        message.push_str(subject);
+        message.push('\n');
+    }
+    if !bullets.is_empty() {
+        message.push('\n');
+    }
+    message.push_str(&format!("Completes: {id}\n"));
+    message
+}
+
+/// The in-memory merge of a task branch into the base.
+enum Merge {
+    /// The merged tree, and the base and branch commits it merges.
+    Tree {
+        tree: Oid,
+        base: Oid,
+        tip: Oid,
+    },
+    Empty,
+    Conflict(Vec<String>),
+}
+
+impl Repo {
+    /// Merges `branch` into the base in memory and says how it would go;
+    /// changes nothing. The queue files count with their bytes on disk.
+    pub fn preview_squash(&self, branch: &str) -> Result<SquashPreview> {
+        Ok(match self.merge_in_memory(branch)? {
+            Merge::Tree { .. } => SquashPreview::Clean,
+            Merge::Empty => SquashPreview::Empty,
+            Merge::Conflict(paths) => SquashPreview::Conflict(paths),
+        })
+    }
+
+    /// Squashes task `id`'s `branch` into the base: ONE commit on the base,
+    /// its single parent the base tip, with the tree of `git merge --squash`
+    /// plus the queue files' bytes on disk, and the message of
+    /// [`squash_message`]. Then keeps the branch tip under
+    /// `refs/ralph/tasks/<id>`, checks out the base (clean) and deletes the
+    /// branch. A conflict or an empty branch changes nothing (see
+    /// [`Squash`]). Refuses a dirty working tree.
+    pub fn squash_into_base(&self, branch: &str, id: &TaskId, title: &str) -> Result<Squash> {
+        self.check_no_operation()?;
+        self.ensure_clean()?;
+        let (tree, base, tip) = match self.merge_in_memory(branch)? {
+            Merge::Tree { tree, base, tip } => (tree, base, tip),
+            Merge::Empty => return Ok(Squash::Empty),
+            Merge::Conflict(paths) => {
+                if !self.is_on(branch)? {
+                    self.checkout_carrying_queue(branch)?;
+                }
+                return Ok(Squash::Conflict(paths));
+            }
+        };
+        let subjects: Vec<String> = self
+            .commits_between(base, tip)?
+            .into_iter()
+            .map(|commit| commit.subject)
+            .collect();
+        let message = squash_message(id, title, &subjects);
+        let tree = self.git.find_tree(tree).doing("read the merged tree")?;
+        let base = self.git.find_commit(base).doing("read the base's tip")?;
+        let signature = self.identity.signature()?;
+        // The tip is preserved before anything else, so no crash loses it.
+        let preserved_ref = Repo::preserved_ref(id);
+        self.git
+            .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
+            .doing(&format!("create {preserved_ref}"))?;
+        let commit = self
+            .git
+            .commit(
+                Some(&format!("refs/heads/{}", self.base)),
+                &signature,
+                &signature,
+                &message,
+                &tree,
+                &[&base],
+            )
+            .doing(&format!("commit the squash on {}", self.base))?;
+        self.checkout_carrying_queue(&self.base)?;
+        self.delete_branch(branch)?;
+        Ok(Squash::Merged(Merged {
+            commit: commit.into(),
+            tip: tip.into(),
+            preserved_ref,
+        }))
+    }
+
+    /// Commits the queue files' bytes on disk, and nothing else, on the
+    /// base (checking it out first, carrying them over): the bookkeeping
+    /// of a blocked task when nothing is merged. `None` when they match the
+    /// base already. Refuses a dirty working tree.
+    pub fn commit_queue_files(&self, message: &str) -> Result<Option<CommitId>> {
+        self.checkout_base()?;
+        let base = self.tip(&self.base)?;
+        let base_tree = base.tree().doing("read the base's tree")?;
+        let mut index = Index::new().doing("make an index")?;
+        index.read_tree(&base_tree).doing("read the base's tree")?;
+        self.put_queue_files(&mut index, &base_tree)?;
+        let tree_id = index
+            .write_tree_to(&self.git)
+            .doing("write the queue files' tree")?;
+        if tree_id == base_tree.id() {
+            return Ok(None);
+        }
+        let tree = self
+            .git
+            .find_tree(tree_id)
+            .doing("read the queue files' tree")?;
+        let signature = self.identity.signature()?;
+        let commit = self
+            .git
+            .commit(
+                Some(&format!("refs/heads/{}", self.base)),
+                &signature,
+                &signature,
+                message,
+                &tree,
+                &[&base],
+            )
+            .doing(&format!("commit the queue files on {}", self.base))?;
+        // HEAD moved with the base: the index entries of the queue files
+        // follow, so they read as committed.
+        let mut real = self.git.index().doing("read the index")?;
+        for file in &self.queue {
+            self.unstage(&mut real, &tree, &file.rel)?;
+        }
+        real.write().doing("write the index")?;
+        Ok(Some(commit.into()))
+    }
+
+    fn merge_in_memory(&self, branch: &str) -> Result<Merge> {
+        let tip = self.tip(branch)?;
+        let base = self.tip(&self.base)?;
+        let base_tree = base.tree().doing("read the base's tree")?;
+        let mut index = self
+            .git
+            .merge_commits(&base, &tip, None)
+            .doing(&format!("merge {branch} into {} in memory", self.base))?;
+        self.put_queue_files(&mut index, &base_tree)?;
+        if index.has_conflicts() {
+            return Ok(Merge::Conflict(conflict_paths(&index)?));
+        }
+        let tree_id = index
+            .write_tree_to(&self.git)
+            .doing("write the merged tree")?;
+        let tree = self.git.find_tree(tree_id).doing("read the merged tree")?;
+        let diff = self
+            .git
+            .diff_tree_to_tree(Some(&base_tree), Some(&tree), None)
+            .doing("diff the merge against the base")?;
+        let changes_something = diff.deltas().any(|delta| {
+            let path = delta
+                .new_file()
+                .path_bytes()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default();
+            !self.is_queue_file(&path)
+        });
+        Ok(if changes_something {
+            Merge::Tree {
+                tree: tree_id,
+                base: base.id(),
+                tip: tip.id(),
+            }
+        } else {
+            Merge::Empty
+        })
+    }
+}
+
+fn conflict_paths(index: &Index) -> Result<Vec<String>> {
+    let mut paths = Vec::new();
+    for conflict in index.conflicts().doing("list the conflicts")? {
+        let conflict = conflict.doing("list the conflicts")?;
+        let side = conflict.our.or(conflict.their).or(conflict.ancestor);
+        if let Some(entry) = side {
+            paths.push(String::from_utf8_lossy(&entry.path).into_owned());
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(text: &str) -> TaskId {
+        TaskId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_message_lists_subjects_without_wip_commits() {
+        let subjects = [
+            "Add session module".to_owned(),
+            "ralph: wip A.1.1 iteration 2".to_owned(),
+            "Wire sessions".to_owned(),
+        ];
+        assert_eq!(
+            squash_message(&id("A.1.1"), "choose session library", &subjects),
+            "[A.1.1] choose session library\n\n- Add session module\n- Wire sessions\n\nCompletes: A.1.1\n"
+        );
+    }
+
+    #[test]
+    fn a_message_without_subjects_has_only_the_trailer_after_the_title() {
+        let wip = ["ralph: wip B iteration 1".to_owned()];
+        assert_eq!(
+            squash_message(&id("B"), "  multi\nline   title ", &wip),
+            "[B] multi line title\n\nCompletes: B\n"
+        );
+        assert_eq!(squash_message(&id("C"), "", &[]), "[C]\n\nCompletes: C\n");
+    }
+}

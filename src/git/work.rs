@@ -1,0 +1,233 @@
+//! The work on a task branch: what it has against the base, leftover
+//! commits after an iteration, and getting back to the branch when the
+//! agent left it.
+
+use git2::{Delta, IndexAddOption, Sort};
+
+use super::error::{Context, Result};
+use super::{BranchCommit, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
+use crate::task::TaskId;
+
+/// What [`Repo::commit_leftovers`] found and did after an iteration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    /// The `ralph: wip <id> iteration <n>` commit, when there was anything
+    /// uncommitted on the task branch.
+    pub wip_commit: Option<CommitId>,
+    /// Set when HEAD was not on the task branch.
+    pub left_branch: Option<LeftBranch>,
+    /// Commits on the base that the task branch does not have, oldest
+    /// first: the agent (or someone) committed on the base directly. They
+    /// are reported, never rewritten.
+    pub base_commits: Vec<BranchCommit>,
+}
+
+/// HEAD was found off the task branch after an iteration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeftBranch {
+    /// Where HEAD was.
+    pub found: Head,
+    /// Whether ralph checked the task branch out again. It does not when
+    /// the tree there has uncommitted changes (`dirty`).
+    pub returned: bool,
+    /// Whether the task branch was moved forward to HEAD's commit, because
+    /// the agent committed on top of the task branch somewhere else.
+    pub fast_forwarded: bool,
+    /// The uncommitted paths that kept ralph from returning.
+    pub dirty: Vec<String>,
+}
+
+impl Repo {
+    /// The commits on `branch` since it left the base (`git log
+    /// base..branch`), oldest first.
+    pub fn commits_since_base(&self, branch: &str) -> Result<Vec<BranchCommit>> {
+        let tip = self.tip(branch)?.id();
+        let base = self.tip(&self.base)?.id();
+        self.commits_between(base, tip)
+    }
+
+    /// The paths `branch` changes against the point it left the base
+    /// (`git diff --name-only base...branch`), without the queue files.
+    pub fn files_changed(&self, branch: &str) -> Result<Vec<String>> {
+        let tip = self.tip(branch)?;
+        let base = self.tip(&self.base)?;
+        let fork = self
+            .git
+            .merge_base(base.id(), tip.id())
+            .doing(&format!("find where {branch} left {}", self.base))?;
+        let fork_tree = self
+            .git
+            .find_commit(fork)
+            .and_then(|commit| commit.tree())
+            .doing("read the fork point's tree")?;
+        let tip_tree = tip.tree().doing("read the branch's tree")?;
+        let mut diff = self
+            .git
+            .diff_tree_to_tree(Some(&fork_tree), Some(&tip_tree), None)
+            .doing("diff the branch against the base")?;
+        diff.find_similar(None).doing("find renames")?;
+        let mut paths = Vec::new();
+        for delta in diff.deltas() {
+            let file = match delta.status() {
+                Delta::Deleted => delta.old_file(),
+                _ => delta.new_file(),
+            };
+            let path = file
+                .path_bytes()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default();
+            if !self.is_queue_file(&path) {
+                paths.push(path);
+            }
+        }
+        Ok(paths)
+    }
+
+    /// Tidies up after an iteration of task `id` on `branch`: returns to the
+    /// branch if the agent left it (when safe), then commits anything
+    /// uncommitted there, apart from ralph's own files and ignored paths, as
+    /// `ralph: wip <id> iteration <n>`. Fails only when a merge, rebase or
+    /// similar is in progress, or the branch is gone.
+    pub fn commit_leftovers(&self, branch: &str, id: &TaskId, iteration: u64) -> Result<Leftovers> {
+        self.check_no_operation()?;
+        let task_tip = self.tip(branch)?.id();
+        let found = self.head()?;
+        let left_branch = match found {
+            Head::Branch(ref name) if name == branch => None,
+            found => Some(self.return_to(branch, task_tip, found)?),
+        };
+        let on_branch = left_branch.as_ref().is_none_or(|left| left.returned);
+        let wip_commit = if on_branch {
+            self.commit_wip(&format!("{WIP_SUBJECT_PREFIX}{id} iteration {iteration}"))?
+        } else {
+            None
+        };
+        let base_tip = self.tip(&self.base)?.id();
+        let branch_tip = self.tip(branch)?.id();
+        Ok(Leftovers {
+            wip_commit,
+            left_branch,
+            base_commits: self.commits_between(branch_tip, base_tip)?,
+        })
+    }
+
+    fn return_to(&self, branch: &str, task_tip: git2::Oid, found: Head) -> Result<LeftBranch> {
+        let dirty = self.uncommitted_changes()?;
+        if !dirty.is_empty() {
+            return Ok(LeftBranch {
+                found,
+                returned: false,
+                fast_forwarded: false,
+                dirty,
+            });
+        }
+        let head = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .doing("read HEAD's commit")?
+            .id();
+        // Work committed on top of the task branch elsewhere (detached, or a
+        // branch of the agent's own) belongs to the task; the base's history
+        // is never taken over.
+        let on_base = found == Head::Branch(self.base.clone());
+        let fast_forwarded = !on_base
+            && head != task_tip
+            && self
+                .git
+                .graph_descendant_of(head, task_tip)
+                .doing("compare HEAD with the task branch")?;
+        if fast_forwarded {
+            self.git
+                .reference(
+                    &format!("refs/heads/{branch}"),
+                    head,
+                    true,
+                    "ralph: take the agent's commits made off the branch",
+                )
+                .doing(&format!("move {branch} forward"))?;
+        }
+        self.checkout_carrying_queue(branch)?;
+        Ok(LeftBranch {
+            found,
+            returned: true,
+            fast_forwarded,
+            dirty: Vec::new(),
+        })
+    }
+
+    /// Commits everything uncommitted on the checked-out branch except
+    /// ralph's own files and ignored paths; `None` when there was nothing.
+    fn commit_wip(&self, message: &str) -> Result<Option<CommitId>> {
+        let head = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .doing("read HEAD's commit")?;
+        let head_tree = head.tree().doing("read HEAD's tree")?;
+        let mut index = self.git.index().doing("read the index")?;
+        let mut skip_own = |path: &std::path::Path, _: &[u8]| -> i32 {
+            i32::from(self.is_own(&path.to_string_lossy()))
+        };
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_own))
+            .doing("stage the leftovers")?;
+        index
+            .update_all(["*"], Some(&mut skip_own))
+            .doing("stage deleted files")?;
+        // The agent may have staged a queue file itself; those never enter
+        // a branch commit made by ralph.
+        for file in &self.queue {
+            self.unstage(&mut index, &head_tree, &file.rel)?;
+        }
+        let tree_id = index.write_tree().doing("write the leftovers' tree")?;
+        index.write().doing("write the index")?;
+        if tree_id == head_tree.id() {
+            return Ok(None);
+        }
+        let tree = self
+            .git
+            .find_tree(tree_id)
+            .doing("read the leftovers' tree")?;
+        let signature = self.identity.signature()?;
+        let commit = self
+            .git
+            .commit(
+                Some("HEAD"),
+                &signature,
+                &signature,
+                message,
+                &tree,
+                &[&head],
+            )
+            .doing("commit the leftovers")?;
+        Ok(Some(commit.into()))
+    }
+
+    /// Commits reachable from `to` but not from `from`, oldest first.
+    pub(super) fn commits_between(
+        &self,
+        from: git2::Oid,
+        to: git2::Oid,
+    ) -> Result<Vec<BranchCommit>> {
+        let mut walk = self.git.revwalk().doing("walk the history")?;
+        walk.push(to).doing("walk the history")?;
+        walk.hide(from).doing("walk the history")?;
+        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
+            .doing("walk the history")?;
+        let mut commits = Vec::new();
+        for oid in walk {
+            let oid = oid.doing("walk the history")?;
+            let commit = self.git.find_commit(oid).doing("read a commit")?;
+            let subject = commit
+                .summary_bytes()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default();
+            commits.push(BranchCommit {
+                id: oid.into(),
+                subject,
+            });
+        }
+        Ok(commits)
+    }
+}

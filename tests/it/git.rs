@@ -1,0 +1,89 @@
+//! The git workflow (ralph::git) against real temporary repositories: the
+//! shared set-up here, one file per concern in `git/`.
+
+mod branch_names;
+mod claim;
+mod identity;
+mod layouts;
+mod leftovers;
+mod preflight;
+mod squash;
+
+use proptest::prelude::*;
+use ralph::git::{
+    BranchCommit, Claim, Error, Head, Identity, Options, Repo, Squash, SquashPreview, Time,
+    branch_name, slug,
+};
+use ralph::task::TaskId;
+
+use crate::support::{GitRepo, isolate_libgit2_config};
+
+const TASKS: &str =
+    "{\"id\":\"A\",\"title\":\"Choose session library\",\"status\":\"pending\",\"leaf\":true}\n";
+const TITLE: &str = "Choose session library";
+const BRANCH: &str = "task/A-choose-session-library";
+
+fn id(text: &str) -> TaskId {
+    TaskId::parse(text).expect("a valid id")
+}
+
+/// The identity every ralph commit in these tests carries.
+fn identity() -> Identity {
+    Identity::new("Ralph Bot", "ralph-bot@example.com").at(Time {
+        seconds: 1_767_225_600,
+        offset_minutes: 0,
+    })
+}
+
+fn open(repo: &GitRepo) -> Repo {
+    open_with(repo, &Options::default())
+}
+
+fn open_with(repo: &GitRepo, options: &Options) -> Repo {
+    Repo::open(repo.path(), options)
+        .expect("open the repository")
+        .with_identity(identity())
+}
+
+/// The error as `ralph` prints it, and its exit code.
+fn report(err: Error) -> (String, u8) {
+    let err = ralph::Error::from(err);
+    (ralph::error::Report(&err).to_string(), err.exit() as u8)
+}
+
+/// A repository on `main` with the queue files committed and ralph's
+/// runtime folder ignored.
+fn project() -> GitRepo {
+    let repo = GitRepo::new();
+    repo.write("tasks.jsonl", TASKS);
+    repo.write("tasks-done.jsonl", "");
+    repo.write(".gitignore", "*.log\n.ralph/\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "add tasks"]);
+    repo
+}
+
+/// What the loop does when task A is complete: moves it to the archive.
+fn archive_a(repo: &GitRepo, tip: &str) {
+    repo.write("tasks.jsonl", "");
+    repo.write(
+        "tasks-done.jsonl",
+        &format!("{{\"id\":\"A\",\"title\":\"{TITLE}\",\"commit\":\"{tip}\"}}\n"),
+    );
+}
+
+fn current_branch(repo: &GitRepo) -> String {
+    repo.git(&["symbolic-ref", "--short", "HEAD"])
+}
+
+/// Commits on `main` from a linked worktree, as a person would while the
+/// task branch is checked out; the worktree is removed afterwards.
+fn commit_on_main_elsewhere(repo: &GitRepo, rel: &str, contents: &str, message: &str) {
+    let other = repo.sibling("other");
+    let other_str = other.to_str().expect("a UTF-8 temp path");
+    repo.git(&["worktree", "add", "-q", other_str, "main"]);
+    std::fs::write(other.join(rel), contents).expect("write in the worktree");
+    repo.git_in(&other, &["add", "--", rel]);
+    repo.git_in(&other, &["commit", "-q", "-m", message]);
+    repo.git(&["worktree", "remove", other_str]);
+}

@@ -1,0 +1,70 @@
+//! Repository shapes: base names, a project in a subfolder, linked worktrees.
+
+use super::*;
+
+#[test]
+fn the_base_is_the_current_branch_whatever_its_name() {
+    for name in ["main", "master", "trunk/v2"] {
+        let repo = GitRepo::with_branch(name);
+        assert_eq!(open(&repo).base(), name);
+    }
+}
+
+#[test]
+fn a_project_in_a_subfolder_has_its_queue_files_there() {
+    let repo = GitRepo::new();
+    repo.write("app/tasks.jsonl", TASKS);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "tasks"]);
+    let git = Repo::open(&repo.path().join("app"), &Options::default())
+        .unwrap()
+        .with_identity(identity());
+    repo.write("app/tasks.jsonl", "");
+    repo.write("app/.ralph/lock", "");
+    git.preflight().unwrap();
+    repo.write("tasks.jsonl", "not the queue\n");
+    assert_eq!(git.uncommitted_changes().unwrap(), ["tasks.jsonl"]);
+}
+
+#[test]
+fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
+    let repo = GitRepo::with_branch("master");
+    repo.write("tasks.jsonl", TASKS);
+    repo.write(".gitignore", ".ralph/\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "tasks"]);
+    let master_before = repo.git(&["rev-parse", "master"]);
+    let wt = repo.sibling("wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        wt.to_str().unwrap(),
+        "master",
+    ]);
+
+    let git = Repo::open(&wt, &Options::default())
+        .unwrap()
+        .with_identity(identity());
+    assert_eq!(git.base(), "feature");
+    git.preflight().unwrap();
+    git.claim(&id("A"), TITLE).unwrap();
+    std::fs::write(wt.join("work.txt"), "work\n").unwrap();
+    std::fs::write(wt.join("tasks.jsonl"), "").unwrap();
+    git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert!(matches!(
+        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        Squash::Merged(_)
+    ));
+    assert_eq!(
+        repo.git_in(&wt, &["symbolic-ref", "--short", "HEAD"]),
+        "feature"
+    );
+    assert_eq!(repo.git_in(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(repo.git_in(&wt, &["show", "feature:tasks.jsonl"]), "");
+    assert_eq!(repo.git(&["rev-parse", "master"]), master_before);
+    assert_eq!(current_branch(&repo), "master");
+    assert!(repo.status().is_empty());
+}

@@ -1,0 +1,315 @@
+//! The squash commit, conflicts, empty branches and bookkeeping commits.
+
+use super::*;
+
+/// Claims A, commits two pieces of work and a wip leftover, archives A.
+fn finished_task(repo: &GitRepo, git: &Repo) -> String {
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("src/session.rs", "// sessions\n", "Add session module");
+    repo.commit_file("README.md", "# sessions\n", "Wire sessions");
+    repo.write("notes.txt", "left over\n");
+    git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    let tip = git.branch_tip(BRANCH).unwrap();
+    archive_a(repo, tip.as_str());
+    tip.to_string()
+}
+
+#[test]
+fn squash_writes_one_commit_with_the_archive_and_keeps_the_tip() {
+    let repo = project();
+    let git = open(&repo);
+    let base_before = repo.git(&["rev-parse", "main"]);
+    let tip = finished_task(&repo, &git);
+    assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
+
+    let Squash::Merged(merged) = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() else {
+        panic!("expected a merge");
+    };
+    assert_eq!(merged.tip.as_str(), tip);
+    assert_eq!(merged.preserved_ref, "refs/ralph/tasks/A");
+    assert_eq!(repo.git(&["rev-parse", "main"]), merged.commit.as_str());
+    // One commit, single parent, the message of DESIGN.md section 6.
+    assert_eq!(
+        repo.git(&["rev-list", "--parents", "-n", "1", "main"]),
+        format!("{} {base_before}", merged.commit)
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%B", "main"]),
+        "[A] Choose session library\n\n- Add session module\n- Wire sessions\n\nCompletes: A"
+    );
+    assert_eq!(
+        repo.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Completes,valueonly)",
+            "main"
+        ]),
+        "A"
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae> %at", "main"]),
+        "Ralph Bot <ralph-bot@example.com> 1767225600"
+    );
+    // The archive move is inside it.
+    assert_eq!(repo.git(&["show", "main:tasks.jsonl"]), "");
+    assert_eq!(
+        repo.git(&["show", "main:tasks-done.jsonl"]),
+        format!("{{\"id\":\"A\",\"title\":\"{TITLE}\",\"commit\":\"{tip}\"}}")
+    );
+    assert_eq!(
+        repo.git(&["diff", "--name-only", &base_before, "main"]),
+        "README.md\nnotes.txt\nsrc/session.rs\ntasks-done.jsonl\ntasks.jsonl"
+    );
+    // The full history stays reachable; the branch is gone.
+    assert_eq!(repo.git(&["rev-parse", "refs/ralph/tasks/A"]), tip);
+    assert_eq!(
+        repo.git(&[
+            "log",
+            "--format=%s",
+            &format!("{base_before}..refs/ralph/tasks/A")
+        ]),
+        "ralph: wip A iteration 2\nWire sessions\nAdd session module"
+    );
+    assert_eq!(repo.git(&["branch", "--list", "task/*"]), "");
+    // Clean, on the base.
+    assert_eq!(current_branch(&repo), "main");
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
+fn squash_gives_the_tree_of_git_merge_squash() {
+    let repo = project();
+    repo.commit_file("lib/a.txt", "one\ntwo\nthree\n", "add a");
+    repo.commit_file("lib/gone.txt", "gone\n", "add gone");
+    let long: String = (1..=12).map(|n| format!("line {n}\n")).collect();
+    repo.commit_file("lib/long.txt", &long, "add long");
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("lib/a.txt", "one\ntwo\nthree\nfour\n", "Append to a");
+    repo.git(&["rm", "-q", "lib/gone.txt"]);
+    repo.git(&["commit", "-q", "-m", "Remove gone"]);
+    repo.commit_file("lib/b.txt", "b\n", "Add b");
+    repo.write("bin/tool.sh", "#!/bin/sh\n");
+    repo.git(&["add", "--chmod=+x", "bin/tool.sh"]);
+    repo.git(&["mv", "lib/long.txt", "lib/renamed.txt"]);
+    repo.write("lib/renamed.txt", &long.replace("line 12", "line twelve"));
+    repo.git(&["commit", "-q", "-am", "Rename long, add a tool"]);
+    // The base moves on meanwhile, without conflicting, also in the file
+    // the branch renamed.
+    commit_on_main_elsewhere(&repo, "README.md", "# moved\n", "Base moves");
+    commit_on_main_elsewhere(
+        &repo,
+        "lib/long.txt",
+        &long.replace("line 1\n", "line one\n"),
+        "Base edits long",
+    );
+    let tip = git.branch_tip(BRANCH).unwrap();
+    archive_a(&repo, tip.as_str());
+
+    // The same squash by hand, in another worktree.
+    let cli = repo.sibling("cli");
+    let cli_str = cli.to_str().unwrap();
+    repo.git(&["worktree", "add", "-q", "-b", "cli-squash", cli_str, "main"]);
+    repo.git_in(&cli, &["merge", "-q", "--squash", BRANCH]);
+    for file in ["tasks.jsonl", "tasks-done.jsonl"] {
+        std::fs::copy(repo.path().join(file), cli.join(file)).unwrap();
+    }
+    repo.git_in(&cli, &["add", "tasks.jsonl", "tasks-done.jsonl"]);
+    repo.git_in(&cli, &["commit", "-q", "-m", "squash by hand"]);
+    let expected = repo.git_in(&cli, &["rev-parse", "HEAD^{tree}"]);
+    repo.git(&["worktree", "remove", cli_str]);
+
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
+    assert_eq!(repo.read("README.md"), "# moved\n");
+    assert!(repo.read("lib/renamed.txt").starts_with("line one\n"));
+    assert!(repo.read("lib/renamed.txt").ends_with("line twelve\n"));
+    assert!(repo.status().is_empty());
+}
+
+#[test]
+fn queue_files_never_conflict_their_bytes_on_disk_win() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("tasks.jsonl", "{\"branch\":\"version\"}\n");
+    repo.commit_file("work.txt", "work\n", "Work");
+    repo.git(&["commit", "-q", "-am", "Agent commits the queue"]);
+    commit_on_main_elsewhere(
+        &repo,
+        "tasks.jsonl",
+        "{\"base\":\"version\"}\n",
+        "Base edits the queue",
+    );
+    repo.write("tasks.jsonl", "{\"disk\":\"version\"}\n");
+    assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    assert_eq!(
+        repo.git(&["show", "main:tasks.jsonl"]),
+        "{\"disk\":\"version\"}"
+    );
+    assert!(repo.status().is_empty());
+}
+
+#[test]
+fn a_conflicting_squash_commits_nothing_and_returns_to_the_branch() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("README.md", "# branch\n", "Branch edits README");
+    commit_on_main_elsewhere(&repo, "README.md", "# base\n", "Base edits README");
+    let base_before = repo.git(&["rev-parse", "main"]);
+    let hand_edit = "{\"id\":\"A\",\"status\":\"ready\"}\n";
+    repo.write("tasks.jsonl", hand_edit);
+    assert_eq!(
+        git.preview_squash(BRANCH).unwrap(),
+        SquashPreview::Conflict(vec!["README.md".to_owned()])
+    );
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert_eq!(squash, Squash::Conflict(vec!["README.md".to_owned()]));
+    assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
+    assert_eq!(current_branch(&repo), BRANCH);
+    assert_eq!(repo.read("README.md"), "# branch\n");
+    assert_eq!(repo.read("tasks.jsonl"), hand_edit);
+    assert_eq!(repo.status(), [" M tasks.jsonl"]);
+    assert!(
+        repo.try_git_in(
+            repo.path(),
+            &["rev-parse", "--verify", "-q", "refs/ralph/tasks/A"]
+        )
+        .stdout
+        .is_empty()
+    );
+}
+
+#[test]
+fn a_branch_with_nothing_but_queue_changes_is_reported_empty() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("tasks.jsonl", "{\"agent\":1}\n");
+    repo.git(&["commit", "-q", "-am", "Only the queue"]);
+    archive_a(&repo, "abc");
+    let base_before = repo.git(&["rev-parse", "main"]);
+    assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Empty);
+    assert_eq!(
+        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        Squash::Empty
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
+    assert_eq!(current_branch(&repo), BRANCH);
+}
+
+#[test]
+fn squash_refuses_a_dirty_tree() {
+    let repo = project();
+    let git = open(&repo);
+    finished_task(&repo, &git);
+    repo.write("stray.txt", "stray\n");
+    let err = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap_err();
+    assert!(matches!(err, Error::Dirty { ref paths } if paths == &["stray.txt"]));
+    assert_eq!(current_branch(&repo), BRANCH);
+}
+
+#[test]
+fn a_bookkeeping_commit_holds_only_the_queue_files() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("work.txt", "work\n", "Work");
+    let blocked = "{\"id\":\"A\",\"status\":\"blocked\",\"blocked_reason\":\"stuck\"}\n";
+    repo.write("tasks.jsonl", blocked);
+    let base_before = repo.git(&["rev-parse", "main"]);
+    let commit = git
+        .commit_queue_files("ralph: block A")
+        .unwrap()
+        .expect("a commit");
+    assert_eq!(repo.git(&["rev-parse", "main"]), commit.as_str());
+    assert_eq!(
+        repo.git(&["rev-list", "--parents", "-n", "1", "main"]),
+        format!("{commit} {base_before}")
+    );
+    assert_eq!(
+        repo.git(&["show", "--name-only", "--format=%s", "main"]),
+        "ralph: block A\n\ntasks.jsonl"
+    );
+    assert_eq!(current_branch(&repo), "main");
+    assert_eq!(repo.read("tasks.jsonl"), blocked);
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+    // The task branch stays for a later resume; nothing new: no commit.
+    assert_eq!(
+        repo.git(&["branch", "--list", "task/*", "--format=%(refname:short)"]),
+        BRANCH
+    );
+    assert_eq!(git.commit_queue_files("ralph: block A").unwrap(), None);
+}
+
+#[test]
+fn ignored_untracked_queue_files_stay_out_of_commits() {
+    let repo = GitRepo::new();
+    repo.write(".gitignore", "tasks.jsonl\ntasks-done.jsonl\n");
+    repo.git(&["add", ".gitignore"]);
+    repo.git(&["commit", "-q", "-m", "ignore the queue"]);
+    repo.write("tasks.jsonl", TASKS);
+    let git = open(&repo);
+    git.preflight().unwrap();
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("work.txt", "work\n", "Work");
+    repo.write("tasks.jsonl", "");
+    assert!(matches!(
+        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        Squash::Merged(_)
+    ));
+    assert_eq!(
+        repo.git(&["ls-tree", "--name-only", "main"]),
+        ".gitignore\nREADME.md\nwork.txt"
+    );
+    assert_eq!(git.commit_queue_files("bookkeeping").unwrap(), None);
+}
+
+#[test]
+fn an_empty_branch_can_be_closed_keeping_its_tip() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("tasks.jsonl", "{\"agent\":1}\n");
+    repo.git(&["commit", "-q", "-am", "Only the queue"]);
+    let tip = git.branch_tip(BRANCH).unwrap();
+    assert_eq!(
+        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        Squash::Empty
+    );
+    assert_eq!(
+        git.preserve_and_delete_branch(BRANCH, &id("A")).unwrap(),
+        tip
+    );
+    assert_eq!(current_branch(&repo), "main");
+    assert_eq!(repo.git(&["rev-parse", "refs/ralph/tasks/A"]), tip.as_str());
+    assert_eq!(repo.git(&["branch", "--list", "task/*"]), "");
+    assert_eq!(repo.read("tasks.jsonl"), "{\"agent\":1}\n");
+    assert_eq!(
+        git.commit_queue_files("ralph: close A")
+            .unwrap()
+            .map(|c| c.to_string()),
+        Some(repo.git(&["rev-parse", "main"]))
+    );
+    assert!(repo.status().is_empty());
+}
+
+#[test]
+fn the_same_work_gives_the_same_commit_ids() {
+    let commits: Vec<String> = (0..2)
+        .map(|_| {
+            let repo = project();
+            let git = open(&repo);
+            finished_task(&repo, &git);
+            match git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() {
+                Squash::Merged(merged) => merged.commit.to_string(),
+                other => panic!("expected a merge, got {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(commits[0], commits[1]);
+}
