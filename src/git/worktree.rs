@@ -1,7 +1,7 @@
 //! The working tree: what is uncommitted, and checkouts that carry the queue
 //! files' bytes over unchanged.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -86,18 +86,7 @@ impl Repo {
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
     /// a writer to finish; released when the returned file is dropped.
     fn lock_queue(&self) -> Result<File> {
-        let path = self.project.join(LOCK_FILE);
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(io_error(dir))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io_error(&path))?;
-        file.lock().map_err(io_error(&path))?;
-        Ok(file)
+        crate::task::lock_queue(&self.project).map_err(io_error(&self.project.join(LOCK_FILE)))
     }
 
     fn save_queue(&self) -> Result<SavedQueue> {

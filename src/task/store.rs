@@ -88,22 +88,24 @@ impl Store {
     }
 
     /// Takes the exclusive queue lock, waiting for another writer to finish.
-    /// The OS releases it when the file is closed, also on a crash.
     fn lock(&self) -> Result<File> {
-        let dir = self.root.join(RUNTIME_DIR);
-        let path = self.root.join(LOCK_FILE);
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| Error::Io { path, source }
-        };
-        fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(io(&path))?;
-        file.lock().map_err(io(&path))?;
-        Ok(file)
+        lock_queue(&self.root).map_err(|source| Error::Io {
+            path: self.root.join(LOCK_FILE),
+            source,
+        })
     }
+}
+
+/// Takes the queue lock `.ralph/tasks.lock` of the project at `root`,
+/// waiting for the holder; released when the returned file is dropped, and
+/// by the OS if the process dies. Every writer of the queue files holds it.
+pub fn lock_queue(root: &Path) -> std::io::Result<File> {
+    fs::create_dir_all(root.join(RUNTIME_DIR))?;
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(LOCK_FILE))?;
+    file.lock()?;
+    Ok(file)
 }
