@@ -24,7 +24,7 @@ pub use branch::Claim;
 pub use error::{Error, Result};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
-pub use squash::{Merged, Squash, SquashPreview, squash_message};
+pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_with};
 pub use work::{LeftBranch, Leftovers};
 
 use crate::task::{DONE_FILE, RUNTIME_DIR, TASKS_FILE};

@@ -46,6 +46,13 @@ pub struct Merged {
 /// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
 /// own wip commits left out), then the trailer `Completes: <id>`.
 pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
+    squash_message_with(id, title, subjects, &[format!("Completes: {id}")])
+}
+
+/// [`squash_message`] with other trailer lines: `Completes:` for each task
+/// the commit finishes (a parent archived with its last child), or
+/// `Split-into:` when a task became a container.
+pub fn squash_message_with(id: &TaskId, title: &str, subjects: &[String], trailers: &[String]) -> String {
     let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut message = if title.is_empty() {
         format!("[{id}]\n\n")
@@ -64,7 +71,10 @@ pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
     if !bullets.is_empty() {
         message.push('\n');
     }
-    message.push_str(&format!("Completes: {id}\n"));
+    for trailer in trailers {
+        message.push_str(trailer);
+        message.push('\n');
+    }
     message
 }
 
@@ -99,6 +109,12 @@ impl Repo {
     /// branch. A conflict or an empty branch changes nothing (see
     /// [`Squash`]). Refuses a dirty working tree.
     pub fn squash_into_base(&self, branch: &str, id: &TaskId, title: &str) -> Result<Squash> {
+        self.squash_into_base_with(branch, id, title, &[format!("Completes: {id}")])
+    }
+
+    /// [`Repo::squash_into_base`] with the commit's trailer lines given
+    /// (see [`squash_message_with`]).
+    pub fn squash_into_base_with(&self, branch: &str, id: &TaskId, title: &str, trailers: &[String]) -> Result<Squash> {
         self.check_no_operation()?;
         self.ensure_clean()?;
         let (tree, base, tip) = match self.merge_in_memory(branch)? {
@@ -116,7 +132,7 @@ impl Repo {
             .into_iter()
             .map(|commit| commit.subject)
             .collect();
-        let message = squash_message(id, title, &subjects);
+        let message = squash_message_with(id, title, &subjects, trailers);
         let tree = self.git.find_tree(tree).doing("read the merged tree")?;
         let base = self.git.find_commit(base).doing("read the base's tip")?;
         let signature = self.identity.signature()?;

@@ -111,6 +111,15 @@ impl Repo {
         })
     }
 
+    /// Commits everything uncommitted on the current branch with `message`,
+    /// except ralph's own files and ignored paths: what an agent's
+    /// `git add -A && git commit` does (the demo agent uses it). `None` when
+    /// there is nothing to commit.
+    pub fn commit_work(&self, message: &str) -> Result<Option<CommitId>> {
+        self.check_no_operation()?;
+        self.commit_wip(message)
+    }
+
     fn return_to(&self, branch: &str, task_tip: git2::Oid, found: Head) -> Result<LeftBranch> {
         let dirty = self.uncommitted_changes()?;
         if !dirty.is_empty() {
