@@ -52,7 +52,12 @@ pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
 /// [`squash_message`] with other trailer lines: `Completes:` for each task
 /// the commit finishes (a parent archived with its last child), or
 /// `Split-into:` when a task became a container.
-pub fn squash_message_with(id: &TaskId, title: &str, subjects: &[String], trailers: &[String]) -> String {
+pub fn squash_message_with(
+    id: &TaskId,
+    title: &str,
+    subjects: &[String],
+    trailers: &[String],
+) -> String {
     let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
     let mut message = if title.is_empty() {
         format!("[{id}]\n\n")
@@ -114,7 +119,13 @@ impl Repo {
 
     /// [`Repo::squash_into_base`] with the commit's trailer lines given
     /// (see [`squash_message_with`]).
-    pub fn squash_into_base_with(&self, branch: &str, id: &TaskId, title: &str, trailers: &[String]) -> Result<Squash> {
+    pub fn squash_into_base_with(
+        &self,
+        branch: &str,
+        id: &TaskId,
+        title: &str,
+        trailers: &[String],
+    ) -> Result<Squash> {
         self.check_no_operation()?;
         self.ensure_clean()?;
         let (tree, base, tip) = match self.merge_in_memory(branch)? {

@@ -1,0 +1,479 @@
+//! The loop's decisions as pure functions of what it observed: what to do
+//! before an iteration, and what an iteration's outcome means.
+
+use std::time::Duration;
+
+use crate::task::{Status, TaskId};
+
+/// The budgets that bound the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Budgets {
+    /// Iterations per run.
+    pub max_iterations: u64,
+    /// Iterations one task may take.
+    pub max_iterations_per_task: u64,
+    /// Failed iterations in a row before the task is blocked.
+    pub max_consecutive_failures: u64,
+    /// Iterations without progress that count as a failure.
+    pub no_progress_iterations: u64,
+    /// First wait after a failure.
+    pub retry_backoff: Duration,
+}
+
+/// A task the loop could act on, with what the state knows of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The task.
+    pub id: TaskId,
+    /// Its status in `tasks.jsonl`.
+    pub status: Status,
+    /// Iterations spent on it so far.
+    pub iterations: u64,
+}
+
+/// What the loop sees before an iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Before {
+    /// A signal arrived.
+    pub interrupted: bool,
+    /// `.stop` exists.
+    pub stop_requested: bool,
+    /// Iterations done in this run.
+    pub iterations: u64,
+    /// The first leaf marked `complete` and not merged yet.
+    pub complete: Option<Candidate>,
+    /// The task `Queue::next` picks.
+    pub next: Option<Candidate>,
+    /// Whether a trigger reviews `ready` tasks (`task_marked_ready_to_complete`).
+    pub ready_is_reviewed: bool,
+}
+
+/// Why the run ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Nothing workable is left.
+    Drained,
+    /// `.stop` asked for it.
+    Stopped,
+    /// `max_iterations` is spent.
+    BudgetSpent,
+    /// A signal arrived.
+    Interrupted,
+}
+
+/// What to do next.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// End the run.
+    End(Ending),
+    /// Verify, merge and archive the task.
+    Finish(TaskId),
+    /// Mark the task blocked with this reason and go on.
+    Block(TaskId, String),
+    /// Run an iteration on the task.
+    Iterate(TaskId),
+}
+
+/// The step before an iteration. Finishing a task that is already complete
+/// costs no iteration, so it comes before the budget check.
+pub fn before(seen: &Before, budgets: &Budgets) -> Step {
+    if seen.interrupted {
+        return Step::End(Ending::Interrupted);
+    }
+    if seen.stop_requested {
+        return Step::End(Ending::Stopped);
+    }
+    if let Some(task) = &seen.complete {
+        return Step::Finish(task.id.clone());
+    }
+    let Some(task) = &seen.next else {
+        return Step::End(Ending::Drained);
+    };
+    if task.status == Status::Ready && !seen.ready_is_reviewed {
+        return Step::Finish(task.id.clone());
+    }
+    if task.iterations >= budgets.max_iterations_per_task {
+        return Step::Block(
+            task.id.clone(),
+            format!(
+                "spent max_iterations_per_task ({}) without finishing",
+                budgets.max_iterations_per_task
+            ),
+        );
+    }
+    if seen.iterations >= budgets.max_iterations {
+        return Step::End(Ending::BudgetSpent);
+    }
+    Step::Iterate(task.id.clone())
+}
+
+/// How the agent process ended, as the agent module classified it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEnd {
+    /// It exited cleanly.
+    Ok,
+    /// It failed; the class name and a sentence for the evidence.
+    Failed {
+        /// The failure class (`exit`, `timeout`, `permission`, ...).
+        class: String,
+        /// What happened.
+        summary: String,
+    },
+    /// It hit a usage or rate limit; `until` when the tool said.
+    UsageLimit {
+        /// When the limit resets, seconds from now, if known.
+        reset_in: Option<Duration>,
+    },
+    /// It is not authenticated: retrying cannot help.
+    AuthFailed(String),
+    /// A signal stopped the run while the agent ran.
+    Interrupted,
+}
+
+/// The task as found after the iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TaskAfter {
+    /// `tasks.jsonl` does not parse or validate; the message.
+    InvalidQueue(String),
+    /// The task is gone from `tasks.jsonl`; whether it is in the archive.
+    Gone {
+        /// It was archived (by the agent).
+        archived: bool,
+    },
+    /// The task is still there.
+    Present {
+        /// Its status.
+        status: Status,
+        /// Whether it is still a leaf (false: it was split).
+        leaf: bool,
+    },
+}
+
+/// What an iteration left behind.
+#[derive(Clone, Debug, PartialEq)]
+pub struct After {
+    /// How the agent ended.
+    pub agent: AgentEnd,
+    /// The task afterwards.
+    pub task: TaskAfter,
+    /// The agent left the task branch; the evidence sentence.
+    pub left_branch: Option<String>,
+    /// New commits or changed files on the branch in this iteration, or a
+    /// status change.
+    pub progressed: bool,
+    /// Iterations in a row without progress before this one.
+    pub no_progress_before: u64,
+    /// Failed iterations in a row before this one.
+    pub failures_before: u64,
+    /// Whether a trigger reviews `ready` tasks.
+    pub ready_is_reviewed: bool,
+}
+
+/// What an iteration's outcome means for the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    /// Stop the run: the agent cannot authenticate.
+    AuthFailed(String),
+    /// Stop the run: a signal arrived.
+    Interrupted,
+    /// Wait out a usage limit, then retry; not the task's failure.
+    Wait(Duration),
+    /// The iteration failed: record the evidence, then back off for
+    /// `backoff`, or block the task when `block` says why.
+    Failed {
+        /// The failure class.
+        class: String,
+        /// The evidence sentence.
+        summary: String,
+        /// How long to wait before the retry.
+        backoff: Duration,
+        /// The reason to block the task instead of retrying.
+        block: Option<String>,
+    },
+    /// Verify, merge and archive the task.
+    Finish,
+    /// The task became a container: merge the branch, go on with its children.
+    MergeSplit,
+    /// The agent marked the task blocked: leave it and go on.
+    Blocked,
+    /// The task went to the archive without ralph: merge what the branch has.
+    ArchivedByAgent,
+    /// The task vanished from both files; leave its branch and go on.
+    Vanished,
+    /// The iteration went fine; carry on with the task.
+    Continue,
+}
+
+/// Judges an iteration: failures first (they block or back off), then what
+/// the agent did to the task.
+pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
+    let failure = match &seen.agent {
+        AgentEnd::Interrupted => return Verdict::Interrupted,
+        AgentEnd::AuthFailed(message) => return Verdict::AuthFailed(message.clone()),
+        AgentEnd::UsageLimit { reset_in } => {
+            return Verdict::Wait(reset_in.unwrap_or(budgets.retry_backoff));
+        }
+        AgentEnd::Failed { class, summary } => Some((class.clone(), summary.clone())),
+        AgentEnd::Ok => None,
+    };
+    let failure = failure
+        .or_else(|| match &seen.task {
+            TaskAfter::InvalidQueue(message) => Some((
+                "invalid_queue".to_owned(),
+                format!("tasks.jsonl is invalid after the iteration: {message}"),
+            )),
+            _ => None,
+        })
+        .or_else(|| {
+            seen.left_branch
+                .clone()
+                .map(|sentence| ("left_branch".to_owned(), sentence))
+        })
+        .or_else(|| {
+            let stalled =
+                !seen.progressed && seen.no_progress_before + 1 >= budgets.no_progress_iterations;
+            stalled.then(|| {
+                (
+                    "no_progress".to_owned(),
+                    format!(
+                        "{} iterations in a row made no commit and changed no file",
+                        seen.no_progress_before + 1
+                    ),
+                )
+            })
+        });
+    if let Some((class, summary)) = failure {
+        let failures = seen.failures_before + 1;
+        let block = (failures >= budgets.max_consecutive_failures)
+            .then(|| format!("failed {failures} iterations in a row (last: {class}: {summary})"));
+        return Verdict::Failed {
+            class,
+            summary,
+            backoff: backoff(budgets.retry_backoff, failures),
+            block,
+        };
+    }
+    match seen.task {
+        TaskAfter::InvalidQueue(_) => unreachable!("an invalid queue is a failure above"),
+        TaskAfter::Gone { archived: true } => Verdict::ArchivedByAgent,
+        TaskAfter::Gone { archived: false } => Verdict::Vanished,
+        TaskAfter::Present { leaf: false, .. } => Verdict::MergeSplit,
+        TaskAfter::Present { status, .. } => match status {
+            Status::Complete => Verdict::Finish,
+            Status::Ready if !seen.ready_is_reviewed => Verdict::Finish,
+            Status::Blocked => Verdict::Blocked,
+            _ => Verdict::Continue,
+        },
+    }
+}
+
+/// The wait before retry number `failures`: `base`, doubling after each
+/// failure, capped at ten times `base`.
+pub fn backoff(base: Duration, failures: u64) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16) as u32;
+    base.saturating_mul(2u32.saturating_pow(doublings))
+        .min(base.saturating_mul(10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn budgets() -> Budgets {
+        Budgets {
+            max_iterations: 10,
+            max_iterations_per_task: 5,
+            max_consecutive_failures: 3,
+            no_progress_iterations: 3,
+            retry_backoff: Duration::from_secs(10),
+        }
+    }
+
+    fn id(text: &str) -> TaskId {
+        TaskId::parse(text).unwrap()
+    }
+
+    fn candidate(text: &str, status: Status, iterations: u64) -> Candidate {
+        Candidate {
+            id: id(text),
+            status,
+            iterations,
+        }
+    }
+
+    fn seen() -> Before {
+        Before {
+            interrupted: false,
+            stop_requested: false,
+            iterations: 0,
+            complete: None,
+            next: Some(candidate("A", Status::Pending, 0)),
+            ready_is_reviewed: true,
+        }
+    }
+
+    #[test]
+    fn signals_and_the_stop_file_come_first() {
+        let mut s = seen();
+        s.stop_requested = true;
+        s.interrupted = true;
+        assert_eq!(before(&s, &budgets()), Step::End(Ending::Interrupted));
+        s.interrupted = false;
+        assert_eq!(before(&s, &budgets()), Step::End(Ending::Stopped));
+    }
+
+    #[test]
+    fn complete_tasks_finish_even_when_the_budget_is_spent() {
+        let mut s = seen();
+        s.iterations = 10;
+        s.complete = Some(candidate("B", Status::Complete, 2));
+        assert_eq!(before(&s, &budgets()), Step::Finish(id("B")));
+        s.complete = None;
+        assert_eq!(before(&s, &budgets()), Step::End(Ending::BudgetSpent));
+    }
+
+    #[test]
+    fn ready_tasks_finish_unless_a_trigger_reviews_them() {
+        let mut s = seen();
+        s.next = Some(candidate("A", Status::Ready, 1));
+        assert_eq!(before(&s, &budgets()), Step::Iterate(id("A")));
+        s.ready_is_reviewed = false;
+        assert_eq!(before(&s, &budgets()), Step::Finish(id("A")));
+    }
+
+    #[test]
+    fn a_spent_task_is_blocked_and_an_empty_queue_drains() {
+        let mut s = seen();
+        s.next = Some(candidate("A", Status::Active, 5));
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Block(
+                id("A"),
+                "spent max_iterations_per_task (5) without finishing".into()
+            )
+        );
+        s.next = None;
+        assert_eq!(before(&s, &budgets()), Step::End(Ending::Drained));
+    }
+
+    fn done() -> After {
+        After {
+            agent: AgentEnd::Ok,
+            task: TaskAfter::Present {
+                status: Status::Active,
+                leaf: true,
+            },
+            left_branch: None,
+            progressed: true,
+            no_progress_before: 0,
+            failures_before: 0,
+            ready_is_reviewed: true,
+        }
+    }
+
+    #[test]
+    fn the_tasks_status_decides_after_a_good_iteration() {
+        let with = |status, leaf| {
+            let mut a = done();
+            a.task = TaskAfter::Present { status, leaf };
+            after(&a, &budgets())
+        };
+        assert_eq!(with(Status::Active, true), Verdict::Continue);
+        assert_eq!(with(Status::Complete, true), Verdict::Finish);
+        assert_eq!(with(Status::Ready, true), Verdict::Continue);
+        assert_eq!(with(Status::Blocked, true), Verdict::Blocked);
+        assert_eq!(with(Status::Active, false), Verdict::MergeSplit);
+        let mut a = done();
+        a.ready_is_reviewed = false;
+        a.task = TaskAfter::Present {
+            status: Status::Ready,
+            leaf: true,
+        };
+        assert_eq!(after(&a, &budgets()), Verdict::Finish);
+        a.task = TaskAfter::Gone { archived: true };
+        assert_eq!(after(&a, &budgets()), Verdict::ArchivedByAgent);
+        a.task = TaskAfter::Gone { archived: false };
+        assert_eq!(after(&a, &budgets()), Verdict::Vanished);
+    }
+
+    #[test]
+    fn failures_back_off_doubling_and_block_at_the_limit() {
+        let mut a = done();
+        a.agent = AgentEnd::Failed {
+            class: "exit".into(),
+            summary: "exited with 2".into(),
+        };
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::Failed {
+                class: "exit".into(),
+                summary: "exited with 2".into(),
+                backoff: Duration::from_secs(10),
+                block: None,
+            }
+        );
+        a.failures_before = 2;
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::Failed {
+                class: "exit".into(),
+                summary: "exited with 2".into(),
+                backoff: Duration::from_secs(40),
+                block: Some("failed 3 iterations in a row (last: exit: exited with 2)".into()),
+            }
+        );
+        assert_eq!(
+            backoff(Duration::from_secs(10), 5),
+            Duration::from_secs(100),
+            "capped at 10x"
+        );
+    }
+
+    #[test]
+    fn a_broken_queue_leaving_the_branch_and_stalling_are_failures() {
+        let class = |a: &After| match after(a, &budgets()) {
+            Verdict::Failed { class, .. } => class,
+            other => panic!("expected a failure, got {other:?}"),
+        };
+        let mut a = done();
+        a.task = TaskAfter::InvalidQueue("tasks.jsonl:3: missing field `title`".into());
+        assert_eq!(class(&a), "invalid_queue");
+        let mut a = done();
+        a.left_branch = Some("the agent checked out main".into());
+        assert_eq!(class(&a), "left_branch");
+        let mut a = done();
+        a.progressed = false;
+        a.no_progress_before = 1;
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::Continue,
+            "two stalls are still fine"
+        );
+        a.no_progress_before = 2;
+        assert_eq!(class(&a), "no_progress");
+    }
+
+    #[test]
+    fn limits_and_auth_are_not_the_tasks_failures() {
+        let mut a = done();
+        a.agent = AgentEnd::UsageLimit {
+            reset_in: Some(Duration::from_secs(300)),
+        };
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::Wait(Duration::from_secs(300))
+        );
+        a.agent = AgentEnd::UsageLimit { reset_in: None };
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::Wait(Duration::from_secs(10))
+        );
+        a.agent = AgentEnd::AuthFailed("Not logged in".into());
+        assert_eq!(
+            after(&a, &budgets()),
+            Verdict::AuthFailed("Not logged in".into())
+        );
+        a.agent = AgentEnd::Interrupted;
+        assert_eq!(after(&a, &budgets()), Verdict::Interrupted);
+    }
+}
