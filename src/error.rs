@@ -46,6 +46,12 @@ pub enum Error {
     /// The repository is not ready, or a git operation failed.
     #[error(transparent)]
     Git(#[from] crate::git::Error),
+    /// The loop could not go on.
+    #[error(transparent)]
+    Run(#[from] crate::runner::RunError),
+    /// The agent could not be run.
+    #[error(transparent)]
+    Agent(#[from] crate::agent::Error),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
@@ -68,6 +74,8 @@ impl Error {
             Error::Settings(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
             Error::Git(err) => err.exit(),
+            Error::Run(err) => err.exit(),
+            Error::Agent(err) => err.exit(),
             Error::NoSuchDir(_) => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
         }
@@ -81,6 +89,8 @@ impl Error {
             Error::Prompt(err) => err.hint(),
             Error::Settings(err) => err.hint(),
             Error::Git(err) => err.hint(),
+            Error::Run(err) => err.hint(),
+            Error::Agent(err) => err.hint(),
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }

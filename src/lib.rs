@@ -16,6 +16,7 @@ pub mod roles;
 pub mod runner;
 pub mod state;
 pub mod task;
+pub mod text;
 
 pub use error::{Error, Exit};
 

@@ -30,6 +30,9 @@ pub struct State {
     pub current_task: Option<String>,
     /// The role of the current or last iteration.
     pub role: Option<String>,
+    /// The base branch of that run, so a run resumed on a task branch
+    /// knows where to merge.
+    pub base: Option<String>,
     /// What the loop was doing (`claim`, `agent`, `verify`, `merge`, ...).
     pub phase: String,
     /// For each role, `total_iterations` when it last ran.
@@ -58,6 +61,9 @@ pub struct TaskProgress {
     pub claimed: Option<String>,
     /// The task's branch.
     pub branch: Option<String>,
+    /// The task's title when it was claimed (for messages when
+    /// `tasks.jsonl` cannot be read).
+    pub title: Option<String>,
 }
 
 impl State {

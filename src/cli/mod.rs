@@ -3,9 +3,11 @@
 mod init;
 mod prompt;
 mod roles;
+mod run;
+mod status;
 mod stop;
 mod task;
-mod text;
+use crate::text;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -39,6 +41,10 @@ pub enum Command {
     /// Check and debug the role triggers in config/roles.yaml
     #[command(subcommand)]
     Roles(roles::RolesCommand),
+    /// Run the loop: claim tasks, run the agent, merge finished work
+    Run(run::RunArgs),
+    /// Show whether a run is live, its task and iteration, queue counts and recent events
+    Status,
     /// Ask a running loop to stop between iterations (creates .stop)
     Stop,
     /// Read and change the task queue (tasks.jsonl, tasks-done.jsonl)
@@ -124,6 +130,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Init(args) => init::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),
+        Command::Run(args) => run::run(&args, &context),
+        Command::Status => status::run(&context),
         Command::Stop => stop::run(&context),
         Command::Task(command) => task::run(command, &context),
     }

@@ -8,7 +8,8 @@ use serde_json::json;
 use super::{Context, Outcome, current_task, to_json};
 use crate::error::{Error, Exit};
 use crate::prompt;
-use crate::roles::{self, TriggerContext};
+use crate::roles;
+use crate::runner;
 use crate::task::{Store, TaskId};
 
 /// Arguments of `ralph prompt`.
@@ -30,8 +31,10 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
         });
     };
     let triggers = roles::load(&context.root)?;
-    let decision = triggers.choose(&TriggerContext::for_task(task))?;
-    let variables = prompt::context_for(&queue, task, &decision);
+    let (state, iterations, measures) = runner::context::observe(&context.root, task)?;
+    let decision = triggers.choose(&runner::context::trigger_context(task, &state, iterations, &measures))?;
+    let variables =
+        runner::context::prompt_context(&queue, task, &decision, &state, iterations, measures.branch.as_deref());
     let text = prompt::build(&context.root, &decision, &variables)?;
     let why = match &decision.fired {
         Some(fired) => format!(

@@ -86,7 +86,13 @@ fn which(args: &WhichArgs, context: &Context) -> Result<Outcome, Error> {
     let triggers = roles::load(&context.root)?;
     let queue = Store::open(&context.root).load()?;
     let task = current_task(&queue, args.task.as_ref())?;
-    let mut trigger_context = task.map(TriggerContext::for_task).unwrap_or_default();
+    let mut trigger_context = match task {
+        Some(task) => {
+            let (state, iterations, measures) = crate::runner::context::observe(&context.root, task)?;
+            crate::runner::context::trigger_context(task, &state, iterations, &measures)
+        }
+        None => TriggerContext::default(),
+    };
     for assignment in &args.vars {
         trigger_context
             .set(assignment)

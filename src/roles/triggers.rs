@@ -121,6 +121,14 @@ impl Triggers {
         Ok(Triggers { list })
     }
 
+    /// Whether any condition reads variable `name` (the loop asks whether a
+    /// trigger reviews `ready` tasks).
+    pub fn read_variable(&self, name: &str) -> bool {
+        self.list
+            .iter()
+            .any(|trigger| trigger.node.iter_read_variable_identifiers().any(|read| read == name))
+    }
+
     /// Evaluates the triggers in order; the first true one picks the role.
     pub fn choose(&self, context: &TriggerContext) -> Result<Decision, Error> {
         let env = context.to_evalexpr();

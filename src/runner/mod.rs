@@ -1,8 +1,76 @@
-//! The loop (`ralph run`): a pure decision over what it observes, and an
-//! executor that performs each action and records it.
+//! The loop (`ralph run`): a pure decision over what it observes
+//! (`decide`), and an executor that performs each step and records it
+//! (`engine`).
 
+pub mod context;
 pub mod decide;
+pub mod engine;
 pub mod lock;
+pub mod result;
+pub mod ui;
+pub mod verify;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use crate::error::{Error, Exit};
+
+pub use engine::{Engine, RunOptions};
+pub use result::{RunResult, RunStatus};
 
 /// The stop file, relative to the project root.
 pub const STOP_FILE: &str = ".stop";
+
+/// Failures of the loop itself.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Another run holds `.ralph/lock`.
+    #[error("another ralph run ({}) holds .ralph/lock", holder_text(.0))]
+    Locked(Option<lock::Holder>),
+    /// The agent left the repository where ralph cannot safely continue.
+    #[error("the repository is left on {head} with uncommitted changes ({}); ralph cannot return to the task branch safely", .paths.join(", "))]
+    Stranded {
+        /// Where HEAD is.
+        head: String,
+        /// The uncommitted paths.
+        paths: Vec<String>,
+    },
+}
+
+fn holder_text(holder: &Option<lock::Holder>) -> String {
+    match holder {
+        Some(holder) if holder.pid != 0 => format!("pid {}, since {}", holder.pid, holder.since),
+        _ => "starting up".to_owned(),
+    }
+}
+
+impl RunError {
+    /// The exit code for this error.
+    pub fn exit(&self) -> Exit {
+        Exit::Transient
+    }
+
+    /// What the person can do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RunError::Locked(_) => Some("wait for it to finish, or stop it with `ralph stop` (or Ctrl-C in its terminal)".to_owned()),
+            RunError::Stranded { .. } => Some("commit or stash those changes on the right branch, check out the task branch, then run again".to_owned()),
+        }
+    }
+}
+
+/// Runs the loop in the project at `root` under the run lock.
+pub fn run(root: &Path, options: &RunOptions, interrupted: &AtomicBool) -> Result<RunResult, Error> {
+    let run_id = format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), std::process::id());
+    let holder = lock::Holder {
+        pid: std::process::id(),
+        since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        run_id: run_id.clone(),
+    };
+    let _lock = match lock::RunLock::acquire(root, &holder) {
+        Ok(lock) => lock,
+        Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
+        Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
+    };
+    Engine::prepare(root, options, interrupted, run_id)?.run()
+}

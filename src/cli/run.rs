@@ -1,0 +1,137 @@
+//! `ralph run`: the loop.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{Context, Outcome, to_json};
+use crate::agent::{self, Spec};
+use crate::config::{PRESETS, Settings, parse_duration};
+use crate::error::{Error, Exit};
+use crate::runner::{self, RunOptions};
+
+const SETTINGS_HELP: &str = "\
+Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
+(RALPH_MAX_ITERATIONS, RALPH_AGENT_TIMEOUT, ...), then these flags. Defaults:
+  agent.preset claude · agent.timeout 20m · max_iterations 50
+  max_iterations_per_task 20 · max_consecutive_failures 3
+  no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
+  pause_between_iterations 2s · base_branch: the branch checked out
+  branch_prefix task/ · verify.task [] · verify.run []
+Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
+spent), 20 transient failure (lock held, agent not authenticated), 30 invalid
+input (tasks, roles, config, missing agent), 130 interrupted.";
+
+/// Arguments of `ralph run`.
+#[derive(Debug, Args)]
+#[command(after_help = SETTINGS_HELP)]
+pub struct RunArgs {
+    /// Iterations for this run [default: max_iterations, 50]
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u64>,
+    /// Agent preset [default: agent.preset, claude]
+    #[arg(long, value_name = "PRESET", value_parser = clap::builder::PossibleValuesParser::new(PRESETS), conflicts_with = "agent_cmd")]
+    pub agent: Option<String>,
+    /// Custom agent command, split like a shell; {prompt_file} and {prompt} are substituted, otherwise the prompt goes to stdin
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<String>,
+    /// Model passed with the preset's own flag [default: agent.model, the agent's own]
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Time limit per iteration, like 20m or 90s [default: agent.timeout, 20m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Run a single iteration
+    #[arg(long)]
+    pub once: bool,
+    /// Print what would happen (task, branch, role, prompt size, agent argv) and run nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Echo the agent's output to the terminal
+    #[arg(long)]
+    pub stream: bool,
+    /// Print only the closing summary
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Runs `ralph run`.
+pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
+    let mut settings = Settings::load(&context.root)?;
+    settings.apply_env(|name| std::env::var(name).ok())?;
+    if let Some(n) = args.max_iterations {
+        settings.max_iterations = n;
+    }
+    if let Some(preset) = &args.agent {
+        settings.agent.preset = Some(preset.clone());
+        settings.agent.command = None;
+    }
+    if let Some(model) = &args.model {
+        settings.agent.model = Some(model.clone());
+    }
+    if let Some(timeout) = args.timeout {
+        settings.agent.timeout = timeout;
+    }
+    let options = RunOptions {
+        settings,
+        agent_cmd: args.agent_cmd.clone(),
+        once: args.once,
+        stream: args.stream,
+        quiet: args.quiet,
+        kill_grace: kill_grace(),
+    };
+    if args.dry_run {
+        return dry_run(&options, context);
+    }
+    // The first Ctrl-C or SIGTERM stops the agent and saves state; a second one ends ralph at once.
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(Exit::Interrupted as i32);
+        }
+    });
+    let result = runner::run(&context.root, &options, &INTERRUPTED)?;
+    let mut outcome = Outcome::default();
+    if context.json {
+        outcome.stdout = to_json(&result);
+    }
+    outcome.exit = Some(result.status.exit());
+    Ok(outcome)
+}
+
+/// The grace between SIGTERM and SIGKILL; `RALPH_KILL_GRACE` shortens it (tests).
+fn kill_grace() -> Duration {
+    std::env::var("RALPH_KILL_GRACE")
+        .ok()
+        .and_then(|text| parse_duration(&text).ok())
+        .unwrap_or(agent::Limits::DEFAULT_GRACE)
+}
+
+fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
+    let plan = runner::engine::plan(&context.root, options)?;
+    let spec = Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), plan.model.as_deref())?;
+    if context.json {
+        return Ok(Outcome::print(to_json(&json!({
+            "task": plan.task,
+            "title": plan.title,
+            "branch": plan.branch,
+            "role": plan.role,
+            "prompt_bytes": plan.prompt_bytes,
+            "agent": plan.argv,
+        }))));
+    }
+    let mut out = String::new();
+    let Some(task) = &plan.task else {
+        return Ok(Outcome::print("nothing to do: no workable task\n".to_owned()));
+    };
+    let _ = writeln!(out, "task:   {task} {}", crate::text::safe(&plan.title));
+    let _ = writeln!(out, "branch: {}", plan.branch.as_deref().unwrap_or("-"));
+    let _ = writeln!(out, "role:   {}", plan.role_why);
+    let _ = writeln!(out, "prompt: {} bytes", plan.prompt_bytes);
+    let _ = writeln!(out, "agent:  {} ({})", crate::text::safe(&plan.argv.join(" ")), spec.label());
+    Ok(Outcome::print(out))
+}

@@ -1,0 +1,105 @@
+//! `ralph status`: is a run live, what is it doing, how is the queue.
+
+use std::fmt::Write;
+
+use serde_json::json;
+
+use super::{Context, Outcome, to_json};
+use crate::error::Error;
+use crate::events::EventLog;
+use crate::runner::engine::read_state;
+use crate::runner::lock;
+use crate::runner::result::{RESULT_FILE, RunResult};
+use crate::task::Store;
+use crate::text::safe;
+
+/// How many recent events `ralph status` shows.
+const RECENT: usize = 5;
+
+/// Runs `ralph status`.
+pub fn run(context: &Context) -> Result<Outcome, Error> {
+    let root = &context.root;
+    let io = |path: &str| {
+        let path = root.join(path);
+        move |source| Error::Io { path, source }
+    };
+    let holder = lock::live_holder(root).map_err(io(lock::RUN_LOCK))?;
+    let state = read_state(root);
+    let queue = Store::open(root).load()?;
+    let counts = queue.counts();
+    let (events, _) = EventLog::open(root).tail(RECENT).map_err(io(crate::events::EVENTS_FILE))?;
+    let result: Option<RunResult> = std::fs::read(root.join(RESULT_FILE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let current = state.current_task.as_deref().and_then(|id| queue.get(id));
+    if context.json {
+        return Ok(Outcome::print(to_json(&json!({
+            "live": holder.is_some(),
+            "run": holder.as_ref().map(|h| json!({"pid": h.pid, "since": h.since, "run_id": h.run_id})),
+            "task": state.current_task,
+            "iteration": state.iteration,
+            "role": state.role,
+            "phase": state.phase,
+            "counts": {
+                "pending": counts.with(crate::task::Status::Pending),
+                "active": counts.with(crate::task::Status::Active),
+                "ready": counts.with(crate::task::Status::Ready),
+                "complete": counts.with(crate::task::Status::Complete),
+                "blocked": counts.with(crate::task::Status::Blocked),
+                "archived": counts.archived,
+            },
+            "last_result": result,
+            "events": events,
+        }))));
+    }
+    let mut out = String::new();
+    match &holder {
+        Some(h) => {
+            let _ = writeln!(out, "run: live (pid {}, since {}, run {})", h.pid, h.since, h.run_id);
+        }
+        None => {
+            let _ = writeln!(out, "run: none live");
+        }
+    }
+    if let Some(task) = &state.current_task {
+        let title = current.map(|t| safe(&t.title).into_owned()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "task: {task} {title} (iteration {}, role {}, phase {})",
+            state.iteration,
+            state.role.as_deref().unwrap_or("none"),
+            if state.phase.is_empty() { "-" } else { &state.phase }
+        );
+    }
+    let statuses: Vec<String> = crate::task::Status::ALL
+        .iter()
+        .filter(|s| counts.with(**s) > 0)
+        .map(|s| format!("{} {s}", counts.with(*s)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "queue: {} tasks{}; {} archived",
+        counts.active_total(),
+        if statuses.is_empty() { String::new() } else { format!(" ({})", statuses.join(", ")) },
+        counts.archived
+    );
+    if let Some(result) = &result {
+        let _ = writeln!(out, "last run: {} at {}: {}", result.status.as_str(), result.ended, safe(&result.reason));
+    }
+    if !events.is_empty() {
+        let _ = writeln!(out, "recent events:");
+        for event in &events {
+            let _ = writeln!(
+                out,
+                "  {} #{} {} {} {}: {}",
+                event.timestamp,
+                event.iteration,
+                event.task_id.as_deref().unwrap_or("-"),
+                event.phase,
+                event.status,
+                safe(&event.detail)
+            );
+        }
+    }
+    Ok(Outcome::print(out))
+}

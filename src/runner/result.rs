@@ -1,0 +1,122 @@
+//! `.ralph/result.json`: how a run ended, written on every exit path.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Exit;
+use crate::files;
+
+/// Path of the result file, relative to the project root.
+pub const RESULT_FILE: &str = ".ralph/result.json";
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Nothing workable is left and nothing is blocked.
+    Drained,
+    /// Stopped by `.stop` or `--once`.
+    Stopped,
+    /// `max_iterations` spent with work left.
+    BudgetExhausted,
+    /// Nothing workable is left, but tasks are blocked (or `verify.run` failed).
+    Blocked,
+    /// The agent cannot work (auth) or ralph could not go on.
+    Failed,
+    /// A signal stopped the run.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// The exit code of `ralph run` for this status.
+    pub fn exit(self) -> Exit {
+        match self {
+            RunStatus::Drained | RunStatus::Stopped => Exit::Success,
+            RunStatus::BudgetExhausted | RunStatus::Blocked => Exit::NeedsPerson,
+            RunStatus::Failed => Exit::Transient,
+            RunStatus::Interrupted => Exit::Interrupted,
+        }
+    }
+
+    /// The name used in `result.json` and summaries.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Drained => "drained",
+            RunStatus::Stopped => "stopped",
+            RunStatus::BudgetExhausted => "budget_exhausted",
+            RunStatus::Blocked => "blocked",
+            RunStatus::Failed => "failed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// What happened to one task in the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskOutcome {
+    /// The task.
+    pub task: String,
+    /// `merged`, `split`, `blocked` or `vanished`.
+    pub outcome: String,
+    /// The commit on the base, when one was made.
+    pub commit: Option<String>,
+    /// A sentence.
+    pub detail: String,
+}
+
+/// One verification command's result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandResult {
+    /// The command line.
+    pub command: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// How it ended (`exit code 1`, `timed out`).
+    pub status: String,
+    /// The end of its output.
+    pub output_tail: String,
+}
+
+/// The whole result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// The run's id.
+    pub run_id: String,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// When it ended (RFC 3339).
+    pub ended: String,
+    /// Iterations run.
+    pub iterations: u64,
+    /// Tasks merged (and archived) in this run.
+    pub merged: usize,
+    /// Tasks blocked in `tasks.jsonl` at the end.
+    pub blocked: usize,
+    /// Tasks left in `tasks.jsonl` at the end (blocked ones included).
+    pub remaining: usize,
+    /// Failed iterations by class.
+    pub failures: BTreeMap<String, u64>,
+    /// Per-task outcomes, in order.
+    pub outcomes: Vec<TaskOutcome>,
+    /// The `verify.run` commands' results, when the queue drained.
+    pub verify_run: Vec<CommandResult>,
+}
+
+impl RunResult {
+    /// Writes `result.json` atomically.
+    pub fn save(&self, root: &Path) -> std::io::Result<()> {
+        let path = root.join(RESULT_FILE);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
+        text.push('\n');
+        files::write_atomic(&path, text.as_bytes())
+    }
+}

@@ -1,0 +1,70 @@
+//! What a run shows a person: a live status line on a terminal (indicatif),
+//! plain lines otherwise, and `ralph.log`, a line per iteration.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// The human log, relative to the project root.
+pub const LOG_FILE: &str = "ralph.log";
+
+/// The run's output to a person.
+pub struct Ui {
+    bar: Option<ProgressBar>,
+    quiet: bool,
+    log: PathBuf,
+}
+
+impl Ui {
+    /// Output for the project at `root`; `quiet` keeps only the summary.
+    pub fn new(root: &Path, quiet: bool) -> Ui {
+        let live = !quiet && std::io::stderr().is_terminal();
+        let bar = live.then(|| {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("a valid template"));
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Ui {
+            bar,
+            quiet,
+            log: root.join(LOG_FILE),
+        }
+    }
+
+    /// A line for the person (stderr), kept above the status line.
+    pub fn line(&self, text: &str) {
+        if self.quiet {
+            return;
+        }
+        match &self.bar {
+            Some(bar) => bar.println(text),
+            None => eprintln!("{text}"),
+        }
+    }
+
+    /// The live status (iteration, task, role); shown on a terminal only.
+    pub fn status(&self, text: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(text.to_owned());
+        }
+    }
+
+    /// A line for `ralph.log` (and the person), stamped with the time.
+    pub fn log(&self, now: &str, text: &str) {
+        self.line(text);
+        let line = format!("{now} {text}\n");
+        // The human log is best effort: a full disk must not stop the loop.
+        let _ = crate::files::append_durable(&self.log, line.as_bytes());
+    }
+
+    /// The closing summary: always printed, even with `--quiet`.
+    pub fn summary(&self, text: &str) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        eprintln!("{text}");
+    }
+}

@@ -1,0 +1,28 @@
+//! Verification commands (`verify.task`, `verify.run`): the project's own
+//! checks, run with `sh -c` in the project folder.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::result::CommandResult;
+use crate::agent;
+use crate::error::Error;
+
+/// Runs `command` in `dir` with a time limit; a signal stops it.
+pub fn run(command: &str, dir: &Path, timeout: Duration, cancel: &AtomicBool) -> Result<CommandResult, Error> {
+    let ran = agent::run_shell(command, dir, timeout, cancel)?;
+    let status = if ran.timed_out {
+        format!("timed out after {}", crate::config::ShowDuration(timeout))
+    } else if ran.interrupted {
+        "interrupted".to_owned()
+    } else {
+        ran.status.to_string()
+    };
+    Ok(CommandResult {
+        command: command.to_owned(),
+        passed: ran.status.success() && !ran.timed_out && !ran.interrupted,
+        status,
+        output_tail: ran.tail,
+    })
+}
