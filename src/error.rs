@@ -40,6 +40,9 @@ pub enum Error {
     /// The prompt could not be composed.
     #[error(transparent)]
     Prompt(#[from] crate::prompt::Error),
+    /// The agent could not be chosen, checked or started.
+    #[error(transparent)]
+    Agent(#[from] crate::agent::Error),
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
@@ -64,6 +67,7 @@ impl Error {
             Error::Roles(err) => err.exit(),
             Error::Settings(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
+            Error::Agent(err) => err.exit(),
             Error::NoSuchDir(_) => Exit::InvalidInput,
             Error::Io { .. } => Exit::Transient,
         }
@@ -75,6 +79,7 @@ impl Error {
             Error::Task(err) => err.hint(),
             Error::Roles(err) => err.hint(),
             Error::Prompt(err) => err.hint(),
+            Error::Agent(err) => err.hint(),
             Error::Settings(_) => Some(
                 "fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults"
                     .to_owned(),
