@@ -40,6 +40,9 @@ pub enum Error {
     /// The prompt could not be composed.
     #[error(transparent)]
     Prompt(#[from] crate::prompt::Error),
+    /// The agent could not be chosen, checked or started.
+    #[error(transparent)]
+    Agent(#[from] crate::agent::Error),
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
@@ -49,9 +52,6 @@ pub enum Error {
     /// The loop could not go on.
     #[error(transparent)]
     Run(#[from] crate::runner::RunError),
-    /// The agent could not be run.
-    #[error(transparent)]
-    Agent(#[from] crate::agent::Error),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),

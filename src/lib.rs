@@ -3,6 +3,7 @@
 //! The binary's `main` calls [`main`]; everything else lives here so tests
 //! can reach it. See `docs/ARCHITECTURE.md` for how the modules fit.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod error;

@@ -32,9 +32,17 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
     };
     let triggers = roles::load(&context.root)?;
     let (state, iterations, measures) = runner::context::observe(&context.root, task)?;
-    let decision = triggers.choose(&runner::context::trigger_context(task, &state, iterations, &measures))?;
-    let variables =
-        runner::context::prompt_context(&queue, task, &decision, &state, iterations, measures.branch.as_deref());
+    let decision = triggers.choose(&runner::context::trigger_context(
+        task, &state, iterations, &measures,
+    ))?;
+    let variables = runner::context::prompt_context(
+        &queue,
+        task,
+        &decision,
+        &state,
+        iterations,
+        measures.branch.as_deref(),
+    );
     let text = prompt::build(&context.root, &decision, &variables)?;
     let why = match &decision.fired {
         Some(fired) => format!(

@@ -88,7 +88,8 @@ fn which(args: &WhichArgs, context: &Context) -> Result<Outcome, Error> {
     let task = current_task(&queue, args.task.as_ref())?;
     let mut trigger_context = match task {
         Some(task) => {
-            let (state, iterations, measures) = crate::runner::context::observe(&context.root, task)?;
+            let (state, iterations, measures) =
+                crate::runner::context::observe(&context.root, task)?;
             crate::runner::context::trigger_context(task, &state, iterations, &measures)
         }
         None => TriggerContext::default(),

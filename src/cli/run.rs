@@ -113,7 +113,11 @@ fn kill_grace() -> Duration {
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     let plan = runner::engine::plan(&context.root, options)?;
-    let spec = Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), plan.model.as_deref())?;
+    let spec = Spec::new(
+        &options.settings.agent,
+        options.agent_cmd.as_deref(),
+        plan.model.as_deref(),
+    )?;
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "task": plan.task,
@@ -126,12 +130,19 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     }
     let mut out = String::new();
     let Some(task) = &plan.task else {
-        return Ok(Outcome::print("nothing to do: no workable task\n".to_owned()));
+        return Ok(Outcome::print(
+            "nothing to do: no workable task\n".to_owned(),
+        ));
     };
     let _ = writeln!(out, "task:   {task} {}", crate::text::safe(&plan.title));
     let _ = writeln!(out, "branch: {}", plan.branch.as_deref().unwrap_or("-"));
     let _ = writeln!(out, "role:   {}", plan.role_why);
     let _ = writeln!(out, "prompt: {} bytes", plan.prompt_bytes);
-    let _ = writeln!(out, "agent:  {} ({})", crate::text::safe(&plan.argv.join(" ")), spec.label());
+    let _ = writeln!(
+        out,
+        "agent:  {} ({})",
+        crate::text::safe(&plan.argv.join(" ")),
+        spec.label()
+    );
     Ok(Outcome::print(out))
 }

@@ -27,7 +27,9 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
     let state = read_state(root);
     let queue = Store::open(root).load()?;
     let counts = queue.counts();
-    let (events, _) = EventLog::open(root).tail(RECENT).map_err(io(crate::events::EVENTS_FILE))?;
+    let (events, _) = EventLog::open(root)
+        .tail(RECENT)
+        .map_err(io(crate::events::EVENTS_FILE))?;
     let result: Option<RunResult> = std::fs::read(root.join(RESULT_FILE))
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
@@ -55,20 +57,30 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
     let mut out = String::new();
     match &holder {
         Some(h) => {
-            let _ = writeln!(out, "run: live (pid {}, since {}, run {})", h.pid, h.since, h.run_id);
+            let _ = writeln!(
+                out,
+                "run: live (pid {}, since {}, run {})",
+                h.pid, h.since, h.run_id
+            );
         }
         None => {
             let _ = writeln!(out, "run: none live");
         }
     }
     if let Some(task) = &state.current_task {
-        let title = current.map(|t| safe(&t.title).into_owned()).unwrap_or_default();
+        let title = current
+            .map(|t| safe(&t.title).into_owned())
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "task: {task} {title} (iteration {}, role {}, phase {})",
             state.iteration,
             state.role.as_deref().unwrap_or("none"),
-            if state.phase.is_empty() { "-" } else { &state.phase }
+            if state.phase.is_empty() {
+                "-"
+            } else {
+                &state.phase
+            }
         );
     }
     let statuses: Vec<String> = crate::task::Status::ALL
@@ -80,11 +92,21 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         out,
         "queue: {} tasks{}; {} archived",
         counts.active_total(),
-        if statuses.is_empty() { String::new() } else { format!(" ({})", statuses.join(", ")) },
+        if statuses.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", statuses.join(", "))
+        },
         counts.archived
     );
     if let Some(result) = &result {
-        let _ = writeln!(out, "last run: {} at {}: {}", result.status.as_str(), result.ended, safe(&result.reason));
+        let _ = writeln!(
+            out,
+            "last run: {} at {}: {}",
+            result.status.as_str(),
+            result.ended,
+            safe(&result.reason)
+        );
     }
     if !events.is_empty() {
         let _ = writeln!(out, "recent events:");

@@ -124,9 +124,12 @@ impl Triggers {
     /// Whether any condition reads variable `name` (the loop asks whether a
     /// trigger reviews `ready` tasks).
     pub fn read_variable(&self, name: &str) -> bool {
-        self.list
-            .iter()
-            .any(|trigger| trigger.node.iter_read_variable_identifiers().any(|read| read == name))
+        self.list.iter().any(|trigger| {
+            trigger
+                .node
+                .iter_read_variable_identifiers()
+                .any(|read| read == name)
+        })
     }
 
     /// Evaluates the triggers in order; the first true one picks the role.

@@ -21,7 +21,11 @@ pub struct Measures {
 
 impl Measures {
     /// Measures `branch` (or the task's existing branch) in `repo`.
-    pub fn of(repo: &Repo, task: &Task, branch: Option<&str>) -> Result<Measures, crate::git::Error> {
+    pub fn of(
+        repo: &Repo,
+        task: &Task,
+        branch: Option<&str>,
+    ) -> Result<Measures, crate::git::Error> {
         let branch = match branch {
             Some(branch) if repo.branch_tip(branch).is_ok() => Some(branch.to_owned()),
             _ => repo.find_task_branch(&task.id, &task.title)?,
@@ -40,12 +44,18 @@ impl Measures {
 /// What the next iteration on `task` would see, read without changing
 /// anything: the state, the number of iterations the run has done (0 when
 /// no run is live: the next iteration starts a run), and the branch's work.
-pub fn observe(root: &std::path::Path, task: &Task) -> Result<(State, u64, Measures), crate::error::Error> {
+pub fn observe(
+    root: &std::path::Path,
+    task: &Task,
+) -> Result<(State, u64, Measures), crate::error::Error> {
     let state = super::engine::read_state(root);
     let live = super::lock::live_holder(root).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
     let settings = crate::config::Settings::load(root)?;
-    let branch = state.tasks.get(task.id.as_str()).and_then(|p| p.branch.clone());
+    let branch = state
+        .tasks
+        .get(task.id.as_str())
+        .and_then(|p| p.branch.clone());
     let measures = match super::engine::open_repo(root, &settings, state.base.as_deref()) {
         Ok(repo) => Measures::of(&repo, task, branch.as_deref())?,
         // Not a repository (yet): no branch work to measure.
@@ -56,8 +66,17 @@ pub fn observe(root: &std::path::Path, task: &Task) -> Result<(State, u64, Measu
 
 /// The trigger variables for `task` before the run's iteration number
 /// `run_iterations + 1`.
-pub fn trigger_context(task: &Task, state: &State, run_iterations: u64, measures: &Measures) -> TriggerContext {
-    let progress = state.tasks.get(task.id.as_str()).cloned().unwrap_or_default();
+pub fn trigger_context(
+    task: &Task,
+    state: &State,
+    run_iterations: u64,
+    measures: &Measures,
+) -> TriggerContext {
+    let progress = state
+        .tasks
+        .get(task.id.as_str())
+        .cloned()
+        .unwrap_or_default();
     let mut context = TriggerContext::for_task(task);
     context.iteration = run_iterations as i64;
     context.task_iteration = progress.iterations as i64;
@@ -69,7 +88,11 @@ pub fn trigger_context(task: &Task, state: &State, run_iterations: u64, measures
         .claimed
         .as_deref()
         .and_then(|claimed| chrono::DateTime::parse_from_rfc3339(claimed).ok())
-        .map_or(0, |claimed| (chrono::Utc::now() - claimed.with_timezone(&chrono::Utc)).num_minutes().max(0));
+        .map_or(0, |claimed| {
+            (chrono::Utc::now() - claimed.with_timezone(&chrono::Utc))
+                .num_minutes()
+                .max(0)
+        });
     let mut counts = state.clone();
     counts.iteration = run_iterations;
     context.iterations_since_role = counts.role_counts();
@@ -85,7 +108,11 @@ pub fn prompt_context(
     run_iterations: u64,
     branch: Option<&str>,
 ) -> PromptContext {
-    let progress = state.tasks.get(task.id.as_str()).cloned().unwrap_or_default();
+    let progress = state
+        .tasks
+        .get(task.id.as_str())
+        .cloned()
+        .unwrap_or_default();
     let mut variables = prompt::context_for(queue, task, decision);
     variables.iteration = run_iterations + 1;
     variables.task_iteration = progress.iterations + 1;

@@ -8,15 +8,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::decide::{self, AgentEnd, After, Before, Budgets, Candidate, Ending, Step, TaskAfter, Verdict};
+use super::context::{self, Measures};
+use super::decide::{
+    self, After, AgentEnd, Before, Budgets, Candidate, Ending, Step, TaskAfter, Verdict,
+};
 use super::result::{CommandResult, RunResult, RunStatus, TaskOutcome};
 use super::ui::Ui;
-use super::context::{self, Measures};
 use super::verify;
 use super::{RunError, STOP_FILE};
-use crate::error::Error;
 use crate::agent::{self, Echo, FailureClass, Host, Limits, Spec};
 use crate::config::{Settings, ShowDuration};
+use crate::error::Error;
 use crate::events::{Event, EventLog};
 use crate::git::{self, Head, Repo, Squash, SquashPreview};
 use crate::prompt::{self, Evidence};
@@ -110,7 +112,11 @@ impl<'a> Engine<'a> {
         state.failures.clear();
         state.base = Some(repo.base().to_owned());
         let budgets = Budgets {
-            max_iterations: if options.once { 1 } else { settings.max_iterations },
+            max_iterations: if options.once {
+                1
+            } else {
+                settings.max_iterations
+            },
             max_iterations_per_task: settings.max_iterations_per_task,
             max_consecutive_failures: settings.max_consecutive_failures.max(1),
             no_progress_iterations: settings.no_progress_iterations.max(1),
@@ -161,8 +167,16 @@ impl<'a> Engine<'a> {
                 return Err(err);
             }
         };
-        let verify_run = if status == RunStatus::Drained { self.verify_run()? } else { Vec::new() };
-        let status = if verify_run.iter().any(|c| !c.passed) { RunStatus::Blocked } else { status };
+        let verify_run = if status == RunStatus::Drained {
+            self.verify_run()?
+        } else {
+            Vec::new()
+        };
+        let status = if verify_run.iter().any(|c| !c.passed) {
+            RunStatus::Blocked
+        } else {
+            status
+        };
         let reason = if verify_run.iter().any(|c| !c.passed) {
             "the queue drained but a verify.run command failed".to_owned()
         } else {
@@ -176,18 +190,27 @@ impl<'a> Engine<'a> {
         loop {
             let queue = match self.store.load() {
                 Ok(queue) => queue,
-                Err(err) => match self.state.current_task.clone() {
-                    // The agent broke the file; its task carries on with the error as evidence.
-                    Some(task) => {
-                        let id = TaskId::parse(&task).map_err(|_| Error::from(err))?;
-                        if self.stop_or_interrupt()?.is_some() || self.state.iteration >= self.budgets.max_iterations {
-                            return Err(err.into());
-                        }
-                        self.iterate(&id, None)?;
-                        continue;
+                Err(err) => {
+                    // The agent broke the file: its task carries on, the error as evidence.
+                    let Some(id) = self
+                        .state
+                        .current_task
+                        .as_deref()
+                        .and_then(|t| TaskId::parse(t).ok())
+                    else {
+                        return Err(err.into());
+                    };
+                    if let Some(end) = self.stop_or_interrupt()? {
+                        return Ok(end);
                     }
-                    None => return Err(err.into()),
-                },
+                    if self.state.iteration >= self.budgets.max_iterations {
+                        return Err(err.into());
+                    }
+                    if let Some(end) = self.iterate(&id, None)? {
+                        return Ok(end);
+                    }
+                    continue;
+                }
             };
             let seen = Before {
                 interrupted: self.interrupted.load(Ordering::SeqCst),
@@ -229,12 +252,21 @@ impl<'a> Engine<'a> {
             Ending::Interrupted => (RunStatus::Interrupted, "interrupted by a signal".to_owned()),
             Ending::Stopped => {
                 let _ = std::fs::remove_file(self.root.join(STOP_FILE));
-                (RunStatus::Stopped, format!("{STOP_FILE} asked the run to stop"))
+                (
+                    RunStatus::Stopped,
+                    format!("{STOP_FILE} asked the run to stop"),
+                )
             }
-            Ending::BudgetSpent if self.options.once => (RunStatus::Stopped, "--once: one iteration done".to_owned()),
+            Ending::BudgetSpent if self.options.once => {
+                (RunStatus::Stopped, "--once: one iteration done".to_owned())
+            }
             Ending::BudgetSpent => (
                 RunStatus::BudgetExhausted,
-                format!("max_iterations ({}) spent with {} tasks left", self.budgets.max_iterations, counts.active_total()),
+                format!(
+                    "max_iterations ({}) spent with {} tasks left",
+                    self.budgets.max_iterations,
+                    counts.active_total()
+                ),
             ),
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (
                 RunStatus::Blocked,
@@ -251,11 +283,17 @@ impl<'a> Engine<'a> {
     /// `.stop` or a signal, checked between the steps of a long wait.
     fn stop_or_interrupt(&self) -> Result<Option<(RunStatus, String)>, Error> {
         if self.interrupted.load(Ordering::SeqCst) {
-            return Ok(Some((RunStatus::Interrupted, "interrupted by a signal".to_owned())));
+            return Ok(Some((
+                RunStatus::Interrupted,
+                "interrupted by a signal".to_owned(),
+            )));
         }
         if self.root.join(STOP_FILE).exists() {
             let _ = std::fs::remove_file(self.root.join(STOP_FILE));
-            return Ok(Some((RunStatus::Stopped, format!("{STOP_FILE} asked the run to stop"))));
+            return Ok(Some((
+                RunStatus::Stopped,
+                format!("{STOP_FILE} asked the run to stop"),
+            )));
         }
         Ok(None)
     }
@@ -277,15 +315,32 @@ impl<'a> Engine<'a> {
 
     /// One iteration on task `id`; `task` is `None` when `tasks.jsonl` does
     /// not parse (the agent broke it last time).
-    fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Option<(RunStatus, String)>, Error> {
+    fn iterate(
+        &mut self,
+        id: &TaskId,
+        task: Option<&Task>,
+    ) -> Result<Option<(RunStatus, String)>, Error> {
         // A claim makes a pending task active; the iteration sees it so.
         let claimed_task = task.map(|t| Task {
-            status: if t.status == Status::Pending { Status::Active } else { t.status },
+            status: if t.status == Status::Pending {
+                Status::Active
+            } else {
+                t.status
+            },
             ..t.clone()
         });
-        let title = task.map_or_else(|| self.progress(id.as_str()).title.unwrap_or_default(), |t| t.title.clone());
+        let title = task.map_or_else(
+            || self.progress(id.as_str()).title.unwrap_or_default(),
+            |t| t.title.clone(),
+        );
         if task.is_some_and(|t| t.status == Status::Pending) {
-            self.store.apply(&Patch::SetStatus { id: id.clone(), status: Status::Active }, &now())?;
+            self.store.apply(
+                &Patch::SetStatus {
+                    id: id.clone(),
+                    status: Status::Active,
+                },
+                &now(),
+            )?;
         }
         let task = claimed_task.as_ref();
         let claim = self.repo.claim(id, &title)?;
@@ -296,10 +351,15 @@ impl<'a> Engine<'a> {
         if progress.claimed.is_none() {
             progress.claimed = Some(now());
         }
-        let progress = progress.clone();
         self.state.current_task = Some(id.to_string());
         if !claim.resumed {
-            self.record(Some(id), "claim", "ok", &format!("created branch {}", claim.branch), Map::new())?;
+            self.record(
+                Some(id),
+                "claim",
+                "ok",
+                &format!("created branch {}", claim.branch),
+                Map::new(),
+            )?;
         }
 
         // Choose the role and build the prompt.
@@ -321,11 +381,19 @@ impl<'a> Engine<'a> {
             }
         };
         let measures = Measures::of(&self.repo, task, Some(&claim.branch))?;
-        let trigger_context = context::trigger_context(task, &self.state, self.state.iteration, &measures);
+        let trigger_context =
+            context::trigger_context(task, &self.state, self.state.iteration, &measures);
         let decision = self.triggers.choose(&trigger_context)?;
         let fired = decision.fired.clone();
         let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
-        let variables = context::prompt_context(&queue, task, &decision, &self.state, self.state.iteration, Some(&claim.branch));
+        let variables = context::prompt_context(
+            &queue,
+            task,
+            &decision,
+            &self.state,
+            self.state.iteration,
+            Some(&claim.branch),
+        );
         let text = prompt::build(&self.root, &decision, &variables)?;
 
         // Count the iteration before the agent runs, so a crash cannot redo it for free.
@@ -334,7 +402,9 @@ impl<'a> Engine<'a> {
         let iteration = self.state.iteration;
         let role = fired.as_ref().map(|f| f.role.clone());
         if let Some(role) = &role {
-            self.state.roles.insert(role.clone(), self.state.total_iterations);
+            self.state
+                .roles
+                .insert(role.clone(), self.state.total_iterations);
         }
         self.state.role = role.clone();
         self.state.phase = "agent".to_owned();
@@ -356,7 +426,11 @@ impl<'a> Engine<'a> {
             Some(f) => format!("role {} (trigger {}: {})", f.role, f.number, f.condition),
             None => "no role".to_owned(),
         };
-        self.ui.status(&format!("[{iteration}/{}] {id} {} · {why}", self.budgets.max_iterations, crate::text::safe(&title)));
+        self.ui.status(&format!(
+            "[{iteration}/{}] {id} {} · {why}",
+            self.budgets.max_iterations,
+            crate::text::safe(&title)
+        ));
         let context = agent::Context {
             task_id: id.to_string(),
             task_title: title.clone(),
@@ -377,7 +451,11 @@ impl<'a> Engine<'a> {
                 log_bytes: Limits::DEFAULT_LOG_BYTES,
             },
             cancel: Some(self.interrupted),
-            echo: if self.options.stream { Echo::Stderr } else { Echo::Off },
+            echo: if self.options.stream {
+                Echo::Stderr
+            } else {
+                Echo::Off
+            },
         };
         let outcome = agent::run(&spec, &self.host, &request)?;
 
@@ -396,12 +474,21 @@ impl<'a> Engine<'a> {
                 "the agent left the task branch (HEAD was on {}); ralph checked {} out again{}",
                 left.found,
                 claim.branch,
-                if left.fast_forwarded { " and took the commits made there" } else { "" }
+                if left.fast_forwarded {
+                    " and took the commits made there"
+                } else {
+                    ""
+                }
             )),
             None if !leftovers.base_commits.is_empty() => Some(format!(
                 "the agent committed on the base branch {} ({}); ralph does not rewrite the base, so undo it by hand if it was wrong",
                 self.repo.base(),
-                leftovers.base_commits.iter().map(|c| c.subject.as_str()).collect::<Vec<_>>().join("; ")
+                leftovers
+                    .base_commits
+                    .iter()
+                    .map(|c| c.subject.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )),
             None => None,
         };
@@ -457,12 +544,34 @@ impl<'a> Engine<'a> {
         receipt.insert("agent".into(), json!(spec.label()));
         receipt.insert("model".into(), json!(spec.model()));
         receipt.insert("prompt_bytes".into(), json!(text.len()));
-        receipt.insert("duration_ms".into(), json!(outcome.duration.as_millis() as u64));
+        receipt.insert(
+            "duration_ms".into(),
+            json!(outcome.duration.as_millis() as u64),
+        );
         receipt.insert("exit".into(), json!(outcome.status.to_string()));
         receipt.insert("output_bytes".into(), json!(outcome.output_bytes));
-        receipt.insert("log".into(), json!(log_file.strip_prefix(&self.root).unwrap_or(&log_file)));
-        receipt.insert("branch_commits".into(), json!(self.repo.commits_since_base(&claim.branch).map(|c| c.len()).unwrap_or(0)));
-        receipt.insert("files_changed".into(), json!(self.repo.files_changed(&claim.branch).map(|f| f.len()).unwrap_or(0)));
+        receipt.insert(
+            "log".into(),
+            json!(log_file.strip_prefix(&self.root).unwrap_or(&log_file)),
+        );
+        receipt.insert(
+            "branch_commits".into(),
+            json!(
+                self.repo
+                    .commits_since_base(&claim.branch)
+                    .map(|c| c.len())
+                    .unwrap_or(0)
+            ),
+        );
+        receipt.insert(
+            "files_changed".into(),
+            json!(
+                self.repo
+                    .files_changed(&claim.branch)
+                    .map(|f| f.len())
+                    .unwrap_or(0)
+            ),
+        );
         if let Some(usage) = &outcome.usage {
             receipt.insert("input_tokens".into(), json!(usage.input_tokens));
             receipt.insert("output_tokens".into(), json!(usage.output_tokens));
@@ -480,7 +589,7 @@ impl<'a> Engine<'a> {
             Some(id),
             "iteration",
             class.as_deref().unwrap_or("ok"),
-            &format!("{} in {}", outcome.status, ShowDuration(round(outcome.duration))),
+            &format!("{} in {}", outcome.status, seconds(outcome.duration)),
             receipt,
         )?;
         self.ui.log(
@@ -489,7 +598,7 @@ impl<'a> Engine<'a> {
                 "#{iteration} {id} [{}] {} {} -> {result_word}",
                 role.as_deref().unwrap_or("-"),
                 outcome.status,
-                ShowDuration(round(outcome.duration)),
+                seconds(outcome.duration),
             ),
         );
         if let Some(class) = &class {
@@ -501,37 +610,69 @@ impl<'a> Engine<'a> {
         match verdict {
             Verdict::Interrupted => {
                 self.save_state()?;
-                return Ok(Some((RunStatus::Interrupted, "interrupted by a signal".to_owned())));
+                return Ok(Some((
+                    RunStatus::Interrupted,
+                    "interrupted by a signal".to_owned(),
+                )));
             }
             Verdict::AuthFailed(reason) => {
                 self.save_state()?;
                 return Ok(Some((
                     RunStatus::Failed,
-                    format!("the agent is not authenticated: {reason}; log in ({}) and run again", self.spec.login_hint()),
+                    format!(
+                        "the agent is not authenticated: {reason}; {} and run again",
+                        self.spec
+                            .dialect()
+                            .map_or("log the agent in", |preset| preset.login_hint())
+                    ),
                 )));
             }
             Verdict::Wait(duration) => {
                 self.save_state()?;
-                self.ui.line(&format!("usage limit: waiting {} before retrying", ShowDuration(round(duration))));
+                self.ui.line(&format!(
+                    "usage limit: waiting {} before retrying",
+                    seconds(duration)
+                ));
                 return self.wait(duration);
             }
-            Verdict::Failed { class, summary, backoff, block } => {
+            Verdict::Failed {
+                class,
+                summary,
+                backoff,
+                block,
+            } => {
                 entry.consecutive_failures += 1;
                 entry.last_failed = true;
-                entry.no_progress = if class == "no_progress" { 0 } else if progressed { 0 } else { entry.no_progress + 1 };
+                // A stall counted as a failure starts the count again.
+                entry.no_progress = if class == "no_progress" || progressed {
+                    0
+                } else {
+                    entry.no_progress + 1
+                };
                 entry.evidence = Some(Evidence {
                     class: class.clone(),
-                    summary: format!("{summary} (exit: {}, log: {})", outcome.status, log_file.strip_prefix(&self.root).unwrap_or(&log_file).display()),
+                    summary: format!(
+                        "{summary} (exit: {}, log: {})",
+                        outcome.status,
+                        log_file
+                            .strip_prefix(&self.root)
+                            .unwrap_or(&log_file)
+                            .display()
+                    ),
                     output_tail: Some(outcome.tail.clone()).filter(|t| !t.is_empty()),
                 });
                 self.save_state()?;
                 if let Some(reason) = block {
-                    if !matches!(task_after, TaskAfter::InvalidQueue(_)) {
-                        self.block(id, &reason)?;
-                    }
+                    // A task cannot be marked blocked in a file that does not
+                    // parse: then the run ends with the file's error.
+                    self.store.load()?;
+                    self.block(id, &reason)?;
                     return Ok(None);
                 }
-                self.ui.line(&format!("{id}: {class}: {summary}; retrying in {}", ShowDuration(backoff)));
+                self.ui.line(&format!(
+                    "{id}: {class}: {summary}; retrying in {}",
+                    ShowDuration(backoff)
+                ));
                 return self.wait(backoff);
             }
             _ => {
@@ -549,7 +690,8 @@ impl<'a> Engine<'a> {
             }
             Verdict::MergeSplit => self.merge_split(id)?,
             Verdict::Blocked => {
-                self.repo.commit_queue_files(&format!("ralph: {id} blocked"))?;
+                self.repo
+                    .commit_queue_files(&format!("ralph: {id} blocked"))?;
                 self.outcome(id, "blocked", None, "the agent marked the task blocked");
                 self.state.current_task = None;
                 self.save_state()?;
@@ -557,7 +699,12 @@ impl<'a> Engine<'a> {
             Verdict::ArchivedByAgent => self.merge_archived(id, &title)?,
             Verdict::Vanished => {
                 self.repo.checkout_base()?;
-                self.outcome(id, "vanished", None, "the task is in neither tasks.jsonl nor tasks-done.jsonl; its branch is kept");
+                self.outcome(
+                    id,
+                    "vanished",
+                    None,
+                    "the task is in neither tasks.jsonl nor tasks-done.jsonl; its branch is kept",
+                );
                 self.state.tasks.remove(id.as_str());
                 self.state.current_task = None;
                 self.save_state()?;
@@ -573,26 +720,52 @@ impl<'a> Engine<'a> {
 
     /// Verify, then squash-merge and archive task `id`.
     fn finish_task(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
-        let Some(task) = queue.get(id.as_str()).cloned() else { return Ok(()) };
+        let Some(task) = queue.get(id.as_str()).cloned() else {
+            return Ok(());
+        };
         let branch = match self.progress(id.as_str()).branch {
             Some(branch) if self.repo.branch_tip(&branch).is_ok() => Some(branch),
             _ => self.repo.find_task_branch(id, &task.title)?,
         };
         let Some(branch) = branch else {
             // Completed without a branch (marked by hand): archive and record it.
-            let changes = self.store.apply(&Patch::Archive { id: id.clone(), commit: None }, &now())?;
+            let changes = self.store.apply(
+                &Patch::Archive {
+                    id: id.clone(),
+                    commit: None,
+                },
+                &now(),
+            )?;
             let message = git::squash_message_with(id, &task.title, &[], &completes(&changes));
             let commit = self.repo.commit_queue_files(&message)?;
-            self.merged_task(id, commit.map(|c| c.to_string()), "archived; it had no branch");
+            self.merged_task(
+                id,
+                commit.map(|c| c.to_string()),
+                "archived; it had no branch",
+            );
             return Ok(());
         };
         self.state.phase = "verify".to_owned();
         self.repo.claim(id, &task.title)?;
         for command in &self.options.settings.verify.task {
-            let result = verify::run(command, &self.root, self.options.settings.agent.timeout, self.interrupted)?;
-            self.record(Some(id), "verify", if result.passed { "ok" } else { "verify_failed" }, &format!("{command}: {}", result.status), Map::new())?;
+            let result = verify::run(
+                command,
+                &self.root,
+                self.options.settings.agent.timeout,
+                self.interrupted,
+            )?;
+            self.record(
+                Some(id),
+                "verify",
+                if result.passed { "ok" } else { "verify_failed" },
+                &format!("{command}: {}", result.status),
+                Map::new(),
+            )?;
             if !result.passed {
-                self.ui.log(&now(), &format!("{id}: verify failed: {command}: {}", result.status));
+                self.ui.log(
+                    &now(),
+                    &format!("{id}: verify failed: {command}: {}", result.status),
+                );
                 return self.task_failed(
                     id,
                     "verify_failed",
@@ -646,9 +819,14 @@ impl<'a> Engine<'a> {
 
     /// The agent archived the task itself: merge what its branch holds.
     fn merge_archived(&mut self, id: &TaskId, title: &str) -> Result<(), Error> {
-        let Some(branch) = self.progress(id.as_str()).branch else { return Ok(()) };
+        let Some(branch) = self.progress(id.as_str()).branch else {
+            return Ok(());
+        };
         let trailers = vec![format!("Completes: {id}")];
-        let commit = match self.repo.squash_into_base_with(&branch, id, title, &trailers)? {
+        let commit = match self
+            .repo
+            .squash_into_base_with(&branch, id, title, &trailers)?
+        {
             Squash::Merged(merged) => Some(merged.commit.to_string()),
             Squash::Empty => {
                 self.repo.preserve_and_delete_branch(&branch, id)?;
@@ -656,7 +834,13 @@ impl<'a> Engine<'a> {
                     .commit_queue_files(&git::squash_message_with(id, title, &[], &trailers))?
                     .map(|c| c.to_string())
             }
-            Squash::Conflict(paths) => return Err(RunError::Stranded { head: branch, paths }.into()),
+            Squash::Conflict(paths) => {
+                return Err(RunError::Stranded {
+                    head: branch,
+                    paths,
+                }
+                .into());
+            }
         };
         self.merged_task(id, commit, "archived by the agent; its branch merged");
         Ok(())
@@ -665,13 +849,19 @@ impl<'a> Engine<'a> {
     /// A crash between archiving a task and squashing its branch leaves an
     /// archived task with a live branch: finish the squash.
     fn recover_archived_task(&mut self) -> Result<(), Error> {
-        let Some(task) = self.state.current_task.clone() else { return Ok(()) };
+        let Some(task) = self.state.current_task.clone() else {
+            return Ok(());
+        };
         let queue = self.store.load()?;
         if !queue.done.contains(&task) || queue.get(&task).is_some() {
             return Ok(());
         }
-        let Ok(id) = TaskId::parse(&task) else { return Ok(()) };
-        let Some(branch) = self.progress(&task).branch else { return Ok(()) };
+        let Ok(id) = TaskId::parse(&task) else {
+            return Ok(());
+        };
+        let Some(branch) = self.progress(&task).branch else {
+            return Ok(());
+        };
         if self.repo.branch_tip(&branch).is_err() {
             // The squash landed; only the bookkeeping was lost.
             self.state.tasks.remove(&task);
@@ -683,22 +873,36 @@ impl<'a> Engine<'a> {
             .record(&task)
             .and_then(|r| r.get("title").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_default();
-        self.ui.line(&format!("{task}: archived but not merged (a crash?): merging its branch now"));
+        self.ui.line(&format!(
+            "{task}: archived but not merged (a crash?): merging its branch now"
+        ));
         self.merge_archived(&id, &title)
     }
 
     /// The task became a container: merge its branch so far, go on with the children.
     fn merge_split(&mut self, id: &TaskId) -> Result<(), Error> {
         let queue = self.store.load()?;
-        let Some(task) = queue.get(id.as_str()).cloned() else { return Ok(()) };
+        let Some(task) = queue.get(id.as_str()).cloned() else {
+            return Ok(());
+        };
         let children: Vec<String> = queue
             .children(id.as_str())
             .into_iter()
-            .filter_map(|i| queue.tasks.lines()[i].task.as_ref().map(|t| t.id.to_string()))
+            .filter_map(|i| {
+                queue.tasks.lines()[i]
+                    .task
+                    .as_ref()
+                    .map(|t| t.id.to_string())
+            })
             .collect();
-        let Some(branch) = self.progress(id.as_str()).branch else { return Ok(()) };
+        let Some(branch) = self.progress(id.as_str()).branch else {
+            return Ok(());
+        };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
-        let commit = match self.repo.squash_into_base_with(&branch, id, &task.title, &trailers)? {
+        let commit = match self
+            .repo
+            .squash_into_base_with(&branch, id, &task.title, &trailers)?
+        {
             Squash::Merged(merged) => Some(merged.commit.to_string()),
             Squash::Empty => {
                 self.repo.preserve_and_delete_branch(&branch, id)?;
@@ -708,12 +912,20 @@ impl<'a> Engine<'a> {
                 return self.task_failed(
                     id,
                     "merge_conflict",
-                    &format!("the split task's branch conflicts with the base in {}", paths.join(", ")),
+                    &format!(
+                        "the split task's branch conflicts with the base in {}",
+                        paths.join(", ")
+                    ),
                     "",
                 );
             }
         };
-        self.outcome(id, "split", commit, &format!("split into {}; work so far merged", children.join(", ")));
+        self.outcome(
+            id,
+            "split",
+            commit,
+            &format!("split into {}; work so far merged", children.join(", ")),
+        );
         self.state.tasks.remove(id.as_str());
         self.state.current_task = None;
         self.save_state()
@@ -721,7 +933,13 @@ impl<'a> Engine<'a> {
 
     /// A failure outside the agent (verification, conflict): evidence for
     /// the next iteration, the task active again, blocked at the limit.
-    fn task_failed(&mut self, id: &TaskId, class: &str, summary: &str, tail: &str) -> Result<(), Error> {
+    fn task_failed(
+        &mut self,
+        id: &TaskId,
+        class: &str,
+        summary: &str,
+        tail: &str,
+    ) -> Result<(), Error> {
         *self.state.failures.entry(class.to_owned()).or_default() += 1;
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.consecutive_failures += 1;
@@ -735,15 +953,31 @@ impl<'a> Engine<'a> {
         self.save_state()?;
         self.record(Some(id), "finish", class, summary, Map::new())?;
         if failures >= self.budgets.max_consecutive_failures {
-            return self.block(id, &format!("failed {failures} times in a row (last: {class}: {summary})"));
+            return self.block(
+                id,
+                &format!("failed {failures} times in a row (last: {class}: {summary})"),
+            );
         }
-        self.store.apply(&Patch::SetStatus { id: id.clone(), status: Status::Active }, &now())?;
+        self.store.apply(
+            &Patch::SetStatus {
+                id: id.clone(),
+                status: Status::Active,
+            },
+            &now(),
+        )?;
         Ok(())
     }
 
     fn block(&mut self, id: &TaskId, reason: &str) -> Result<(), Error> {
-        self.store.apply(&Patch::Block { id: id.clone(), reason: reason.to_owned() }, &now())?;
-        self.repo.commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+        self.store.apply(
+            &Patch::Block {
+                id: id.clone(),
+                reason: reason.to_owned(),
+            },
+            &now(),
+        )?;
+        self.repo
+            .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
         self.ui.log(&now(), &format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
         self.outcome(id, "blocked", None, reason);
@@ -753,7 +987,16 @@ impl<'a> Engine<'a> {
 
     fn merged_task(&mut self, id: &TaskId, commit: Option<String>, detail: &str) {
         self.merged += 1;
-        self.ui.log(&now(), &format!("{id} done: {detail}{}", commit.as_deref().map(|c| format!(" ({})", &c[..c.len().min(10)])).unwrap_or_default()));
+        self.ui.log(
+            &now(),
+            &format!(
+                "{id} done: {detail}{}",
+                commit
+                    .as_deref()
+                    .map(|c| format!(" ({})", &c[..c.len().min(10)]))
+                    .unwrap_or_default()
+            ),
+        );
         let _ = self.record(Some(id), "merge", "ok", detail, Map::new());
         self.outcome(id, "merged", commit, detail);
         self.state.tasks.remove(id.as_str());
@@ -773,14 +1016,30 @@ impl<'a> Engine<'a> {
     fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
         let mut results = Vec::new();
         for command in &self.options.settings.verify.run {
-            let result = verify::run(command, &self.root, self.options.settings.agent.timeout, self.interrupted)?;
-            self.record(None, "verify_run", if result.passed { "ok" } else { "failed" }, &format!("{command}: {}", result.status), Map::new())?;
+            let result = verify::run(
+                command,
+                &self.root,
+                self.options.settings.agent.timeout,
+                self.interrupted,
+            )?;
+            self.record(
+                None,
+                "verify_run",
+                if result.passed { "ok" } else { "failed" },
+                &format!("{command}: {}", result.status),
+                Map::new(),
+            )?;
             results.push(result);
         }
         Ok(results)
     }
 
-    fn finish(&mut self, status: RunStatus, reason: &str, verify_run: Vec<CommandResult>) -> Result<RunResult, Error> {
+    fn finish(
+        &mut self,
+        status: RunStatus,
+        reason: &str,
+        verify_run: Vec<CommandResult>,
+    ) -> Result<RunResult, Error> {
         self.state.phase = "ended".to_owned();
         let counts = self.store.load().map(|q| q.counts()).unwrap_or_default();
         let result = RunResult {
@@ -798,9 +1057,16 @@ impl<'a> Engine<'a> {
             verify_run,
         };
         self.save_state()?;
-        result.save(&self.root).map_err(|source| Error::Io { path: self.root.join(super::result::RESULT_FILE), source })?;
+        result.save(&self.root).map_err(|source| Error::Io {
+            path: self.root.join(super::result::RESULT_FILE),
+            source,
+        })?;
         self.record(None, "run", status.as_str(), reason, Map::new())?;
-        let failures: Vec<String> = result.failures.iter().map(|(class, n)| format!("{class} {n}")).collect();
+        let failures: Vec<String> = result
+            .failures
+            .iter()
+            .map(|(class, n)| format!("{class} {n}"))
+            .collect();
         self.ui.summary(&format!(
             "ralph: {} — {}\n  tasks: {} done, {} blocked, {} left · iterations: {} · time: {} · failures: {}",
             status.as_str(),
@@ -809,13 +1075,20 @@ impl<'a> Engine<'a> {
             result.blocked,
             result.remaining,
             result.iterations,
-            ShowDuration(Duration::from_secs(self.started.elapsed().as_secs())),
+            seconds(self.started.elapsed()),
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
         ));
         Ok(result)
     }
 
-    fn record(&self, task: Option<&TaskId>, phase: &str, status: &str, detail: &str, extra: Map<String, Value>) -> Result<(), Error> {
+    fn record(
+        &self,
+        task: Option<&TaskId>,
+        phase: &str,
+        status: &str,
+        detail: &str,
+        extra: Map<String, Value>,
+    ) -> Result<(), Error> {
         let event = Event {
             timestamp: now(),
             run_id: self.state.run_id.clone(),
@@ -827,17 +1100,28 @@ impl<'a> Engine<'a> {
             detail: detail.to_owned(),
             extra,
         };
-        self.events.append(&event).map_err(|source| Error::Io { path: self.root.join(crate::events::EVENTS_FILE), source })
+        self.events.append(&event).map_err(|source| Error::Io {
+            path: self.root.join(crate::events::EVENTS_FILE),
+            source,
+        })
     }
 
     fn save_state(&mut self) -> Result<(), Error> {
         self.state.updated = now();
-        self.state_file.save(&self.state).map_err(|source| Error::Io { path: self.root.join(crate::state::STATE_FILE), source })
+        self.state_file
+            .save(&self.state)
+            .map_err(|source| Error::Io {
+                path: self.root.join(crate::state::STATE_FILE),
+                source,
+            })
     }
 
     fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
         let path = self.root.join(relative);
-        let io = |source| Error::Io { path: path.clone(), source };
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
@@ -847,7 +1131,11 @@ impl<'a> Engine<'a> {
     /// Keeps the queue's last valid bytes in `.ralph/`, so an agent that
     /// breaks `tasks.jsonl` cannot lose them.
     fn keep_valid_queue(&self) -> Result<(), Error> {
-        let bytes = crate::files::read_or_empty(&self.store.tasks_path()).map_err(|source| Error::Io { path: self.store.tasks_path(), source })?;
+        let bytes =
+            crate::files::read_or_empty(&self.store.tasks_path()).map_err(|source| Error::Io {
+                path: self.store.tasks_path(),
+                source,
+            })?;
         self.save_file(Path::new(VALID_QUEUE), &bytes)
     }
 }
@@ -857,13 +1145,19 @@ pub const VALID_QUEUE: &str = ".ralph/tasks.jsonl.valid";
 
 /// Opens the project's repository with the settings' base and prefix; a
 /// run resumed on a task branch uses the base it recorded.
-pub fn open_repo(root: &Path, settings: &Settings, recorded_base: Option<&str>) -> Result<Repo, Error> {
+pub fn open_repo(
+    root: &Path,
+    settings: &Settings,
+    recorded_base: Option<&str>,
+) -> Result<Repo, Error> {
     let options = git::Options {
         base_branch: settings.base_branch.clone(),
         branch_prefix: settings.branch_prefix.clone(),
     };
     match Repo::open(root, &options) {
-        Err(git::Error::OnTaskBranch { .. }) if settings.base_branch.is_none() && recorded_base.is_some() => {
+        Err(git::Error::OnTaskBranch { .. })
+            if settings.base_branch.is_none() && recorded_base.is_some() =>
+        {
             let options = git::Options {
                 base_branch: recorded_base.map(str::to_owned),
                 ..options
@@ -880,8 +1174,11 @@ fn first_complete(queue: &Queue) -> Option<&Task> {
         task.leaf
             && task.status == Status::Complete
             && !queue.done.contains(task.id.as_str())
-            && std::iter::successors(task.id.parent(), TaskId::parent)
-                .all(|a| queue.get(a.as_str()).is_none_or(|t| t.status != Status::Blocked))
+            && std::iter::successors(task.id.parent(), TaskId::parent).all(|a| {
+                queue
+                    .get(a.as_str())
+                    .is_none_or(|t| t.status != Status::Blocked)
+            })
     })
 }
 
@@ -890,7 +1187,9 @@ fn completes(changes: &[crate::task::Change]) -> Vec<String> {
     changes
         .iter()
         .filter_map(|change| match change {
-            crate::task::Change::Archived(id) | crate::task::Change::AlreadyArchived(id) => Some(format!("Completes: {id}")),
+            crate::task::Change::Archived(id) | crate::task::Change::AlreadyArchived(id) => {
+                Some(format!("Completes: {id}"))
+            }
             _ => None,
         })
         .collect()
@@ -906,8 +1205,18 @@ fn after_word(task: &TaskAfter) -> String {
     }
 }
 
-fn round(duration: Duration) -> Duration {
-    Duration::from_millis(duration.as_millis() as u64 / 100 * 100)
+/// A duration for people: `0.4s`, `12.0s`, `3m05s`.
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs < 60.0 {
+        format!("{secs:.1}s")
+    } else {
+        format!(
+            "{}m{:02}s",
+            duration.as_secs() / 60,
+            duration.as_secs() % 60
+        )
+    }
 }
 
 /// What the next iteration would do, for `ralph run --dry-run`.
@@ -944,19 +1253,27 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
         Some(repo) => Measures::of(repo, task, None)?,
         None => Measures::default(),
     };
-    let branch = measures
-        .branch
-        .clone()
-        .unwrap_or_else(|| git::branch_name(&options.settings.branch_prefix, &task.id, &task.title));
+    let branch = measures.branch.clone().unwrap_or_else(|| {
+        git::branch_name(&options.settings.branch_prefix, &task.id, &task.title)
+    });
     let decision = triggers.choose(&context::trigger_context(task, &state, 0, &measures))?;
     let variables = context::prompt_context(&queue, task, &decision, &state, 0, Some(&branch));
     let text = prompt::build(root, &decision, &variables)?;
     let model = decision.fired.as_ref().and_then(|f| f.model.clone());
-    let spec = Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), model.as_deref())?;
+    let spec = Spec::new(
+        &options.settings.agent,
+        options.agent_cmd.as_deref(),
+        model.as_deref(),
+    )?;
     let prompt_file = root.join(format!(".ralph/prompts/1-{}.md", task.id));
     let invocation = spec.invocation(&prompt_file, &text)?;
     let mut argv = vec![invocation.program.clone()];
-    argv.extend(invocation.args.iter().map(|a| a.to_string_lossy().into_owned()));
+    argv.extend(
+        invocation
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
     Ok(Plan {
         task: Some(task.id.to_string()),
         title: task.title.clone(),
@@ -974,6 +1291,7 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
 
 /// The state as saved, without moving a corrupt file aside (read-only callers).
 pub fn read_state(root: &Path) -> State {
-    let bytes = crate::files::read_or_empty(&root.join(crate::state::STATE_FILE)).unwrap_or_default();
+    let bytes =
+        crate::files::read_or_empty(&root.join(crate::state::STATE_FILE)).unwrap_or_default();
     serde_json::from_slice(&bytes).unwrap_or_default()
 }

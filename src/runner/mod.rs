@@ -60,8 +60,16 @@ impl RunError {
 }
 
 /// Runs the loop in the project at `root` under the run lock.
-pub fn run(root: &Path, options: &RunOptions, interrupted: &AtomicBool) -> Result<RunResult, Error> {
-    let run_id = format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), std::process::id());
+pub fn run(
+    root: &Path,
+    options: &RunOptions,
+    interrupted: &AtomicBool,
+) -> Result<RunResult, Error> {
+    let run_id = format!(
+        "{}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        std::process::id()
+    );
     let holder = lock::Holder {
         pid: std::process::id(),
         since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),

@@ -23,7 +23,10 @@ impl Ui {
         let live = !quiet && std::io::stderr().is_terminal();
         let bar = live.then(|| {
             let bar = ProgressBar::new_spinner();
-            bar.set_style(ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}").expect("a valid template"));
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                    .expect("a valid template"),
+            );
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });

@@ -10,7 +10,12 @@ use crate::agent;
 use crate::error::Error;
 
 /// Runs `command` in `dir` with a time limit; a signal stops it.
-pub fn run(command: &str, dir: &Path, timeout: Duration, cancel: &AtomicBool) -> Result<CommandResult, Error> {
+pub fn run(
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<CommandResult, Error> {
     let ran = agent::run_shell(command, dir, timeout, cancel)?;
     let status = if ran.timed_out {
         format!("timed out after {}", crate::config::ShowDuration(timeout))

@@ -1,0 +1,218 @@
+//! The agent's environment: ralph's own, minus the variables that would make
+//! an agent think it runs inside another agent's session, plus `RALPH_*`.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use super::preset::Preset;
+
+/// Variables a parent agent sets for its own tools; passed on, they would
+/// make the agent ralph starts believe it is nested in that session.
+pub const NESTED_SESSION_VARS: [&str; 8] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+    "CODEX_SANDBOX",
+    "CODEX_SANDBOX_NETWORK_DISABLED",
+    "GEMINI_CLI",
+    "QWEN_CODE",
+    "OPENCODE",
+];
+
+/// Facts about the machine agents run on, read once at the edge.
+#[derive(Clone, Debug)]
+pub struct Host {
+    /// ralph's environment, the base of every agent's.
+    pub env: Vec<(OsString, OsString)>,
+    /// The project folder agents run in (absolute).
+    pub project_dir: PathBuf,
+    /// ralph's own executable, for `RALPH_BIN` and the front of `PATH`.
+    pub ralph_bin: PathBuf,
+    /// Whether ralph runs as root (claude then needs `IS_SANDBOX=1`).
+    pub is_root: bool,
+}
+
+impl Host {
+    /// Reads the environment, ralph's executable and the user of this process.
+    pub fn from_process(project_dir: &Path) -> Result<Host, Error> {
+        Ok(Host {
+            env: std::env::vars_os().collect(),
+            project_dir: std::path::absolute(project_dir).map_err(Error::SelfPath)?,
+            ralph_bin: std::env::current_exe().map_err(Error::SelfPath)?,
+            is_root: nix::unistd::geteuid().is_root(),
+        })
+    }
+
+    /// The value of `name` in ralph's environment.
+    pub fn var(&self, name: &str) -> Option<&OsStr> {
+        self.env
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_os_str())
+    }
+
+    /// `PATH` for agents: the folder of ralph's executable, then ralph's `PATH`.
+    pub fn agent_path(&self) -> OsString {
+        let inherited = self.var("PATH").map(OsStr::to_owned).unwrap_or_default();
+        let Some(dir) = self
+            .ralph_bin
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        else {
+            return inherited;
+        };
+        let mut dirs = vec![dir.to_owned()];
+        dirs.extend(std::env::split_paths(&inherited));
+        // A folder with `:` in its name cannot be on PATH; leave PATH alone.
+        std::env::join_paths(dirs).unwrap_or(inherited)
+    }
+}
+
+/// What the agent is told about the iteration through `RALPH_*` variables.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Context {
+    /// `RALPH_TASK_ID`: the task being worked on.
+    pub task_id: String,
+    /// `RALPH_TASK_TITLE`: its title.
+    pub task_title: String,
+    /// `RALPH_ROLE`: the role of this iteration, empty without one.
+    pub role: Option<String>,
+    /// `RALPH_ITERATION`: the iteration number in this run.
+    pub iteration: u64,
+    /// `RALPH_TASK_ITERATION`: iterations spent on this task, this one included.
+    pub task_iteration: u64,
+    /// `RALPH_BRANCH`: the task's branch.
+    pub branch: String,
+    /// `RALPH_RUN_ID`: the run's id.
+    pub run_id: String,
+}
+
+/// The environment without iteration variables: ralph's, minus nested-session
+/// variables, `PATH` led by ralph's folder, and `IS_SANDBOX=1` for claude as
+/// root (it refuses to skip permissions as root otherwise).
+pub(crate) fn base_environment(host: &Host, dialect: Option<Preset>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = host
+        .env
+        .iter()
+        .filter(|(key, _)| {
+            let key = key.to_string_lossy();
+            !NESTED_SESSION_VARS.contains(&key.as_ref()) && key != "PATH" && key != "IS_SANDBOX"
+        })
+        .cloned()
+        .collect();
+    env.push(("PATH".into(), host.agent_path()));
+    if dialect == Some(Preset::Claude) && host.is_root {
+        env.push(("IS_SANDBOX".into(), "1".into()));
+    } else if let Some(value) = host.var("IS_SANDBOX") {
+        env.push(("IS_SANDBOX".into(), value.to_owned()));
+    }
+    env
+}
+
+/// The full environment of one iteration's agent.
+pub(crate) fn environment(
+    host: &Host,
+    dialect: Option<Preset>,
+    context: &Context,
+    prompt_file: &Path,
+) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = base_environment(host, dialect)
+        .into_iter()
+        .filter(|(key, _)| !key.to_string_lossy().starts_with("RALPH_"))
+        .collect();
+    let mut set = |key: &str, value: OsString| env.push((key.into(), value));
+    set("RALPH_TASK_ID", context.task_id.clone().into());
+    set("RALPH_TASK_TITLE", context.task_title.clone().into());
+    set(
+        "RALPH_ROLE",
+        context.role.clone().unwrap_or_default().into(),
+    );
+    set("RALPH_ITERATION", context.iteration.to_string().into());
+    set(
+        "RALPH_TASK_ITERATION",
+        context.task_iteration.to_string().into(),
+    );
+    set("RALPH_BRANCH", context.branch.clone().into());
+    set("RALPH_PROMPT_FILE", prompt_file.as_os_str().to_owned());
+    set("RALPH_PROJECT_DIR", host.project_dir.as_os_str().to_owned());
+    set("RALPH_RUN_ID", context.run_id.clone().into());
+    set("RALPH_BIN", host.ralph_bin.as_os_str().to_owned());
+    env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(is_root: bool) -> Host {
+        Host {
+            env: vec![
+                ("PATH".into(), "/usr/bin:/bin".into()),
+                ("HOME".into(), "/home/me".into()),
+                ("CLAUDECODE".into(), "1".into()),
+                ("CLAUDE_CODE_ENTRYPOINT".into(), "cli".into()),
+                ("RALPH_TASK_ID".into(), "OLD".into()),
+                ("RALPH_MAX_ITERATIONS".into(), "3".into()),
+            ],
+            project_dir: "/p".into(),
+            ralph_bin: "/opt/ralph/bin/ralph".into(),
+            is_root,
+        }
+    }
+
+    fn get<'a>(env: &'a [(OsString, OsString)], key: &str) -> Vec<&'a str> {
+        env.iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.to_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn nested_session_variables_are_dropped_and_path_leads_with_ralph() {
+        let env = base_environment(&host(false), Some(Preset::Claude));
+        assert!(get(&env, "CLAUDECODE").is_empty());
+        assert!(get(&env, "CLAUDE_CODE_ENTRYPOINT").is_empty());
+        assert_eq!(get(&env, "HOME"), ["/home/me"]);
+        assert_eq!(get(&env, "PATH"), ["/opt/ralph/bin:/usr/bin:/bin"]);
+        assert!(get(&env, "IS_SANDBOX").is_empty());
+    }
+
+    #[test]
+    fn claude_as_root_runs_as_a_sandbox() {
+        let env = base_environment(&host(true), Some(Preset::Claude));
+        assert_eq!(get(&env, "IS_SANDBOX"), ["1"]);
+        let env = base_environment(&host(true), Some(Preset::Codex));
+        assert!(get(&env, "IS_SANDBOX").is_empty());
+    }
+
+    #[test]
+    fn iteration_variables_replace_inherited_ones() {
+        let context = Context {
+            task_id: "A.1".into(),
+            task_title: "Do it".into(),
+            role: None,
+            iteration: 3,
+            task_iteration: 2,
+            branch: "task/A.1-do-it".into(),
+            run_id: "r1".into(),
+        };
+        let env = environment(
+            &host(false),
+            None,
+            &context,
+            Path::new("/p/.ralph/prompts/3-A.1.md"),
+        );
+        assert_eq!(get(&env, "RALPH_TASK_ID"), ["A.1"]);
+        assert_eq!(get(&env, "RALPH_ROLE"), [""]);
+        assert_eq!(get(&env, "RALPH_ITERATION"), ["3"]);
+        assert_eq!(get(&env, "RALPH_TASK_ITERATION"), ["2"]);
+        assert_eq!(
+            get(&env, "RALPH_PROMPT_FILE"),
+            ["/p/.ralph/prompts/3-A.1.md"]
+        );
+        assert_eq!(get(&env, "RALPH_PROJECT_DIR"), ["/p"]);
+        assert_eq!(get(&env, "RALPH_BIN"), ["/opt/ralph/bin/ralph"]);
+        assert_eq!(get(&env, "RALPH_MAX_ITERATIONS"), Vec::<&str>::new());
+    }
+}

@@ -1,0 +1,24 @@
+//! Running coding agents: presets and custom commands ([`Spec`]), the
+//! process around one run ([`run`], [`preflight`]) and what its output
+//! means ([`classify`], [`FailureClass`]). Only this module spawns agents.
+//! See `docs/AGENT.md` for the presets, the environment and the rules.
+
+mod capture;
+mod classify;
+mod env;
+mod error;
+mod preset;
+mod process;
+mod shell;
+mod spec;
+mod transcript;
+
+pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
+pub use classify::{Failure, FailureClass, Status, classify, reset_time};
+pub use env::{Context, Host, NESTED_SESSION_VARS};
+pub use error::Error;
+pub use preset::{Preset, PromptPassing};
+pub use process::{Limits, Outcome, Request, preflight, run};
+pub use shell::{ShellRun, run_shell};
+pub use spec::{Invocation, MAX_ARG_BYTES, Spec};
+pub use transcript::Usage;

@@ -1,0 +1,222 @@
+//! The agent tools ralph knows by name: their binary, non-interactive
+//! command line, model flag and how to install them.
+
+use std::fmt;
+
+/// A coding agent ralph knows how to drive non-interactively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// Anthropic's Claude Code (`claude`).
+    Claude,
+    /// OpenAI's Codex CLI (`codex`).
+    Codex,
+    /// sst's opencode (`opencode`).
+    Opencode,
+    /// Sourcegraph's Amp (`amp`).
+    Amp,
+    /// Google's Gemini CLI (`gemini`).
+    Gemini,
+    /// Alibaba's Qwen Code (`qwen`).
+    Qwen,
+    /// Aider (`aider`).
+    Aider,
+    /// Cursor's CLI agent (`cursor-agent`).
+    Cursor,
+}
+
+/// How a preset takes the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptPassing {
+    /// Written to the agent's stdin, which is then closed.
+    Stdin,
+    /// Appended to the command line as the last argument.
+    Argv,
+    /// Named by a `{prompt_file}` argument of the command line.
+    File,
+}
+
+impl Preset {
+    /// Every preset, in the order the documentation lists them.
+    pub const ALL: [Preset; 8] = [
+        Preset::Claude,
+        Preset::Codex,
+        Preset::Opencode,
+        Preset::Amp,
+        Preset::Gemini,
+        Preset::Qwen,
+        Preset::Aider,
+        Preset::Cursor,
+    ];
+
+    /// The preset called `name` in settings and on the command line.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|preset| preset.name() == name)
+    }
+
+    /// The preset whose binary is `program` (a bare name or a path), used to
+    /// read a custom command's output with the right conventions.
+    pub fn from_program(program: &str) -> Option<Preset> {
+        let name = program.rsplit('/').next().unwrap_or(program);
+        Preset::ALL
+            .into_iter()
+            .find(|preset| preset.program() == name)
+    }
+
+    /// The name used in settings (`agent.preset`) and messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Claude => "claude",
+            Preset::Codex => "codex",
+            Preset::Opencode => "opencode",
+            Preset::Amp => "amp",
+            Preset::Gemini => "gemini",
+            Preset::Qwen => "qwen",
+            Preset::Aider => "aider",
+            Preset::Cursor => "cursor",
+        }
+    }
+
+    /// The executable looked up on `PATH`.
+    pub fn program(self) -> &'static str {
+        match self {
+            Preset::Cursor => "cursor-agent",
+            other => other.name(),
+        }
+    }
+
+    /// The arguments of the non-interactive form, before the model flag;
+    /// `{prompt}` and `{prompt_file}` are substituted like in a custom command.
+    pub fn base_args(self) -> &'static [&'static str] {
+        match self {
+            Preset::Claude => &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--dangerously-skip-permissions",
+            ],
+            Preset::Codex => &[
+                "exec",
+                "--json",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+            ],
+            Preset::Opencode => &["run", "--format", "json", "--auto"],
+            Preset::Amp => &["-x", "{prompt}", "--stream-json", "--dangerously-allow-all"],
+            Preset::Gemini => &["-o", "stream-json", "--yolo", "--skip-trust"],
+            Preset::Qwen => &["-o", "stream-json", "--yolo"],
+            Preset::Aider => &[
+                "--message-file",
+                "{prompt_file}",
+                "--yes-always",
+                "--no-pretty",
+                "--no-stream",
+                "--no-check-update",
+                "--analytics-disable",
+                "--no-show-model-warnings",
+                "--no-auto-commits",
+            ],
+            Preset::Cursor => &["-p", "--output-format", "stream-json", "--force", "--trust"],
+        }
+    }
+
+    /// The flag that selects a model, `None` when the tool has none.
+    pub fn model_flag(self) -> Option<&'static str> {
+        match self {
+            Preset::Claude | Preset::Aider | Preset::Cursor => Some("--model"),
+            Preset::Codex | Preset::Opencode | Preset::Gemini | Preset::Qwen => Some("-m"),
+            Preset::Amp => None,
+        }
+    }
+
+    /// How the prompt reaches the tool.
+    pub fn prompt_passing(self) -> PromptPassing {
+        match self {
+            Preset::Amp | Preset::Cursor => PromptPassing::Argv,
+            Preset::Aider => PromptPassing::File,
+            _ => PromptPassing::Stdin,
+        }
+    }
+
+    /// Arguments after the model flag: codex reads its prompt from `-`,
+    /// cursor takes it as the last argument.
+    pub fn trailing_args(self) -> &'static [&'static str] {
+        match self {
+            Preset::Codex => &["-"],
+            Preset::Cursor => &["{prompt}"],
+            _ => &[],
+        }
+    }
+
+    /// How to install the tool, for the missing-binary hint.
+    pub fn install_hint(self) -> &'static str {
+        match self {
+            Preset::Claude => "install Claude Code (npm i -g @anthropic-ai/claude-code)",
+            Preset::Codex => "install the Codex CLI (npm i -g @openai/codex)",
+            Preset::Opencode => "install opencode (npm i -g opencode-ai)",
+            Preset::Amp => "install Amp (npm i -g @sourcegraph/amp)",
+            Preset::Gemini => "install the Gemini CLI (npm i -g @google/gemini-cli)",
+            Preset::Qwen => "install Qwen Code (npm i -g @qwen-code/qwen-code)",
+            Preset::Aider => "install aider (python -m pip install aider-install && aider-install)",
+            Preset::Cursor => {
+                "install the Cursor CLI (curl https://cursor.com/install -fsS | bash)"
+            }
+        }
+    }
+
+    /// How to log the tool in, for authentication failures.
+    pub fn login_hint(self) -> &'static str {
+        match self {
+            Preset::Claude => "run `claude` once and log in with /login, or set ANTHROPIC_API_KEY",
+            Preset::Codex => "run `codex login`, or set OPENAI_API_KEY",
+            Preset::Opencode => "run `opencode auth login`",
+            Preset::Amp => "run `amp login`, or set AMP_API_KEY",
+            Preset::Gemini => "run `gemini` once to log in, or set GEMINI_API_KEY",
+            Preset::Qwen => "run `qwen` once to log in, or set OPENAI_API_KEY",
+            Preset::Aider => "set the model provider's API key (e.g. ANTHROPIC_API_KEY)",
+            Preset::Cursor => "run `cursor-agent login`, or set CURSOR_API_KEY",
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_the_settings_list() {
+        let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+        assert_eq!(names, crate::config::PRESETS);
+        for preset in Preset::ALL {
+            assert_eq!(Preset::from_name(preset.name()), Some(preset));
+            assert_eq!(Preset::from_program(preset.program()), Some(preset));
+        }
+        assert_eq!(Preset::from_name("cursor-agent"), None);
+        assert_eq!(
+            Preset::from_program("/usr/local/bin/cursor-agent"),
+            Some(Preset::Cursor)
+        );
+        assert_eq!(Preset::from_program("./my-agent"), None);
+    }
+
+    #[test]
+    fn placeholders_agree_with_prompt_passing() {
+        for preset in Preset::ALL {
+            let args: Vec<&str> = [preset.base_args(), preset.trailing_args()].concat();
+            let passing = if args.contains(&"{prompt}") {
+                PromptPassing::Argv
+            } else if args.contains(&"{prompt_file}") {
+                PromptPassing::File
+            } else {
+                PromptPassing::Stdin
+            };
+            assert_eq!(passing, preset.prompt_passing(), "{preset}");
+        }
+    }
+}

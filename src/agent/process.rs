@@ -1,0 +1,472 @@
+//! Running an agent: spawn it in its own process group, feed the prompt,
+//! capture the output, enforce the time limit and cancellation, and leave
+//! no process of the group behind.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use nix::errno::Errno;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+use super::Error;
+use super::capture::{BoundedLog, Capture, Echo};
+use super::classify::{Failure, FailureClass, Status, classify};
+use super::env::{Context, Host, base_environment, environment};
+use super::preset::{Preset, PromptPassing};
+use super::spec::Spec;
+use super::transcript::{Transcript, Usage};
+use crate::config::ShowDuration;
+
+/// How often the supervisor looks at the process, the clock and the flag.
+const TICK: Duration = Duration::from_millis(10);
+/// How long to wait for a SIGKILLed group to disappear.
+const KILL_WAIT: Duration = Duration::from_secs(2);
+/// How long to wait for the last output once the group is gone; a process
+/// that left the group may hold the pipe open forever.
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
+/// Output chunks in flight between the reader thread and the supervisor.
+const CHANNEL_CHUNKS: usize = 16;
+/// Bytes read from the agent at a time.
+const CHUNK_BYTES: usize = 64 * 1024;
+/// Time limit of the preflight login check.
+const PREFLIGHT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Time and size limits of one agent run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// How long the agent may run before its group is stopped.
+    pub timeout: Duration,
+    /// Between SIGTERM and SIGKILL when the group is stopped.
+    pub grace: Duration,
+    /// The most bytes the log file keeps (the tail is kept).
+    pub log_bytes: u64,
+}
+
+impl Limits {
+    /// Default time between SIGTERM and SIGKILL.
+    pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
+    /// Default size limit of a log file.
+    pub const DEFAULT_LOG_BYTES: u64 = 8 * 1024 * 1024;
+
+    /// Limits with this timeout and the default grace and log size.
+    pub fn new(timeout: Duration) -> Limits {
+        Limits {
+            timeout,
+            grace: Limits::DEFAULT_GRACE,
+            log_bytes: Limits::DEFAULT_LOG_BYTES,
+        }
+    }
+}
+
+/// One iteration's agent run, as the loop asks for it.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    /// The `RALPH_*` facts about the iteration.
+    pub context: &'a Context,
+    /// The prompt text.
+    pub prompt: &'a str,
+    /// Where the caller saved the prompt (relative to the project or absolute).
+    pub prompt_file: &'a Path,
+    /// Where the output goes (`.ralph/logs/<iteration>-<task>.log`).
+    pub log_file: &'a Path,
+    /// Time and size limits.
+    pub limits: Limits,
+    /// Set (by a Ctrl-C handler) to stop the agent; the outcome then says
+    /// `interrupted`.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Whether to echo the output while it runs.
+    pub echo: Echo,
+}
+
+/// What happened when the agent ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// How the agent's process ended.
+    pub status: Status,
+    /// Whether it was stopped for running past the timeout.
+    pub timed_out: bool,
+    /// Whether it was stopped because the run was cancelled.
+    pub interrupted: bool,
+    /// From start until the agent's process ended.
+    pub duration: Duration,
+    /// Bytes of output in total (the log keeps at most the limit).
+    pub output_bytes: u64,
+    /// The last few KB of output, for evidence.
+    pub tail: String,
+    /// Why the run failed; `None` when it succeeded or was interrupted.
+    pub failure: Option<Failure>,
+    /// Tokens and cost, when the tool reported them.
+    pub usage: Option<Usage>,
+    /// How the prompt reached the agent.
+    pub passing: PromptPassing,
+}
+
+impl Outcome {
+    /// Whether the agent did its job: not interrupted and no failure.
+    pub fn succeeded(&self) -> bool {
+        !self.interrupted && self.failure.is_none()
+    }
+}
+
+/// Runs the agent once for an iteration and reports what happened; an
+/// error means it could not be started (or its log not written).
+pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, Error> {
+    let prompt_file = host.project_dir.join(request.prompt_file);
+    let invocation = spec.invocation(&prompt_file, request.prompt)?;
+    let dialect = spec.dialect();
+    let env = environment(host, dialect, request.context, &prompt_file);
+    let program = resolve(spec, host)?;
+    let log = BoundedLog::create(request.log_file, request.limits.log_bytes)?;
+    let mut command = Command::new(&program);
+    command
+        .args(&invocation.args)
+        .current_dir(&host.project_dir)
+        .env_clear()
+        .envs(env);
+    let stdin =
+        (invocation.passing == PromptPassing::Stdin).then(|| request.prompt.as_bytes().to_vec());
+    let mut capture = Capture::new(Some(log), request.echo);
+    let ended = supervise(
+        command,
+        stdin,
+        &mut capture,
+        &request.limits,
+        request.cancel,
+    )
+    .map_err(|source| Error::Spawn {
+        agent: spec.label(),
+        program: program.clone(),
+        source,
+    })?;
+    let captured = capture.finish(Some(request.log_file))?;
+    let failure = if ended.interrupted {
+        None
+    } else if ended.timed_out {
+        Some(Failure {
+            class: FailureClass::Timeout,
+            reason: format!("timed out after {}", ShowDuration(request.limits.timeout)),
+            resets_at: None,
+        })
+    } else {
+        classify(dialect, ended.status, &captured.text, Utc::now())
+    };
+    Ok(Outcome {
+        status: ended.status,
+        timed_out: ended.timed_out,
+        interrupted: ended.interrupted,
+        duration: ended.duration,
+        output_bytes: captured.bytes,
+        tail: captured.tail,
+        failure,
+        usage: Transcript::read(dialect, &captured.text).usage,
+        passing: invocation.passing,
+    })
+}
+
+/// Checks once, at the start of a run, that the agent can work: its
+/// program is installed, and for codex that `codex login status` says it
+/// is logged in (without credentials codex retries forever).
+pub fn preflight(spec: &Spec, host: &Host) -> Result<(), Error> {
+    let program = resolve(spec, host)?;
+    if spec.dialect() != Some(Preset::Codex) {
+        return Ok(());
+    }
+    let mut command = Command::new(&program);
+    command
+        .args(["login", "status"])
+        .current_dir(&host.project_dir)
+        .env_clear()
+        .envs(base_environment(host, spec.dialect()));
+    let mut capture = Capture::new(None, Echo::Off);
+    let limits = Limits {
+        timeout: PREFLIGHT_TIMEOUT,
+        grace: Duration::from_secs(1),
+        log_bytes: 0,
+    };
+    let ended =
+        supervise(command, None, &mut capture, &limits, None).map_err(|source| Error::Spawn {
+            agent: spec.label(),
+            program: program.clone(),
+            source,
+        })?;
+    let output = capture.finish(None)?.text;
+    let detail = output
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("no output")
+        .to_owned();
+    match ended.status {
+        _ if ended.timed_out => Err(Error::Preflight {
+            preset: Preset::Codex,
+            detail: format!(
+                "`codex login status` did not answer within {}",
+                ShowDuration(PREFLIGHT_TIMEOUT)
+            ),
+        }),
+        Status::Exited(0) => Ok(()),
+        Status::Exited(1) => Err(Error::NotLoggedIn {
+            preset: Preset::Codex,
+            detail,
+        }),
+        status => Err(Error::Preflight {
+            preset: Preset::Codex,
+            detail: format!("`codex login status` failed with {status}: {detail}"),
+        }),
+    }
+}
+
+/// Finds the agent's program: a path is taken relative to the project, a
+/// bare name is looked up on the agent's `PATH`.
+fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
+    let program = spec.program();
+    let missing = |path: Option<PathBuf>| Error::MissingBinary {
+        preset: spec.named_preset(),
+        program: program.to_owned(),
+        path,
+    };
+    if program.contains('/') {
+        let path = host.project_dir.join(program);
+        return if is_executable(&path) {
+            Ok(path)
+        } else {
+            Err(missing(Some(path)))
+        };
+    }
+    std::env::split_paths(&host.agent_path())
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map(|dir| host.project_dir.join(dir).join(program))
+        .find(|path| is_executable(path))
+        .ok_or_else(|| missing(None))
+}
+
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// How a supervised process ended.
+pub(super) struct Ended {
+    pub(super) status: Status,
+    pub(super) timed_out: bool,
+    pub(super) interrupted: bool,
+    pub(super) duration: Duration,
+}
+
+/// Where the supervisor is in stopping the group.
+#[derive(Clone, Copy, PartialEq)]
+enum Stopping {
+    Not,
+    Termed(Instant),
+    Killed(Instant),
+}
+
+/// Runs `command` in its own process group with stdout and stderr merged
+/// into `capture`, writes `stdin` (then closes it) from a thread, and stops
+/// the whole group (SIGTERM, SIGKILL after the grace) on timeout, on
+/// cancellation and after the leader exits.
+pub(super) fn supervise(
+    mut command: Command,
+    stdin: Option<Vec<u8>>,
+    capture: &mut Capture,
+    limits: &Limits,
+    cancel: Option<&AtomicBool>,
+) -> std::io::Result<Ended> {
+    let (reader, writer) = std::io::pipe()?;
+    command
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .process_group(0);
+    let spawned = command.spawn();
+    // The command holds our copies of the pipe's write end: drop them so the
+    // reader sees the end of output when the group is gone.
+    drop(command);
+    let mut child = spawned?;
+    let started = Instant::now();
+    let group = Pid::from_raw(child.id() as i32);
+    let output = match start_threads(&mut child, stdin, reader) {
+        Ok(output) => output,
+        Err(err) => {
+            let _ = killpg(group, Signal::SIGKILL);
+            let _ = child.wait();
+            return Err(err);
+        }
+    };
+    let deadline = started + limits.timeout;
+    let mut status: Option<(ExitStatus, Instant)> = None;
+    let mut stopping = Stopping::Not;
+    let mut timed_out = false;
+    let mut interrupted = false;
+    let mut output_open = true;
+    loop {
+        if output_open {
+            match output.recv_timeout(TICK) {
+                Ok(chunk) => {
+                    capture.write(&chunk);
+                    // Take what is queued, but keep looking at the clock.
+                    for chunk in output.try_iter().take(CHANNEL_CHUNKS) {
+                        capture.write(&chunk);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => output_open = false,
+            }
+        } else {
+            thread::sleep(TICK);
+        }
+        if status.is_none() {
+            status = child.try_wait()?.map(|exit| (exit, Instant::now()));
+        }
+        let now = Instant::now();
+        match stopping {
+            Stopping::Not => {
+                if status.is_none() {
+                    if cancel.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
+                        interrupted = true;
+                    } else if now >= deadline {
+                        timed_out = true;
+                    } else {
+                        continue;
+                    }
+                }
+                // The leader is done (or must stop): the rest of its group
+                // goes too, so nothing it started outlives the iteration.
+                signal_group(group, Signal::SIGTERM);
+                stopping = Stopping::Termed(now);
+            }
+            Stopping::Termed(since) if now.duration_since(since) >= limits.grace => {
+                signal_group(group, Signal::SIGKILL);
+                stopping = Stopping::Killed(now);
+            }
+            Stopping::Killed(since) if now.duration_since(since) >= KILL_WAIT => {
+                // Something in the group survives SIGKILL (stuck in the
+                // kernel): stop waiting for it, but reap the leader.
+                if status.is_none() {
+                    status = Some((child.wait()?, Instant::now()));
+                }
+                break;
+            }
+            _ => {}
+        }
+        if status.is_some() && !group_alive(group) {
+            break;
+        }
+    }
+    let drain_until = Instant::now() + DRAIN_WAIT;
+    while output_open {
+        let left = drain_until.saturating_duration_since(Instant::now());
+        match output.recv_timeout(left) {
+            Ok(chunk) => capture.write(&chunk),
+            Err(_) => output_open = false,
+        }
+    }
+    let (exit, ended_at) = status.expect("the loop ends only once the leader is reaped");
+    Ok(Ended {
+        status: match (exit.code(), exit.signal()) {
+            (Some(code), _) => Status::Exited(code),
+            (None, Some(signal)) => Status::Signaled(signal),
+            (None, None) => Status::Exited(-1),
+        },
+        timed_out,
+        interrupted,
+        duration: ended_at.duration_since(started),
+    })
+}
+
+/// Starts the thread writing the prompt to stdin (if any) and the thread
+/// reading the merged output, which it hands over in chunks.
+fn start_threads(
+    child: &mut Child,
+    stdin: Option<Vec<u8>>,
+    mut reader: std::io::PipeReader,
+) -> std::io::Result<mpsc::Receiver<Vec<u8>>> {
+    if let (Some(prompt), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // From a thread: an agent that never reads its stdin must not block
+        // ralph. Dropping the pipe closes it; a write error means the agent
+        // exited or closed stdin, which its outcome will show.
+        thread::Builder::new()
+            .name("agent-stdin".to_owned())
+            .spawn(move || {
+                let _ = pipe.write_all(&prompt);
+            })?;
+    }
+    let (sender, receiver) = mpsc::sync_channel(CHANNEL_CHUNKS);
+    thread::Builder::new()
+        .name("agent-output".to_owned())
+        .spawn(move || {
+            let mut buffer = vec![0; CHUNK_BYTES];
+            loop {
+                match reader.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if sender.send(buffer[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })?;
+    Ok(receiver)
+}
+
+/// Sends `signal` to every process of the group; a group already gone is fine.
+fn signal_group(group: Pid, signal: Signal) {
+    let _ = killpg(group, signal);
+}
+
+/// Whether a process of the group is still running. Zombies do not count:
+/// an orphan killed with the group waits for an init that may never reap it.
+fn group_alive(group: Pid) -> bool {
+    match killpg(group, None) {
+        Err(Errno::ESRCH) => false,
+        // EPERM: a member we may not signal; nothing more we can do.
+        Err(_) => false,
+        Ok(()) => live_member(group),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn live_member(group: Pid) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let group = group.as_raw().to_string();
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
+        let Some((_, fields)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut fields = fields.split_whitespace();
+        let state = fields.next().unwrap_or("Z");
+        let pgrp = fields.nth(1).unwrap_or("");
+        pgrp == group && state != "Z" && state != "X"
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_member(_group: Pid) -> bool {
+    true
+}

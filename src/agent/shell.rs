@@ -1,0 +1,59 @@
+//! Commands of the project's own (`verify.task`, `verify.run`), run with
+//! `sh -c` under the same supervision as an agent: own process group,
+//! time limit, the whole group stopped afterwards.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use super::Error;
+use super::capture::{Capture, Echo};
+use super::classify::Status;
+use super::process::{Limits, supervise};
+
+/// How a shell command ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShellRun {
+    /// How its process ended.
+    pub status: Status,
+    /// Whether it ran past its time limit.
+    pub timed_out: bool,
+    /// Whether a signal to ralph stopped it.
+    pub interrupted: bool,
+    /// The end of its output.
+    pub tail: String,
+}
+
+/// Runs `line` with `sh -c` in `dir`, stopped after `timeout` or when
+/// `cancel` is set.
+pub fn run_shell(
+    line: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<ShellRun, Error> {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(line).current_dir(dir);
+    let mut capture = Capture::new(None, Echo::Off);
+    let limits = Limits {
+        timeout,
+        grace: Duration::from_secs(2),
+        log_bytes: 0,
+    };
+    let ended =
+        supervise(command, None, &mut capture, &limits, Some(cancel)).map_err(|source| {
+            Error::Spawn {
+                agent: format!("command `{line}`"),
+                program: "sh".into(),
+                source,
+            }
+        })?;
+    let captured = capture.finish(None)?;
+    Ok(ShellRun {
+        status: ended.status,
+        timed_out: ended.timed_out,
+        interrupted: ended.interrupted,
+        tail: captured.tail,
+    })
+}
