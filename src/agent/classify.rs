@@ -159,7 +159,11 @@ fn rules(dialect: Preset) -> &'static [Rule] {
                 Failed,
                 r"not logged in|401 unauthorized|invalid api key|incorrect api key|please (re-?)?log ?in|token (has )?expired|refresh token",
             ),
-            (Permission, Failed, r"permission denied|approval (was )?denied"),
+            (
+                Permission,
+                Failed,
+                r"permission denied|approval (was )?denied",
+            ),
         ],
         Preset::Opencode => &[
             (
@@ -198,7 +202,11 @@ fn rules(dialect: Preset) -> &'static [Rule] {
                 Failed,
                 r"please set an auth method|auth method|api key not valid|invalid api key|unauthenticated|\b401\b|login required|failed to log ?in|oauth",
             ),
-            (Permission, Failed, r"permission_denied|permission denied|\b403\b"),
+            (
+                Permission,
+                Failed,
+                r"permission_denied|permission denied|\b403\b",
+            ),
         ],
         Preset::Aider => &[
             (
@@ -300,7 +308,11 @@ impl Preset {
 
 /// A line shortened for a reason: first line, at most 200 characters.
 fn one_line(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     match line.char_indices().nth(200) {
         Some((at, _)) => format!("{}...", &line[..at]),
         None => line.to_owned(),
@@ -434,50 +446,200 @@ mod tests {
         let one = Status::Exited(1);
         let cases: Vec<(Option<Preset>, Status, &str, Option<FailureClass>)> = vec![
             // claude
-            (Some(Claude), ok, r#"{"type":"result","subtype":"success","is_error":false,"result":"done"}"#, None),
-            (Some(Claude), ok, r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 overloaded"}"#, Some(Exit)),
-            (Some(Claude), one, r#"{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}"#, Some(Auth)),
-            (Some(Claude), one, "Invalid API key · Please run /login", Some(Auth)),
-            (Some(Claude), ok, r#"{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1767323045"}"#, Some(UsageLimit)),
-            (Some(Claude), one, r#"{"type":"result","is_error":true,"result":"5-hour limit reached ∙ resets 3pm"}"#, Some(UsageLimit)),
-            (Some(Claude), one, "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons", Some(Permission)),
-            (Some(Claude), one, r#"{"type":"result","is_error":true,"result":"stopped","permission_denials":[{"tool_name":"Write"}]}"#, Some(Permission)),
-            (Some(Claude), ok, r#"{"type":"result","is_error":false,"result":"ok","permission_denials":[{"tool_name":"Write"}]}"#, None),
+            (
+                Some(Claude),
+                ok,
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"done"}"#,
+                None,
+            ),
+            (
+                Some(Claude),
+                ok,
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"API Error: 500 overloaded"}"#,
+                Some(Exit),
+            ),
+            (
+                Some(Claude),
+                one,
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Not logged in · Please run /login"}"#,
+                Some(Auth),
+            ),
+            (
+                Some(Claude),
+                one,
+                "Invalid API key · Please run /login",
+                Some(Auth),
+            ),
+            (
+                Some(Claude),
+                ok,
+                r#"{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|1767323045"}"#,
+                Some(UsageLimit),
+            ),
+            (
+                Some(Claude),
+                one,
+                r#"{"type":"result","is_error":true,"result":"5-hour limit reached ∙ resets 3pm"}"#,
+                Some(UsageLimit),
+            ),
+            (
+                Some(Claude),
+                one,
+                "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons",
+                Some(Permission),
+            ),
+            (
+                Some(Claude),
+                one,
+                r#"{"type":"result","is_error":true,"result":"stopped","permission_denials":[{"tool_name":"Write"}]}"#,
+                Some(Permission),
+            ),
+            (
+                Some(Claude),
+                ok,
+                r#"{"type":"result","is_error":false,"result":"ok","permission_denials":[{"tool_name":"Write"}]}"#,
+                None,
+            ),
             // a tool result quoting the patterns is not evidence
-            (Some(Claude), ok, r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"usage limit reached|1 Not logged in"}]}}"#, None),
+            (
+                Some(Claude),
+                ok,
+                r#"{"type":"user","message":{"content":[{"type":"tool_result","content":"usage limit reached|1 Not logged in"}]}}"#,
+                None,
+            ),
             (Some(Claude), Status::Exited(2), "boom", Some(Exit)),
-            (Some(Claude), ok, "warning: rate_limit_error, retrying", None),
+            (
+                Some(Claude),
+                ok,
+                "warning: rate_limit_error, retrying",
+                None,
+            ),
             // codex
-            (Some(Codex), one, r#"{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again in 2 hours 5 minutes."}}"#, Some(UsageLimit)),
-            (Some(Codex), one, r#"{"type":"error","message":"unexpected status 401 Unauthorized: Missing bearer"}"#, Some(Auth)),
-            (Some(Codex), ok, r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#, None),
-            (Some(Codex), ok, r#"{"type":"turn.failed","error":{"message":"model overloaded"}}"#, Some(Exit)),
+            (
+                Some(Codex),
+                one,
+                r#"{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again in 2 hours 5 minutes."}}"#,
+                Some(UsageLimit),
+            ),
+            (
+                Some(Codex),
+                one,
+                r#"{"type":"error","message":"unexpected status 401 Unauthorized: Missing bearer"}"#,
+                Some(Auth),
+            ),
+            (
+                Some(Codex),
+                ok,
+                r#"{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}"#,
+                None,
+            ),
+            (
+                Some(Codex),
+                ok,
+                r#"{"type":"turn.failed","error":{"message":"model overloaded"}}"#,
+                Some(Exit),
+            ),
             // opencode
-            (Some(Opencode), one, r#"{"type":"error","error":{"name":"ProviderAuthError","data":{"message":"no credentials for anthropic"}}}"#, Some(Auth)),
-            (Some(Opencode), one, r#"{"type":"error","message":"API rate limit exceeded"}"#, Some(UsageLimit)),
+            (
+                Some(Opencode),
+                one,
+                r#"{"type":"error","error":{"name":"ProviderAuthError","data":{"message":"no credentials for anthropic"}}}"#,
+                Some(Auth),
+            ),
+            (
+                Some(Opencode),
+                one,
+                r#"{"type":"error","message":"API rate limit exceeded"}"#,
+                Some(UsageLimit),
+            ),
             // amp: the login flow is an auth failure even after exit 0
-            (Some(Amp), ok, "No API key found. Starting login flow...\nPaste your code here:", Some(Auth)),
-            (Some(Amp), ok, r#"{"type":"result","subtype":"success","is_error":false,"result":"done"}"#, None),
-            (Some(Amp), one, r#"{"type":"result","subtype":"error_during_execution","is_error":true,"error":"Out of credits"}"#, Some(UsageLimit)),
+            (
+                Some(Amp),
+                ok,
+                "No API key found. Starting login flow...\nPaste your code here:",
+                Some(Auth),
+            ),
+            (
+                Some(Amp),
+                ok,
+                r#"{"type":"result","subtype":"success","is_error":false,"result":"done"}"#,
+                None,
+            ),
+            (
+                Some(Amp),
+                one,
+                r#"{"type":"result","subtype":"error_during_execution","is_error":true,"error":"Out of credits"}"#,
+                Some(UsageLimit),
+            ),
             // gemini and qwen
             (Some(Gemini), Status::Exited(41), "", Some(Auth)),
-            (Some(Gemini), one, r#"{"type":"result","status":"error","error":{"type":"FatalError","message":"Quota exceeded for quota metric"}}"#, Some(UsageLimit)),
-            (Some(Gemini), ok, r#"{"type":"result","status":"success","stats":{"input_tokens":1}}"#, None),
-            (Some(Qwen), Status::Exited(41), "Please set an Auth method", Some(Auth)),
+            (
+                Some(Gemini),
+                one,
+                r#"{"type":"result","status":"error","error":{"type":"FatalError","message":"Quota exceeded for quota metric"}}"#,
+                Some(UsageLimit),
+            ),
+            (
+                Some(Gemini),
+                ok,
+                r#"{"type":"result","status":"success","stats":{"input_tokens":1}}"#,
+                None,
+            ),
+            (
+                Some(Qwen),
+                Status::Exited(41),
+                "Please set an Auth method",
+                Some(Auth),
+            ),
             (Some(Qwen), Status::Exited(53), "", Some(Exit)),
             // aider exits 0 on auth failure
-            (Some(Aider), ok, "litellm.AuthenticationError: AnthropicException - invalid x-api-key", Some(Auth)),
-            (Some(Aider), ok, "Error: You exceeded your current quota", Some(UsageLimit)),
-            (Some(Aider), ok, "litellm.RateLimitError: retrying in 1s\nApplied edit to a.rs", None),
-            (Some(Aider), ok, "+    \"litellm.AuthenticationError\" in a diff", None),
+            (
+                Some(Aider),
+                ok,
+                "litellm.AuthenticationError: AnthropicException - invalid x-api-key",
+                Some(Auth),
+            ),
+            (
+                Some(Aider),
+                ok,
+                "Error: You exceeded your current quota",
+                Some(UsageLimit),
+            ),
+            (
+                Some(Aider),
+                ok,
+                "litellm.RateLimitError: retrying in 1s\nApplied edit to a.rs",
+                None,
+            ),
+            (
+                Some(Aider),
+                ok,
+                "+    \"litellm.AuthenticationError\" in a diff",
+                None,
+            ),
             (Some(Aider), ok, "Applied edit to src/main.rs", None),
             // cursor
-            (Some(Cursor), one, "Authentication required. Please run 'cursor-agent login' first, or set CURSOR_API_KEY environment variable.", Some(Auth)),
-            (Some(Cursor), one, r#"{"type":"result","is_error":true,"result":"You've hit your usage limit"}"#, Some(UsageLimit)),
+            (
+                Some(Cursor),
+                one,
+                "Authentication required. Please run 'cursor-agent login' first, or set CURSOR_API_KEY environment variable.",
+                Some(Auth),
+            ),
+            (
+                Some(Cursor),
+                one,
+                r#"{"type":"result","is_error":true,"result":"You've hit your usage limit"}"#,
+                Some(UsageLimit),
+            ),
             // custom commands: the exit code and error results only
             (None, ok, "Not logged in", None),
             (None, Status::Signaled(9), "", Some(Exit)),
-            (None, ok, r#"{"type":"result","is_error":true,"result":"x"}"#, Some(Exit)),
+            (
+                None,
+                ok,
+                r#"{"type":"result","is_error":true,"result":"x"}"#,
+                Some(Exit),
+            ),
         ];
         for (dialect, status, output, expected) in cases {
             assert_eq!(
@@ -535,7 +697,10 @@ mod tests {
             Utc.timestamp_opt(1_767_323_045, 0).single()
         );
         assert_eq!(
-            reset(Preset::Claude, "Usage limit reached, resets at 2026-01-02T08:00:00Z"),
+            reset(
+                Preset::Claude,
+                "Usage limit reached, resets at 2026-01-02T08:00:00Z"
+            ),
             Some(Utc.with_ymd_and_hms(2026, 1, 2, 8, 0, 0).unwrap())
         );
         assert_eq!(
@@ -557,7 +722,10 @@ mod tests {
             Some(now() + chrono::Duration::seconds(40))
         );
         assert_eq!(
-            reset(Preset::Claude, "5-hour limit reached ∙ resets 3pm (Europe/Paris)"),
+            reset(
+                Preset::Claude,
+                "5-hour limit reached ∙ resets 3pm (Europe/Paris)"
+            ),
             None
         );
     }

@@ -55,7 +55,11 @@ impl Host {
     /// `PATH` for agents: the folder of ralph's executable, then ralph's `PATH`.
     pub fn agent_path(&self) -> OsString {
         let inherited = self.var("PATH").map(OsStr::to_owned).unwrap_or_default();
-        let Some(dir) = self.ralph_bin.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        let Some(dir) = self
+            .ralph_bin
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        else {
             return inherited;
         };
         let mut dirs = vec![dir.to_owned()];
@@ -120,9 +124,15 @@ pub(crate) fn environment(
     let mut set = |key: &str, value: OsString| env.push((key.into(), value));
     set("RALPH_TASK_ID", context.task_id.clone().into());
     set("RALPH_TASK_TITLE", context.task_title.clone().into());
-    set("RALPH_ROLE", context.role.clone().unwrap_or_default().into());
+    set(
+        "RALPH_ROLE",
+        context.role.clone().unwrap_or_default().into(),
+    );
     set("RALPH_ITERATION", context.iteration.to_string().into());
-    set("RALPH_TASK_ITERATION", context.task_iteration.to_string().into());
+    set(
+        "RALPH_TASK_ITERATION",
+        context.task_iteration.to_string().into(),
+    );
     set("RALPH_BRANCH", context.branch.clone().into());
     set("RALPH_PROMPT_FILE", prompt_file.as_os_str().to_owned());
     set("RALPH_PROJECT_DIR", host.project_dir.as_os_str().to_owned());
@@ -187,12 +197,20 @@ mod tests {
             branch: "task/A.1-do-it".into(),
             run_id: "r1".into(),
         };
-        let env = environment(&host(false), None, &context, Path::new("/p/.ralph/prompts/3-A.1.md"));
+        let env = environment(
+            &host(false),
+            None,
+            &context,
+            Path::new("/p/.ralph/prompts/3-A.1.md"),
+        );
         assert_eq!(get(&env, "RALPH_TASK_ID"), ["A.1"]);
         assert_eq!(get(&env, "RALPH_ROLE"), [""]);
         assert_eq!(get(&env, "RALPH_ITERATION"), ["3"]);
         assert_eq!(get(&env, "RALPH_TASK_ITERATION"), ["2"]);
-        assert_eq!(get(&env, "RALPH_PROMPT_FILE"), ["/p/.ralph/prompts/3-A.1.md"]);
+        assert_eq!(
+            get(&env, "RALPH_PROMPT_FILE"),
+            ["/p/.ralph/prompts/3-A.1.md"]
+        );
         assert_eq!(get(&env, "RALPH_PROJECT_DIR"), ["/p"]);
         assert_eq!(get(&env, "RALPH_BIN"), ["/opt/ralph/bin/ralph"]);
         assert_eq!(get(&env, "RALPH_MAX_ITERATIONS"), Vec::<&str>::new());

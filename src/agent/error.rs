@@ -92,11 +92,7 @@ pub enum Error {
     },
 }
 
-fn missing_message(
-    preset: Option<Preset>,
-    program: &str,
-    path: Option<&PathBuf>,
-) -> String {
+fn missing_message(preset: Option<Preset>, program: &str, path: Option<&PathBuf>) -> String {
     let agent = match preset {
         Some(preset) => format!("agent `{preset}` not found"),
         None => "agent command not found".to_owned(),
@@ -137,8 +133,7 @@ impl Error {
 
     /// What the person can do about it.
     pub fn hint(&self) -> Option<String> {
-        const CHOOSE: &str =
-            "set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd";
+        const CHOOSE: &str = "set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd";
         match self {
             Error::NoAgent => Some(CHOOSE.to_owned()),
             Error::UnknownPreset(_) => Some(format!(
@@ -188,7 +183,10 @@ mod tests {
             program: "claude".to_owned(),
             path: None,
         };
-        assert_eq!(err.to_string(), "agent `claude` not found: no `claude` on PATH");
+        assert_eq!(
+            err.to_string(),
+            "agent `claude` not found: no `claude` on PATH"
+        );
         assert_eq!(
             err.hint().unwrap(),
             "install Claude Code (npm i -g @anthropic-ai/claude-code), or choose another agent: set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd"
@@ -213,8 +211,14 @@ mod tests {
             preset: Preset::Codex,
             detail: "Not logged in".to_owned(),
         };
-        assert_eq!(err.to_string(), "agent `codex` is not logged in: Not logged in");
-        assert_eq!(err.hint().unwrap(), "run `codex login`, or set OPENAI_API_KEY");
+        assert_eq!(
+            err.to_string(),
+            "agent `codex` is not logged in: Not logged in"
+        );
+        assert_eq!(
+            err.hint().unwrap(),
+            "run `codex login`, or set OPENAI_API_KEY"
+        );
         assert_eq!(err.exit(), Exit::Transient);
         assert_eq!(err.class(), Some(FailureClass::Auth));
         let err = Error::Preflight {

@@ -57,7 +57,9 @@ impl Preset {
     /// read a custom command's output with the right conventions.
     pub fn from_program(program: &str) -> Option<Preset> {
         let name = program.rsplit('/').next().unwrap_or(program);
-        Preset::ALL.into_iter().find(|preset| preset.program() == name)
+        Preset::ALL
+            .into_iter()
+            .find(|preset| preset.program() == name)
     }
 
     /// The name used in settings (`agent.preset`) and messages.
@@ -155,10 +157,10 @@ impl Preset {
             Preset::Amp => "install Amp (npm i -g @sourcegraph/amp)",
             Preset::Gemini => "install the Gemini CLI (npm i -g @google/gemini-cli)",
             Preset::Qwen => "install Qwen Code (npm i -g @qwen-code/qwen-code)",
-            Preset::Aider => {
-                "install aider (python -m pip install aider-install && aider-install)"
+            Preset::Aider => "install aider (python -m pip install aider-install && aider-install)",
+            Preset::Cursor => {
+                "install the Cursor CLI (curl https://cursor.com/install -fsS | bash)"
             }
-            Preset::Cursor => "install the Cursor CLI (curl https://cursor.com/install -fsS | bash)",
         }
     }
 

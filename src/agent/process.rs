@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -17,13 +17,13 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
+use super::Error;
 use super::capture::{BoundedLog, Capture, Echo};
 use super::classify::{Failure, FailureClass, Status, classify};
 use super::env::{Context, Host, base_environment, environment};
 use super::preset::{Preset, PromptPassing};
 use super::spec::Spec;
 use super::transcript::{Transcript, Usage};
-use super::Error;
 use crate::config::ShowDuration;
 
 /// How often the supervisor looks at the process, the clock and the flag.
@@ -132,8 +132,8 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         .current_dir(&host.project_dir)
         .env_clear()
         .envs(env);
-    let stdin = (invocation.passing == PromptPassing::Stdin)
-        .then(|| request.prompt.as_bytes().to_vec());
+    let stdin =
+        (invocation.passing == PromptPassing::Stdin).then(|| request.prompt.as_bytes().to_vec());
     let mut capture = Capture::new(Some(log), request.echo);
     let ended = supervise(
         command,
@@ -153,10 +153,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     } else if ended.timed_out {
         Some(Failure {
             class: FailureClass::Timeout,
-            reason: format!(
-                "timed out after {}",
-                ShowDuration(request.limits.timeout)
-            ),
+            reason: format!("timed out after {}", ShowDuration(request.limits.timeout)),
             resets_at: None,
         })
     } else {
@@ -195,13 +192,12 @@ pub fn preflight(spec: &Spec, host: &Host) -> Result<(), Error> {
         grace: Duration::from_secs(1),
         log_bytes: 0,
     };
-    let ended = supervise(command, None, &mut capture, &limits, None).map_err(|source| {
-        Error::Spawn {
+    let ended =
+        supervise(command, None, &mut capture, &limits, None).map_err(|source| Error::Spawn {
             agent: spec.label(),
             program: program.clone(),
             source,
-        }
-    })?;
+        })?;
     let output = capture.finish(None)?.text;
     let detail = output
         .lines()
@@ -239,7 +235,11 @@ fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
         path,
     };
     if program.contains('/') {
-        let path = host.project_dir.join(program);
+        let relative: PathBuf = Path::new(program)
+            .components()
+            .filter(|part| *part != Component::CurDir)
+            .collect();
+        let path = host.project_dir.join(relative);
         return if is_executable(&path) {
             Ok(path)
         } else {

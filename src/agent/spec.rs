@@ -191,7 +191,9 @@ impl Spec {
             }
             let arg = substitute(word, prompt_file.as_os_str(), prompt);
             if arg.len() + 1 > MAX_ARG_BYTES {
-                return Err(Error::PromptTooLong { bytes: prompt.len() });
+                return Err(Error::PromptTooLong {
+                    bytes: prompt.len(),
+                });
             }
             args.push(arg);
         }
@@ -209,10 +211,13 @@ fn substitute(word: &str, prompt_file: &OsStr, prompt: &str) -> OsString {
     let mut out = OsString::new();
     let mut rest = word;
     loop {
-        let next = [(PROMPT_FILE, rest.find(PROMPT_FILE)), (PROMPT, rest.find(PROMPT))]
-            .into_iter()
-            .filter_map(|(placeholder, at)| at.map(|at| (at, placeholder)))
-            .min();
+        let next = [
+            (PROMPT_FILE, rest.find(PROMPT_FILE)),
+            (PROMPT, rest.find(PROMPT)),
+        ]
+        .into_iter()
+        .filter_map(|(placeholder, at)| at.map(|at| (at, placeholder)))
+        .min();
         let Some((at, placeholder)) = next else {
             out.push(rest);
             return out;
@@ -277,7 +282,11 @@ mod tests {
                 "gemini -o stream-json --yolo --skip-trust -m M",
                 PromptPassing::Stdin,
             ),
-            (Preset::Qwen, "qwen -o stream-json --yolo -m M", PromptPassing::Stdin),
+            (
+                Preset::Qwen,
+                "qwen -o stream-json --yolo -m M",
+                PromptPassing::Stdin,
+            ),
             (
                 Preset::Aider,
                 "aider --message-file /p/.ralph/prompts/1-A.md --yes-always --no-pretty --no-stream --no-check-update --analytics-disable --no-show-model-warnings --no-auto-commits --model M",
@@ -305,7 +314,10 @@ mod tests {
     fn without_a_model_no_flag_is_passed() {
         let spec = Spec::preset(Preset::Gemini, None).unwrap();
         let invocation = spec.invocation(Path::new("f"), "p").unwrap();
-        assert_eq!(args(&invocation), ["-o", "stream-json", "--yolo", "--skip-trust"]);
+        assert_eq!(
+            args(&invocation),
+            ["-o", "stream-json", "--yolo", "--skip-trust"]
+        );
     }
 
     #[test]
@@ -332,15 +344,20 @@ mod tests {
 
     #[test]
     fn custom_commands_split_like_a_shell_and_substitute_anywhere() {
-        let spec = Spec::custom(r#"./agent --file={prompt_file} -m "two words" 'x {prompt} y'"#)
-            .unwrap();
+        let spec =
+            Spec::custom(r#"./agent --file={prompt_file} -m "two words" 'x {prompt} y'"#).unwrap();
         let invocation = spec
             .invocation(Path::new("/p/prompt.md"), "it's {prompt_file}")
             .unwrap();
         assert_eq!(invocation.program, "./agent");
         assert_eq!(
             args(&invocation),
-            ["--file=/p/prompt.md", "-m", "two words", "x it's {prompt_file} y"]
+            [
+                "--file=/p/prompt.md",
+                "-m",
+                "two words",
+                "x it's {prompt_file} y"
+            ]
         );
         assert_eq!(invocation.passing, PromptPassing::Argv);
 
@@ -417,11 +434,7 @@ mod tests {
                 None,
                 "unknown agent preset `claud`",
             ),
-            (
-                settings(None, None, None),
-                None,
-                "no agent configured",
-            ),
+            (settings(None, None, None), None, "no agent configured"),
             (
                 settings(Some("amp"), None, Some("gpt")),
                 None,

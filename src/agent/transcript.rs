@@ -387,7 +387,10 @@ mod tests {
                 "APIError"
             ]
         );
-        assert_eq!(t.error_result.as_deref(), Some("You've hit your usage limit."));
+        assert_eq!(
+            t.error_result.as_deref(),
+            Some("You've hit your usage limit.")
+        );
     }
 
     #[test]

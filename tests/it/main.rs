@@ -1,5 +1,6 @@
 //! Integration tests: the real `ralph` binary in temporary projects.
 
+mod agent;
 mod init;
 mod roles;
 mod support;
