@@ -333,7 +333,13 @@ fn supervise(
             thread::sleep(TICK);
         }
         if status.is_none() {
-            status = child.try_wait()?.map(|exit| (exit, Instant::now()));
+            match child.try_wait() {
+                Ok(exit) => status = exit.map(|exit| (exit, Instant::now())),
+                Err(err) => {
+                    signal_group(group, Signal::SIGKILL);
+                    return Err(err);
+                }
+            }
         }
         let now = Instant::now();
         match stopping {

@@ -363,6 +363,18 @@ fn custom_commands_substitute_placeholders_and_respect_quotes() {
     assert_eq!(bench.rec("stdin_is").trim(), "/dev/null");
     assert_eq!(outcome.passing, PromptPassing::Argv);
 
+    // A prompt in argv leaves stdin null (codex would wait on it otherwise),
+    // and the tool's name picks its output conventions.
+    let bench = Bench::new();
+    bench.fake(
+        "codex",
+        &format!("{RECORD}echo '{{\"type\":\"turn.failed\",\"error\":{{\"message\":\"401 Unauthorized\"}}}}'\nexit 1\n"),
+    );
+    let outcome = bench.run(&Spec::custom("codex exec --json {prompt}").unwrap(), "go");
+    assert_eq!(bench.argv(), ["exec", "--json", "go"]);
+    assert_eq!(bench.rec("stdin_is").trim(), "/dev/null");
+    assert_eq!(outcome.failure.unwrap().class, FailureClass::Auth);
+
     // Without placeholders the prompt goes to stdin.
     let bench = Bench::new();
     bench.fake("my-agent", RECORD);
