@@ -9,14 +9,17 @@ mod env;
 mod error;
 mod preset;
 mod process;
+mod reset;
+mod rules;
 mod spec;
 mod transcript;
 
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
-pub use classify::{Failure, FailureClass, Status, classify, reset_time};
+pub use classify::{Failure, FailureClass, Status, classify};
 pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::{Preset, PromptPassing};
 pub use process::{Limits, Outcome, Request, preflight, run};
+pub use reset::reset_time;
 pub use spec::{Invocation, MAX_ARG_BYTES, Spec};
 pub use transcript::Usage;
