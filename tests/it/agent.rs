@@ -784,3 +784,27 @@ echo '{"type":"turn.completed","usage":{"input_tokens":500,"cached_input_tokens"
         })
     );
 }
+
+#[test]
+fn an_unwritable_log_is_a_transient_error_naming_the_file() {
+    let bench = Bench::new();
+    bench.fake("claude", RECORD);
+    fs::write(bench.project().join(".ralph/logs"), "a file, not a folder").unwrap();
+    let err = bench
+        .run_with(
+            &Spec::preset(Preset::Claude, None).unwrap(),
+            "p",
+            Bench::limits(1000),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}/.ralph/logs/7-A.1.log: File exists (os error 17)",
+            bench.project().display()
+        )
+    );
+    assert_eq!(ralph::Error::from(err).exit(), ralph::Exit::Transient);
+    assert_eq!(bench.rec("argv"), "", "the agent never started");
+}
