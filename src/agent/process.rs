@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -235,7 +235,11 @@ fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
         path,
     };
     if program.contains('/') {
-        let path = host.project_dir.join(program);
+        let relative: PathBuf = Path::new(program)
+            .components()
+            .filter(|part| *part != Component::CurDir)
+            .collect();
+        let path = host.project_dir.join(relative);
         return if is_executable(&path) {
             Ok(path)
         } else {
@@ -329,7 +333,13 @@ pub(super) fn supervise(
             thread::sleep(TICK);
         }
         if status.is_none() {
-            status = child.try_wait()?.map(|exit| (exit, Instant::now()));
+            match child.try_wait() {
+                Ok(exit) => status = exit.map(|exit| (exit, Instant::now())),
+                Err(err) => {
+                    signal_group(group, Signal::SIGKILL);
+                    return Err(err);
+                }
+            }
         }
         let now = Instant::now();
         match stopping {

@@ -170,13 +170,16 @@ impl Spec {
 
     /// The command line for one prompt: `{prompt_file}` becomes the prompt
     /// file's path and `{prompt}` the prompt text; without either the prompt
-    /// goes to stdin. A preset's prompt argument of `MAX_ARG_BYTES` or more
-    /// moves to stdin; a custom command's is refused.
+    /// goes to stdin. A preset's prompt argument of `MAX_ARG_BYTES` or more,
+    /// or starting with `-`, moves to stdin; a custom command's too long
+    /// argument is refused.
     pub fn invocation(&self, prompt_file: &Path, prompt: &str) -> Result<Invocation, Error> {
         let mut words = self.template();
         let program = words.remove(0);
         let too_long = prompt.len() + 1 > MAX_ARG_BYTES;
-        if too_long && matches!(self.command, Command::Preset(_)) {
+        // An argument starting with `-` would be read as an option.
+        let option_like = prompt.starts_with('-');
+        if (too_long || option_like) && matches!(self.command, Command::Preset(_)) {
             // Presets take the bare prompt as one argument and read stdin
             // when it is absent.
             words.retain(|word| word != PROMPT);
@@ -400,6 +403,9 @@ mod tests {
         );
         let invocation = spec.invocation(Path::new("f"), &just_fits).unwrap();
         assert_eq!(invocation.passing, PromptPassing::Argv);
+
+        let invocation = spec.invocation(Path::new("f"), "---\ntitle").unwrap();
+        assert_eq!(invocation.passing, PromptPassing::Stdin);
 
         let spec = Spec::custom("agent {prompt}").unwrap();
         assert!(spec.invocation(Path::new("f"), &just_fits).is_ok());

@@ -1,5 +1,6 @@
 //! Integration tests: the real `ralph` binary in temporary projects.
 
+mod agent;
 mod git;
 mod init;
 mod roles;
