@@ -1,5 +1,6 @@
 //! The command line: argument structs, dispatch, and printing results.
 
+mod demo;
 mod init;
 mod prompt;
 mod roles;
@@ -34,6 +35,11 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a sample project end to end with a scripted agent (no network, no model)
+    Demo(demo::DemoArgs),
+    /// The demo's scripted agent (run by `ralph demo`)
+    #[command(hide = true)]
+    DemoAgent,
     /// Create the files ralph needs in this folder (never overwrites without --force)
     Init(init::InitArgs),
     /// Print the prompt the next iteration would get, and why that role
@@ -127,6 +133,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         json: cli.json,
     };
     match cli.command {
+        Command::Demo(args) => demo::run(&args, &context),
+        Command::DemoAgent => demo::agent(&context),
         Command::Init(args) => init::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),

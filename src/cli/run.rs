@@ -60,6 +60,17 @@ pub struct RunArgs {
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// The flag a signal sets, with the handler installed: the first Ctrl-C or
+/// SIGTERM stops the agent and saves state; a second one ends ralph at once.
+pub(super) fn interrupt_flag() -> &'static AtomicBool {
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPTED.swap(true, Ordering::SeqCst) {
+            std::process::exit(Exit::Interrupted as i32);
+        }
+    });
+    &INTERRUPTED
+}
+
 /// Runs `ralph run`.
 pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     let mut settings = Settings::load(&context.root)?;
@@ -88,13 +99,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     if args.dry_run {
         return dry_run(&options, context);
     }
-    // The first Ctrl-C or SIGTERM stops the agent and saves state; a second one ends ralph at once.
-    let _ = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            std::process::exit(Exit::Interrupted as i32);
-        }
-    });
-    let result = runner::run(&context.root, &options, &INTERRUPTED)?;
+    let result = runner::run(&context.root, &options, interrupt_flag())?;
     let mut outcome = Outcome::default();
     if context.json {
         outcome.stdout = to_json(&result);

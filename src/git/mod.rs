@@ -10,6 +10,7 @@
 mod branch;
 mod error;
 mod identity;
+mod init;
 mod slug;
 mod squash;
 mod work;
@@ -23,6 +24,7 @@ use git2::{BranchType, ErrorCode, RepositoryState};
 pub use branch::Claim;
 pub use error::{Error, Result};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
+pub use init::init_with_commit;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
 pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_with};
 pub use work::{LeftBranch, Leftovers};
