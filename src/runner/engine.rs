@@ -920,12 +920,18 @@ impl<'a> Engine<'a> {
                 );
             }
         };
-        self.outcome(
-            id,
-            "split",
-            commit,
-            &format!("split into {}; work so far merged", children.join(", ")),
+        let detail = format!(
+            "split into {}; {}",
+            children.join(", "),
+            if commit.is_some() {
+                "its work so far is merged"
+            } else {
+                "nothing to merge yet"
+            }
         );
+        self.ui.log(&now(), &format!("{id} {detail}"));
+        self.record(Some(id), "split", "ok", &detail, Map::new())?;
+        self.outcome(id, "split", commit, &detail);
         self.state.tasks.remove(id.as_str());
         self.state.current_task = None;
         self.save_state()
