@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary in temporary projects.
 
 mod agent;
+mod demo;
 mod git;
 mod init;
 mod roles;

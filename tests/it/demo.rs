@@ -1,0 +1,113 @@
+//! `ralph demo` on a fresh folder, and the example agent script.
+
+use std::process::Command;
+
+use crate::support::{RALPH, TestProject, pinned_command};
+
+#[test]
+fn the_demo_runs_the_sample_project_to_the_end() {
+    let p = TestProject::new();
+    let run = p.ralph(&["demo", "greet"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let folder = p.path().join("greet");
+    // The base holds one squash commit per leaf task, newest first.
+    let subjects: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("git log --oneline main:"))
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .map(|line| line.trim().split_once(' ').expect("sha and subject").1)
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            "[C] refactor the file layout",
+            "[B.2] write the install section",
+            "[B.1] write the usage section",
+            "[A.2] add tests for greet",
+            "[A.1] write the greet function",
+            "start the greet project",
+        ]
+    );
+    let done = std::fs::read_to_string(folder.join("tasks-done.jsonl")).unwrap();
+    let ids: Vec<String> = done
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(ids, ["A.1", "A.2", "A", "B.1", "B.2", "B", "C"]);
+    assert_eq!(
+        std::fs::read_to_string(folder.join("tasks.jsonl")).unwrap(),
+        ""
+    );
+    // Every role the demo is meant to show did run.
+    let log = std::fs::read_to_string(folder.join("ralph.log")).unwrap();
+    for shown in [
+        "[reviewer]",
+        "[debugger]",
+        "[architect]",
+        "B split into B.1, B.2",
+        "-> exit",
+    ] {
+        assert!(log.contains(shown), "ralph.log lacks {shown:?}:\n{log}");
+    }
+    let result: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(folder.join(".ralph/result.json")).unwrap())
+            .unwrap();
+    assert_eq!(result["status"], "drained");
+    assert_eq!(result["failures"]["exit"], 1);
+    assert!(run.stdout.contains(&format!("cd {}", folder.display())));
+    // A folder with something in it is refused.
+    p.ralph(&["demo", "greet"]).fails(
+        30,
+        &format!(
+            "error: {} is not empty; the demo makes its own project\nhint: pass a new folder, or none for a temporary one\n",
+            folder.display()
+        ),
+    );
+}
+
+#[test]
+fn the_example_agent_script_follows_the_contract() {
+    let p = TestProject::new().file("README.md", "# example\n");
+    p.ralph(&["init"]).success();
+    let git = |args: &[&str]| {
+        let status = p.command("git").args(args).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Test Author"]);
+    git(&["config", "user.email", "author@example.com"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+    p.ralph(&["task", "add", "first note"]).success();
+    p.ralph(&["task", "add", "second note"]).success();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
+    let run = pinned_command(RALPH, p.path())
+        .current_dir(p.path())
+        .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms")
+        .args(["run", "--quiet", "--agent-cmd", script.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let log = Command::new("git")
+        .args(["log", "--format=%s", "main"])
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&log.stdout),
+        "[B] second note\n[A] first note\nstart\n"
+    );
+    assert_eq!(p.read("notes/A.md"), "first note\n");
+}
