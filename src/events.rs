@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::files;
+use crate::redact::redact;
 
 /// Path of the event log, relative to the project root.
 pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
@@ -49,7 +50,7 @@ impl EventLog {
         }
     }
 
-    /// Appends `event` (fsynced). A torn last line left by a crash is
+    /// Appends `event` (fsynced), secrets masked. A torn last line left by a crash is
     /// terminated first, so it stays one unreadable line instead of
     /// swallowing this record.
     pub fn append(&self, event: &Event) -> std::io::Result<()> {
@@ -60,8 +61,15 @@ impl EventLog {
         if !ends_with_newline(&self.path)? {
             line.push('\n');
         }
-        line.push_str(&serde_json::to_string(event).expect("events serialize"));
+        line.push_str(&redact(
+            &serde_json::to_string(event).expect("events serialize"),
+        ));
         line.push('\n');
+        if crate::fault::armed("mid_event_append") {
+            // Half a line reaches the disk, then the process dies.
+            files::append_durable(&self.path, &line.as_bytes()[..line.len() / 2])?;
+            crate::fault::crash_at("mid_event_append");
+        }
         files::append_durable(&self.path, line.as_bytes())
     }
 

@@ -19,6 +19,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         }
         file.sync_all()?;
         drop(file);
+        match name {
+            "tasks.jsonl" => crate::fault::crash_at("mid_queue_write"),
+            "state.json" => crate::fault::crash_at("mid_state_write"),
+            _ => {}
+        }
         fs::rename(&temp, path)?;
         sync_dir(dir)
     })();

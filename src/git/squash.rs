@@ -163,6 +163,7 @@ impl Repo {
                 &[&base],
             )
             .doing(&format!("commit the squash on {}", self.base))?;
+        crate::fault::crash_at("after_squash_commit");
         self.checkout_carrying_queue(&self.base)?;
         self.delete_branch(branch)?;
         Ok(Squash::Merged(Merged {

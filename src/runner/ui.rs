@@ -1,11 +1,14 @@
 //! What a run shows a person: a live status line on a terminal (indicatif),
-//! plain lines otherwise, and `ralph.log`, a line per iteration.
+//! plain lines otherwise, and `ralph.log`, a line per iteration. Secrets
+//! are masked in all of them.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::redact::redact;
 
 /// The human log, relative to the project root.
 pub const LOG_FILE: &str = "ralph.log";
@@ -42,6 +45,7 @@ impl Ui {
         if self.quiet {
             return;
         }
+        let text = &redact(text);
         match &self.bar {
             Some(bar) => bar.println(text),
             None => eprintln!("{text}"),
@@ -51,12 +55,13 @@ impl Ui {
     /// The live status (iteration, task, role); shown on a terminal only.
     pub fn status(&self, text: &str) {
         if let Some(bar) = &self.bar {
-            bar.set_message(text.to_owned());
+            bar.set_message(redact(text).into_owned());
         }
     }
 
     /// A line for `ralph.log` (and the person), stamped with the time.
     pub fn log(&self, now: &str, text: &str) {
+        let text = &redact(text);
         self.line(text);
         let line = format!("{now} {text}\n");
         // The human log is best effort: a full disk must not stop the loop.
@@ -68,6 +73,6 @@ impl Ui {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        eprintln!("{text}");
+        eprintln!("{}", redact(text));
     }
 }

@@ -1,0 +1,37 @@
+//! Fault injection for crash-consistency tests: `RALPH_FAULT=<point>` makes
+//! ralph abort itself at that point, as `kill -9` would (no cleanup, no
+//! destructors, no buffered output). Read once; unset, it costs a load.
+
+use std::sync::OnceLock;
+
+/// The named points of a task's life where ralph can be made to crash.
+pub const POINTS: [&str; 9] = [
+    "after_claim",
+    "after_branch",
+    "mid_agent",
+    "after_leftovers",
+    "mid_queue_write",
+    "after_squash_commit",
+    "after_archive",
+    "mid_state_write",
+    "mid_event_append",
+];
+
+fn configured() -> Option<&'static str> {
+    static POINT: OnceLock<Option<String>> = OnceLock::new();
+    POINT
+        .get_or_init(|| std::env::var("RALPH_FAULT").ok().filter(|p| !p.is_empty()))
+        .as_deref()
+}
+
+/// Whether the fault at `point` is armed.
+pub fn armed(point: &str) -> bool {
+    configured() == Some(point)
+}
+
+/// Aborts the process when the fault at `point` is armed.
+pub fn crash_at(point: &str) {
+    if armed(point) {
+        std::process::abort();
+    }
+}

@@ -1,0 +1,139 @@
+//! Keeping secrets out of what ralph writes for people: `ralph.log`, the
+//! event log and the terminal. The agent's raw log keeps what it printed.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// What a redacted secret is replaced with.
+pub const MASK: &str = "[redacted]";
+
+/// Values shorter than this are not treated as secrets (too many false hits).
+const MIN_SECRET_LEN: usize = 8;
+
+/// Finds and masks secrets: the values of environment variables whose names
+/// look secret, and common token shapes.
+#[derive(Debug)]
+pub struct Redactor {
+    values: Vec<String>,
+    shapes: Regex,
+}
+
+/// Whether an environment variable's name says it holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let name = name.to_ascii_uppercase();
+    ["_KEY", "_TOKEN", "_SECRET"]
+        .iter()
+        .any(|end| name.ends_with(end))
+        || [
+            "PASSWORD",
+            "PASSWD",
+            "SECRET",
+            "API_KEY",
+            "APIKEY",
+            "ACCESS_KEY",
+            "PRIVATE_KEY",
+            "CREDENTIAL",
+        ]
+        .iter()
+        .any(|part| name.contains(part))
+        || name == "TOKEN"
+}
+
+impl Redactor {
+    /// A redactor for these environment variables.
+    pub fn new(env: impl IntoIterator<Item = (String, String)>) -> Redactor {
+        let mut values: Vec<String> = env
+            .into_iter()
+            .filter(|(name, value)| is_secret_name(name) && value.len() >= MIN_SECRET_LEN)
+            .map(|(_, value)| value)
+            .collect();
+        // Longest first, so a secret containing another is masked whole.
+        values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        values.dedup();
+        let shapes = Regex::new(concat!(
+            r"sk-ant-[A-Za-z0-9_\-]{20,}",
+            r"|sk-(?:proj-)?[A-Za-z0-9_\-]{20,}",
+            r"|gh[pousr]_[A-Za-z0-9]{30,}",
+            r"|github_pat_[A-Za-z0-9_]{30,}",
+            r"|xox[abposr]-[A-Za-z0-9\-]{10,}",
+            r"|AKIA[0-9A-Z]{16}",
+            r"|AIza[0-9A-Za-z_\-]{35}",
+            r"|glpat-[A-Za-z0-9_\-]{20,}",
+            r"|(?i:bearer)\s+[A-Za-z0-9._\-+/=]{20,}",
+            r"|-----BEGIN [A-Z ]*PRIVATE KEY-----",
+        ))
+        .expect("the token shapes are a valid regex");
+        Redactor { values, shapes }
+    }
+
+    /// `text` with every secret replaced by [`MASK`].
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for value in &self.values {
+            if out.contains(value.as_str()) {
+                out = Cow::Owned(out.replace(value.as_str(), MASK));
+            }
+        }
+        match self.shapes.replace_all(&out, MASK) {
+            Cow::Borrowed(_) => out,
+            Cow::Owned(masked) => Cow::Owned(masked),
+        }
+    }
+}
+
+/// Redacts `text` with the secrets of ralph's own environment, read once.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    static REDACTOR: OnceLock<Redactor> = OnceLock::new();
+    REDACTOR
+        .get_or_init(|| Redactor::new(std::env::vars()))
+        .redact(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names() {
+        for name in [
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "client_secret",
+            "TOKEN",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "PATH",
+            "HOME",
+            "KEYBOARD",
+            "TOKENIZER_PATH",
+            "RALPH_TASK_ID",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn masks_env_values_and_token_shapes() {
+        let redactor = Redactor::new([
+            ("MY_API_KEY".to_owned(), "hunter2-very-secret".to_owned()),
+            ("SHORT_TOKEN".to_owned(), "abc".to_owned()),
+            ("HOME".to_owned(), "/home/kim".to_owned()),
+        ]);
+        assert_eq!(
+            redactor.redact("key=hunter2-very-secret home=/home/kim abc"),
+            "key=[redacted] home=/home/kim abc"
+        );
+        let tokens = "a sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA b ghp_0123456789abcdefghijklmnopqrstuvwxyz c AKIAABCDEFGHIJKLMNOP d Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig";
+        assert_eq!(
+            redactor.redact(tokens),
+            "a [redacted] b [redacted] c [redacted] d Authorization: [redacted]"
+        );
+        assert!(matches!(redactor.redact("nothing here"), Cow::Borrowed(_)));
+    }
+}
