@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 use crate::error::Exit;
+use crate::files::{self, TextError};
 
 /// File name of the settings, relative to the project root.
 pub const SETTINGS_FILE: &str = "config/ralph.yaml";
@@ -181,10 +182,14 @@ impl Settings {
     /// Loads the project's settings; a missing file gives the defaults.
     pub fn load(root: &Path) -> Result<Settings, Error> {
         let path = root.join(SETTINGS_FILE);
-        match std::fs::read_to_string(&path) {
+        match files::read_text(&path) {
             Ok(text) => Settings::parse(&text),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Settings::default()),
-            Err(source) => Err(Error::Io { path, source }),
+            Err(TextError::Missing) => Ok(Settings::default()),
+            Err(TextError::NotUtf8 { line, message }) => Err(Error::Invalid {
+                line: Some(line),
+                message,
+            }),
+            Err(TextError::Io(source)) => Err(Error::Io { path, source }),
         }
     }
 }

@@ -53,6 +53,55 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     }
 }
 
+/// Why a text file could not be read.
+#[derive(Debug)]
+pub enum TextError {
+    /// The file does not exist.
+    Missing,
+    /// It is not UTF-8; the message names the line, column and byte.
+    NotUtf8 {
+        /// 1-based line of the first bad byte.
+        line: usize,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// Reading failed.
+    Io(io::Error),
+}
+
+/// Reads a UTF-8 text file (a leading BOM is dropped).
+pub fn read_text(path: &Path) -> Result<String, TextError> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(TextError::Missing),
+        Err(err) => return Err(TextError::Io(err)),
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok(text
+            .strip_prefix('\u{feff}')
+            .map(str::to_owned)
+            .unwrap_or(text)),
+        Err(err) => {
+            let bytes = err.as_bytes();
+            let valid = err.utf8_error().valid_up_to();
+            let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+            let column = valid
+                - bytes[..valid]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1)
+                + 1;
+            Err(TextError::NotUtf8 {
+                line,
+                message: format!(
+                    "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
+                    bytes[valid]
+                ),
+            })
+        }
+    }
+}
+
 fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

@@ -7,6 +7,7 @@ use minijinja::{Environment, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Exit;
+use crate::files::{self, TextError};
 use crate::roles::{self, Decision};
 use crate::task::{Queue, Task, TaskId};
 
@@ -133,6 +134,9 @@ impl Error {
             Error::NoWorkingFile(_) => {
                 Some("run `ralph init` to create the default working.md".to_owned())
             }
+            Error::Template { file, .. } if file == WORKING_FILE => {
+                Some("fix working.md (`ralph init --force` rewrites the default)".to_owned())
+            }
             Error::Template { file, .. } => Some(format!(
                 "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence) or delete it to use the default"
             )),
@@ -202,13 +206,18 @@ pub fn bounded_tail(text: &str, max: usize) -> &str {
 /// The project's context template, or the shipped one: (name, text).
 pub fn context_template(root: &Path) -> Result<(String, String), Error> {
     let path = root.join(CONTEXT_TEMPLATE);
-    match std::fs::read_to_string(&path) {
+    match files::read_text(&path) {
         Ok(text) => Ok((CONTEXT_TEMPLATE.to_owned(), text)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok((
+        Err(TextError::Missing) => Ok((
             "the default context template".to_owned(),
             DEFAULT_CONTEXT_TEMPLATE.to_owned(),
         )),
-        Err(source) => Err(Error::Io { path, source }),
+        Err(TextError::NotUtf8 { line, message }) => Err(Error::Template {
+            file: CONTEXT_TEMPLATE.to_owned(),
+            line: Some(line),
+            message,
+        }),
+        Err(TextError::Io(source)) => Err(Error::Io { path, source }),
     }
 }
 
@@ -251,12 +260,17 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
 /// Builds the whole prompt for `context` in the project at `root`.
 pub fn build(root: &Path, decision: &Decision, context: &PromptContext) -> Result<String, Error> {
     let working_path = root.join(WORKING_FILE);
-    let working = match std::fs::read_to_string(&working_path) {
+    let working = match files::read_text(&working_path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NoWorkingFile(root.to_owned()));
+        Err(TextError::Missing) => return Err(Error::NoWorkingFile(root.to_owned())),
+        Err(TextError::NotUtf8 { line, message }) => {
+            return Err(Error::Template {
+                file: WORKING_FILE.to_owned(),
+                line: Some(line),
+                message,
+            });
         }
-        Err(source) => {
+        Err(TextError::Io(source)) => {
             return Err(Error::Io {
                 path: working_path,
                 source,

@@ -28,6 +28,16 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A role file cannot be read as text.
+    #[error("{file}:{line}: {message}")]
+    File {
+        /// The role file, relative to the project.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
     /// A `--var` override is malformed.
     #[error("{0}")]
     Override(String),
@@ -60,6 +70,7 @@ impl Error {
             Error::Override(_) => {
                 Some("variables are listed in README.md, section Roles and triggers".to_owned())
             }
+            Error::File { file, .. } => Some(format!("fix {file}, then run `ralph roles check`")),
             Error::Io { .. } => None,
         }
     }

@@ -8,6 +8,8 @@ mod vars;
 
 use std::path::Path;
 
+use crate::files::TextError;
+
 pub use error::{Error, ROLES_FILE};
 pub use normalize::normalize;
 pub use triggers::{Decision, Fired, Trigger, Triggers};
@@ -19,10 +21,16 @@ pub const ROLES_DIR: &str = "roles";
 /// Loads the project's triggers; a missing `config/roles.yaml` means none.
 pub fn load(root: &Path) -> Result<Triggers, Error> {
     let path = root.join(ROLES_FILE);
-    let yaml = match std::fs::read_to_string(&path) {
+    let yaml = match crate::files::read_text(&path) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(source) => return Err(Error::Io { path, source }),
+        Err(TextError::Missing) => String::new(),
+        Err(TextError::NotUtf8 { line, message }) => {
+            return Err(Error::Yaml {
+                line: Some(line),
+                message,
+            });
+        }
+        Err(TextError::Io(source)) => return Err(Error::Io { path, source }),
     };
     Triggers::parse(&yaml, |role| role_path(root, role).is_file())
 }
@@ -35,5 +43,18 @@ pub fn role_path(root: &Path, role: &str) -> std::path::PathBuf {
 /// Reads the text of `role`.
 pub fn read_role(root: &Path, role: &str) -> Result<String, Error> {
     let path = role_path(root, role);
-    std::fs::read_to_string(&path).map_err(|source| Error::Io { path, source })
+    match crate::files::read_text(&path) {
+        Ok(text) => Ok(text),
+        Err(TextError::NotUtf8 { line, message }) => Err(Error::File {
+            file: format!("{ROLES_DIR}/{role}.md"),
+            line,
+            message,
+        }),
+        Err(TextError::Missing) => Err(Error::File {
+            file: format!("{ROLES_DIR}/{role}.md"),
+            line: 1,
+            message: "the role file is gone; restore it or fix config/roles.yaml".to_owned(),
+        }),
+        Err(TextError::Io(source)) => Err(Error::Io { path, source }),
+    }
 }
