@@ -11,6 +11,8 @@ pub mod error;
 pub mod events;
 pub mod fault;
 pub mod files;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod git;
 pub mod init;
 pub mod project;

@@ -2,6 +2,7 @@
 
 mod agent;
 mod demo;
+mod fuzz_corpus;
 mod git;
 mod init;
 mod roles;
