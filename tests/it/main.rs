@@ -5,6 +5,7 @@ mod git;
 mod init;
 mod roles;
 mod support;
+mod run;
 mod task_commands;
 mod task_files;
 mod task_props;
