@@ -69,11 +69,11 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main~1"]),
-        "[A.2] session store\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A\n"
+        "[A.2] session store\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A"
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main"]),
-        "[B] readme\n\n- B: B.txt\n\nCompletes: B\n"
+        "[B] readme\n\n- B: B.txt\n\nCompletes: B"
     );
     // Each squash holds the task's work and its archive move.
     assert_eq!(
@@ -131,7 +131,8 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
     }
     assert_eq!(iteration["iteration"], 3);
     assert_eq!(iteration["run_id"], result["run_id"]);
-    assert_eq!(iteration["agent"], "custom");
+    let agent = project.aux().join("agent.sh");
+    assert_eq!(iteration["agent"], format!("command `{}`", agent.display()));
     assert_eq!(iteration["exit"], "exit code 0");
     assert_eq!(iteration["log"], ".ralph/logs/3-B.log");
     assert_eq!(iteration["branch_commits"], 1);
@@ -239,7 +240,7 @@ fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
     assert_eq!(tasks[0]["status"], "blocked");
     assert_eq!(
         tasks[0]["blocked_reason"],
-        "failed 3 iterations in a row (last: exit: the agent exited with code 3)"
+        "failed 3 iterations in a row (last: exit: the agent failed with exit code 3)"
     );
     assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["B"]);
     assert_eq!(
@@ -328,6 +329,7 @@ fn a_failed_verification_is_evidence_for_the_debugger() {
             "claim/ok",
             "iteration/ok",
             "verify/verify_failed",
+            "finish/verify_failed",
             "iteration/ok",
             "verify/ok",
             "merge/ok"
@@ -335,7 +337,7 @@ fn a_failed_verification_is_evidence_for_the_debugger() {
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main"]),
-        "[A] feature\n\n- A: A.txt\n- A: verified.txt\n\nCompletes: A\n"
+        "[A] feature\n\n- A: A.txt\n- A: verified.txt\n\nCompletes: A"
     );
     assert_eq!(result(&project)["failures"], serde_json::json!({"verify_failed": 1}));
 }
@@ -362,11 +364,11 @@ fi
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main~2"]),
-        "[A] big job\n\n- A: plan.txt\n\nSplit-into: A.1, A.2\n"
+        "[A] big job\n\n- A: plan.txt\n\nSplit-into: A.1, A.2"
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main"]),
-        "[A.2] part two\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A\n"
+        "[A.2] part two\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A"
     );
     assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A.1", "A.2", "A"]);
     assert_eq!(project.read("tasks.jsonl"), "");
@@ -427,7 +429,7 @@ fi
     assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
     let prompt = project.read(".ralph/prompts/2-A.md");
     assert!(
-        prompt.contains("the agent left the task branch (HEAD was on main); ralph checked task/A-wanderer out again"),
+        prompt.contains("the agent left the task branch (HEAD was on branch main); ralph checked task/A-wanderer out again"),
         "{prompt}"
     );
     assert_eq!(log(&project, "%s"), ["[A] wanderer", "initial commit"]);
@@ -454,7 +456,13 @@ fi
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
     let prompt = project.read(".ralph/prompts/2-A.md");
-    assert!(prompt.contains("the agent left the task branch (HEAD was on main)"), "{prompt}");
+    assert!(
+        prompt.contains(
+            "the agent left the task branch (HEAD was on branch main); ralph checked task/A-stray out again; \
+             the agent committed on the base branch main (A: stray.txt); ralph does not rewrite the base, so undo it by hand if it was wrong"
+        ),
+        "{prompt}"
+    );
     // The stray commit is on the base; the task's own work is squashed on top.
     assert_eq!(log(&project, "%s"), ["[A] stray", "A: stray.txt", "initial commit"]);
     assert_eq!(project.git(&["status", "--porcelain"]), "");
@@ -514,7 +522,7 @@ fn run_once_runs_one_iteration_and_dry_run_writes_nothing() {
     assert_eq!(lines[1], "branch: task/A-one");
     assert_eq!(lines[2], "role:   none (no trigger is true)");
     assert!(lines[3].starts_with("prompt: ") && lines[3].ends_with(" bytes"), "{lines:?}");
-    assert_eq!(lines[4], format!("agent:  {} (custom)", agent.display()));
+    assert_eq!(lines[4], format!("agent:  {0} (command `{0}`)", agent.display()));
     assert_eq!(lines.len(), 5);
     assert_eq!(listing(&project), before, "--dry-run wrote something");
     assert_eq!(project.git(&["branch", "--format=%(refname:short)"]), "main");

@@ -70,7 +70,8 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
         assert!(!alive(pid), "{pid} still runs");
     }
     assert_eq!(project.git(&["branch", "--show-current"]), "task/A-long");
-    assert_eq!(project.git(&["status", "--porcelain"]), "");
+    // The agent's leftovers are committed; only the live queue differs.
+    assert_eq!(project.git(&["status", "--porcelain"]), " M tasks.jsonl");
     assert!(project.read("tasks.jsonl").contains(r#""id":"A","title":"long","status":"active""#));
     let state = project.json(".ralph/state.json");
     assert_eq!(state["current_task"], "A");
@@ -86,7 +87,7 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     assert_eq!(project.calls(), ["1 A 1 none", "1 A 2 none", "2 B 1 none"]);
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main~1"]),
-        "[A] long\n\n- A: done-before.txt\n- A: A.txt\n\nCompletes: A\n"
+        "[A] long\n\n- A: done-before.txt\n- A: A.txt\n\nCompletes: A"
     );
     assert_eq!(
         project.git(&["show", "--format=", "--name-only", "main~1"]),
