@@ -2,8 +2,8 @@
 //! scripted fake agent (`<aux>/agent.sh`, see `support.rs`), checking the
 //! base's history, the queue files, `.ralph/` and the exit code.
 
-mod interrupt;
 mod claude;
+mod interrupt;
 
 use serde_json::Value;
 
@@ -41,7 +41,13 @@ fn phases(project: &TestProject, task: &str) -> Vec<String> {
     events(project)
         .iter()
         .filter(|e| e["task_id"] == task)
-        .map(|e| format!("{}/{}", e["phase"].as_str().unwrap(), e["status"].as_str().unwrap()))
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e["phase"].as_str().unwrap(),
+                e["status"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -62,7 +68,10 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
         log(&project, "%s|%P"),
         [
             format!("[B] readme|{}", project.git(&["rev-parse", "main~1"])),
-            format!("[A.2] session store|{}", project.git(&["rev-parse", "main~2"])),
+            format!(
+                "[A.2] session store|{}",
+                project.git(&["rev-parse", "main~2"])
+            ),
             format!("[A.1] login form|{}", project.git(&["rev-parse", "main~3"])),
             format!("initial commit|"),
         ]
@@ -83,13 +92,19 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
     assert_eq!(project.read("tasks.jsonl"), "");
     let done = project.json_lines("tasks-done.jsonl");
     assert_eq!(ids(&done), ["A.1", "A.2", "A", "B"]);
-    assert_eq!(done[1]["owner"], "kim", "unknown fields travel to the archive");
+    assert_eq!(
+        done[1]["owner"], "kim",
+        "unknown fields travel to the archive"
+    );
     assert_eq!(
         done[0]["commit"].as_str().unwrap(),
         project.git(&["rev-parse", "refs/ralph/tasks/A.1"]),
         "the archive names the preserved branch tip"
     );
-    assert_eq!(project.git(&["branch", "--format=%(refname:short)"]), "main");
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
     assert_eq!(
         project.git(&["for-each-ref", "--format=%(refname)", "refs/ralph/tasks"]),
         "refs/ralph/tasks/A.1\nrefs/ralph/tasks/A.2\nrefs/ralph/tasks/B"
@@ -106,10 +121,19 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|o| format!("{} {}", o["task"].as_str().unwrap(), o["outcome"].as_str().unwrap()))
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["task"].as_str().unwrap(),
+                o["outcome"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(outcomes, ["A.1 merged", "A.2 merged", "B merged"]);
-    assert_eq!(project.calls(), ["1 A.1 1 none", "2 A.2 1 none", "3 B 1 none"]);
+    assert_eq!(
+        project.calls(),
+        ["1 A.1 1 none", "2 A.2 1 none", "3 B 1 none"]
+    );
 
     // The state forgets finished tasks.
     let state = project.json(".ralph/state.json");
@@ -126,7 +150,16 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
         .into_iter()
         .find(|e| e["phase"] == "iteration" && e["task_id"] == "B")
         .unwrap();
-    for key in ["timestamp", "run_id", "task_id", "iteration", "role", "phase", "status", "detail"] {
+    for key in [
+        "timestamp",
+        "run_id",
+        "task_id",
+        "iteration",
+        "role",
+        "phase",
+        "status",
+        "detail",
+    ] {
         assert!(iteration.get(key).is_some(), "{key} missing in {iteration}");
     }
     assert_eq!(iteration["iteration"], 3);
@@ -141,7 +174,10 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
     assert!(iteration["prompt_bytes"].as_u64().unwrap() > 100);
     assert!(iteration["duration_ms"].is_u64());
     let last = events(&project).pop().unwrap();
-    assert_eq!((&last["phase"], &last["status"]), (&"run".into(), &"drained".into()));
+    assert_eq!(
+        (&last["phase"], &last["status"]),
+        (&"run".into(), &"drained".into())
+    );
 
     // ralph.log: a line per iteration and per merge.
     let log_lines: Vec<String> = project
@@ -150,15 +186,26 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
         .map(|l| l.split_once(' ').unwrap().1.to_owned())
         .collect();
     assert_eq!(log_lines.len(), 6, "{log_lines:?}");
-    assert!(log_lines[0].starts_with("#1 A.1 [-] exit code 0 "), "{log_lines:?}");
+    assert!(
+        log_lines[0].starts_with("#1 A.1 [-] exit code 0 "),
+        "{log_lines:?}"
+    );
     assert!(log_lines[0].ends_with(" -> complete"), "{log_lines:?}");
-    assert!(log_lines[1].starts_with("A.1 done: squash-merged into main ("), "{log_lines:?}");
+    assert!(
+        log_lines[1].starts_with("A.1 done: squash-merged into main ("),
+        "{log_lines:?}"
+    );
     assert!(project.path().join(".ralph/prompts/2-A.2.md").exists());
 
     // After the run: status says so.
     let status = project.ralph(&["status"]);
     assert_eq!(status.code, 0);
-    assert!(status.stdout.starts_with("run: none live\nqueue: 0 tasks; 4 archived\nlast run: drained at "), "{status:#?}");
+    assert!(
+        status
+            .stdout
+            .starts_with("run: none live\nqueue: 0 tasks; 4 archived\nlast run: drained at "),
+        "{status:#?}"
+    );
     let json = project.ralph(&["status", "--json"]).json();
     assert_eq!(json["live"], false);
     assert_eq!(json["counts"]["archived"], 4);
@@ -193,7 +240,11 @@ ralph stop > /dev/null
     assert_eq!(result(&project)["status"], "stopped");
     assert_eq!(result(&project)["iterations"], 1);
     assert_eq!(project.git(&["branch", "--show-current"]), "task/A-one");
-    assert!(project.read("tasks.jsonl").contains(r#""id":"A","title":"one","status":"active""#));
+    assert!(
+        project
+            .read("tasks.jsonl")
+            .contains(r#""id":"A","title":"one","status":"active""#)
+    );
 }
 
 #[test]
@@ -233,7 +284,12 @@ fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
     assert_eq!(run.code, 10, "{run:#?}");
     assert_eq!(
         project.calls(),
-        ["1 A 1 none", "2 A 2 debugger", "3 A 3 debugger", "4 B 1 none"]
+        [
+            "1 A 1 none",
+            "2 A 2 debugger",
+            "3 A 3 debugger",
+            "4 B 1 none"
+        ]
     );
     let tasks = project.json_lines("tasks.jsonl");
     assert_eq!(tasks.len(), 1);
@@ -292,14 +348,20 @@ wait
         tasks[0]["blocked_reason"],
         "failed 1 iterations in a row (last: timeout: timed out after 300ms)"
     );
-    assert_eq!(result(&project)["failures"], serde_json::json!({"timeout": 1}));
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"timeout": 1})
+    );
 }
 
 /// Whether process `pid` exists (and is not a zombie waiting for us).
 pub fn alive(pid: i32) -> bool {
     let exists = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| s.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .map(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
         .unwrap_or(false);
     exists && !zombie
 }
@@ -321,7 +383,10 @@ fn a_failed_verification_is_evidence_for_the_debugger() {
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
     let prompt = project.read(".ralph/prompts/2-A.md");
-    assert!(prompt.contains("verify: verified.txt is missing"), "{prompt}");
+    assert!(
+        prompt.contains("verify: verified.txt is missing"),
+        "{prompt}"
+    );
     assert!(prompt.contains("verify_failed"), "{prompt}");
     assert_eq!(
         phases(&project, "A"),
@@ -339,7 +404,10 @@ fn a_failed_verification_is_evidence_for_the_debugger() {
         project.git(&["log", "-1", "--format=%B", "main"]),
         "[A] feature\n\n- A: A.txt\n- A: verified.txt\n\nCompletes: A"
     );
-    assert_eq!(result(&project)["failures"], serde_json::json!({"verify_failed": 1}));
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"verify_failed": 1})
+    );
 }
 
 #[test]
@@ -357,10 +425,18 @@ fi
         ));
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert_eq!(project.calls(), ["1 A 1 none", "2 A.1 1 none", "3 A.2 1 none"]);
+    assert_eq!(
+        project.calls(),
+        ["1 A 1 none", "2 A.1 1 none", "3 A.2 1 none"]
+    );
     assert_eq!(
         log(&project, "%s"),
-        ["[A.2] part two", "[A.1] part one", "[A] big job", "initial commit"]
+        [
+            "[A.2] part two",
+            "[A.1] part one",
+            "[A] big job",
+            "initial commit"
+        ]
     );
     assert_eq!(
         project.git(&["log", "-1", "--format=%B", "main~2"]),
@@ -370,9 +446,15 @@ fi
         project.git(&["log", "-1", "--format=%B", "main"]),
         "[A.2] part two\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A"
     );
-    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A.1", "A.2", "A"]);
+    assert_eq!(
+        ids(&project.json_lines("tasks-done.jsonl")),
+        ["A.1", "A.2", "A"]
+    );
     assert_eq!(project.read("tasks.jsonl"), "");
-    assert_eq!(project.git(&["branch", "--format=%(refname:short)"]), "main");
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
     assert_eq!(result(&project)["status"], "drained");
 }
 
@@ -408,7 +490,10 @@ ralph task complete A > /dev/null
     assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A"]);
     assert_eq!(log(&project, "%s"), ["[A] careless", "initial commit"]);
     assert_eq!(result(&project)["status"], "drained");
-    assert_eq!(result(&project)["failures"], serde_json::json!({"invalid_queue": 1}));
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"invalid_queue": 1})
+    );
 }
 
 #[test]
@@ -464,7 +549,10 @@ fi
         "{prompt}"
     );
     // The stray commit is on the base; the task's own work is squashed on top.
-    assert_eq!(log(&project, "%s"), ["[A] stray", "A: stray.txt", "initial commit"]);
+    assert_eq!(
+        log(&project, "%s"),
+        ["[A] stray", "A: stray.txt", "initial commit"]
+    );
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
@@ -487,9 +575,7 @@ fi
         .spawn()
         .unwrap();
     wait_for_file(&project.aux().join("rec/waiting"));
-    project
-        .ralph(&["task", "add", "added meanwhile"])
-        .success();
+    project.ralph(&["task", "add", "added meanwhile"]).success();
     std::fs::write(project.aux().join("rec/go"), "").unwrap();
     let run = crate::support::wait_for(child, 60);
     assert_eq!(run.code, 0, "{run:#?}");
@@ -521,11 +607,20 @@ fn run_once_runs_one_iteration_and_dry_run_writes_nothing() {
     assert_eq!(lines[0], "task:   A one");
     assert_eq!(lines[1], "branch: task/A-one");
     assert_eq!(lines[2], "role:   none (no trigger is true)");
-    assert!(lines[3].starts_with("prompt: ") && lines[3].ends_with(" bytes"), "{lines:?}");
-    assert_eq!(lines[4], format!("agent:  {0} (command `{0}`)", agent.display()));
+    assert!(
+        lines[3].starts_with("prompt: ") && lines[3].ends_with(" bytes"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[4],
+        format!("agent:  {0} (command `{0}`)", agent.display())
+    );
     assert_eq!(lines.len(), 5);
     assert_eq!(listing(&project), before, "--dry-run wrote something");
-    assert_eq!(project.git(&["branch", "--format=%(refname:short)"]), "main");
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
 
     let run = project.run(&["--once"]);
     assert_eq!(run.code, 0, "{run:#?}");
@@ -588,4 +683,80 @@ fn a_run_that_cannot_start_still_writes_its_result() {
         result["reason"].as_str().unwrap().contains("dirty.txt"),
         "{result}"
     );
+}
+
+#[test]
+fn a_ready_task_gets_a_review_before_it_is_merged() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_ROLE" = reviewer ]; then
+  ralph task complete A > /dev/null
+else
+  work A.txt x
+  ralph task ready A > /dev/null
+fi
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 reviewer"]);
+    assert_eq!(log(&project, "%s"), ["[A] one", "initial commit"]);
+}
+
+#[test]
+fn a_spent_run_budget_leaves_the_work_for_the_next_run() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work \"A-$RALPH_TASK_ITERATION.txt\" x\n");
+    let run = project.run(&["--max-iterations", "2"]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 none"]);
+    let result = result(&project);
+    assert_eq!(result["status"], "budget_exhausted");
+    assert_eq!(
+        result["reason"],
+        "max_iterations (2) spent with 1 tasks left"
+    );
+    assert_eq!(result["remaining"], 1);
+    assert!(
+        run.stderr
+            .contains("ralph: budget_exhausted — max_iterations (2) spent with 1 tasks left\n"),
+        "{run:#?}"
+    );
+    assert_eq!(log(&project, "%s"), ["initial commit"]);
+    assert_eq!(
+        project.git(&["log", "--format=%s", "main..task/A-one"]),
+        "A: A-2.txt\nA: A-1.txt"
+    );
+}
+
+#[test]
+fn invalid_input_stops_the_run_before_any_agent_with_exit_30() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let missing = project.path().join("no-such-agent");
+    let run = crate::support::finish(
+        project.ralph_command(&["run", "--agent-cmd", missing.to_str().unwrap()]),
+        30,
+    );
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(run.stderr.starts_with("error: agent "), "{run:#?}");
+    assert_eq!(result(&project)["status"], "failed");
+
+    std::fs::write(project.path().join("tasks.jsonl"), "{\"id\":\"A\"}\n").unwrap();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert_eq!(
+        run.stderr.lines().next().unwrap(),
+        "error: tasks.jsonl:1: missing field `title`"
+    );
+    let result = result(&project);
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["reason"], "tasks.jsonl:1: missing field `title`");
+    assert_eq!(project.calls(), Vec::<String>::new());
 }

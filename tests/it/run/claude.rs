@@ -72,6 +72,11 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
     let statuses: Vec<String> = super::phases(&project, "A");
     assert_eq!(
         statuses,
-        ["claim/ok", "iteration/usage_limit", "iteration/ok", "merge/ok"]
+        [
+            "claim/ok",
+            "iteration/usage_limit",
+            "iteration/ok",
+            "merge/ok"
+        ]
     );
 }

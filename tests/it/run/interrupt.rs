@@ -43,7 +43,9 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     // While it runs: status shows the live run and its task.
     let status = project.ralph(&["status"]);
     assert!(
-        status.stdout.starts_with(&format!("run: live (pid {ralph_pid}, since ")),
+        status
+            .stdout
+            .starts_with(&format!("run: live (pid {ralph_pid}, since ")),
         "{status:#?}"
     );
     assert!(
@@ -72,7 +74,11 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     assert_eq!(project.git(&["branch", "--show-current"]), "task/A-long");
     // The agent's leftovers are committed; only the live queue differs.
     assert_eq!(project.git(&["status", "--porcelain"]), " M tasks.jsonl");
-    assert!(project.read("tasks.jsonl").contains(r#""id":"A","title":"long","status":"active""#));
+    assert!(
+        project
+            .read("tasks.jsonl")
+            .contains(r#""id":"A","title":"long","status":"active""#)
+    );
     let state = project.json(".ralph/state.json");
     assert_eq!(state["current_task"], "A");
     assert_eq!(state["tasks"]["A"]["iterations"], 1);
@@ -143,4 +149,50 @@ ralph task complete A > /dev/null
     assert_eq!(again.code, 0, "{again:#?}");
     assert_eq!(result(&project)["status"], "drained");
     assert_eq!(result(&project)["iterations"], 0);
+}
+
+#[test]
+fn a_run_killed_outright_resumes_without_redoing_or_losing_work() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"long","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  work done-before.txt "finished work"
+  echo "not committed yet" > leftover.txt
+  echo $$ > "$REC/agent.tmp"; mv "$REC/agent.tmp" "$REC/agent.pid"
+  exec sleep 1000
+fi
+test -f done-before.txt && test -f leftover.txt || exit 9
+work A.txt x
+ralph task complete A > /dev/null
+"#,
+        );
+    let child = spawn(&project);
+    wait_for_file(&project.aux().join("rec/agent.pid"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let killed = wait_for(child, 30);
+    assert_eq!(killed.code, -1);
+    // Nobody stopped the agent's process group: this test does.
+    let agent: i32 = project.rec("agent.pid").trim().parse().unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "1 A 2 none"]);
+    assert_eq!(
+        project.git(&["log", "--format=%s", "refs/ralph/tasks/A"]),
+        "A: A.txt\nralph: wip A iteration 1\nA: done-before.txt\ninitial commit"
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[A] long\n\n- A: done-before.txt\n- A: A.txt\n\nCompletes: A"
+    );
 }
