@@ -73,7 +73,7 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
                 project.git(&["rev-parse", "main~2"])
             ),
             format!("[A.1] login form|{}", project.git(&["rev-parse", "main~3"])),
-            format!("initial commit|"),
+            "initial commit|".to_owned(),
         ]
     );
     assert_eq!(
@@ -463,16 +463,16 @@ fn a_tasks_file_broken_by_the_agent_is_evidence_and_the_agent_repairs_it() {
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"careless","status":"pending","leaf":true}"#)
         .git_init()
-        .agent(&format!(
+        .agent(
             r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
   work A.txt first
-  echo '{{"id":"B","title":' >> tasks.jsonl
+  echo '{"id":"B","title":' >> tasks.jsonl
   exit 0
 fi
 cp .ralph/tasks.jsonl.valid tasks.jsonl
 ralph task complete A > /dev/null
-"#
-        ));
+"#,
+        );
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
