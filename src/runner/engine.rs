@@ -172,6 +172,13 @@ impl<'a> Engine<'a> {
         } else {
             Vec::new()
         };
+        if self.interrupted.load(Ordering::SeqCst) {
+            return self.finish(
+                RunStatus::Interrupted,
+                "interrupted by a signal",
+                verify_run,
+            );
+        }
         let status = if verify_run.iter().any(|c| !c.passed) {
             RunStatus::Blocked
         } else {
@@ -762,13 +769,23 @@ impl<'a> Engine<'a> {
                 self.options.settings.agent.timeout,
                 self.interrupted,
             )?;
+            // A signal that stops the check is not the task's failure: the
+            // task stays complete and the next run verifies it again.
+            let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
             self.record(
                 Some(id),
                 "verify",
-                if result.passed { "ok" } else { "verify_failed" },
+                match (result.passed, interrupted) {
+                    (true, _) => "ok",
+                    (false, true) => "interrupted",
+                    (false, false) => "verify_failed",
+                },
                 &format!("{command}: {}", result.status),
                 Map::new(),
             )?;
+            if interrupted {
+                return self.save_state();
+            }
             if !result.passed {
                 self.ui.log(
                     &now(),

@@ -196,3 +196,56 @@ ralph task complete A > /dev/null
         "[A] long\n\n- A: done-before.txt\n- A: A.txt\n\nCompletes: A"
     );
 }
+
+#[test]
+fn sigint_during_verification_is_not_the_tasks_failure() {
+    let project = TestProject::new()
+        .file(
+            "config/ralph.yaml",
+            "verify:\n  task:\n    - \"test -e verify-passes || { touch \\\"$REC_DIR/verifying\\\"; sleep 1000; }\"\n",
+        )
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work A.txt x\nralph task complete A > /dev/null\n");
+    let rec = project.aux().join("rec");
+    let child = project
+        .run_command(&[])
+        .env("REC_DIR", &rec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&rec.join("verifying"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let run = wait_for(child, 30);
+    assert_eq!(run.code, 130, "{run:#?}");
+    assert_eq!(result(&project)["status"], "interrupted");
+    assert_eq!(result(&project)["failures"], serde_json::json!({}));
+    assert!(
+        project
+            .read("tasks.jsonl")
+            .contains(r#""status":"complete""#)
+    );
+    let state = project.json(".ralph/state.json");
+    assert_eq!(state["tasks"]["A"]["consecutive_failures"], 0);
+    assert_eq!(state["tasks"]["A"]["last_failed"], false);
+
+    // The next run verifies again and merges without another agent call.
+    std::fs::write(project.path().join("verify-passes"), "").unwrap();
+    project.git(&["add", "verify-passes"]);
+    project.git(&["commit", "-q", "-m", "let verification pass"]);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none"]);
+    assert_eq!(
+        project
+            .git(&["log", "-2", "--format=%s", "main"])
+            .lines()
+            .collect::<Vec<_>>(),
+        ["[A] one", "initial commit"]
+    );
+}
