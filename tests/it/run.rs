@@ -531,6 +531,7 @@ fn an_agent_that_commits_on_the_base_is_told_so() {
         .git_init()
         .agent(&format!(
             r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  work A-1.txt first
   git checkout -q main
   work stray.txt oops
   exit 0
@@ -552,6 +553,15 @@ fi
     assert_eq!(
         log(&project, "%s"),
         ["[A] stray", "A: stray.txt", "initial commit"]
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[A] stray\n\n- A: A-1.txt\n- A: A.txt\n\nCompletes: A"
+    );
+    // Reported once, when it happened: not again in every later iteration.
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"left_branch": 1})
     );
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
