@@ -172,6 +172,13 @@ impl<'a> Engine<'a> {
         } else {
             Vec::new()
         };
+        if self.interrupted.load(Ordering::SeqCst) {
+            return self.finish(
+                RunStatus::Interrupted,
+                "interrupted by a signal",
+                verify_run,
+            );
+        }
         let status = if verify_run.iter().any(|c| !c.passed) {
             RunStatus::Blocked
         } else {
@@ -457,12 +464,14 @@ impl<'a> Engine<'a> {
                 Echo::Off
             },
         };
+        let base_before = self.repo.branch_tip(self.repo.base())?;
         let outcome = agent::run(&spec, &self.host, &request)?;
 
         // What the iteration left behind.
         self.state.phase = "judge".to_owned();
         let leftovers = self.repo.commit_leftovers(&claim.branch, id, iteration)?;
-        let left_branch = match &leftovers.left_branch {
+        let mut left_branch = Vec::new();
+        match &leftovers.left_branch {
             Some(left) if !left.returned => {
                 return Err(RunError::Stranded {
                     head: left.found.to_string(),
@@ -470,7 +479,7 @@ impl<'a> Engine<'a> {
                 }
                 .into());
             }
-            Some(left) => Some(format!(
+            Some(left) => left_branch.push(format!(
                 "the agent left the task branch (HEAD was on {}); ralph checked {} out again{}",
                 left.found,
                 claim.branch,
@@ -480,7 +489,13 @@ impl<'a> Engine<'a> {
                     ""
                 }
             )),
-            None if !leftovers.base_commits.is_empty() => Some(format!(
+            None => {}
+        }
+        // Commits on the base are this iteration's doing only when the base
+        // moved during it; older ones were reported when they appeared.
+        let base_moved = self.repo.branch_tip(self.repo.base())? != base_before;
+        if base_moved && !leftovers.base_commits.is_empty() {
+            left_branch.push(format!(
                 "the agent committed on the base branch {} ({}); ralph does not rewrite the base, so undo it by hand if it was wrong",
                 self.repo.base(),
                 leftovers
@@ -489,9 +504,9 @@ impl<'a> Engine<'a> {
                     .map(|c| c.subject.as_str())
                     .collect::<Vec<_>>()
                     .join("; ")
-            )),
-            None => None,
-        };
+            ));
+        }
+        let left_branch = (!left_branch.is_empty()).then(|| left_branch.join("; "));
         let after_tip = self.repo.branch_tip(&claim.branch)?;
         let task_after = match self.store.load() {
             Err(err) => TaskAfter::InvalidQueue(err.to_string()),
@@ -754,13 +769,23 @@ impl<'a> Engine<'a> {
                 self.options.settings.agent.timeout,
                 self.interrupted,
             )?;
+            // A signal that stops the check is not the task's failure: the
+            // task stays complete and the next run verifies it again.
+            let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
             self.record(
                 Some(id),
                 "verify",
-                if result.passed { "ok" } else { "verify_failed" },
+                match (result.passed, interrupted) {
+                    (true, _) => "ok",
+                    (false, true) => "interrupted",
+                    (false, false) => "verify_failed",
+                },
                 &format!("{command}: {}", result.status),
                 Map::new(),
             )?;
+            if interrupted {
+                return self.save_state();
+            }
             if !result.passed {
                 self.ui.log(
                     &now(),
@@ -1135,8 +1160,13 @@ impl<'a> Engine<'a> {
     }
 
     /// Keeps the queue's last valid bytes in `.ralph/`, so an agent that
-    /// breaks `tasks.jsonl` cannot lose them.
+    /// breaks `tasks.jsonl` cannot lose them. A file that does not parse
+    /// (the agent broke it last time) leaves the copy alone: it is the
+    /// copy the agent needs to repair it.
     fn keep_valid_queue(&self) -> Result<(), Error> {
+        if self.store.load().is_err() {
+            return Ok(());
+        }
         let bytes =
             crate::files::read_or_empty(&self.store.tasks_path()).map_err(|source| Error::Io {
                 path: self.store.tasks_path(),

@@ -80,5 +80,15 @@ pub fn run(
         Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
         Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
     };
-    Engine::prepare(root, options, interrupted, run_id)?.run()
+    let started = holder.since.clone();
+    match Engine::prepare(root, options, interrupted, run_id.clone()) {
+        Ok(engine) => engine.run(),
+        Err(err) => {
+            // A run that cannot start still says why in result.json; the
+            // error itself is what the person sees, so a failure to write
+            // the result must not hide it.
+            let _ = RunResult::not_started(root, run_id, started, err.to_string()).save(root);
+            Err(err)
+        }
+    }
 }

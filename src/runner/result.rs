@@ -109,6 +109,29 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// The result of a run that failed its checks before any iteration
+    /// (invalid tasks or config, a dirty tree, a missing agent).
+    pub fn not_started(root: &Path, run_id: String, started: String, reason: String) -> RunResult {
+        let counts = crate::task::Store::open(root)
+            .load()
+            .map(|queue| queue.counts())
+            .unwrap_or_default();
+        RunResult {
+            status: RunStatus::Failed,
+            reason,
+            run_id,
+            started,
+            ended: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            iterations: 0,
+            merged: 0,
+            blocked: counts.with(crate::task::Status::Blocked),
+            remaining: counts.active_total(),
+            failures: BTreeMap::new(),
+            outcomes: Vec::new(),
+            verify_run: Vec::new(),
+        }
+    }
+
     /// Writes `result.json` atomically.
     pub fn save(&self, root: &Path) -> std::io::Result<()> {
         let path = root.join(RESULT_FILE);

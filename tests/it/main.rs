@@ -6,6 +6,7 @@ mod fuzz_corpus;
 mod git;
 mod init;
 mod roles;
+mod run;
 mod support;
 mod task_commands;
 mod task_files;

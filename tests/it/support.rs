@@ -15,13 +15,20 @@ pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 /// A temporary project folder.
 pub struct TestProject {
     dir: TempDir,
+    /// Outside the project: the fake agent, fake tools and their records.
+    aux: TempDir,
 }
 
 impl TestProject {
     /// An empty project folder.
     pub fn new() -> TestProject {
+        let aux = TempDir::new().expect("temp dir");
+        for folder in ["bin", "rec"] {
+            std::fs::create_dir_all(aux.path().join(folder)).expect("aux folders");
+        }
         TestProject {
             dir: TempDir::new().expect("temp dir"),
+            aux,
         }
     }
 
@@ -84,6 +91,160 @@ impl TestProject {
         command.current_dir(self.path());
         command
     }
+}
+
+/// Settings every `ralph run` in tests gets, so loops do not wait: no pause
+/// between iterations, a short retry backoff and kill grace.
+pub const FAST_RUN: [(&str, &str); 3] = [
+    ("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms"),
+    ("RALPH_RETRY_BACKOFF", "10ms"),
+    ("RALPH_KILL_GRACE", "200ms"),
+];
+
+/// What every fake agent script starts with: `$REC` (a folder for records
+/// outside the project), the prompt read from stdin, one line per call in
+/// `$REC/calls` (`iteration task task_iteration role`), and `work FILE TEXT`,
+/// which writes, stages and commits a file.
+const AGENT_PRELUDE: &str = r#"cat > /dev/null
+echo "$RALPH_ITERATION $RALPH_TASK_ID $RALPH_TASK_ITERATION ${RALPH_ROLE:-none}" >> "$REC/calls"
+work() { printf '%s\n' "$2" > "$1" && git add -- "$1" && git commit -q -m "$RALPH_TASK_ID: $1"; }
+"#;
+
+impl TestProject {
+    /// Makes the project a git repository on `main`: `ralph init`, the
+    /// identity in the repository's config, and one commit of everything.
+    pub fn git_init(self) -> TestProject {
+        let init = self.ralph(&["init"]);
+        assert_eq!(init.code, 0, "{init:#?}");
+        self.git(&["init", "-q", "-b", "main"]);
+        self.git(&["config", "user.name", GIT_AUTHOR.0]);
+        self.git(&["config", "user.email", GIT_AUTHOR.1]);
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", "initial commit"]);
+        self
+    }
+
+    /// Runs `git args` in the project; panics unless it succeeds. Returns
+    /// stdout without the trailing newline.
+    pub fn git(&self, args: &[&str]) -> String {
+        let output = self.command("git").args(args).output().expect("run git");
+        assert!(
+            output.status.success(),
+            "git {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end_matches('\n')
+            .to_owned()
+    }
+
+    /// The folder outside the project holding fake tools and records.
+    pub fn aux(&self) -> &Path {
+        self.aux.path()
+    }
+
+    /// Writes the fake agent, `<aux>/agent.sh`: the prelude, then `body`.
+    pub fn agent(self, body: &str) -> TestProject {
+        self.script("agent.sh", body);
+        self
+    }
+
+    /// Writes an executable script at `<aux>/<path>`: the prelude, then `body`.
+    pub fn script(&self, path: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let full = self.aux().join(path);
+        let text = format!(
+            "#!/bin/sh\nREC='{}'\n{AGENT_PRELUDE}{body}",
+            self.aux().join("rec").display()
+        );
+        std::fs::write(&full, text).expect("write script");
+        std::fs::set_permissions(&full, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        full
+    }
+
+    /// A record the fake agent wrote into `$REC`, empty when missing.
+    pub fn rec(&self, name: &str) -> String {
+        std::fs::read_to_string(self.aux().join("rec").join(name)).unwrap_or_default()
+    }
+
+    /// The lines of `$REC/calls`: one per agent call.
+    pub fn calls(&self) -> Vec<String> {
+        self.rec("calls").lines().map(str::to_owned).collect()
+    }
+
+    /// `ralph ARGS` with the fast loop settings, not started yet.
+    pub fn ralph_command(&self, args: &[&str]) -> Command {
+        let mut command = self.command(RALPH);
+        command.args(args).envs(FAST_RUN);
+        command
+    }
+
+    /// `ralph run --agent-cmd <aux>/agent.sh ARGS`, not started yet.
+    pub fn run_command(&self, args: &[&str]) -> Command {
+        let agent = self.aux().join("agent.sh");
+        let mut command =
+            self.ralph_command(&["run", "--agent-cmd", agent.to_str().expect("utf-8 path")]);
+        command.args(args);
+        command
+    }
+
+    /// Runs `ralph run` with the fake agent and waits (at most a minute).
+    pub fn run(&self, args: &[&str]) -> Run {
+        finish(self.run_command(args), 60)
+    }
+
+    /// A project file parsed as JSON.
+    pub fn json(&self, path: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// A JSON-lines project file, one value per line.
+    pub fn json_lines(&self, path: &str) -> Vec<serde_json::Value> {
+        self.read_or_empty(path)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: {e}: {l}")))
+            .collect()
+    }
+}
+
+/// Runs `command`, killing it and failing the test if it takes longer than
+/// `seconds` (a hang is a bug, not a slow test).
+pub fn finish(mut command: Command, seconds: u64) -> Run {
+    use std::process::Stdio;
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the command");
+    wait_for(child, seconds)
+}
+
+/// Waits for `child`, killing it and failing the test after `seconds`.
+pub fn wait_for(child: std::process::Child, seconds: u64) -> Run {
+    let pid = child.id();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    match receiver.recv_timeout(std::time::Duration::from_secs(seconds)) {
+        Ok(output) => Run::from(output.expect("wait for the command")),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("the command did not finish within {seconds}s");
+        }
+    }
+}
+
+/// Waits until `path` exists (at most 30 s).
+pub fn wait_for_file(path: &Path) {
+    for _ in 0..3000 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("{} never appeared", path.display());
 }
 
 /// A command with a cleared environment: PATH kept, HOME in the project,

@@ -1,0 +1,772 @@
+//! `ralph run` end to end: the real binary in a real git repository with a
+//! scripted fake agent (`<aux>/agent.sh`, see `support.rs`), checking the
+//! base's history, the queue files, `.ralph/` and the exit code.
+
+mod claude;
+mod interrupt;
+
+use serde_json::Value;
+
+use crate::support::{TestProject, wait_for_file};
+
+/// The agent most tests use: commit a file named after the task, then mark
+/// the task complete.
+const COMPLETE: &str = r#"work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+
+/// `git log` of `main`, one line per commit.
+fn log(project: &TestProject, format: &str) -> Vec<String> {
+    project
+        .git(&["log", "main", &format!("--format={format}")])
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn ids(values: &[Value]) -> Vec<&str> {
+    values.iter().map(|v| v["id"].as_str().unwrap()).collect()
+}
+
+fn result(project: &TestProject) -> Value {
+    project.json(".ralph/result.json")
+}
+
+fn events(project: &TestProject) -> Vec<Value> {
+    project.json_lines(".ralph/events.ndjson")
+}
+
+/// `phase/status` of every event about `task`.
+fn phases(project: &TestProject, task: &str) -> Vec<String> {
+    events(project)
+        .iter()
+        .filter(|e| e["task_id"] == task)
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e["phase"].as_str().unwrap(),
+                e["status"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_nested_queue_drains_into_one_squash_commit_per_task() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"auth","status":"pending","leaf":false}"#)
+        .task(r#"{"id":"A.1","title":"login form","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"A.2","title":"session store","status":"pending","leaf":true,"deps":["A.1"],"owner":"kim"}"#)
+        .task(r#"{"id":"B","title":"readme","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.stdout, "");
+
+    assert_eq!(
+        log(&project, "%s|%P"),
+        [
+            format!("[B] readme|{}", project.git(&["rev-parse", "main~1"])),
+            format!(
+                "[A.2] session store|{}",
+                project.git(&["rev-parse", "main~2"])
+            ),
+            format!("[A.1] login form|{}", project.git(&["rev-parse", "main~3"])),
+            "initial commit|".to_owned(),
+        ]
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main~1"]),
+        "[A.2] session store\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A"
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[B] readme\n\n- B: B.txt\n\nCompletes: B"
+    );
+    // Each squash holds the task's work and its archive move.
+    assert_eq!(
+        project.git(&["show", "--format=", "--name-only", "main"]),
+        "B.txt\ntasks-done.jsonl\ntasks.jsonl"
+    );
+    assert_eq!(project.read("tasks.jsonl"), "");
+    let done = project.json_lines("tasks-done.jsonl");
+    assert_eq!(ids(&done), ["A.1", "A.2", "A", "B"]);
+    assert_eq!(
+        done[1]["owner"], "kim",
+        "unknown fields travel to the archive"
+    );
+    assert_eq!(
+        done[0]["commit"].as_str().unwrap(),
+        project.git(&["rev-parse", "refs/ralph/tasks/A.1"]),
+        "the archive names the preserved branch tip"
+    );
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
+    assert_eq!(
+        project.git(&["for-each-ref", "--format=%(refname)", "refs/ralph/tasks"]),
+        "refs/ralph/tasks/A.1\nrefs/ralph/tasks/A.2\nrefs/ralph/tasks/B"
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+
+    let result = result(&project);
+    assert_eq!(result["status"], "drained");
+    assert_eq!(result["reason"], "the queue is drained");
+    assert_eq!(result["iterations"], 3);
+    assert_eq!(result["merged"], 3);
+    assert_eq!(result["remaining"], 0);
+    let outcomes: Vec<String> = result["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            format!(
+                "{} {}",
+                o["task"].as_str().unwrap(),
+                o["outcome"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(outcomes, ["A.1 merged", "A.2 merged", "B merged"]);
+    assert_eq!(
+        project.calls(),
+        ["1 A.1 1 none", "2 A.2 1 none", "3 B 1 none"]
+    );
+
+    // The state forgets finished tasks.
+    let state = project.json(".ralph/state.json");
+    assert_eq!(state["current_task"], Value::Null);
+    assert_eq!(state["tasks"], serde_json::json!({}));
+    assert_eq!(state["phase"], "ended");
+
+    // Events: the receipt of each iteration.
+    assert_eq!(
+        phases(&project, "A.1"),
+        ["claim/ok", "iteration/ok", "merge/ok"]
+    );
+    let iteration = events(&project)
+        .into_iter()
+        .find(|e| e["phase"] == "iteration" && e["task_id"] == "B")
+        .unwrap();
+    for key in [
+        "timestamp",
+        "run_id",
+        "task_id",
+        "iteration",
+        "role",
+        "phase",
+        "status",
+        "detail",
+    ] {
+        assert!(iteration.get(key).is_some(), "{key} missing in {iteration}");
+    }
+    assert_eq!(iteration["iteration"], 3);
+    assert_eq!(iteration["run_id"], result["run_id"]);
+    let agent = project.aux().join("agent.sh");
+    assert_eq!(iteration["agent"], format!("command `{}`", agent.display()));
+    assert_eq!(iteration["exit"], "exit code 0");
+    assert_eq!(iteration["log"], ".ralph/logs/3-B.log");
+    assert_eq!(iteration["branch_commits"], 1);
+    assert_eq!(iteration["files_changed"], 1);
+    assert_eq!(iteration["class"], Value::Null);
+    assert!(iteration["prompt_bytes"].as_u64().unwrap() > 100);
+    assert!(iteration["duration_ms"].is_u64());
+    let last = events(&project).pop().unwrap();
+    assert_eq!(
+        (&last["phase"], &last["status"]),
+        (&"run".into(), &"drained".into())
+    );
+
+    // ralph.log: a line per iteration and per merge.
+    let log_lines: Vec<String> = project
+        .read("ralph.log")
+        .lines()
+        .map(|l| l.split_once(' ').unwrap().1.to_owned())
+        .collect();
+    assert_eq!(log_lines.len(), 6, "{log_lines:?}");
+    assert!(
+        log_lines[0].starts_with("#1 A.1 [-] exit code 0 "),
+        "{log_lines:?}"
+    );
+    assert!(log_lines[0].ends_with(" -> complete"), "{log_lines:?}");
+    assert!(
+        log_lines[1].starts_with("A.1 done: squash-merged into main ("),
+        "{log_lines:?}"
+    );
+    assert!(project.path().join(".ralph/prompts/2-A.2.md").exists());
+
+    // After the run: status says so.
+    let status = project.ralph(&["status"]);
+    assert_eq!(status.code, 0);
+    assert!(
+        status
+            .stdout
+            .starts_with("run: none live\nqueue: 0 tasks; 4 archived\nlast run: drained at "),
+        "{status:#?}"
+    );
+    let json = project.ralph(&["status", "--json"]).json();
+    assert_eq!(json["live"], false);
+    assert_eq!(json["counts"]["archived"], 4);
+    assert_eq!(json["last_result"]["status"], "drained");
+}
+
+#[test]
+fn a_stop_file_ends_the_run_before_an_iteration_and_is_removed() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"two","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"work "$RALPH_TASK_ID.txt" x
+ralph stop > /dev/null
+"#,
+        );
+    // Present at the start: nothing runs.
+    project.ralph(&["stop"]).success();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!project.path().join(".stop").exists());
+    assert_eq!(project.calls(), Vec::<String>::new());
+    assert_eq!(result(&project)["status"], "stopped");
+    assert_eq!(result(&project)["reason"], ".stop asked the run to stop");
+
+    // Created during an iteration: the run ends after it.
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none"]);
+    assert!(!project.path().join(".stop").exists());
+    assert_eq!(result(&project)["status"], "stopped");
+    assert_eq!(result(&project)["iterations"], 1);
+    assert_eq!(project.git(&["branch", "--show-current"]), "task/A-one");
+    assert!(
+        project
+            .read("tasks.jsonl")
+            .contains(r#""id":"A","title":"one","status":"active""#)
+    );
+}
+
+#[test]
+fn a_stop_file_interrupts_the_backoff() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("ralph stop > /dev/null\nexit 3\n");
+    // An hour of backoff: only the stop file can end this run in time.
+    let run = crate::support::finish(
+        {
+            let mut command = project.run_command(&[]);
+            command.env("RALPH_RETRY_BACKOFF", "1h");
+            command
+        },
+        30,
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none"]);
+    assert!(!project.path().join(".stop").exists());
+    let result = result(&project);
+    assert_eq!(result["status"], "stopped");
+    assert_eq!(result["failures"], serde_json::json!({"exit": 1}));
+}
+
+#[test]
+fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"broken","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"fine","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ID" = A ]; then echo "compiler exploded on try $RALPH_TASK_ITERATION"; exit 3; fi
+{COMPLETE}"#
+        ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(
+        project.calls(),
+        [
+            "1 A 1 none",
+            "2 A 2 debugger",
+            "3 A 3 debugger",
+            "4 B 1 none"
+        ]
+    );
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0]["status"], "blocked");
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "failed 3 iterations in a row (last: exit: the agent failed with exit code 3)"
+    );
+    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["B"]);
+    assert_eq!(
+        log(&project, "%s"),
+        ["[B] fine", "ralph: A blocked", "initial commit"]
+    );
+    // The evidence of a failure reaches the next prompt.
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(prompt.contains("compiler exploded on try 1"), "{prompt}");
+    let result = result(&project);
+    assert_eq!(result["status"], "blocked");
+    assert_eq!(result["blocked"], 1);
+    assert_eq!(result["failures"], serde_json::json!({"exit": 3}));
+    assert_eq!(
+        phases(&project, "A"),
+        [
+            "claim/ok",
+            "iteration/exit",
+            "iteration/exit",
+            "iteration/exit",
+            "block/blocked"
+        ]
+    );
+    assert_eq!(project.git(&["branch", "--show-current"]), "main");
+}
+
+#[test]
+fn a_timeout_kills_the_agent_and_everything_it_started() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"slow","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"echo $$ > "$REC/agent.pid"
+sh -c 'sleep 1000 & echo $! > "$1/grandchild.pid"; wait' child "$REC" &
+echo $! > "$REC/child.pid"
+wait
+"#,
+        );
+    let mut command = project.run_command(&["--timeout", "300ms"]);
+    command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+    let run = crate::support::finish(command, 30);
+    assert_eq!(run.code, 10, "{run:#?}");
+    for pid in ["agent.pid", "child.pid", "grandchild.pid"] {
+        let pid: i32 = project.rec(pid).trim().parse().unwrap();
+        assert!(!alive(pid), "{pid} still runs");
+    }
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "failed 1 iterations in a row (last: timeout: timed out after 300ms)"
+    );
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"timeout": 1})
+    );
+}
+
+/// Whether process `pid` exists (and is not a zombie waiting for us).
+pub fn alive(pid: i32) -> bool {
+    let exists = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false);
+    exists && !zombie
+}
+
+#[test]
+fn a_failed_verification_is_evidence_for_the_debugger() {
+    let project = TestProject::new()
+        .file(
+            "config/ralph.yaml",
+            "verify:\n  task:\n    - \"test -f verified.txt || { echo 'verify: verified.txt is missing'; exit 1; }\"\n",
+        )
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ITERATION" = 2 ]; then work verified.txt ok; fi
+{COMPLETE}"#
+        ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(
+        prompt.contains("verify: verified.txt is missing"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("verify_failed"), "{prompt}");
+    assert_eq!(
+        phases(&project, "A"),
+        [
+            "claim/ok",
+            "iteration/ok",
+            "verify/verify_failed",
+            "finish/verify_failed",
+            "iteration/ok",
+            "verify/ok",
+            "merge/ok"
+        ]
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[A] feature\n\n- A: A.txt\n- A: verified.txt\n\nCompletes: A"
+    );
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"verify_failed": 1})
+    );
+}
+
+#[test]
+fn a_split_task_is_merged_and_the_loop_goes_on_with_its_children() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"big job","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ID" = A ]; then
+  work plan.txt "two parts"
+  ralph task split A "part one" "part two" > /dev/null
+  exit 0
+fi
+{COMPLETE}"#
+        ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        project.calls(),
+        ["1 A 1 none", "2 A.1 1 none", "3 A.2 1 none"]
+    );
+    assert_eq!(
+        log(&project, "%s"),
+        [
+            "[A.2] part two",
+            "[A.1] part one",
+            "[A] big job",
+            "initial commit"
+        ]
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main~2"]),
+        "[A] big job\n\n- A: plan.txt\n\nSplit-into: A.1, A.2"
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[A.2] part two\n\n- A.2: A.2.txt\n\nCompletes: A.2\nCompletes: A"
+    );
+    assert_eq!(
+        ids(&project.json_lines("tasks-done.jsonl")),
+        ["A.1", "A.2", "A"]
+    );
+    assert_eq!(project.read("tasks.jsonl"), "");
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
+    assert_eq!(result(&project)["status"], "drained");
+}
+
+#[test]
+fn a_tasks_file_broken_by_the_agent_is_evidence_and_the_agent_repairs_it() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"careless","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  work A.txt first
+  echo '{"id":"B","title":' >> tasks.jsonl
+  exit 0
+fi
+cp .ralph/tasks.jsonl.valid tasks.jsonl
+ralph task complete A > /dev/null
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(
+        prompt.contains("tasks.jsonl is invalid after the iteration: tasks.jsonl:2:"),
+        "{prompt}"
+    );
+    // The copy holds the last valid queue, not the broken one.
+    let valid = project.read(".ralph/tasks.jsonl.valid");
+    assert_eq!(
+        valid,
+        "{\"id\":\"A\",\"title\":\"careless\",\"status\":\"active\",\"leaf\":true}\n"
+    );
+    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A"]);
+    assert_eq!(log(&project, "%s"), ["[A] careless", "initial commit"]);
+    assert_eq!(result(&project)["status"], "drained");
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"invalid_queue": 1})
+    );
+}
+
+#[test]
+fn an_agent_that_checks_out_the_base_is_brought_back_with_evidence() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"wanderer","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  work A.txt first
+  git checkout -q main
+  exit 0
+fi
+{COMPLETE}"#
+        ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(
+        prompt.contains("the agent left the task branch (HEAD was on branch main); ralph checked task/A-wanderer out again"),
+        "{prompt}"
+    );
+    assert_eq!(log(&project, "%s"), ["[A] wanderer", "initial commit"]);
+    assert_eq!(
+        project.git(&["show", "--format=", "--name-only", "main"]),
+        "A.txt\ntasks-done.jsonl\ntasks.jsonl"
+    );
+}
+
+#[test]
+fn an_agent_that_commits_on_the_base_is_told_so() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"stray","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  work A-1.txt first
+  git checkout -q main
+  work stray.txt oops
+  exit 0
+fi
+{COMPLETE}"#
+        ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(
+        prompt.contains(
+            "the agent left the task branch (HEAD was on branch main); ralph checked task/A-stray out again; \
+             the agent committed on the base branch main (A: stray.txt); ralph does not rewrite the base, so undo it by hand if it was wrong"
+        ),
+        "{prompt}"
+    );
+    // The stray commit is on the base; the task's own work is squashed on top.
+    assert_eq!(
+        log(&project, "%s"),
+        ["[A] stray", "A: stray.txt", "initial commit"]
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main"]),
+        "[A] stray\n\n- A: A-1.txt\n- A: A.txt\n\nCompletes: A"
+    );
+    // Reported once, when it happened: not again in every later iteration.
+    assert_eq!(
+        result(&project)["failures"],
+        serde_json::json!({"left_branch": 1})
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_task_added_by_another_process_during_a_run_is_kept_and_worked_on() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"if [ "$RALPH_TASK_ID" = A ]; then
+  touch "$REC/waiting"
+  while [ ! -e "$REC/go" ]; do sleep 0.02; done
+fi
+{COMPLETE}"#
+        ));
+    let child = project
+        .run_command(&[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&project.aux().join("rec/waiting"));
+    project.ralph(&["task", "add", "added meanwhile"]).success();
+    std::fs::write(project.aux().join("rec/go"), "").unwrap();
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 B 1 none"]);
+    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A", "B"]);
+    assert_eq!(
+        log(&project, "%s"),
+        ["[B] added meanwhile", "[A] first", "initial commit"]
+    );
+}
+
+#[test]
+fn run_once_runs_one_iteration_and_dry_run_writes_nothing() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"two","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work \"$RALPH_TASK_ID.txt\" x\n");
+
+    let before = listing(&project);
+    let agent = project.aux().join("agent.sh");
+    let dry = project
+        .ralph_command(&["run", "--dry-run", "--agent-cmd", agent.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let dry = crate::support::Run::from(dry);
+    assert_eq!(dry.code, 0, "{dry:#?}");
+    let lines: Vec<&str> = dry.stdout.lines().collect();
+    assert_eq!(lines[0], "task:   A one");
+    assert_eq!(lines[1], "branch: task/A-one");
+    assert_eq!(lines[2], "role:   none (no trigger is true)");
+    assert!(
+        lines[3].starts_with("prompt: ") && lines[3].ends_with(" bytes"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines[4],
+        format!("agent:  {0} (command `{0}`)", agent.display())
+    );
+    assert_eq!(lines.len(), 5);
+    assert_eq!(listing(&project), before, "--dry-run wrote something");
+    assert_eq!(
+        project.git(&["branch", "--format=%(refname:short)"]),
+        "main"
+    );
+
+    let run = project.run(&["--once"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none"]);
+    let result = result(&project);
+    assert_eq!(result["status"], "stopped");
+    assert_eq!(result["reason"], "--once: one iteration done");
+    assert_eq!(result["iterations"], 1);
+    // A second --once resumes the same task.
+    let run = project.run(&["--once"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "1 A 2 none"]);
+
+    let status = project.ralph(&["status"]);
+    assert_eq!(status.code, 0);
+    assert!(
+        status.stdout.starts_with(
+            "run: none live\ntask: A one (iteration 1, role none, phase ended)\nqueue: 2 tasks (1 pending, 1 active); 0 archived\nlast run: stopped at "
+        ),
+        "{status:#?}"
+    );
+}
+
+/// Every path in the project (outside `.git/`) with its contents.
+fn listing(project: &TestProject) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if rel == ".git" {
+                continue;
+            }
+            if path.is_dir() {
+                out.push((rel, Vec::new()));
+                walk(root, &path, out);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(project.path(), project.path(), &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn a_run_that_cannot_start_still_writes_its_result() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE)
+        .file("dirty.txt", "uncommitted\n");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert_eq!(project.calls(), Vec::<String>::new());
+    let result = result(&project);
+    assert_eq!(result["status"], "failed");
+    assert!(
+        result["reason"].as_str().unwrap().contains("dirty.txt"),
+        "{result}"
+    );
+}
+
+#[test]
+fn a_ready_task_gets_a_review_before_it_is_merged() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_ROLE" = reviewer ]; then
+  ralph task complete A > /dev/null
+else
+  work A.txt x
+  ralph task ready A > /dev/null
+fi
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 reviewer"]);
+    assert_eq!(log(&project, "%s"), ["[A] one", "initial commit"]);
+}
+
+#[test]
+fn a_spent_run_budget_leaves_the_work_for_the_next_run() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work \"A-$RALPH_TASK_ITERATION.txt\" x\n");
+    let run = project.run(&["--max-iterations", "2"]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 none"]);
+    let result = result(&project);
+    assert_eq!(result["status"], "budget_exhausted");
+    assert_eq!(
+        result["reason"],
+        "max_iterations (2) spent with 1 tasks left"
+    );
+    assert_eq!(result["remaining"], 1);
+    assert!(
+        run.stderr
+            .contains("ralph: budget_exhausted — max_iterations (2) spent with 1 tasks left\n"),
+        "{run:#?}"
+    );
+    assert_eq!(log(&project, "%s"), ["initial commit"]);
+    assert_eq!(
+        project.git(&["log", "--format=%s", "main..task/A-one"]),
+        "A: A-2.txt\nA: A-1.txt"
+    );
+}
+
+#[test]
+fn invalid_input_stops_the_run_before_any_agent_with_exit_30() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let missing = project.path().join("no-such-agent");
+    let run = crate::support::finish(
+        project.ralph_command(&["run", "--agent-cmd", missing.to_str().unwrap()]),
+        30,
+    );
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(run.stderr.starts_with("error: agent "), "{run:#?}");
+    assert_eq!(result(&project)["status"], "failed");
+
+    std::fs::write(project.path().join("tasks.jsonl"), "{\"id\":\"A\"}\n").unwrap();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert_eq!(
+        run.stderr.lines().next().unwrap(),
+        "error: tasks.jsonl:1: missing field `title`"
+    );
+    let result = result(&project);
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["reason"], "tasks.jsonl:1: missing field `title`");
+    assert_eq!(project.calls(), Vec::<String>::new());
+}
