@@ -85,6 +85,9 @@ pub struct Request<'a> {
     pub cancel: Option<&'a AtomicBool>,
     /// Whether to echo the output while it runs.
     pub echo: Echo,
+    /// Where to note the agent's process group while it runs, so a run
+    /// after a `kill -9` of ralph can stop it ([`stop_leftover_group`]).
+    pub group_file: Option<&'a Path>,
 }
 
 /// What happened when the agent ran.
@@ -141,6 +144,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         &mut capture,
         &request.limits,
         request.cancel,
+        request.group_file,
     )
     .map_err(|source| Error::Spawn {
         agent: spec.label(),
@@ -192,12 +196,13 @@ pub fn preflight(spec: &Spec, host: &Host) -> Result<(), Error> {
         grace: Duration::from_secs(1),
         log_bytes: 0,
     };
-    let ended =
-        supervise(command, None, &mut capture, &limits, None).map_err(|source| Error::Spawn {
+    let ended = supervise(command, None, &mut capture, &limits, None, None).map_err(|source| {
+        Error::Spawn {
             agent: spec.label(),
             program: program.clone(),
             source,
-        })?;
+        }
+    })?;
     let output = capture.finish(None)?.text;
     let detail = output
         .lines()
@@ -284,6 +289,7 @@ pub(super) fn supervise(
     capture: &mut Capture,
     limits: &Limits,
     cancel: Option<&AtomicBool>,
+    group_file: Option<&Path>,
 ) -> std::io::Result<Ended> {
     let (reader, writer) = std::io::pipe()?;
     command
@@ -302,6 +308,14 @@ pub(super) fn supervise(
     let mut child = spawned?;
     let started = Instant::now();
     let group = Pid::from_raw(child.id() as i32);
+    if let Some(path) = group_file {
+        // A ralph killed with -9 leaves this behind; the next run stops the group.
+        let _ = crate::files::write_atomic(path, child.id().to_string().as_bytes());
+    }
+    if crate::fault::armed("mid_agent") {
+        std::thread::sleep(Duration::from_millis(200));
+        crate::fault::crash_at("mid_agent");
+    }
     let output = match start_threads(&mut child, stdin, reader) {
         Ok(output) => output,
         Err(err) => {
@@ -385,6 +399,9 @@ pub(super) fn supervise(
         }
     }
     let (exit, ended_at) = status.expect("the loop ends only once the leader is reaped");
+    if let Some(path) = group_file {
+        let _ = std::fs::remove_file(path);
+    }
     Ok(Ended {
         status: match (exit.code(), exit.signal()) {
             (Some(code), _) => Status::Exited(code),
@@ -438,6 +455,41 @@ fn start_threads(
 /// Sends `signal` to every process of the group; a group already gone is fine.
 fn signal_group(group: Pid, signal: Signal) {
     let _ = killpg(group, signal);
+}
+
+/// Stops the agent process group a previous ralph noted in `group_file`
+/// before it died (killed with -9, say), if that group still runs in
+/// `project_dir`: SIGTERM, then SIGKILL after `grace`. Returns whether a
+/// group was stopped; the file is removed.
+pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duration) -> bool {
+    let Ok(text) = std::fs::read_to_string(group_file) else {
+        return false;
+    };
+    let _ = std::fs::remove_file(group_file);
+    let Ok(raw) = text.trim().parse::<i32>() else {
+        return false;
+    };
+    if raw <= 1 {
+        return false;
+    }
+    let group = Pid::from_raw(raw);
+    // Only a group whose leader still works in this project: the id may
+    // have been reused by an unrelated process since.
+    let leader_dir = std::fs::read_link(format!("/proc/{raw}/cwd")).ok();
+    let ours = leader_dir
+        .is_some_and(|dir| std::fs::canonicalize(project_dir).is_ok_and(|project| dir == project));
+    if !ours || !group_alive(group) {
+        return false;
+    }
+    signal_group(group, Signal::SIGTERM);
+    let until = Instant::now() + grace;
+    while group_alive(group) && Instant::now() < until {
+        std::thread::sleep(TICK);
+    }
+    if group_alive(group) {
+        signal_group(group, Signal::SIGKILL);
+    }
+    true
 }
 
 /// Whether a process of the group is still running. Zombies do not count:

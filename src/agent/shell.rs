@@ -42,7 +42,7 @@ pub fn run_shell(
         log_bytes: 0,
     };
     let ended =
-        supervise(command, None, &mut capture, &limits, Some(cancel)).map_err(|source| {
+        supervise(command, None, &mut capture, &limits, Some(cancel), None).map_err(|source| {
             Error::Spawn {
                 agent: format!("command `{line}`"),
                 program: "sh".into(),

@@ -117,7 +117,7 @@ fn kill_grace() -> Duration {
 }
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
-    let plan = runner::engine::plan(&context.root, options)?;
+    let plan = runner::plan::plan(&context.root, options)?;
     let spec = Spec::new(
         &options.settings.agent,
         options.agent_cmd.as_deref(),

@@ -29,6 +29,25 @@ pub fn init_with_commit(dir: &Path, branch: &str, message: &str) -> Result<Commi
 }
 
 impl super::Repo {
+    /// Whether one of the base's last `limit` commits (first parents) has
+    /// the trailer line `trailer` (`Completes: A.1`): a squash that already
+    /// landed is never made twice.
+    pub fn base_has_trailer(&self, trailer: &str, limit: usize) -> Result<bool> {
+        let mut walk = self.git.revwalk().doing("walk the history")?;
+        walk.push_ref(&format!("refs/heads/{}", self.base))
+            .doing("start at the base")?;
+        walk.simplify_first_parent().doing("follow first parents")?;
+        for oid in walk.take(limit) {
+            let oid = oid.doing("walk the history")?;
+            let commit = self.git.find_commit(oid).doing("read a commit")?;
+            let message = String::from_utf8_lossy(commit.message_bytes());
+            if message.lines().any(|line| line.trim_end() == trailer) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The last `limit` commits of the base branch, newest first (first
     /// parents only, like `git log --oneline --first-parent`).
     pub fn base_log(&self, limit: usize) -> Result<Vec<BranchCommit>> {

@@ -244,8 +244,12 @@ pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
         });
     if let Some((class, summary)) = failure {
         let failures = seen.failures_before + 1;
-        let block = (failures >= budgets.max_consecutive_failures)
-            .then(|| format!("failed {failures} iterations in a row (last: {class}: {summary})"));
+        let block = (failures >= budgets.max_consecutive_failures).then(|| {
+            format!(
+                "failed {failures} iteration{} in a row (last: {class}: {summary})",
+                if failures == 1 { "" } else { "s" }
+            )
+        });
         return Verdict::Failed {
             class,
             summary,

@@ -5,7 +5,11 @@
 pub mod context;
 pub mod decide;
 pub mod engine;
+mod finish;
+mod iteration;
 pub mod lock;
+pub mod plan;
+mod record;
 pub mod result;
 pub mod ui;
 pub mod verify;

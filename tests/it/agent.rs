@@ -139,6 +139,7 @@ impl Bench {
                 limits,
                 cancel,
                 echo: Echo::Off,
+                group_file: None,
             },
         )
     }

@@ -346,7 +346,7 @@ wait
     let tasks = project.json_lines("tasks.jsonl");
     assert_eq!(
         tasks[0]["blocked_reason"],
-        "failed 1 iterations in a row (last: timeout: timed out after 300ms)"
+        "failed 1 iteration in a row (last: timeout: timed out after 300ms)"
     );
     assert_eq!(
         result(&project)["failures"],

@@ -64,8 +64,9 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
     );
     let run = run_claude(&project);
     assert_eq!(run.code, 0, "{run:#?}");
-    // The retry is no debugger iteration: the limit was not the task's failure.
-    assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 none"]);
+    // The retry is no debugger iteration: the limit was not the task's
+    // failure, and it cost no budget (the iteration is run again).
+    assert_eq!(project.calls(), ["1 A 1 none", "1 A 1 none"]);
     let result = result(&project);
     assert_eq!(result["status"], "drained");
     assert_eq!(result["failures"], serde_json::json!({"usage_limit": 1}));

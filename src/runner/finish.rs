@@ -1,0 +1,374 @@
+//! Ending a task's stay on its branch: verify and squash-merge a finished
+//! task, merge a split one, block one, and recover a merge a crash cut short.
+
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+
+use super::RunError;
+use super::engine::{Engine, now};
+use super::result::TaskOutcome;
+use super::verify;
+use crate::error::Error;
+use crate::git::{self, Squash, SquashPreview};
+use crate::prompt::Evidence;
+use crate::task::{Change, Patch, Queue, Status, TaskId};
+
+impl Engine<'_> {
+    /// Verify, then squash-merge and archive task `id`.
+    pub(super) fn finish_task(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
+        let Some(task) = queue.get(id.as_str()).cloned() else {
+            return Ok(());
+        };
+        let Some(branch) = self.task_branch(id, &task.title)? else {
+            // Completed without ever being worked on (marked by hand).
+            let changes = self.archive(id, None)?;
+            return self.land(id, &task.title, None, &completes(&changes));
+        };
+        self.state.phase = "verify".to_owned();
+        self.repo.claim(id, &task.title)?;
+        if !self.verify_task(id)? {
+            return Ok(());
+        }
+        self.state.phase = "merge".to_owned();
+        if let SquashPreview::Conflict(paths) = self.repo.preview_squash(&branch)? {
+            let summary = format!(
+                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {}`), resolve, commit, then mark the task complete again",
+                paths.join(", "),
+                self.repo.base()
+            );
+            return self.task_failed(id, "merge_conflict", &summary, "");
+        }
+        // The archive record names the branch tip, which stays reachable
+        // under refs/ralph/tasks/<id> after the squash.
+        let tip = self.repo.branch_tip(&branch)?;
+        let changes = self.archive(id, Some(tip.to_string()))?;
+        crate::fault::crash_at("after_archive");
+        self.state.phase = "squash".to_owned();
+        self.save_state()?;
+        self.land(id, &task.title, Some(&branch), &completes(&changes))
+    }
+
+    /// The task's branch, if it still exists.
+    fn task_branch(&self, id: &TaskId, title: &str) -> Result<Option<String>, Error> {
+        Ok(match self.progress(id.as_str()).branch {
+            Some(branch) if self.repo.branch_tip(&branch).is_ok() => Some(branch),
+            _ => self.repo.find_task_branch(id, title)?,
+        })
+    }
+
+    /// Runs `verify.task`; false when the task cannot be merged now (a
+    /// command failed, or a signal stopped it).
+    fn verify_task(&mut self, id: &TaskId) -> Result<bool, Error> {
+        for command in &self.options.settings.verify.task {
+            let result = verify::run(
+                command,
+                &self.root,
+                self.options.settings.agent.timeout,
+                self.interrupted,
+            )?;
+            // A signal that stops the check is not the task's failure: the
+            // task stays complete and the next run verifies it again.
+            let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
+            let status = match (result.passed, interrupted) {
+                (true, _) => "ok",
+                (false, true) => "interrupted",
+                (false, false) => "verify_failed",
+            };
+            self.record(
+                Some(id),
+                "verify",
+                status,
+                &format!("{command}: {}", result.status),
+                Map::new(),
+            )?;
+            if interrupted {
+                self.save_state()?;
+                return Ok(false);
+            }
+            if !result.passed {
+                self.ui.log(
+                    &now(),
+                    &format!("{id}: verify failed: {command}: {}", result.status),
+                );
+                let summary = format!(
+                    "the verification command `{command}` failed ({}); the task is active again",
+                    result.status
+                );
+                self.task_failed(id, "verify_failed", &summary, &result.output_tail)?;
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn archive(&mut self, id: &TaskId, commit: Option<String>) -> Result<Vec<Change>, Error> {
+        Ok(self.store.apply(
+            &Patch::Archive {
+                id: id.clone(),
+                commit,
+            },
+            &now(),
+        )?)
+    }
+
+    /// Puts an archived task on the base: ONE squash commit of its branch,
+    /// or, with nothing to merge, a commit of the queue files; either way
+    /// with the task's trailers. Then the run's bookkeeping.
+    fn land(
+        &mut self,
+        id: &TaskId,
+        title: &str,
+        branch: Option<&str>,
+        trailers: &[String],
+    ) -> Result<(), Error> {
+        let bookkeeping = |engine: &mut Self| -> Result<Option<String>, Error> {
+            let message = git::squash_message_with(id, title, &[], trailers);
+            Ok(engine
+                .repo
+                .commit_queue_files(&message)?
+                .map(|c| c.to_string()))
+        };
+        let (commit, detail) = match branch {
+            None => (bookkeeping(self)?, "archived; it had no branch".to_owned()),
+            Some(branch) => match self
+                .repo
+                .squash_into_base_with(branch, id, title, trailers)?
+            {
+                Squash::Merged(merged) => (
+                    Some(merged.commit.to_string()),
+                    format!("squash-merged into {}", self.repo.base()),
+                ),
+                Squash::Empty => {
+                    self.repo.preserve_and_delete_branch(branch, id)?;
+                    (bookkeeping(self)?, "nothing to merge; archived".to_owned())
+                }
+                Squash::Conflict(paths) => {
+                    return Err(RunError::Stranded {
+                        head: branch.to_owned(),
+                        paths,
+                    }
+                    .into());
+                }
+            },
+        };
+        self.merged_task(id, commit, &detail)
+    }
+
+    /// The agent archived the task itself: merge what its branch holds.
+    pub(super) fn merge_archived(&mut self, id: &TaskId, title: &str) -> Result<(), Error> {
+        let branch = self.task_branch(id, title)?;
+        self.land(id, title, branch.as_deref(), &[format!("Completes: {id}")])
+    }
+
+    /// A crash between archiving a task and landing it on the base leaves
+    /// an archived task whose squash is missing or half done: finish it,
+    /// never committing the same task twice.
+    pub(super) fn recover_archived_task(&mut self) -> Result<(), Error> {
+        let Some(task) = self.state.current_task.clone() else {
+            return Ok(());
+        };
+        let queue = self.store.load()?;
+        if !queue.done.contains(&task) || queue.get(&task).is_some() {
+            return Ok(());
+        }
+        let Ok(id) = TaskId::parse(&task) else {
+            return Ok(());
+        };
+        let record = queue.done.record(&task).unwrap_or_default();
+        let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
+        let title = text("title").unwrap_or_default();
+        // The tasks archived with it (its parents) carry the same commit.
+        let trailers: Vec<String> =
+            match text("commit") {
+                Some(tip) => queue
+                    .done
+                    .ids()
+                    .filter(|other| {
+                        queue.done.record(other).and_then(|r| {
+                            r.get("commit").and_then(Value::as_str).map(str::to_owned)
+                        }) == Some(tip.clone())
+                    })
+                    .map(|other| format!("Completes: {other}"))
+                    .collect(),
+                None => vec![format!("Completes: {id}")],
+            };
+        let branch = self.task_branch(&id, &title)?;
+        let landed = self
+            .repo
+            .base_has_trailer(&format!("Completes: {id}"), 1000)?;
+        self.ui.line(&format!(
+            "{task}: archived before ralph stopped; finishing its merge"
+        ));
+        match (branch, landed) {
+            (Some(branch), true) => {
+                self.repo.preserve_and_delete_branch(&branch, &id)?;
+                self.merged_task(&id, None, "its squash had landed; branch removed")
+            }
+            (None, true) => self.merged_task(&id, None, "its squash had landed"),
+            (branch, false) => self.land(&id, &title, branch.as_deref(), &trailers),
+        }
+    }
+
+    /// The task became a container: merge its branch so far, go on with the children.
+    pub(super) fn merge_split(&mut self, id: &TaskId) -> Result<(), Error> {
+        let queue = self.store.load()?;
+        let Some(task) = queue.get(id.as_str()).cloned() else {
+            return Ok(());
+        };
+        let children: Vec<String> = queue
+            .children(id.as_str())
+            .into_iter()
+            .filter_map(|i| {
+                queue.tasks.lines()[i]
+                    .task
+                    .as_ref()
+                    .map(|t| t.id.to_string())
+            })
+            .collect();
+        let Some(branch) = self.progress(id.as_str()).branch else {
+            return Ok(());
+        };
+        let trailers = vec![format!("Split-into: {}", children.join(", "))];
+        let commit = match self
+            .repo
+            .squash_into_base_with(&branch, id, &task.title, &trailers)?
+        {
+            Squash::Merged(merged) => Some(merged.commit.to_string()),
+            Squash::Empty => {
+                self.repo.preserve_and_delete_branch(&branch, id)?;
+                None
+            }
+            Squash::Conflict(paths) => {
+                return self.task_failed(
+                    id,
+                    "merge_conflict",
+                    &format!(
+                        "the split task's branch conflicts with the base in {}",
+                        paths.join(", ")
+                    ),
+                    "",
+                );
+            }
+        };
+        let detail = format!(
+            "split into {}; {}",
+            children.join(", "),
+            if commit.is_some() {
+                "its work so far is merged"
+            } else {
+                "nothing to merge yet"
+            }
+        );
+        self.ui.log(&now(), &format!("{id} {detail}"));
+        self.record(Some(id), "split", "ok", &detail, Map::new())?;
+        self.outcome(id, "split", commit, &detail);
+        self.state.tasks.remove(id.as_str());
+        self.state.current_task = None;
+        self.save_state()
+    }
+
+    /// A failure outside the agent (verification, conflict): evidence for
+    /// the next iteration, the task active again, blocked at the limit.
+    pub(super) fn task_failed(
+        &mut self,
+        id: &TaskId,
+        class: &str,
+        summary: &str,
+        tail: &str,
+    ) -> Result<(), Error> {
+        *self.state.failures.entry(class.to_owned()).or_default() += 1;
+        let entry = self.state.tasks.entry(id.to_string()).or_default();
+        entry.consecutive_failures += 1;
+        entry.last_failed = true;
+        entry.evidence = Some(Evidence {
+            class: class.to_owned(),
+            summary: summary.to_owned(),
+            output_tail: Some(tail.to_owned()).filter(|t| !t.is_empty()),
+        });
+        let failures = entry.consecutive_failures;
+        self.save_state()?;
+        self.record(Some(id), "finish", class, summary, Map::new())?;
+        if failures >= self.budgets.max_consecutive_failures {
+            return self.block(
+                id,
+                &format!("failed {failures} times in a row (last: {class}: {summary})"),
+            );
+        }
+        self.store.apply(
+            &Patch::SetStatus {
+                id: id.clone(),
+                status: Status::Active,
+            },
+            &now(),
+        )?;
+        Ok(())
+    }
+
+    pub(super) fn block(&mut self, id: &TaskId, reason: &str) -> Result<(), Error> {
+        self.store.apply(
+            &Patch::Block {
+                id: id.clone(),
+                reason: reason.to_owned(),
+            },
+            &now(),
+        )?;
+        self.repo
+            .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+        self.ui.log(&now(), &format!("{id} blocked: {reason}"));
+        self.record(Some(id), "block", "blocked", reason, Map::new())?;
+        self.outcome(id, "blocked", None, reason);
+        self.state.current_task = None;
+        self.save_state()
+    }
+
+    pub(super) fn merged_task(
+        &mut self,
+        id: &TaskId,
+        commit: Option<String>,
+        detail: &str,
+    ) -> Result<(), Error> {
+        self.merged += 1;
+        self.ui.log(
+            &now(),
+            &format!(
+                "{id} done: {detail}{}",
+                commit
+                    .as_deref()
+                    .map(|c| format!(" ({})", &c[..c.len().min(10)]))
+                    .unwrap_or_default()
+            ),
+        );
+        self.record(Some(id), "merge", "ok", detail, Map::new())?;
+        self.outcome(id, "merged", commit, detail);
+        self.state.tasks.remove(id.as_str());
+        self.state.current_task = None;
+        self.save_state()
+    }
+
+    pub(super) fn outcome(
+        &mut self,
+        id: &TaskId,
+        outcome: &str,
+        commit: Option<String>,
+        detail: &str,
+    ) {
+        self.outcomes.push(TaskOutcome {
+            task: id.to_string(),
+            outcome: outcome.to_owned(),
+            commit,
+            detail: detail.to_owned(),
+        });
+    }
+}
+
+/// `Completes:` trailers for every task an archive moved.
+fn completes(changes: &[Change]) -> Vec<String> {
+    changes
+        .iter()
+        .filter_map(|change| match change {
+            Change::Archived(id) | Change::AlreadyArchived(id) => Some(format!("Completes: {id}")),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,520 @@
+//! One iteration: claim the task, pick the role, compose the prompt, run
+//! the agent, see what it left behind, judge it and act on the verdict.
+
+use std::path::PathBuf;
+
+use serde_json::{Map, json};
+
+use super::RunError;
+use super::context::{self, Measures};
+use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
+use super::engine::{Engine, now, seconds};
+use super::result::RunStatus;
+use crate::agent::{self, Echo, FailureClass, Limits, Outcome, Spec};
+use crate::config::ShowDuration;
+use crate::error::Error;
+use crate::git::CommitId;
+use crate::prompt::{self, Evidence};
+use crate::roles::Fired;
+use crate::task::{Patch, Queue, Status, Task, TaskId};
+
+/// Where the agent's process group is noted while it runs.
+pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
+
+/// How the loop should go on after a step: `None` carries on, `Some` ends
+/// the run with this status and reason.
+pub(super) type Next = Option<(RunStatus, String)>;
+
+/// An iteration as prepared before the agent runs.
+struct Turn {
+    id: TaskId,
+    /// The task as the agent sees it (claimed: active).
+    task: Task,
+    branch: String,
+    /// The branch tip before the agent ran.
+    tip_before: CommitId,
+    /// The base's tip before the agent ran.
+    base_before: CommitId,
+    iteration: u64,
+    task_iteration: u64,
+    fired: Option<Fired>,
+    prompt: String,
+    prompt_file: PathBuf,
+    log_file: PathBuf,
+    spec: Spec,
+}
+
+impl Turn {
+    fn role(&self) -> Option<String> {
+        self.fired.as_ref().map(|f| f.role.clone())
+    }
+
+    fn log_name(&self, root: &std::path::Path) -> String {
+        self.log_file
+            .strip_prefix(root)
+            .unwrap_or(&self.log_file)
+            .display()
+            .to_string()
+    }
+}
+
+impl Engine<'_> {
+    /// One iteration on task `id`; `task` is `None` when `tasks.jsonl` does
+    /// not parse (the agent broke it last time).
+    pub(super) fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Next, Error> {
+        let turn = self.begin(id, task)?;
+        let outcome = self.run_agent(&turn)?;
+        self.state.phase = "judge".to_owned();
+        let seen = self.observe(&turn, &outcome)?;
+        let verdict = decide::after(&seen, &self.budgets);
+        self.receipt(&turn, &outcome, &verdict, &seen.task)?;
+        self.act(&turn, &outcome, verdict, seen.progressed)
+    }
+
+    /// Claims the task, picks the role, composes and saves the prompt, and
+    /// counts the iteration (before the agent runs, so a crash cannot redo
+    /// it for free).
+    fn begin(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Turn, Error> {
+        let title = task.map_or_else(
+            || self.progress(id.as_str()).title.unwrap_or_default(),
+            |t| t.title.clone(),
+        );
+        let task = match task {
+            Some(task) => {
+                if task.status == Status::Pending {
+                    let active = Patch::SetStatus {
+                        id: id.clone(),
+                        status: Status::Active,
+                    };
+                    self.store.apply(&active, &now())?;
+                    crate::fault::crash_at("after_claim");
+                }
+                Task {
+                    status: if task.status == Status::Pending {
+                        Status::Active
+                    } else {
+                        task.status
+                    },
+                    ..task.clone()
+                }
+            }
+            // tasks.jsonl is broken: the task as the state remembers it.
+            None => Task {
+                id: id.clone(),
+                title: title.clone(),
+                status: Status::Active,
+                leaf: true,
+                deps: Vec::new(),
+                body: None,
+                blocked_reason: None,
+            },
+        };
+        let claim = self.repo.claim(id, &title)?;
+        crate::fault::crash_at("after_branch");
+        let progress = self.state.tasks.entry(id.to_string()).or_default();
+        progress.branch = Some(claim.branch.clone());
+        progress.title = Some(title.clone());
+        if progress.claimed.is_none() {
+            progress.claimed = Some(now());
+        }
+        self.state.current_task = Some(id.to_string());
+        if !claim.resumed {
+            let detail = format!("created branch {}", claim.branch);
+            self.record(Some(id), "claim", "ok", &detail, Map::new())?;
+        }
+
+        let measures = Measures::of(&self.repo, &task, Some(&claim.branch))?;
+        let trigger_context =
+            context::trigger_context(&task, &self.state, self.state.iteration, &measures);
+        let decision = self.triggers.choose(&trigger_context)?;
+        let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
+        let variables = context::prompt_context(
+            &queue,
+            &task,
+            &decision,
+            &self.state,
+            self.state.iteration,
+            Some(&claim.branch),
+        );
+        let text = prompt::build(&self.root, &decision, &variables)?;
+        let fired = decision.fired;
+
+        self.state.iteration += 1;
+        self.state.total_iterations += 1;
+        if let Some(fired) = &fired {
+            self.state
+                .roles
+                .insert(fired.role.clone(), self.state.total_iterations);
+        }
+        self.state.role = fired.as_ref().map(|f| f.role.clone());
+        self.state.phase = "agent".to_owned();
+        let entry = self.state.tasks.entry(id.to_string()).or_default();
+        entry.iterations += 1;
+        let task_iteration = entry.iterations;
+        // Named by the count over all runs, so a later run never overwrites them.
+        let name = format!("{}-{id}", self.state.total_iterations);
+        let prompt_file = PathBuf::from(format!(".ralph/prompts/{name}.md"));
+        let log_file = self.root.join(format!(".ralph/logs/{name}.log"));
+        self.save_file(&prompt_file, text.as_bytes())?;
+        self.keep_valid_queue()?;
+        self.save_state()?;
+        let spec = Spec::new(
+            &self.options.settings.agent,
+            self.options.agent_cmd.as_deref(),
+            fired.as_ref().and_then(|f| f.model.as_deref()),
+        )?;
+        Ok(Turn {
+            id: id.clone(),
+            task,
+            tip_before: self.repo.branch_tip(&claim.branch)?,
+            base_before: self.repo.branch_tip(self.repo.base())?,
+            branch: claim.branch,
+            iteration: self.state.iteration,
+            task_iteration,
+            fired,
+            prompt: text,
+            prompt_file,
+            log_file,
+            spec,
+        })
+    }
+
+    fn run_agent(&mut self, turn: &Turn) -> Result<Outcome, Error> {
+        let why = match &turn.fired {
+            Some(f) => format!("role {} (trigger {}: {})", f.role, f.number, f.condition),
+            None => "no role".to_owned(),
+        };
+        self.ui.status(&format!(
+            "[{}/{}] {} {} · {why}",
+            turn.iteration,
+            self.budgets.max_iterations,
+            turn.id,
+            crate::text::safe(&turn.task.title)
+        ));
+        let context = agent::Context {
+            task_id: turn.id.to_string(),
+            task_title: turn.task.title.clone(),
+            role: turn.role(),
+            iteration: turn.iteration,
+            task_iteration: turn.task_iteration,
+            branch: turn.branch.clone(),
+            run_id: self.state.run_id.clone(),
+        };
+        let group_file = self.root.join(AGENT_GROUP_FILE);
+        let request = agent::Request {
+            context: &context,
+            prompt: &turn.prompt,
+            prompt_file: &turn.prompt_file,
+            log_file: &turn.log_file,
+            limits: Limits {
+                timeout: self.options.settings.agent.timeout,
+                grace: self.options.kill_grace,
+                log_bytes: Limits::DEFAULT_LOG_BYTES,
+            },
+            cancel: Some(self.interrupted),
+            echo: if self.options.stream {
+                Echo::Stderr
+            } else {
+                Echo::Off
+            },
+            group_file: Some(&group_file),
+        };
+        Ok(agent::run(&turn.spec, &self.host, &request)?)
+    }
+
+    /// What the iteration left behind: leftovers committed, the branch
+    /// checked out again, the queue re-read.
+    fn observe(&mut self, turn: &Turn, outcome: &Outcome) -> Result<After, Error> {
+        let id = &turn.id;
+        let leftovers = self
+            .repo
+            .commit_leftovers(&turn.branch, id, turn.iteration)?;
+        crate::fault::crash_at("after_leftovers");
+        let mut evidence = Vec::new();
+        match &leftovers.left_branch {
+            Some(left) if !left.returned => {
+                return Err(RunError::Stranded {
+                    head: left.found.to_string(),
+                    paths: left.dirty.clone(),
+                }
+                .into());
+            }
+            Some(left) => evidence.push(format!(
+                "the agent left the task branch (HEAD was on {}); ralph checked {} out again{}",
+                left.found,
+                turn.branch,
+                if left.fast_forwarded {
+                    " and took the commits made there"
+                } else {
+                    ""
+                }
+            )),
+            None => {}
+        }
+        // Commits on the base are this iteration's doing only when the base
+        // moved during it; older ones were reported when they appeared.
+        let base_moved = self.repo.branch_tip(self.repo.base())? != turn.base_before;
+        if base_moved && !leftovers.base_commits.is_empty() {
+            let subjects: Vec<&str> = leftovers
+                .base_commits
+                .iter()
+                .map(|c| c.subject.as_str())
+                .collect();
+            evidence.push(format!(
+                "the agent committed on the base branch {} ({}); ralph does not rewrite the base, so undo it by hand if it was wrong",
+                self.repo.base(),
+                subjects.join("; ")
+            ));
+        }
+        let tip_after = self.repo.branch_tip(&turn.branch)?;
+        let task = match self.store.load() {
+            Err(err) => TaskAfter::InvalidQueue(err.to_string()),
+            Ok(queue) => match queue.get(id.as_str()) {
+                Some(now_task) if !queue.done.contains(id.as_str()) => TaskAfter::Present {
+                    status: now_task.status,
+                    leaf: now_task.leaf,
+                },
+                _ => TaskAfter::Gone {
+                    archived: queue.done.contains(id.as_str()),
+                },
+            },
+        };
+        let status_changed = match &task {
+            TaskAfter::Present { status, leaf } => {
+                *status != turn.task.status || *leaf != turn.task.leaf
+            }
+            _ => true,
+        };
+        let progress = self.progress(id.as_str());
+        Ok(After {
+            agent: agent_end(outcome),
+            task,
+            left_branch: (!evidence.is_empty()).then(|| evidence.join("; ")),
+            progressed: tip_after != turn.tip_before || status_changed,
+            no_progress_before: progress.no_progress,
+            failures_before: progress.consecutive_failures,
+            ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
+        })
+    }
+
+    /// The iteration's receipt: an event, a `ralph.log` line, the failure count.
+    fn receipt(
+        &mut self,
+        turn: &Turn,
+        outcome: &Outcome,
+        verdict: &Verdict,
+        task: &TaskAfter,
+    ) -> Result<(), Error> {
+        let (class, result) = match verdict {
+            Verdict::Failed { class, .. } => (Some(class.clone()), class.clone()),
+            Verdict::AuthFailed(_) => (Some("auth".to_owned()), "auth".to_owned()),
+            Verdict::Wait(_) => (Some("usage_limit".to_owned()), "usage_limit".to_owned()),
+            Verdict::Interrupted => (None, "interrupted".to_owned()),
+            _ => (None, after_word(task)),
+        };
+        let mut receipt = Map::new();
+        receipt.insert(
+            "trigger".into(),
+            json!(turn.fired.as_ref().map(|f| f.number)),
+        );
+        receipt.insert("agent".into(), json!(turn.spec.label()));
+        receipt.insert("model".into(), json!(turn.spec.model()));
+        receipt.insert("prompt_bytes".into(), json!(turn.prompt.len()));
+        receipt.insert(
+            "duration_ms".into(),
+            json!(outcome.duration.as_millis() as u64),
+        );
+        receipt.insert("exit".into(), json!(outcome.status.to_string()));
+        receipt.insert("output_bytes".into(), json!(outcome.output_bytes));
+        receipt.insert("log".into(), json!(turn.log_name(&self.root)));
+        let commits = self
+            .repo
+            .commits_since_base(&turn.branch)
+            .map_or(0, |c| c.len());
+        let files = self.repo.files_changed(&turn.branch).map_or(0, |f| f.len());
+        receipt.insert("branch_commits".into(), json!(commits));
+        receipt.insert("files_changed".into(), json!(files));
+        if let Some(usage) = &outcome.usage {
+            receipt.insert("input_tokens".into(), json!(usage.input_tokens));
+            receipt.insert("output_tokens".into(), json!(usage.output_tokens));
+            receipt.insert("cost_usd".into(), json!(usage.cost_usd));
+        }
+        receipt.insert("class".into(), json!(class));
+        let detail = format!("{} in {}", outcome.status, seconds(outcome.duration));
+        self.record(
+            Some(&turn.id),
+            "iteration",
+            class.as_deref().unwrap_or("ok"),
+            &detail,
+            receipt,
+        )?;
+        self.ui.log(
+            &now(),
+            &format!(
+                "#{} {} [{}] {} {} -> {result}",
+                turn.iteration,
+                turn.id,
+                turn.role().as_deref().unwrap_or("-"),
+                outcome.status,
+                seconds(outcome.duration),
+            ),
+        );
+        if let Some(class) = class {
+            *self.state.failures.entry(class).or_default() += 1;
+        }
+        Ok(())
+    }
+
+    /// Acts on the verdict: end the run, wait, record a failure, or move
+    /// the task on (merge, split, blocked...).
+    fn act(
+        &mut self,
+        turn: &Turn,
+        outcome: &Outcome,
+        verdict: Verdict,
+        progressed: bool,
+    ) -> Result<Next, Error> {
+        let id = &turn.id;
+        let entry = self.state.tasks.entry(id.to_string()).or_default();
+        match verdict {
+            Verdict::Interrupted => {
+                self.save_state()?;
+                return Ok(Some((
+                    RunStatus::Interrupted,
+                    "interrupted by a signal".to_owned(),
+                )));
+            }
+            Verdict::AuthFailed(reason) => {
+                self.save_state()?;
+                let login = turn
+                    .spec
+                    .dialect()
+                    .map_or("log the agent in", |preset| preset.login_hint());
+                return Ok(Some((
+                    RunStatus::Failed,
+                    format!("the agent is not authenticated: {reason}; {login} and run again"),
+                )));
+            }
+            Verdict::Wait(duration) => {
+                // A usage limit is no work done: it costs neither budget.
+                entry.iterations = entry.iterations.saturating_sub(1);
+                self.state.iteration = self.state.iteration.saturating_sub(1);
+                self.save_state()?;
+                self.ui.line(&format!(
+                    "usage limit: waiting {} before retrying",
+                    seconds(duration)
+                ));
+                return self.wait(duration);
+            }
+            Verdict::Failed {
+                class,
+                summary,
+                backoff,
+                block,
+            } => {
+                entry.consecutive_failures += 1;
+                entry.last_failed = true;
+                // A stall counted as a failure starts the count again.
+                entry.no_progress = if class == "no_progress" || progressed {
+                    0
+                } else {
+                    entry.no_progress + 1
+                };
+                entry.evidence = Some(Evidence {
+                    class: class.clone(),
+                    summary: format!(
+                        "{summary} (exit: {}, log: {})",
+                        outcome.status,
+                        turn.log_name(&self.root)
+                    ),
+                    output_tail: Some(outcome.tail.clone()).filter(|t| !t.is_empty()),
+                });
+                self.save_state()?;
+                if let Some(reason) = block {
+                    // A task cannot be marked blocked in a file that does not
+                    // parse: then the run ends with the file's error.
+                    self.store.load()?;
+                    self.block(id, &reason)?;
+                    return Ok(None);
+                }
+                self.ui.line(&format!(
+                    "{id}: {class}: {summary}; retrying in {}",
+                    ShowDuration(backoff)
+                ));
+                return self.wait(backoff);
+            }
+            _ => {
+                entry.consecutive_failures = 0;
+                entry.last_failed = false;
+                entry.evidence = None;
+                entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };
+            }
+        }
+        self.save_state()?;
+        match verdict {
+            Verdict::Finish => {
+                let queue = self.store.load()?;
+                self.finish_task(id, &queue)?;
+            }
+            Verdict::MergeSplit => self.merge_split(id)?,
+            Verdict::Blocked => {
+                self.repo
+                    .commit_queue_files(&format!("ralph: {id} blocked"))?;
+                self.outcome(id, "blocked", None, "the agent marked the task blocked");
+                self.state.current_task = None;
+                self.save_state()?;
+            }
+            Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
+            Verdict::Vanished => {
+                self.repo.checkout_base()?;
+                self.outcome(
+                    id,
+                    "vanished",
+                    None,
+                    "the task is in neither tasks.jsonl nor tasks-done.jsonl; its branch is kept",
+                );
+                self.state.tasks.remove(id.as_str());
+                self.state.current_task = None;
+                self.save_state()?;
+            }
+            _ => {}
+        }
+        let pause = self.options.settings.pause_between_iterations;
+        if pause.is_zero() {
+            return Ok(None);
+        }
+        self.wait(pause)
+    }
+}
+
+/// How the agent ended, in the decision's terms.
+fn agent_end(outcome: &Outcome) -> AgentEnd {
+    if outcome.interrupted {
+        return AgentEnd::Interrupted;
+    }
+    let Some(failure) = &outcome.failure else {
+        return AgentEnd::Ok;
+    };
+    match failure.class {
+        FailureClass::Auth => AgentEnd::AuthFailed(failure.reason.clone()),
+        FailureClass::UsageLimit => AgentEnd::UsageLimit {
+            reset_in: failure
+                .resets_at
+                .and_then(|at| (at - chrono::Utc::now()).to_std().ok()),
+        },
+        class => AgentEnd::Failed {
+            class: class.as_str().to_owned(),
+            summary: failure.reason.clone(),
+        },
+    }
+}
+
+fn after_word(task: &TaskAfter) -> String {
+    match task {
+        TaskAfter::Present { leaf: false, .. } => "split".to_owned(),
+        TaskAfter::Present { status, .. } => status.to_string(),
+        TaskAfter::Gone { archived: true } => "archived".to_owned(),
+        TaskAfter::Gone { archived: false } => "vanished".to_owned(),
+        TaskAfter::InvalidQueue(_) => "invalid_queue".to_owned(),
+    }
+}

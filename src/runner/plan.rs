@@ -1,0 +1,90 @@
+//! `ralph run --dry-run`: the next iteration worked out without running it.
+
+use std::path::Path;
+
+use super::context::{self, Measures};
+use super::engine::{RunOptions, first_complete, open_repo};
+use crate::agent::Spec;
+use crate::error::Error;
+use crate::git;
+use crate::prompt;
+use crate::roles;
+use crate::state::State;
+use crate::task::Store;
+
+/// What the next iteration would do, for `ralph run --dry-run`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// The task, if there is one to work on.
+    pub task: Option<String>,
+    /// Its title.
+    pub title: String,
+    /// Its branch (existing, or the name it would get).
+    pub branch: Option<String>,
+    /// The role the triggers pick.
+    pub role: Option<String>,
+    /// The role and the trigger that picked it, in words.
+    pub role_why: String,
+    /// The role's model override.
+    pub model: Option<String>,
+    /// The prompt's size.
+    pub prompt_bytes: usize,
+    /// The agent's command line.
+    pub argv: Vec<String>,
+}
+
+/// Works out the next iteration without running anything or writing a file.
+pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
+    let triggers = roles::load(root)?;
+    let queue = Store::open(root).load()?;
+    let state = read_state(root);
+    let Some(task) = first_complete(&queue).or_else(|| queue.next()) else {
+        return Ok(Plan::default());
+    };
+    let repo = open_repo(root, &options.settings, state.base.as_deref()).ok();
+    let measures = match &repo {
+        Some(repo) => Measures::of(repo, task, None)?,
+        None => Measures::default(),
+    };
+    let branch = measures.branch.clone().unwrap_or_else(|| {
+        git::branch_name(&options.settings.branch_prefix, &task.id, &task.title)
+    });
+    let decision = triggers.choose(&context::trigger_context(task, &state, 0, &measures))?;
+    let variables = context::prompt_context(&queue, task, &decision, &state, 0, Some(&branch));
+    let text = prompt::build(root, &decision, &variables)?;
+    let model = decision.fired.as_ref().and_then(|f| f.model.clone());
+    let spec = Spec::new(
+        &options.settings.agent,
+        options.agent_cmd.as_deref(),
+        model.as_deref(),
+    )?;
+    let prompt_file = root.join(format!(".ralph/prompts/1-{}.md", task.id));
+    let invocation = spec.invocation(&prompt_file, &text)?;
+    let mut argv = vec![invocation.program.clone()];
+    argv.extend(
+        invocation
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned()),
+    );
+    Ok(Plan {
+        task: Some(task.id.to_string()),
+        title: task.title.clone(),
+        branch: Some(branch),
+        role: decision.fired.as_ref().map(|f| f.role.clone()),
+        role_why: match &decision.fired {
+            Some(f) => format!("{} (trigger {}: {})", f.role, f.number, f.condition),
+            None => "none (no trigger is true)".to_owned(),
+        },
+        model,
+        prompt_bytes: text.len(),
+        argv,
+    })
+}
+
+/// The state as saved, without moving a corrupt file aside (read-only callers).
+pub fn read_state(root: &Path) -> State {
+    let bytes =
+        crate::files::read_or_empty(&root.join(crate::state::STATE_FILE)).unwrap_or_default();
+    serde_json::from_slice(&bytes).unwrap_or_default()
+}

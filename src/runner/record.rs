@@ -1,0 +1,146 @@
+//! What a run writes down: state, events, the kept queue, `verify.run` and
+//! the result.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::engine::{Engine, VALID_QUEUE, now, seconds};
+use super::result::{CommandResult, RunResult, RunStatus};
+use super::verify;
+use crate::error::Error;
+use crate::events::Event;
+use crate::task::{Status, TaskId};
+
+impl Engine<'_> {
+    pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
+        let mut results = Vec::new();
+        for command in &self.options.settings.verify.run {
+            let result = verify::run(
+                command,
+                &self.root,
+                self.options.settings.agent.timeout,
+                self.interrupted,
+            )?;
+            self.record(
+                None,
+                "verify_run",
+                if result.passed { "ok" } else { "failed" },
+                &format!("{command}: {}", result.status),
+                Map::new(),
+            )?;
+            results.push(result);
+        }
+        Ok(results)
+    }
+
+    pub(super) fn finish(
+        &mut self,
+        status: RunStatus,
+        reason: &str,
+        verify_run: Vec<CommandResult>,
+    ) -> Result<RunResult, Error> {
+        self.state.phase = "ended".to_owned();
+        let counts = self.store.load().map(|q| q.counts()).unwrap_or_default();
+        let result = RunResult {
+            status,
+            reason: reason.to_owned(),
+            run_id: self.state.run_id.clone(),
+            started: self.state.started.clone(),
+            ended: now(),
+            iterations: self.state.iteration,
+            merged: self.merged,
+            blocked: counts.with(Status::Blocked),
+            remaining: counts.active_total(),
+            failures: self.state.failures.clone(),
+            outcomes: std::mem::take(&mut self.outcomes),
+            verify_run,
+        };
+        self.save_state()?;
+        result.save(&self.root).map_err(|source| Error::Io {
+            path: self.root.join(super::result::RESULT_FILE),
+            source,
+        })?;
+        self.record(None, "run", status.as_str(), reason, Map::new())?;
+        let failures: Vec<String> = result
+            .failures
+            .iter()
+            .map(|(class, n)| format!("{class} {n}"))
+            .collect();
+        self.ui.summary(&format!(
+            "ralph: {} — {}\n  tasks: {} done, {} blocked, {} left · iterations: {} · time: {} · failures: {}",
+            status.as_str(),
+            reason,
+            result.merged,
+            result.blocked,
+            result.remaining,
+            result.iterations,
+            seconds(self.started.elapsed()),
+            if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
+        ));
+        Ok(result)
+    }
+
+    pub(super) fn record(
+        &self,
+        task: Option<&TaskId>,
+        phase: &str,
+        status: &str,
+        detail: &str,
+        extra: Map<String, Value>,
+    ) -> Result<(), Error> {
+        let event = Event {
+            timestamp: now(),
+            run_id: self.state.run_id.clone(),
+            task_id: task.map(|t| t.to_string()),
+            iteration: self.state.iteration,
+            role: self.state.role.clone(),
+            phase: phase.to_owned(),
+            status: status.to_owned(),
+            detail: detail.to_owned(),
+            extra,
+        };
+        self.events.append(&event).map_err(|source| Error::Io {
+            path: self.root.join(crate::events::EVENTS_FILE),
+            source,
+        })
+    }
+
+    pub(super) fn save_state(&mut self) -> Result<(), Error> {
+        self.state.updated = now();
+        self.state_file
+            .save(&self.state)
+            .map_err(|source| Error::Io {
+                path: self.root.join(crate::state::STATE_FILE),
+                source,
+            })
+    }
+
+    pub(super) fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
+        let path = self.root.join(relative);
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        crate::files::write_atomic(&path, bytes).map_err(io)
+    }
+
+    /// Keeps the queue's last valid bytes in `.ralph/`, so an agent that
+    /// breaks `tasks.jsonl` cannot lose them. A file that does not parse
+    /// (the agent broke it last time) leaves the copy alone: it is the
+    /// copy the agent needs to repair it.
+    pub(super) fn keep_valid_queue(&self) -> Result<(), Error> {
+        if self.store.load().is_err() {
+            return Ok(());
+        }
+        let bytes =
+            crate::files::read_or_empty(&self.store.tasks_path()).map_err(|source| Error::Io {
+                path: self.store.tasks_path(),
+                source,
+            })?;
+        self.save_file(Path::new(VALID_QUEUE), &bytes)
+    }
+}
