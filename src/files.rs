@@ -10,7 +10,7 @@ use std::path::Path;
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let temp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let temp = dir.join(temp_name(name, std::process::id()));
     let result = (|| {
         let mut file = File::create(&temp)?;
         file.write_all(bytes)?;
@@ -31,6 +31,40 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// The name of the temp file `write_atomic` uses for `name`.
+pub fn temp_name(name: &str, pid: u32) -> String {
+    format!(".{name}.{pid}.tmp")
+}
+
+/// The writer's pid when `file` is a temp file of `write_atomic` for `name`.
+pub fn temp_owner(file: &str, name: &str) -> Option<u32> {
+    file.strip_prefix('.')?
+        .strip_prefix(name)?
+        .strip_prefix('.')?
+        .strip_suffix(".tmp")?
+        .parse()
+        .ok()
+}
+
+/// Removes temp files of `write_atomic` for `name` in `dir` that a writer
+/// left behind when it died (its pid no longer runs). Returns how many.
+pub fn remove_stale_temps(dir: &Path, name: &str) -> io::Result<usize> {
+    let mut removed = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let file = entry.file_name();
+        let Some(pid) = temp_owner(&file.to_string_lossy(), name) else {
+            continue;
+        };
+        let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
+        if !alive {
+            fs::remove_file(entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 /// Appends `bytes` to `path` (creating it) and fsyncs before returning.
@@ -124,6 +158,19 @@ mod tests {
         write_atomic(&path, b"one\n").unwrap();
         write_atomic(&path, b"two\n").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two\n");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn stale_temps_of_dead_writers_are_removed() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        assert_eq!(temp_owner(".tasks.jsonl.42.tmp", "tasks.jsonl"), Some(42));
+        assert_eq!(temp_owner(".tasks.jsonl.x.tmp", "tasks.jsonl"), None);
+        assert_eq!(temp_owner("tasks.jsonl", "tasks.jsonl"), None);
+        // pid 0 never names a live process of ours.
+        fs::write(dir.path().join(temp_name("tasks.jsonl", 0)), "torn").unwrap();
+        fs::write(dir.path().join("keep.txt"), "").unwrap();
+        assert_eq!(remove_stale_temps(dir.path(), "tasks.jsonl").unwrap(), 1);
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

@@ -29,6 +29,24 @@ pub fn init_with_commit(dir: &Path, branch: &str, message: &str) -> Result<Commi
 }
 
 impl super::Repo {
+    /// Removes `index.lock` left by a git process that died holding it (a
+    /// ralph killed with -9 mid-commit): a live holder finishes within the
+    /// second waited first. Returns whether a stale lock was removed.
+    pub fn clear_stale_index_lock(&self) -> Result<bool> {
+        let lock = self.git.path().join("index.lock");
+        for _ in 0..10 {
+            if !lock.exists() {
+                return Ok(false);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        match std::fs::remove_file(&lock) {
+            Ok(()) => Ok(true),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(err) => Err(super::error::io_error(&lock)(err)),
+        }
+    }
+
     /// Whether one of the base's last `limit` commits (first parents) has
     /// the trailer line `trailer` (`Completes: A.1`): a squash that already
     /// landed is never made twice.

@@ -350,8 +350,19 @@ impl Repo {
         })
     }
 
+    /// A queue file, or the temp file a queue write renames over it.
     fn is_queue_file(&self, path: &str) -> bool {
-        self.queue.iter().any(|file| file.rel == path)
+        self.queue.iter().any(|file| {
+            file.rel == path || {
+                let (dir, name) = file
+                    .rel
+                    .rsplit_once('/')
+                    .map_or(("", file.rel.as_str()), |(d, n)| (d, n));
+                let (path_dir, path_name) =
+                    path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
+                dir == path_dir && crate::files::temp_owner(path_name, name).is_some()
+            }
+        })
     }
 }
 

@@ -3,18 +3,14 @@
 
 use std::fs::{self, File};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use git2::build::CheckoutBuilder;
 use git2::{ErrorCode, Index, IndexEntry, IndexTime, Status, StatusOptions};
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
-use crate::files;
 use crate::task::LOCK_FILE;
-
-/// The bytes of each queue file before a checkout (`None`: no such file).
-struct SavedQueue(Vec<(PathBuf, Option<Vec<u8>>)>);
 
 impl Repo {
     /// The paths `git status` would list, apart from ralph's own files:
@@ -57,27 +53,59 @@ impl Repo {
     }
 
     /// Checks out `branch` (the working tree must be clean apart from
-    /// ralph's own files: callers check) and puts the queue files' bytes
-    /// back as they were, whatever happened.
+    /// ralph's own files: callers check) without ever writing the queue
+    /// files: they keep their bytes on disk, whatever the branches hold.
     pub(super) fn checkout_carrying_queue(&self, branch: &str) -> Result<()> {
-        // The store's writers wait meanwhile, so none of their writes is
-        // overwritten by the saved bytes.
+        // Writers of the queue wait meanwhile, so no `ralph task` write
+        // lands in the middle of a branch switch.
         let _lock = self.lock_queue()?;
-        let saved = self.save_queue()?;
-        let switched = self.force_checkout(branch);
-        let restored = self.restore_queue(&saved);
-        switched.and(restored)
+        self.checkout_leaving_queue(branch)
     }
 
-    fn force_checkout(&self, branch: &str) -> Result<()> {
-        let commit = self.tip(branch)?;
-        // Forced, so that queue files differing between the trees do not
-        // stop it; everything else is clean, and untracked files stay.
-        let mut checkout = CheckoutBuilder::new();
-        checkout.force();
-        self.git
-            .checkout_tree(commit.as_object(), Some(&mut checkout))
-            .doing(&format!("check out {branch}"))?;
+    /// Checks out only the paths that differ between HEAD and `branch`,
+    /// leaving out the queue files: a checkout killed halfway can then
+    /// never leave a queue file truncated, and a hand edit is never undone.
+    fn checkout_leaving_queue(&self, branch: &str) -> Result<()> {
+        let target = self.tip(branch)?;
+        let target_tree = target.tree().doing(&format!("read the tree of {branch}"))?;
+        let current_tree = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_tree())
+            .doing("read HEAD's tree")?;
+        let diff = self
+            .git
+            .diff_tree_to_tree(Some(&current_tree), Some(&target_tree), None)
+            .doing(&format!("compare HEAD with {branch}"))?;
+        let mut paths: Vec<String> = Vec::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(path) = file.path().and_then(|p| p.to_str())
+                    && !self.is_queue_file(path)
+                    && !paths.iter().any(|p| p == path)
+                {
+                    paths.push(path.to_owned());
+                }
+            }
+        }
+        if !paths.is_empty() {
+            // Forced: everything else is clean, and untracked files stay.
+            let mut checkout = CheckoutBuilder::new();
+            checkout.force().disable_pathspec_match(true);
+            for path in &paths {
+                checkout.path(path);
+            }
+            self.git
+                .checkout_tree(target.as_object(), Some(&mut checkout))
+                .doing(&format!("check out {branch}"))?;
+        }
+        // The queue files' index entries follow the new HEAD, so `git status`
+        // compares their bytes on disk with the branch's version.
+        let mut index = self.git.index().doing("open the index")?;
+        for file in &self.queue {
+            self.unstage(&mut index, &target_tree, &file.rel)?;
+        }
+        index.write().doing("write the index")?;
         self.git
             .set_head(&format!("refs/heads/{branch}"))
             .doing(&format!("point HEAD at {branch}"))
@@ -87,27 +115,6 @@ impl Repo {
     /// a writer to finish; released when the returned file is dropped.
     fn lock_queue(&self) -> Result<File> {
         crate::task::lock_queue(&self.project).map_err(io_error(&self.project.join(LOCK_FILE)))
-    }
-
-    fn save_queue(&self) -> Result<SavedQueue> {
-        let mut saved = Vec::new();
-        for file in &self.queue {
-            saved.push((file.abs.clone(), read_if_exists(&file.abs)?));
-        }
-        Ok(SavedQueue(saved))
-    }
-
-    fn restore_queue(&self, saved: &SavedQueue) -> Result<()> {
-        for (path, bytes) in &saved.0 {
-            if read_if_exists(path)? == *bytes {
-                continue;
-            }
-            match bytes {
-                Some(bytes) => files::write_atomic(path, bytes).map_err(io_error(path))?,
-                None => fs::remove_file(path).map_err(io_error(path))?,
-            }
-        }
-        Ok(())
     }
 
     /// Sets the queue files' entries of `index` to their bytes on disk: a

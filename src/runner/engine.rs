@@ -77,6 +77,12 @@ impl<'a> Engine<'a> {
         let triggers = roles::load(root)?;
         let store = Store::open(root);
         store.load()?;
+        // A queue write cut short by a crash leaves its temp file behind.
+        for dir in [root.to_path_buf(), root.join(crate::task::RUNTIME_DIR)] {
+            for name in [crate::task::TASKS_FILE, "state.json"] {
+                let _ = crate::files::remove_stale_temps(&dir, name);
+            }
+        }
         let state_file = StateFile::open(root);
         let (mut state, loaded) = state_file.load().map_err(|source| Error::Io {
             path: root.join(crate::state::STATE_FILE),
@@ -89,7 +95,15 @@ impl<'a> Engine<'a> {
                 aside.display()
             ));
         }
+        // An agent that outlived a ralph killed with -9 must not keep
+        // changing the tree under this run.
+        if agent::stop_leftover_group(&root.join(AGENT_GROUP_FILE), root, options.kill_grace) {
+            ui.line("stopped the agent a previous run left running");
+        }
         let repo = open_repo(root, settings, state.base.as_deref())?;
+        if repo.clear_stale_index_lock()? {
+            ui.line("removed a stale .git/index.lock (a git process died holding it)");
+        }
         // A run killed mid-iteration leaves the agent's work uncommitted on
         // its branch: keep it before checking the tree is clean.
         if let (Some(task), Head::Branch(branch)) = (state.current_task.clone(), repo.head()?)
@@ -99,11 +113,6 @@ impl<'a> Engine<'a> {
             repo.commit_leftovers(&branch, &id, state.iteration)?;
         }
         repo.preflight()?;
-        // An agent that outlived a ralph killed with -9 must not keep
-        // changing the tree under this run.
-        if agent::stop_leftover_group(&root.join(AGENT_GROUP_FILE), root, options.kill_grace) {
-            ui.line("stopped the agent a previous run left running");
-        }
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(root)?;
         agent::preflight(&spec, &host)?;
@@ -146,6 +155,9 @@ impl<'a> Engine<'a> {
 
     /// Runs the loop to its end and writes `result.json`.
     pub fn run(mut self) -> Result<RunResult, Error> {
+        // The run, and the base it merges into, are on disk before any
+        // branch is checked out: a crash from here on resumes on this base.
+        self.save_state()?;
         let queue = self.store.load()?;
         let counts = queue.counts();
         self.ui.line(&format!(

@@ -1,0 +1,190 @@
+//! Crash consistency: ralph aborted (as `kill -9` would) at every named
+//! point of a task's life, then run again, loses nothing and never lies:
+//! every task archived once, one squash commit per task, nothing stale.
+
+use std::collections::BTreeMap;
+
+use crate::support::TestProject;
+
+/// Ten tasks, seven leaves, three levels.
+const TASKS: [&str; 10] = [
+    r#"{"id":"A","title":"auth","status":"pending","leaf":false}"#,
+    r#"{"id":"A.1","title":"login form","status":"pending","leaf":true}"#,
+    r#"{"id":"A.2","title":"sessions","status":"pending","leaf":false}"#,
+    r#"{"id":"A.2.1","title":"session store","status":"pending","leaf":true}"#,
+    r#"{"id":"A.2.2","title":"session expiry","status":"pending","leaf":true}"#,
+    r#"{"id":"B","title":"readme","status":"pending","leaf":true}"#,
+    r#"{"id":"C","title":"cli","status":"pending","leaf":false}"#,
+    r#"{"id":"C.1","title":"flags","status":"pending","leaf":true}"#,
+    r#"{"id":"C.2","title":"help text","status":"pending","leaf":true}"#,
+    r#"{"id":"D","title":"release","status":"pending","leaf":true}"#,
+];
+
+/// The first task takes a moment, so `mid_agent` finds the agent running.
+const AGENT: &str = r#"[ "$RALPH_TASK_ID" = A.1 ] && sleep 0.3
+work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+
+pub fn project() -> TestProject {
+    project_with(AGENT)
+}
+
+fn project_with(agent: &str) -> TestProject {
+    let mut project = TestProject::new();
+    for task in TASKS {
+        project = project.task(task);
+    }
+    project.git_init().agent(agent)
+}
+
+/// The checks every crash scenario ends with, after a final clean run.
+pub fn assert_consistent(project: &TestProject) {
+    let done: Vec<String> = project
+        .json_lines("tasks-done.jsonl")
+        .iter()
+        .map(|record| record["id"].as_str().unwrap().to_owned())
+        .collect();
+    let mut sorted = done.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), done.len(), "a task archived twice: {done:?}");
+    assert_eq!(
+        sorted.len(),
+        TASKS.len(),
+        "not every task archived: {done:?}"
+    );
+    assert_eq!(
+        project.read("tasks.jsonl").trim(),
+        "",
+        "tasks left in tasks.jsonl"
+    );
+    project.ralph(&["task", "validate"]).success();
+    // One squash commit per task on the base: its `Completes:` trailer once.
+    let log = project.git(&["log", "main", "--format=%B%x00"]);
+    let mut completes: BTreeMap<String, usize> = BTreeMap::new();
+    for line in log.lines() {
+        if let Some(id) = line.trim().strip_prefix("Completes: ") {
+            *completes.entry(id.to_owned()).or_default() += 1;
+        }
+    }
+    for id in &done {
+        assert_eq!(
+            completes.get(id),
+            Some(&1),
+            "Completes: {id} on main: {completes:?}\n{log}"
+        );
+    }
+    let fsck = project
+        .command("git")
+        .args(["fsck", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "git fsck: {}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    assert_eq!(
+        project.git(&["branch", "--list", "task/*"]),
+        "",
+        "a task branch is left"
+    );
+    assert_eq!(project.git(&["symbolic-ref", "--short", "HEAD"]), "main");
+    let status = project.ralph(&["status", "--json"]).success().json();
+    assert_eq!(status["live"], false, "the run lock is stale");
+    assert_eq!(project.json(".ralph/result.json")["status"], "drained");
+    let leftovers: Vec<String> = std::fs::read_dir(project.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert_eq!(
+        leftovers,
+        Vec::<String>::new(),
+        "temp files left in the project"
+    );
+}
+
+#[test]
+fn a_crash_at_every_named_point_loses_nothing() {
+    for point in ralph::fault::POINTS {
+        let project = project();
+        let crashed = project
+            .run_command(&[])
+            .env("RALPH_FAULT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "{point}: ralph should have aborted: {crashed:?}"
+        );
+        let again = project.run(&[]);
+        assert_eq!(
+            again.code, 0,
+            "{point}: the run after the crash: {again:#?}"
+        );
+        assert_consistent(&project);
+        // Each leaf's work made it to main exactly once.
+        let files = project.git(&["ls-tree", "--name-only", "main"]);
+        for leaf in ["A.1", "A.2.1", "A.2.2", "B", "C.1", "C.2", "D"] {
+            assert!(
+                files.lines().any(|f| f == format!("{leaf}.txt")),
+                "{point}: {leaf}.txt missing on main"
+            );
+        }
+    }
+}
+
+fn finish_run(project: &TestProject) -> crate::support::Run {
+    let mut command = project.run_command(&[]);
+    command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
+    crate::support::finish(command, 60)
+}
+
+/// A small seeded generator: the same kill moments on every run.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn fifty_kill_9s_at_random_moments_lose_nothing() {
+    // Every task takes a moment, so kills land in every phase of its life.
+    let project = project_with(&format!("sleep 0.2\n{AGENT}"));
+    let mut random = XorShift(0x5eed_1234_abcd_0042);
+    let mut kills = 0;
+    while kills < 50 {
+        // Killed iterations count against a task: give them room.
+        let mut child = project
+            .run_command(&["--quiet"])
+            .env("RALPH_MAX_ITERATIONS_PER_TASK", "1000")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let moment = std::time::Duration::from_millis(20 + random.next() % 430);
+        std::thread::sleep(moment);
+        if child.try_wait().unwrap().is_some() {
+            // It finished before the kill: the queue drained.
+            break;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+    }
+    let last = finish_run(&project);
+    assert_eq!(last.code, 0, "after {kills} kills: {last:#?}");
+    assert_consistent(&project);
+    assert!(
+        kills >= 15,
+        "only {kills} kills landed before the queue drained"
+    );
+}
