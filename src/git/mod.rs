@@ -350,18 +350,20 @@ impl Repo {
         })
     }
 
-    /// A queue file, or the temp file a queue write renames over it.
+    /// A queue file, or a temp file a queue write renames over it: ralph's
+    /// own `.tasks.jsonl.<pid>.tmp`, or a person's `tasks.jsonl.<anything>`
+    /// (as in `jq ... tasks.jsonl > tasks.jsonl.tmp && mv ...`). None of
+    /// them is the agent's work, so none is committed.
     fn is_queue_file(&self, path: &str) -> bool {
+        let (path_dir, path_name) = path.rsplit_once('/').unwrap_or(("", path));
         self.queue.iter().any(|file| {
-            file.rel == path || {
-                let (dir, name) = file
-                    .rel
-                    .rsplit_once('/')
-                    .map_or(("", file.rel.as_str()), |(d, n)| (d, n));
-                let (path_dir, path_name) =
-                    path.rsplit_once('/').map_or(("", path), |(d, n)| (d, n));
-                dir == path_dir && crate::files::temp_owner(path_name, name).is_some()
-            }
+            let (dir, name) = file.rel.rsplit_once('/').unwrap_or(("", file.rel.as_str()));
+            dir == path_dir
+                && (path_name == name
+                    || crate::files::temp_owner(path_name, name).is_some()
+                    || path_name
+                        .strip_prefix(name)
+                        .is_some_and(|rest| rest.starts_with('.')))
         })
     }
 }
