@@ -126,6 +126,46 @@ impl Repo {
         Ok(tip.into())
     }
 
+    /// The ref that holds task `id`'s branch tip as it was before the
+    /// current iteration: `refs/ralph/resume/<id>`.
+    pub fn resume_ref(id: &TaskId) -> String {
+        Repo::preserved_ref(id).replacen("refs/ralph/tasks/", "refs/ralph/resume/", 1)
+    }
+
+    /// Notes `branch`'s tip under [`Repo::resume_ref`] before an iteration,
+    /// so a branch the agent deletes can be put back.
+    pub fn keep_resume_point(&self, branch: &str, id: &TaskId) -> Result<()> {
+        let tip = self.tip(branch)?.id();
+        let name = Repo::resume_ref(id);
+        self.git
+            .reference(
+                &name,
+                tip,
+                true,
+                "ralph: the task branch before an iteration",
+            )
+            .doing(&format!("create {name}"))?;
+        Ok(())
+    }
+
+    /// Recreates `branch` at its resume point when it no longer exists (the
+    /// agent deleted it). Returns whether it did; HEAD is left alone.
+    pub fn restore_deleted_branch(&self, branch: &str, id: &TaskId) -> Result<bool> {
+        if self.branch_exists(branch)? {
+            return Ok(false);
+        }
+        let name = Repo::resume_ref(id);
+        let point = self
+            .git
+            .find_reference(&name)
+            .and_then(|reference| reference.peel_to_commit())
+            .doing(&format!("read {name}"))?;
+        self.git
+            .branch(branch, &point, false)
+            .doing(&format!("recreate branch {branch}"))?;
+        Ok(true)
+    }
+
     pub(super) fn delete_branch(&self, branch: &str) -> Result<()> {
         self.git
             .find_branch(branch, BranchType::Local)

@@ -58,7 +58,7 @@ pub fn squash_message_with(
     subjects: &[String],
     trailers: &[String],
 ) -> String {
-    let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title = subject_text(title);
     let mut message = if title.is_empty() {
         format!("[{id}]\n\n")
     } else {
@@ -81,6 +81,23 @@ pub fn squash_message_with(
         message.push('\n');
     }
     message
+}
+
+/// Most characters of a title that go into a commit subject.
+pub const MAX_SUBJECT_TITLE: usize = 200;
+
+/// A title made fit for a commit subject: one line, whitespace collapsed,
+/// control characters escaped (`\u{1b}`), at most [`MAX_SUBJECT_TITLE`]
+/// characters (then `...`).
+fn subject_text(title: &str) -> String {
+    let line = title.split_whitespace().collect::<Vec<_>>().join(" ");
+    let safe = crate::text::safe(&line);
+    if safe.chars().count() <= MAX_SUBJECT_TITLE {
+        return safe.into_owned();
+    }
+    let mut cut: String = safe.chars().take(MAX_SUBJECT_TITLE).collect();
+    cut.push_str("...");
+    cut
 }
 
 /// The in-memory merge of a task branch into the base.
@@ -299,5 +316,14 @@ mod tests {
             "[B] multi line title\n\nCompletes: B\n"
         );
         assert_eq!(squash_message(&id("C"), "", &[]), "[C]\n\nCompletes: C\n");
+        assert_eq!(
+            squash_message(&id("D"), "evil\u{1b}[31m\ttitle", &[]),
+            "[D] evil\\u{1b}[31m title\n\nCompletes: D\n"
+        );
+        let long = squash_message(&id("E"), &"x".repeat(100_000), &[]);
+        assert_eq!(
+            long.lines().next().unwrap().len(),
+            "[E] ".len() + MAX_SUBJECT_TITLE + 3
+        );
     }
 }

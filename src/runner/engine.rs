@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
+use super::RunError;
 use super::STOP_FILE;
 use super::decide::{self, Before, Budgets, Candidate, Ending, Step};
 use super::iteration::{AGENT_GROUP_FILE, Next};
+use super::lock::{LockError, RunLock};
 use super::result::{RunResult, RunStatus, TaskOutcome};
 use super::ui::Ui;
 use crate::agent::{self, Host, Spec};
@@ -58,6 +60,8 @@ pub struct Engine<'a> {
     pub(super) started: Instant,
     pub(super) outcomes: Vec<TaskOutcome>,
     pub(super) merged: usize,
+    /// The run lock, held until the engine is dropped.
+    pub(super) lock: RunLock,
 }
 
 pub(super) fn now() -> String {
@@ -72,6 +76,7 @@ impl<'a> Engine<'a> {
         options: &'a RunOptions,
         interrupted: &'a AtomicBool,
         run_id: String,
+        lock: RunLock,
     ) -> Result<Engine<'a>, Error> {
         let settings = &options.settings;
         let triggers = roles::load(root)?;
@@ -150,6 +155,7 @@ impl<'a> Engine<'a> {
             started: Instant::now(),
             outcomes: Vec::new(),
             merged: 0,
+            lock,
         })
     }
 
@@ -209,6 +215,7 @@ impl<'a> Engine<'a> {
     fn main_loop(&mut self) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
         loop {
+            self.hold_lock()?;
             let queue = match self.store.load() {
                 Ok(queue) => queue,
                 Err(err) => {
@@ -252,6 +259,20 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
+        }
+    }
+
+    /// Keeps the run lock held even when `.ralph/` was deleted under it.
+    fn hold_lock(&mut self) -> Result<(), Error> {
+        match self.lock.reassert(&self.root) {
+            Ok(false) => Ok(()),
+            Ok(true) => {
+                self.ui
+                    .line("warning: .ralph/lock was deleted during the run; ralph took it again");
+                Ok(())
+            }
+            Err(LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
+            Err(LockError::Io(path, source)) => Err(Error::Io { path, source }),
         }
     }
 

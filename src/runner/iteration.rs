@@ -111,6 +111,7 @@ impl Engine<'_> {
         };
         let claim = self.repo.claim(id, &title)?;
         crate::fault::crash_at("after_branch");
+        self.repo.keep_resume_point(&claim.branch, id)?;
         let progress = self.state.tasks.entry(id.to_string()).or_default();
         progress.branch = Some(claim.branch.clone());
         progress.title = Some(title.clone());
@@ -226,11 +227,18 @@ impl Engine<'_> {
     /// checked out again, the queue re-read.
     fn observe(&mut self, turn: &Turn, outcome: &Outcome) -> Result<After, Error> {
         let id = &turn.id;
+        let mut evidence = Vec::new();
+        if self.repo.restore_deleted_branch(&turn.branch, id)? {
+            evidence.push(format!(
+                "the agent deleted the task branch {}; ralph recreated it as it was before this iteration (commits made in it are lost)",
+                turn.branch
+            ));
+        }
+        let queue_restored = self.restore_deleted_queue()?;
         let leftovers = self
             .repo
             .commit_leftovers(&turn.branch, id, turn.iteration)?;
         crate::fault::crash_at("after_leftovers");
-        let mut evidence = Vec::new();
         match &leftovers.left_branch {
             Some(left) if !left.returned => {
                 return Err(RunError::Stranded {
@@ -268,6 +276,10 @@ impl Engine<'_> {
         }
         let tip_after = self.repo.branch_tip(&turn.branch)?;
         let task = match self.store.load() {
+            _ if queue_restored => TaskAfter::InvalidQueue(
+                "the agent deleted tasks.jsonl; ralph put back its content from before this iteration (change tasks only with `ralph task ...`)"
+                    .to_owned(),
+            ),
             Err(err) => TaskAfter::InvalidQueue(err.to_string()),
             Ok(queue) => match queue.get(id.as_str()) {
                 Some(now_task) if !queue.done.contains(id.as_str()) => TaskAfter::Present {

@@ -24,7 +24,8 @@ pub struct Holder {
 /// The held run lock; released when dropped or when the process dies.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    file: File,
+    holder: Holder,
 }
 
 /// Why the lock could not be taken.
@@ -61,7 +62,29 @@ impl RunLock {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(text.as_bytes()).map_err(io)?;
         file.sync_all().map_err(io)?;
-        Ok(RunLock { _file: file })
+        Ok(RunLock {
+            file,
+            holder: holder.clone(),
+        })
+    }
+
+    /// Takes the lock again when `.ralph/lock` was deleted under it (an
+    /// agent removed `.ralph/`): a lock on a deleted file keeps no second
+    /// run out. Returns whether it had to.
+    pub fn reassert(&mut self, root: &Path) -> Result<bool, LockError> {
+        use std::os::unix::fs::MetadataExt;
+        let path = root.join(RUN_LOCK);
+        let held = self
+            .file
+            .metadata()
+            .map_err(|err| LockError::Io(path.clone(), err))?;
+        let same = std::fs::metadata(&path)
+            .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
+        if same {
+            return Ok(false);
+        }
+        *self = RunLock::acquire(root, &self.holder)?;
+        Ok(true)
     }
 }
 

@@ -79,13 +79,13 @@ pub fn run(
         since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         run_id: run_id.clone(),
     };
-    let _lock = match lock::RunLock::acquire(root, &holder) {
+    let lock = match lock::RunLock::acquire(root, &holder) {
         Ok(lock) => lock,
         Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
         Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
     };
     let started = holder.since.clone();
-    match Engine::prepare(root, options, interrupted, run_id.clone()) {
+    match Engine::prepare(root, options, interrupted, run_id.clone(), lock) {
         Ok(engine) => engine.run(),
         Err(err) => {
             // A run that cannot start still says why in result.json; the

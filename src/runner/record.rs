@@ -143,4 +143,22 @@ impl Engine<'_> {
             })?;
         self.save_file(Path::new(VALID_QUEUE), &bytes)
     }
+
+    /// Puts back `tasks.jsonl` from `.ralph/tasks.jsonl.valid` when the
+    /// agent deleted it: removing the whole queue is never a task's work.
+    /// Returns whether it did.
+    pub(super) fn restore_deleted_queue(&self) -> Result<bool, Error> {
+        let path = self.store.tasks_path();
+        let kept = self.root.join(VALID_QUEUE);
+        if path.exists() || !kept.exists() {
+            return Ok(false);
+        }
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        let bytes = std::fs::read(&kept).map_err(io)?;
+        crate::files::write_atomic(&path, &bytes).map_err(io)?;
+        Ok(true)
+    }
 }

@@ -7,6 +7,7 @@ mod demo;
 mod fuzz_corpus;
 mod git;
 mod init;
+mod misbehave;
 mod roles;
 mod run;
 mod support;

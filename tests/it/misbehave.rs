@@ -1,0 +1,162 @@
+//! Agents that misbehave, and hostile task text: each is handled as the
+//! loop describes, with nothing lost.
+
+use crate::support::TestProject;
+
+fn one_task(title_json: &str) -> TestProject {
+    TestProject::new()
+        .task(&format!(
+            r#"{{"id":"A","title":{title_json},"status":"pending","leaf":true}}"#
+        ))
+        .git_init()
+}
+
+/// Behaves by iteration: `$RALPH_TASK_ITERATION` picks a branch of `case`.
+fn by_iteration(steps: &str) -> String {
+    format!("case \"$RALPH_TASK_ITERATION\" in\n{steps}\nesac\n")
+}
+
+const FINISH: &str =
+    r#"*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#;
+
+#[test]
+fn an_agent_that_does_nothing_is_a_no_progress_failure_then_blocked() {
+    let project = one_task(r#""idle""#).agent("exit 0\n");
+    let run = crate::support::finish(
+        {
+            let mut command = project.run_command(&[]);
+            command
+                .env("RALPH_NO_PROGRESS_ITERATIONS", "2")
+                .env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+            command
+        },
+        60,
+    );
+    assert_eq!(run.code, 10, "{run:#?}");
+    let task = &project.json_lines("tasks.jsonl")[0];
+    assert_eq!(task["status"], "blocked");
+    assert_eq!(
+        task["blocked_reason"],
+        "failed 1 iteration in a row (last: no_progress: 2 iterations in a row made no commit and changed no file)"
+    );
+}
+
+#[test]
+fn an_agent_that_deletes_tasks_jsonl_gets_it_back_with_evidence() {
+    let project = one_task(r#""keep the queue""#)
+        .agent(&by_iteration(&format!("1) rm tasks.jsonl ;;\n{FINISH}")));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.json_lines("tasks-done.jsonl")[0]["id"], "A");
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(
+        prompt.contains("the agent deleted tasks.jsonl; ralph put back its content"),
+        "{prompt}"
+    );
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"]["invalid_queue"],
+        1
+    );
+}
+
+#[test]
+fn an_agent_that_deletes_its_branch_loses_only_that_iterations_commits() {
+    let project = one_task(r#""survive""#).agent(&by_iteration(&format!(
+        "1) work first.txt one ;;\n2) work second.txt two; git checkout -q main; git branch -D -q \"$RALPH_BRANCH\" ;;\n{FINISH}"
+    )));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let files = project.git(&["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.lines().any(|f| f == "first.txt"),
+        "the first iteration's work survives: {files}"
+    );
+    assert!(
+        !files.lines().any(|f| f == "second.txt"),
+        "the deleting iteration's commit is gone: {files}"
+    );
+    let prompt = project.read(".ralph/prompts/3-A.md");
+    assert!(
+        prompt.contains("the agent deleted the task branch task/A-survive; ralph recreated it"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn an_agent_that_removes_dot_ralph_does_not_open_the_door_to_a_second_run() {
+    let project = one_task(r#""clean up""#).agent(&by_iteration(&format!(
+        "1) rm -rf .ralph; work a.txt a ;;\n{FINISH}"
+    )));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("warning: .ralph/lock was deleted during the run; ralph took it again"),
+        "{run:#?}"
+    );
+    assert_eq!(project.json(".ralph/result.json")["status"], "drained");
+    assert_eq!(project.json_lines("tasks-done.jsonl").len(), 1);
+}
+
+#[test]
+fn an_agent_that_leaves_a_merge_in_progress_stops_the_run_without_losing_it() {
+    let project = one_task(r#""merge""#);
+    project.git(&["checkout", "-q", "-b", "side"]);
+    std::fs::write(project.path().join("side.txt"), "side\n").unwrap();
+    project.git(&["add", "side.txt"]);
+    project.git(&["commit", "-q", "-m", "side work"]);
+    project.git(&["checkout", "-q", "main"]);
+    let project = project.agent("work mine.txt mine\ngit merge -q --no-ff --no-commit side\n");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.contains("error: a merge is in progress"),
+        "{run:#?}"
+    );
+    assert!(
+        project.path().join(".git/MERGE_HEAD").exists(),
+        "the merge is left for a person"
+    );
+    assert_eq!(project.json(".ralph/result.json")["status"], "failed");
+    assert!(
+        project
+            .git(&["log", "--format=%s", "task/A-merge"])
+            .contains("A: mine.txt")
+    );
+}
+
+#[test]
+fn hostile_titles_never_reach_a_shell_a_ref_or_the_terminal_raw() {
+    let title = "$(touch pwned) `touch pwned2` ; rm -rf / --flag \u{1b}[2J\nsecond line ../..@{x}";
+    let project = one_task(&serde_json::Value::from(title).to_string())
+        .agent(r#"work A.txt "$RALPH_TASK_TITLE"; ralph task complete A > /dev/null"#);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!project.path().join("pwned").exists() && !project.path().join("pwned2").exists());
+    assert!(
+        !run.stderr.contains('\u{1b}'),
+        "raw escape on the terminal: {run:#?}"
+    );
+    assert!(!project.read("ralph.log").contains('\u{1b}'));
+    let subject = project.git(&["log", "-1", "--format=%s", "main"]);
+    assert_eq!(
+        subject,
+        r"[A] $(touch pwned) `touch pwned2` ; rm -rf / --flag \u{1b}[2J second line ../..@{x}"
+    );
+    // The agent got the title exactly, through the environment.
+    assert_eq!(project.git(&["show", "main:A.txt"]), title);
+    let refs = project.git(&["for-each-ref", "--format=%(refname)", "refs/ralph/tasks"]);
+    assert_eq!(refs, "refs/ralph/tasks/A");
+}
+
+#[test]
+fn a_hundred_kilobyte_title_is_bounded_in_the_branch_and_the_commit() {
+    let title = "word ".repeat(20_000);
+    let project = one_task(&serde_json::Value::from(title.trim()).to_string())
+        .agent(r#"work A.txt x; ralph task complete A > /dev/null"#);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let subject = project.git(&["log", "-1", "--format=%s", "main"]);
+    assert!(subject.len() < 300, "{} bytes", subject.len());
+    assert!(subject.ends_with("..."));
+}
