@@ -8,6 +8,7 @@ mod fuzz_corpus;
 mod git;
 mod init;
 mod misbehave;
+mod reliability_doc;
 mod roles;
 mod run;
 mod support;

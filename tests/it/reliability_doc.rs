@@ -1,0 +1,72 @@
+//! `docs/RELIABILITY.md` is checked against the tests, so it cannot drift:
+//! every test a row names exists where its path says, and every fault point
+//! has a row.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The source file a test path points at: `a::b::name` is in
+/// `tests/it/a/b.rs`, `a::name` in `tests/it/a.rs`, and a unit test
+/// `ralph::module` in `src/module.rs` (or `src/module/mod.rs`).
+fn file_of(path: &str) -> PathBuf {
+    let parts: Vec<&str> = path.split("::").collect();
+    if parts[0] == "ralph" {
+        let module = parts[1..].join("/");
+        let file = root().join(format!("src/{module}.rs"));
+        return if file.exists() {
+            file
+        } else {
+            root().join(format!("src/{module}/mod.rs"))
+        };
+    }
+    let modules = &parts[..parts.len() - 1];
+    root()
+        .join("tests/it")
+        .join(format!("{}.rs", modules.join("/")))
+}
+
+#[test]
+fn every_row_names_a_test_that_exists() {
+    let doc = std::fs::read_to_string(root().join("docs/RELIABILITY.md")).unwrap();
+    let mut rows = 0;
+    for line in doc
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| what") && !l.starts_with("|---"))
+    {
+        let cell = line
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap()
+            .trim();
+        let names: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        let (file, name) = match names.as_slice() {
+            [path] => (file_of(path), path.rsplit("::").next().unwrap()),
+            [module, name] => (file_of(module), *name),
+            _ => panic!("a row without a test: {line}"),
+        };
+        let source = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e} (row: {line})", file.display()));
+        assert!(
+            source.contains(&format!("fn {name}(")),
+            "{} has no test {name} (row: {line})",
+            file.display()
+        );
+        rows += 1;
+    }
+    assert!(rows >= 30, "only {rows} rows");
+}
+
+#[test]
+fn every_fault_point_has_a_row() {
+    let doc = std::fs::read_to_string(root().join("docs/RELIABILITY.md")).unwrap();
+    for point in ralph::fault::POINTS {
+        assert!(
+            doc.contains(&format!("| fault `{point}`")),
+            "no row for fault point {point}"
+        );
+    }
+}
