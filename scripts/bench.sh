@@ -176,7 +176,7 @@ make_repo() {
         cd "$repo"
         "$RALPH" init --agent claude > /dev/null 2>&1
         printf 'tasks.jsonl\ntasks-done.jsonl\n' >> .gitignore
-        printf 'pause_between_iterations: 0ms\nretry_backoff: 0ms\n' >> config/ralph.yaml
+        printf 'pause_between_iterations: 0ms\nretry_backoff: 0ms\n' > config/ralph.yaml
         printf 'notes\n' > notes.txt
         git add -A && git commit -q -m "ralph init"
         "$RALPH" bench-gen --tasks "$LOOP_TASKS" --seed "$SEED" --pending-at all
@@ -287,7 +287,7 @@ bench_memory() {
         git init -q -b main .
         "$RALPH" init --agent claude > /dev/null 2>&1
         printf 'tasks.jsonl\ntasks-done.jsonl\n' >> .gitignore
-        printf 'pause_between_iterations: 0ms\n' >> config/ralph.yaml
+        printf 'pause_between_iterations: 0ms\nretry_backoff: 0ms\n' > config/ralph.yaml
         printf 'notes\n' > notes.txt
         git add -A && git commit -q -m init
         gen "$dir" "$n" last

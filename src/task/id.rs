@@ -72,6 +72,21 @@ pub fn last_segment(id: &str) -> &str {
 }
 
 fn check(text: &str) -> Result<(), String> {
+    // The common case in one pass over the bytes; the loop below words
+    // the problem when there is one.
+    let bytes = text.as_bytes();
+    if !bytes.is_empty()
+        && bytes.len() <= MAX_LEN
+        && bytes[0] != b'.'
+        && bytes[bytes.len() - 1] != b'.'
+        && !bytes.windows(2).any(|pair| pair == b"..")
+        && bytes.iter().filter(|&&b| b == b'.').count() < MAX_DEPTH
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+    {
+        return Ok(());
+    }
     const SHAPE: &str = "ids are dotted paths like A, A.1, A.1.2";
     if text.is_empty() {
         return Err("empty id".to_owned());

@@ -7,6 +7,7 @@ pub mod id;
 mod model;
 mod patch;
 mod queue;
+mod scan;
 mod store;
 
 pub use error::{Error, Result};

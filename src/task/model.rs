@@ -260,6 +260,16 @@ impl Raw<'_> {
 impl Task {
     /// Reads a task from one line of JSON text, or says what is wrong with it.
     pub fn from_json(text: &str) -> Result<Task, String> {
+        // The fast path answers for the lines it fully understands; serde
+        // reads the rest and words every problem.
+        match super::scan::task(text) {
+            Some(task) => Ok(task),
+            None => Task::from_json_slow(text),
+        }
+    }
+
+    /// `from_json` through serde alone.
+    pub(super) fn from_json_slow(text: &str) -> Result<Task, String> {
         let raw: RawTask = parse_object(text)?;
         let id = match required(raw.id, "id")? {
             Raw::Str(id) => TaskId::parse(&id)?,
