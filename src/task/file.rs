@@ -2,11 +2,15 @@
 //! edits that rewrite only the lines they change.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{Error, Result};
+use super::id::IdMap;
 use super::model::{Task, parse_map, parse_object};
 
 /// How a line ends; kept so untouched lines are written back as they were.
@@ -30,11 +34,75 @@ impl LineEnd {
     }
 }
 
+/// The text of one line: a slice of the file as read, shared by all its
+/// lines (one buffer, no copy per line), or the line's own text once edited.
+#[derive(Clone)]
+pub struct LineText {
+    source: Arc<String>,
+    start: usize,
+    end: usize,
+}
+
+impl LineText {
+    fn new(text: String) -> LineText {
+        LineText {
+            end: text.len(),
+            source: Arc::new(text),
+            start: 0,
+        }
+    }
+
+    /// The text as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.source[self.start..self.end]
+    }
+}
+
+impl Deref for LineText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for LineText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for LineText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for LineText {
+    fn eq(&self, other: &LineText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for LineText {}
+
+impl PartialEq<str> for LineText {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for LineText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One line of `tasks.jsonl`: its exact text and, unless blank, its task.
 #[derive(Clone, Debug)]
 pub struct Line {
     /// The text without its line ending (and without a leading BOM).
-    pub text: String,
+    pub text: LineText,
     /// The line ending as found.
     pub end: LineEnd,
     /// The task on this line; `None` for a blank line.
@@ -104,16 +172,34 @@ pub struct TaskFile {
     bom: bool,
     lines: Vec<Line>,
     /// Line index of each id's first occurrence.
-    index: HashMap<String, usize>,
+    index: IdMap<String, usize>,
+    /// The first repeated id in file order: (its line index, the first's).
+    duplicate: Option<(usize, usize)>,
     changed: bool,
 }
 
 impl TaskFile {
     /// Parses the file's bytes; `name` is used in error messages.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<TaskFile> {
-        let (bom, raw_lines) = split_lines(name, bytes)?;
-        let mut lines = Vec::with_capacity(raw_lines.len());
-        for (index, (text, end)) in raw_lines.into_iter().enumerate() {
+        TaskFile::parse_owned(name, bytes.to_vec())
+    }
+
+    /// Parses the file's bytes, keeping them as the lines' shared text.
+    pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
+        let (bom, raw_lines) = split_lines(name, &bytes)?;
+        // Offsets into `bytes`, so the buffer can move into the shared text.
+        let base = bytes.as_ptr() as usize;
+        let spans: Vec<(usize, usize, LineEnd)> = raw_lines
+            .into_iter()
+            .map(|(text, end)| {
+                let start = text.as_ptr() as usize - base;
+                (start, start + text.len(), end)
+            })
+            .collect();
+        let source = Arc::new(String::from_utf8(bytes).expect("split_lines checked UTF-8"));
+        let mut lines = Vec::with_capacity(spans.len());
+        for (index, (start, end, line_end)) in spans.into_iter().enumerate() {
+            let text = &source[start..end];
             let task = if is_blank(text) {
                 None
             } else {
@@ -124,8 +210,12 @@ impl TaskFile {
                 })?)
             };
             lines.push(Line {
-                text: text.to_owned(),
-                end,
+                text: LineText {
+                    source: Arc::clone(&source),
+                    start,
+                    end,
+                },
+                end: line_end,
                 task,
             });
         }
@@ -133,7 +223,8 @@ impl TaskFile {
             name: name.to_owned(),
             bom,
             lines,
-            index: HashMap::new(),
+            index: IdMap::default(),
+            duplicate: None,
             changed: false,
         };
         file.reindex();
@@ -141,13 +232,28 @@ impl TaskFile {
     }
 
     fn reindex(&mut self) {
-        let mut index = HashMap::with_capacity(self.lines.len());
+        let mut index = IdMap::with_capacity_and_hasher(self.lines.len(), Default::default());
+        let mut duplicate = None;
         for (position, line) in self.lines.iter().enumerate() {
             if let Some(task) = &line.task {
-                index.entry(task.id.as_str().to_owned()).or_insert(position);
+                match index.entry(task.id.as_str().to_owned()) {
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(position);
+                    }
+                    std::collections::hash_map::Entry::Occupied(first) => {
+                        duplicate = duplicate.or(Some((position, *first.get())));
+                    }
+                }
             }
         }
         self.index = index;
+        self.duplicate = duplicate;
+    }
+
+    /// The first id that appears twice, in file order: the line index of
+    /// the repeat and of the first occurrence.
+    pub fn first_duplicate(&self) -> Option<(usize, usize)> {
+        self.duplicate
     }
 
     /// The file's name as shown in messages.
@@ -196,8 +302,13 @@ impl TaskFile {
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
         if line.text != self.lines[index].text {
+            let id_changed = line.task.as_ref().map(|t| &t.id)
+                != self.lines[index].task.as_ref().map(|t| &t.id);
             self.lines[index] = line;
             self.changed = true;
+            if id_changed {
+                self.reindex();
+            }
         }
         Ok(())
     }
@@ -265,7 +376,7 @@ impl TaskFile {
             message,
         })?;
         Ok(Line {
-            text,
+            text: LineText::new(text),
             end,
             task: Some(task),
         })

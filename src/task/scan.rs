@@ -147,17 +147,12 @@ impl<'a> Scanner<'a> {
     /// A key after its opening quote; escapes are left to serde.
     fn key(&mut self) -> Option<&'a str> {
         let start = self.at;
-        loop {
-            match *self.bytes.get(self.at)? {
-                b'"' => {
-                    self.at += 1;
-                    return Some(&self.text[start..self.at - 1]);
-                }
-                b'\\' => return None,
-                0x00..=0x1f => return None,
-                _ => self.at += 1,
-            }
+        self.at = special_from(self.bytes, self.at)?;
+        if self.bytes[self.at] != b'"' {
+            return None;
         }
+        self.at += 1;
+        Some(&self.text[start..self.at - 1])
     }
 
     /// A string after its opening quote, unescaped.
@@ -361,7 +356,9 @@ fn special_from(bytes: &[u8], mut from: usize) -> Option<usize> {
             | (backslash.wrapping_sub(ONES) & !backslash)
             | (word.wrapping_sub(ONES * 0x20) & !word);
         if hits & HIGH != 0 {
-            break;
+            // The lowest hit is a true one: little-endian, so it is the
+            // first byte of the eight in the text.
+            return Some(from + ((hits & HIGH).trailing_zeros() / 8) as usize);
         }
         from += 8;
     }

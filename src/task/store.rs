@@ -47,7 +47,7 @@ impl Store {
     pub fn load(&self) -> Result<Queue> {
         let tasks = self.read(&self.tasks_path())?;
         let done = self.read(&self.done_path())?;
-        Queue::parse(&tasks, &done)
+        Queue::parse_owned(tasks, &done)
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
