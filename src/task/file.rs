@@ -1,7 +1,6 @@
 //! The task files as lines of text: parsing that keeps every byte, and
 //! edits that rewrite only the lines they change.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -10,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{Error, Result};
-use super::id::IdMap;
+use super::id::{IdHasher, IdMap};
 use super::model::{Task, parse_map, parse_object};
 
 /// How a line ends; kept so untouched lines are written back as they were.
@@ -172,7 +171,7 @@ pub struct TaskFile {
     bom: bool,
     lines: Vec<Line>,
     /// Line index of each id's first occurrence.
-    index: IdMap<String, usize>,
+    index: IdIndex,
     /// The first repeated id in file order: (its line index, the first's).
     duplicate: Option<(usize, usize)>,
     changed: bool,
@@ -197,33 +196,34 @@ impl TaskFile {
             })
             .collect();
         let source = Arc::new(String::from_utf8(bytes).expect("split_lines checked UTF-8"));
-        let mut lines = Vec::with_capacity(spans.len());
-        for (index, (start, end, line_end)) in spans.into_iter().enumerate() {
-            let text = &source[start..end];
-            let task = if is_blank(text) {
-                None
-            } else {
-                Some(Task::from_json(text).map_err(|message| Error::Malformed {
-                    file: name.to_owned(),
-                    line: index + 1,
-                    message,
-                })?)
-            };
-            lines.push(Line {
+        let mut lines: Vec<Line> = spans
+            .into_iter()
+            .map(|(start, end, line_end)| Line {
                 text: LineText {
                     source: Arc::clone(&source),
                     start,
                     end,
                 },
                 end: line_end,
-                task,
-            });
+                task: None,
+            })
+            .collect();
+        for (index, line) in lines.iter_mut().enumerate() {
+            if !is_blank(&line.text) {
+                line.task = Some(Task::from_json(&line.text).map_err(|message| {
+                    Error::Malformed {
+                        file: name.to_owned(),
+                        line: index + 1,
+                        message,
+                    }
+                })?);
+            }
         }
         let mut file = TaskFile {
             name: name.to_owned(),
             bom,
             lines,
-            index: IdMap::default(),
+            index: IdIndex::default(),
             duplicate: None,
             changed: false,
         };
@@ -232,20 +232,7 @@ impl TaskFile {
     }
 
     fn reindex(&mut self) {
-        let mut index = IdMap::with_capacity_and_hasher(self.lines.len(), Default::default());
-        let mut duplicate = None;
-        for (position, line) in self.lines.iter().enumerate() {
-            if let Some(task) = &line.task {
-                match index.entry(task.id.as_str().to_owned()) {
-                    std::collections::hash_map::Entry::Vacant(slot) => {
-                        slot.insert(position);
-                    }
-                    std::collections::hash_map::Entry::Occupied(first) => {
-                        duplicate = duplicate.or(Some((position, *first.get())));
-                    }
-                }
-            }
-        }
+        let (index, duplicate) = IdIndex::build(&self.lines);
         self.index = index;
         self.duplicate = duplicate;
     }
@@ -276,7 +263,7 @@ impl TaskFile {
 
     /// The index of the first line holding the task `id`.
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.index.get(id).copied()
+        self.index.get(&self.lines, id)
     }
 
     /// The task `id`, if this file has it.
@@ -360,6 +347,18 @@ impl TaskFile {
         out
     }
 
+    /// Writes the file's bytes (what `render` returns) to `out`.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if self.bom {
+            out.write_all(BOM.as_bytes())?;
+        }
+        for line in &self.lines {
+            out.write_all(line.text.as_bytes())?;
+            out.write_all(line.end.as_str().as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// New lines end like the file's first line (LF for an empty file).
     fn default_end(&self) -> LineEnd {
         match self.lines.first().map(|line| line.end) {
@@ -383,6 +382,82 @@ impl TaskFile {
     }
 }
 
+/// Line indexes by id: open addressing over `u32` slots that compares
+/// with the lines' own ids, so no id is copied (a `HashMap<String, usize>`
+/// was a tenth of a loaded queue's memory).
+#[derive(Clone, Debug, Default)]
+struct IdIndex {
+    /// A line index per slot, `EMPTY` when free; a power of two long.
+    slots: Vec<u32>,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+fn id_at(lines: &[Line], slot: u32) -> &str {
+    lines[slot as usize]
+        .task
+        .as_ref()
+        .expect("indexed lines hold tasks")
+        .id
+        .as_str()
+}
+
+impl IdIndex {
+    /// Indexes the tasks of `lines`; also returns the first repeated id in
+    /// file order, as (its line index, the first occurrence's).
+    fn build(lines: &[Line]) -> (IdIndex, Option<(usize, usize)>) {
+        let size = (lines.len() * 2).next_power_of_two().max(8);
+        let mut index = IdIndex {
+            slots: vec![EMPTY; size],
+        };
+        let mut duplicate = None;
+        for (position, line) in lines.iter().enumerate() {
+            let Some(task) = &line.task else { continue };
+            let id = task.id.as_str();
+            let mut slot = index.home(id);
+            loop {
+                match index.slots[slot] {
+                    EMPTY => {
+                        index.slots[slot] =
+                            u32::try_from(position).expect("a task file has fewer than 4G lines");
+                        break;
+                    }
+                    first if id_at(lines, first) == id => {
+                        duplicate = duplicate.or(Some((position, first as usize)));
+                        break;
+                    }
+                    _ => slot = (slot + 1) & (index.slots.len() - 1),
+                }
+            }
+        }
+        (index, duplicate)
+    }
+
+    /// The first slot to look at for `id`: the hash's high bits (FxHash's
+    /// low bits vary little between short ids).
+    fn home(&self, id: &str) -> usize {
+        use std::hash::Hasher;
+        let mut hasher = IdHasher::default();
+        hasher.write(id.as_bytes());
+        let bits = self.slots.len().trailing_zeros();
+        (hasher.finish() >> (64 - bits)) as usize
+    }
+
+    fn get(&self, lines: &[Line], id: &str) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut slot = self.home(id);
+        loop {
+            match self.slots[slot] {
+                EMPTY => return None,
+                found if id_at(lines, found) == id => return Some(found as usize),
+                _ => slot = (slot + 1) & (self.slots.len() - 1),
+            }
+        }
+    }
+}
+
 /// Where an archived id sits in `tasks-done.jsonl`.
 #[derive(Clone, Copy, Debug)]
 struct DoneEntry {
@@ -397,7 +472,7 @@ struct DoneEntry {
 pub struct DoneLog {
     name: String,
     text: String,
-    ids: HashMap<String, DoneEntry>,
+    ids: IdMap<String, DoneEntry>,
     order: Vec<String>,
     /// Records queued for appending, as (id, JSON line).
     appended: Vec<(String, String)>,
@@ -414,7 +489,7 @@ impl DoneLog {
         let (_, lines) = split_lines(name, bytes)?;
         let text = std::str::from_utf8(bytes).expect("split_lines checked UTF-8");
         let base = text.as_ptr() as usize;
-        let mut ids = HashMap::with_capacity(lines.len());
+        let mut ids = IdMap::with_capacity_and_hasher(lines.len(), Default::default());
         let mut order = Vec::with_capacity(lines.len());
         for (index, (line, _)) in lines.iter().enumerate() {
             if is_blank(line) {
@@ -540,6 +615,9 @@ mod tests {
     fn renders_untouched_files_byte_for_byte() {
         let file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
         assert_eq!(file.render(), ODD);
+        let mut written = Vec::new();
+        file.write_to(&mut written).unwrap();
+        assert_eq!(written, ODD.as_bytes());
         let with_bom = format!("{BOM}{ODD}");
         assert_eq!(
             TaskFile::parse("tasks.jsonl", with_bom.as_bytes())

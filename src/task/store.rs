@@ -74,7 +74,7 @@ impl Store {
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
-            files::write_atomic(&path, queue.tasks.render().as_bytes())
+            files::write_atomic_with(&path, |out| queue.tasks.write_to(out))
                 .map_err(|source| Error::Io { path, source })?;
         }
         Ok(())
