@@ -289,8 +289,20 @@ bench_memory() {
     say ""
     say "| tasks | tasks.jsonl | ralph task next | ratio | ralph run --once | ratio |"
     say "|---|---|---|---|---|---|"
+    # This agent marks the task with `ralph task complete` ($RALPH_BIN), not
+    # jq: /usr/bin/time reports the largest process of the tree, and jq
+    # holds a large file in memory many times over.
     local n dir size next run agent=$WORK/mem-agent.sh
-    write_agent "$agent"
+    cat > "$agent" <<'EOF'
+#!/bin/sh
+set -eu
+cat > /dev/null
+printf '%s\n' "$RALPH_TASK_ID" >> notes.txt
+git add notes.txt
+git commit -q -m "work on $RALPH_TASK_ID"
+"$RALPH_BIN" task complete "$RALPH_TASK_ID" > /dev/null
+EOF
+    chmod +x "$agent"
     for n in 100000 1000000; do
         dir=$WORK/mem-$n
         rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"

@@ -1,8 +1,8 @@
 //! Deterministic task files for benchmarks (`ralph bench-gen`, `benches/`).
 //!
 //! The shape mimics a long-lived queue: containers (`leaf: false`) of nine
-//! leaves each, leaves mostly `complete` or `blocked` (so nothing else is
-//! workable), with titles, bodies, deps, timestamps and an unknown field.
+//! leaves each, every leaf `blocked` (so nothing else is workable), with
+//! titles, bodies, deps, timestamps and an unknown field.
 //! The same seed always gives the same bytes.
 
 use std::fmt::Write;
@@ -136,9 +136,11 @@ pub fn tasks_jsonl(spec: &Spec) -> String {
         if line == pending_line {
             let _ = write!(out, r#""status":"pending","leaf":true"#);
         } else if rng.below(10) < 7 {
+            // Blocked after some work (a complete task would be archived
+            // by the loop first, so a steady queue holds none).
             let _ = write!(
                 out,
-                r#""status":"complete","leaf":true,"commit":"{:016x}""#,
+                r#""status":"blocked","leaf":true,"blocked_reason":"needs review","branch":"task/{parent}.{child}","commit":"{:016x}""#,
                 rng.next()
             );
         } else {
