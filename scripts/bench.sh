@@ -120,7 +120,8 @@ archive_recipe() {
 id=$1 sha=$2 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 line=$(grep -F "\"id\":\"$id\"," tasks.jsonl)
 printf '%s\n' "$line" | jq -c --arg t "$now" --arg c "$sha" '. + {status: "complete", completed: $t, commit: $c}' >> tasks-done.jsonl
-grep -vF "\"id\":\"$id\"," tasks.jsonl > tasks.jsonl.tmp && mv tasks.jsonl.tmp tasks.jsonl
+# (grep -v exits 1 when no line is left: the last task was archived.)
+{ grep -vF "\"id\":\"$id\"," tasks.jsonl || [ $? = 1 ]; } > tasks.jsonl.tmp && mv tasks.jsonl.tmp tasks.jsonl
 EOF
 }
 
