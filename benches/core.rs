@@ -10,7 +10,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, 
 
 use ralph::bench_data::{PendingAt, Spec, tasks_jsonl};
 use ralph::prompt::{DEFAULT_CONTEXT_TEMPLATE, compose, context_for, render_context};
-use ralph::roles::{Triggers, TriggerContext};
+use ralph::roles::{TriggerContext, Triggers};
 use ralph::task::{Patch, Queue, Status, TaskId};
 
 const SIZES: [usize; 3] = [1_000, 100_000, 1_000_000];
@@ -24,7 +24,11 @@ fn data(tasks: usize) -> String {
 }
 
 /// Fewer samples for the big sizes, so `cargo bench` ends in minutes.
-fn group<'c>(c: &'c mut Criterion, name: &str, tasks: usize) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
+fn group<'c>(
+    c: &'c mut Criterion,
+    name: &str,
+    tasks: usize,
+) -> criterion::BenchmarkGroup<'c, criterion::measurement::WallTime> {
     let mut group = c.benchmark_group(name);
     if tasks >= 100_000 {
         group.sample_size(10);
@@ -64,30 +68,57 @@ fn patch_and_write(c: &mut Criterion) {
         let queue = Queue::parse(text.as_bytes(), b"").expect("valid");
         let id = queue.next().expect("a pending task").id.clone();
         let mut group = group(c, "patch", tasks);
-        group.bench_with_input(BenchmarkId::new("start+render", tasks), &queue, |b, queue| {
-            b.iter_batched(
-                || queue.clone(),
-                |mut queue| {
-                    let patch = Patch::SetStatus { id: id.clone(), status: Status::Active };
-                    queue.apply(&patch, "2026-01-01T00:00:00Z").expect("applies");
-                    queue.tasks.render()
-                },
-                BatchSize::LargeInput,
-            );
-        });
-        let archived = TaskId::parse(queue.tasks.tasks().nth(tasks / 2 | 1).expect("a middle task").1.id.as_str())
-            .expect("valid id");
-        group.bench_with_input(BenchmarkId::new("archive+render", tasks), &queue, |b, queue| {
-            b.iter_batched(
-                || queue.clone(),
-                |mut queue| {
-                    let patch = Patch::Archive { id: archived.clone(), commit: None };
-                    queue.apply(&patch, "2026-01-01T00:00:00Z").expect("applies");
-                    (queue.done.pending_text(), queue.tasks.render())
-                },
-                BatchSize::LargeInput,
-            );
-        });
+        group.bench_with_input(
+            BenchmarkId::new("start+render", tasks),
+            &queue,
+            |b, queue| {
+                b.iter_batched(
+                    || queue.clone(),
+                    |mut queue| {
+                        let patch = Patch::SetStatus {
+                            id: id.clone(),
+                            status: Status::Active,
+                        };
+                        queue
+                            .apply(&patch, "2026-01-01T00:00:00Z")
+                            .expect("applies");
+                        queue.tasks.render()
+                    },
+                    BatchSize::LargeInput,
+                );
+            },
+        );
+        let archived = TaskId::parse(
+            queue
+                .tasks
+                .tasks()
+                .nth((tasks / 2) | 1)
+                .expect("a middle task")
+                .1
+                .id
+                .as_str(),
+        )
+        .expect("valid id");
+        group.bench_with_input(
+            BenchmarkId::new("archive+render", tasks),
+            &queue,
+            |b, queue| {
+                b.iter_batched(
+                    || queue.clone(),
+                    |mut queue| {
+                        let patch = Patch::Archive {
+                            id: archived.clone(),
+                            commit: None,
+                        };
+                        queue
+                            .apply(&patch, "2026-01-01T00:00:00Z")
+                            .expect("applies");
+                        (queue.done.pending_text(), queue.tasks.render())
+                    },
+                    BatchSize::LargeInput,
+                );
+            },
+        );
         group.bench_with_input(BenchmarkId::new("write_atomic", tasks), &text, |b, text| {
             b.iter(|| ralph::files::write_atomic(&path, text.as_bytes()).expect("writes"));
         });
@@ -97,7 +128,8 @@ fn patch_and_write(c: &mut Criterion) {
 }
 
 fn triggers_and_prompt(c: &mut Criterion) {
-    let triggers = Triggers::parse(include_str!("../config/roles.yaml"), |_| true).expect("shipped roles parse");
+    let triggers = Triggers::parse(include_str!("../config/roles.yaml"), |_| true)
+        .expect("shipped roles parse");
     let text = data(1_000);
     let queue = Queue::parse(text.as_bytes(), b"").expect("valid");
     let task = queue.next().expect("a pending task");
@@ -110,11 +142,17 @@ fn triggers_and_prompt(c: &mut Criterion) {
     c.bench_function("prompt/render", |b| {
         b.iter(|| {
             let context = context_for(&queue, task, &decision);
-            let rendered = render_context("context", DEFAULT_CONTEXT_TEMPLATE, &context).expect("renders");
+            let rendered =
+                render_context("context", DEFAULT_CONTEXT_TEMPLATE, &context).expect("renders");
             compose(working, None, &rendered)
         });
     });
 }
 
-criterion_group!(benches, parse_and_next, patch_and_write, triggers_and_prompt);
+criterion_group!(
+    benches,
+    parse_and_next,
+    patch_and_write,
+    triggers_and_prompt
+);
 criterion_main!(benches);

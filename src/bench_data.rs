@@ -188,7 +188,9 @@ mod tests {
             let queue = Queue::parse(text.as_bytes(), b"").unwrap();
             let next = queue.next().unwrap();
             let line = queue.tasks.position(next.id.as_str()).unwrap();
-            let pending = text.lines().filter(|l| l.contains(r#""status":"pending","leaf":true"#));
+            let pending = text
+                .lines()
+                .filter(|l| l.contains(r#""status":"pending","leaf":true"#));
             assert_eq!(pending.count(), 1, "{tasks} {at:?}");
             match at {
                 PendingAt::Last if tasks > 1 => assert_eq!(line, tasks - 1),

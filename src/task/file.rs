@@ -210,13 +210,14 @@ impl TaskFile {
             .collect();
         for (index, line) in lines.iter_mut().enumerate() {
             if !is_blank(&line.text) {
-                line.task = Some(Task::from_json(&line.text).map_err(|message| {
-                    Error::Malformed {
-                        file: name.to_owned(),
-                        line: index + 1,
-                        message,
-                    }
-                })?);
+                line.task =
+                    Some(
+                        Task::from_json(&line.text).map_err(|message| Error::Malformed {
+                            file: name.to_owned(),
+                            line: index + 1,
+                            message,
+                        })?,
+                    );
             }
         }
         let mut file = TaskFile {
@@ -289,8 +290,8 @@ impl TaskFile {
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
         if line.text != self.lines[index].text {
-            let id_changed = line.task.as_ref().map(|t| &t.id)
-                != self.lines[index].task.as_ref().map(|t| &t.id);
+            let id_changed =
+                line.task.as_ref().map(|t| &t.id) != self.lines[index].task.as_ref().map(|t| &t.id);
             self.lines[index] = line;
             self.changed = true;
             if id_changed {

@@ -296,9 +296,9 @@ impl Task {
                 let mut deps = Vec::new();
                 for item in items {
                     match item {
-                        Value::String(dep) => deps.push(
-                            TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))?,
-                        ),
+                        Value::String(dep) => {
+                            deps.push(TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))?)
+                        }
                         other => {
                             return Err(mistyped("deps", "an array of id strings", &other.into()));
                         }
