@@ -315,8 +315,11 @@ EOF
         git add -A && git commit -q -m init
         gen "$dir" "$n" last
         size=$(wc -c < tasks.jsonl)
-        next=$( { /usr/bin/time -f %M "$RALPH" task next > /dev/null; } 2>&1 | tail -1)
-        run=$( { /usr/bin/time -f %M "$RALPH" run --once --quiet --agent-cmd "$agent" > /dev/null 2>/dev/null; } 2>&1 | tail -1)
+        # (run exits 10 here: the other 99,999 tasks are blocked.)
+        /usr/bin/time -f %M -o "$WORK/rss" "$RALPH" task next > /dev/null
+        next=$(tail -1 "$WORK/rss")
+        /usr/bin/time -f %M -o "$WORK/rss" "$RALPH" run --once --quiet --agent-cmd "$agent" > /dev/null 2>&1 || true
+        run=$(tail -1 "$WORK/rss")
         say "| $n | $((size / 1048576)) MiB | $((next / 1024)) MiB | $(ratio $((next * 1024)) "$size") | $((run / 1024)) MiB | $(ratio $((run * 1024)) "$size") |"
         cd "$ROOT"
     done
