@@ -8,12 +8,22 @@ use std::path::Path;
 /// fsynced, keeps the old file's permissions, renamed over the target, then
 /// the folder is fsynced. A crash leaves either the old or the new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// `write_atomic`, with the content written by `write` (buffered), so a
+/// large file need not be built in memory first.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let temp = dir.join(temp_name(name, std::process::id()));
     let result = (|| {
-        let mut file = File::create(&temp)?;
-        file.write_all(bytes)?;
+        let mut out = io::BufWriter::with_capacity(1 << 16, File::create(&temp)?);
+        write(&mut out)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
         if let Ok(meta) = fs::metadata(path) {
             file.set_permissions(meta.permissions())?;
         }

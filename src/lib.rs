@@ -4,6 +4,7 @@
 //! can reach it. See `docs/ARCHITECTURE.md` for how the modules fit.
 
 pub mod agent;
+pub mod bench_data;
 pub mod cli;
 pub mod config;
 pub mod demo;

@@ -1,5 +1,6 @@
 //! The command line: argument structs, dispatch, and printing results.
 
+mod bench_gen;
 mod demo;
 mod init;
 mod prompt;
@@ -35,6 +36,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Write deterministic task files for scripts/bench.sh
+    #[command(hide = true)]
+    BenchGen(bench_gen::BenchGenArgs),
     /// Run a sample project end to end with a scripted agent (no network, no model)
     Demo(demo::DemoArgs),
     /// The demo's scripted agent (run by `ralph demo`)
@@ -124,7 +128,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
     })?;
     let root = match (&cli.command, &cli.dir) {
         // init makes the folder it is run in (or --dir) a project.
-        (Command::Init(_), None) => cwd.clone(),
+        (Command::Init(_) | Command::BenchGen(_), None) => cwd.clone(),
         _ => crate::project::find_root(cli.dir.as_deref(), &cwd)?,
     };
     let context = Context {
@@ -133,6 +137,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         json: cli.json,
     };
     match cli.command {
+        Command::BenchGen(args) => bench_gen::run(&args, &context),
         Command::Demo(args) => demo::run(&args, &context),
         Command::DemoAgent => demo::agent(&context),
         Command::Init(args) => init::run(&args, &context),

@@ -1,12 +1,15 @@
 //! The task files as lines of text: parsing that keeps every byte, and
 //! edits that rewrite only the lines they change.
 
-use std::collections::HashMap;
+use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::error::{Error, Result};
+use super::id::{IdHasher, IdMap};
 use super::model::{Task, parse_map, parse_object};
 
 /// How a line ends; kept so untouched lines are written back as they were.
@@ -30,11 +33,75 @@ impl LineEnd {
     }
 }
 
+/// The text of one line: a slice of the file as read, shared by all its
+/// lines (one buffer, no copy per line), or the line's own text once edited.
+#[derive(Clone)]
+pub struct LineText {
+    source: Arc<String>,
+    start: usize,
+    end: usize,
+}
+
+impl LineText {
+    fn new(text: String) -> LineText {
+        LineText {
+            end: text.len(),
+            source: Arc::new(text),
+            start: 0,
+        }
+    }
+
+    /// The text as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.source[self.start..self.end]
+    }
+}
+
+impl Deref for LineText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for LineText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for LineText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for LineText {
+    fn eq(&self, other: &LineText) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for LineText {}
+
+impl PartialEq<str> for LineText {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for LineText {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One line of `tasks.jsonl`: its exact text and, unless blank, its task.
 #[derive(Clone, Debug)]
 pub struct Line {
     /// The text without its line ending (and without a leading BOM).
-    pub text: String,
+    pub text: LineText,
     /// The line ending as found.
     pub end: LineEnd,
     /// The task on this line; `None` for a blank line.
@@ -104,36 +171,61 @@ pub struct TaskFile {
     bom: bool,
     lines: Vec<Line>,
     /// Line index of each id's first occurrence.
-    index: HashMap<String, usize>,
+    index: IdIndex,
+    /// The first repeated id in file order: (its line index, the first's).
+    duplicate: Option<(usize, usize)>,
     changed: bool,
 }
 
 impl TaskFile {
     /// Parses the file's bytes; `name` is used in error messages.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<TaskFile> {
-        let (bom, raw_lines) = split_lines(name, bytes)?;
-        let mut lines = Vec::with_capacity(raw_lines.len());
-        for (index, (text, end)) in raw_lines.into_iter().enumerate() {
-            let task = if is_blank(text) {
-                None
-            } else {
-                Some(Task::from_json(text).map_err(|message| Error::Malformed {
-                    file: name.to_owned(),
-                    line: index + 1,
-                    message,
-                })?)
-            };
-            lines.push(Line {
-                text: text.to_owned(),
-                end,
-                task,
-            });
+        TaskFile::parse_owned(name, bytes.to_vec())
+    }
+
+    /// Parses the file's bytes, keeping them as the lines' shared text.
+    pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
+        let (bom, raw_lines) = split_lines(name, &bytes)?;
+        // Offsets into `bytes`, so the buffer can move into the shared text.
+        let base = bytes.as_ptr() as usize;
+        let spans: Vec<(usize, usize, LineEnd)> = raw_lines
+            .into_iter()
+            .map(|(text, end)| {
+                let start = text.as_ptr() as usize - base;
+                (start, start + text.len(), end)
+            })
+            .collect();
+        let source = Arc::new(String::from_utf8(bytes).expect("split_lines checked UTF-8"));
+        let mut lines: Vec<Line> = spans
+            .into_iter()
+            .map(|(start, end, line_end)| Line {
+                text: LineText {
+                    source: Arc::clone(&source),
+                    start,
+                    end,
+                },
+                end: line_end,
+                task: None,
+            })
+            .collect();
+        for (index, line) in lines.iter_mut().enumerate() {
+            if !is_blank(&line.text) {
+                line.task =
+                    Some(
+                        Task::from_json(&line.text).map_err(|message| Error::Malformed {
+                            file: name.to_owned(),
+                            line: index + 1,
+                            message,
+                        })?,
+                    );
+            }
         }
         let mut file = TaskFile {
             name: name.to_owned(),
             bom,
             lines,
-            index: HashMap::new(),
+            index: IdIndex::default(),
+            duplicate: None,
             changed: false,
         };
         file.reindex();
@@ -141,13 +233,15 @@ impl TaskFile {
     }
 
     fn reindex(&mut self) {
-        let mut index = HashMap::with_capacity(self.lines.len());
-        for (position, line) in self.lines.iter().enumerate() {
-            if let Some(task) = &line.task {
-                index.entry(task.id.as_str().to_owned()).or_insert(position);
-            }
-        }
+        let (index, duplicate) = IdIndex::build(&self.lines);
         self.index = index;
+        self.duplicate = duplicate;
+    }
+
+    /// The first id that appears twice, in file order: the line index of
+    /// the repeat and of the first occurrence.
+    pub fn first_duplicate(&self) -> Option<(usize, usize)> {
+        self.duplicate
     }
 
     /// The file's name as shown in messages.
@@ -170,7 +264,7 @@ impl TaskFile {
 
     /// The index of the first line holding the task `id`.
     pub fn position(&self, id: &str) -> Option<usize> {
-        self.index.get(id).copied()
+        self.index.get(&self.lines, id)
     }
 
     /// The task `id`, if this file has it.
@@ -196,8 +290,13 @@ impl TaskFile {
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
         if line.text != self.lines[index].text {
+            let id_changed =
+                line.task.as_ref().map(|t| &t.id) != self.lines[index].task.as_ref().map(|t| &t.id);
             self.lines[index] = line;
             self.changed = true;
+            if id_changed {
+                self.reindex();
+            }
         }
         Ok(())
     }
@@ -249,6 +348,18 @@ impl TaskFile {
         out
     }
 
+    /// Writes the file's bytes (what `render` returns) to `out`.
+    pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        if self.bom {
+            out.write_all(BOM.as_bytes())?;
+        }
+        for line in &self.lines {
+            out.write_all(line.text.as_bytes())?;
+            out.write_all(line.end.as_str().as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// New lines end like the file's first line (LF for an empty file).
     fn default_end(&self) -> LineEnd {
         match self.lines.first().map(|line| line.end) {
@@ -265,10 +376,86 @@ impl TaskFile {
             message,
         })?;
         Ok(Line {
-            text,
+            text: LineText::new(text),
             end,
             task: Some(task),
         })
+    }
+}
+
+/// Line indexes by id: open addressing over `u32` slots that compares
+/// with the lines' own ids, so no id is copied (a `HashMap<String, usize>`
+/// was a tenth of a loaded queue's memory).
+#[derive(Clone, Debug, Default)]
+struct IdIndex {
+    /// A line index per slot, `EMPTY` when free; a power of two long.
+    slots: Vec<u32>,
+}
+
+const EMPTY: u32 = u32::MAX;
+
+fn id_at(lines: &[Line], slot: u32) -> &str {
+    lines[slot as usize]
+        .task
+        .as_ref()
+        .expect("indexed lines hold tasks")
+        .id
+        .as_str()
+}
+
+impl IdIndex {
+    /// Indexes the tasks of `lines`; also returns the first repeated id in
+    /// file order, as (its line index, the first occurrence's).
+    fn build(lines: &[Line]) -> (IdIndex, Option<(usize, usize)>) {
+        let size = (lines.len() * 2).next_power_of_two().max(8);
+        let mut index = IdIndex {
+            slots: vec![EMPTY; size],
+        };
+        let mut duplicate = None;
+        for (position, line) in lines.iter().enumerate() {
+            let Some(task) = &line.task else { continue };
+            let id = task.id.as_str();
+            let mut slot = index.home(id);
+            loop {
+                match index.slots[slot] {
+                    EMPTY => {
+                        index.slots[slot] =
+                            u32::try_from(position).expect("a task file has fewer than 4G lines");
+                        break;
+                    }
+                    first if id_at(lines, first) == id => {
+                        duplicate = duplicate.or(Some((position, first as usize)));
+                        break;
+                    }
+                    _ => slot = (slot + 1) & (index.slots.len() - 1),
+                }
+            }
+        }
+        (index, duplicate)
+    }
+
+    /// The first slot to look at for `id`: the hash's high bits (FxHash's
+    /// low bits vary little between short ids).
+    fn home(&self, id: &str) -> usize {
+        use std::hash::Hasher;
+        let mut hasher = IdHasher::default();
+        hasher.write(id.as_bytes());
+        let bits = self.slots.len().trailing_zeros();
+        (hasher.finish() >> (64 - bits)) as usize
+    }
+
+    fn get(&self, lines: &[Line], id: &str) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mut slot = self.home(id);
+        loop {
+            match self.slots[slot] {
+                EMPTY => return None,
+                found if id_at(lines, found) == id => return Some(found as usize),
+                _ => slot = (slot + 1) & (self.slots.len() - 1),
+            }
+        }
     }
 }
 
@@ -286,7 +473,7 @@ struct DoneEntry {
 pub struct DoneLog {
     name: String,
     text: String,
-    ids: HashMap<String, DoneEntry>,
+    ids: IdMap<String, DoneEntry>,
     order: Vec<String>,
     /// Records queued for appending, as (id, JSON line).
     appended: Vec<(String, String)>,
@@ -303,7 +490,7 @@ impl DoneLog {
         let (_, lines) = split_lines(name, bytes)?;
         let text = std::str::from_utf8(bytes).expect("split_lines checked UTF-8");
         let base = text.as_ptr() as usize;
-        let mut ids = HashMap::with_capacity(lines.len());
+        let mut ids = IdMap::with_capacity_and_hasher(lines.len(), Default::default());
         let mut order = Vec::with_capacity(lines.len());
         for (index, (line, _)) in lines.iter().enumerate() {
             if is_blank(line) {
@@ -429,6 +616,9 @@ mod tests {
     fn renders_untouched_files_byte_for_byte() {
         let file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
         assert_eq!(file.render(), ODD);
+        let mut written = Vec::new();
+        file.write_to(&mut written).unwrap();
+        assert_eq!(written, ODD.as_bytes());
         let with_bom = format!("{BOM}{ODD}");
         assert_eq!(
             TaskFile::parse("tasks.jsonl", with_bom.as_bytes())

@@ -7,10 +7,11 @@ pub mod id;
 mod model;
 mod patch;
 mod queue;
+mod scan;
 mod store;
 
 pub use error::{Error, Result};
-pub use file::{DoneLog, Line, LineEnd, TaskFile};
+pub use file::{DoneLog, Line, LineEnd, LineText, TaskFile};
 pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};

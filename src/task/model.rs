@@ -1,7 +1,9 @@
 //! The task record: the fields ralph understands, read from one JSON line.
 
 use serde::Deserialize;
+use serde::de::{self, Visitor};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt;
 
 use super::id::TaskId;
@@ -94,54 +96,216 @@ pub struct Task {
 }
 
 /// The known fields of a line, typed loosely so each problem gets its own
-/// message; unknown fields are skipped by serde without being built.
+/// message; unknown fields are skipped by serde without being built, and
+/// strings without escapes are borrowed from the line, not copied.
 #[derive(Deserialize)]
-struct RawTask {
-    id: Option<Value>,
-    title: Option<Value>,
-    status: Option<Value>,
-    leaf: Option<Value>,
-    deps: Option<Value>,
-    body: Option<Value>,
-    notes: Option<Value>,
-    blocked_reason: Option<Value>,
-    attempts: Option<Value>,
-    created: Option<Value>,
-    completed: Option<Value>,
-    commit: Option<Value>,
-    branch: Option<Value>,
+struct RawTask<'a> {
+    #[serde(borrow)]
+    id: Option<Raw<'a>>,
+    #[serde(borrow)]
+    title: Option<Raw<'a>>,
+    #[serde(borrow)]
+    status: Option<Raw<'a>>,
+    #[serde(borrow)]
+    leaf: Option<Raw<'a>>,
+    #[serde(borrow)]
+    deps: Option<Raw<'a>>,
+    #[serde(borrow)]
+    body: Option<Raw<'a>>,
+    #[serde(borrow)]
+    notes: Option<Raw<'a>>,
+    #[serde(borrow)]
+    blocked_reason: Option<Raw<'a>>,
+    #[serde(borrow)]
+    attempts: Option<Raw<'a>>,
+    #[serde(borrow)]
+    created: Option<Raw<'a>>,
+    #[serde(borrow)]
+    completed: Option<Raw<'a>>,
+    #[serde(borrow)]
+    commit: Option<Raw<'a>>,
+    #[serde(borrow)]
+    branch: Option<Raw<'a>>,
+}
+
+/// One field's value: the common shapes without building a `Value`.
+/// JSON `null` never gets here (serde reads it as a missing `Option`).
+enum Raw<'a> {
+    Bool(bool),
+    Str(Cow<'a, str>),
+    /// Strings of an array of strings (the shape of `deps`).
+    Strs(Vec<Cow<'a, str>>),
+    Other(Value),
+}
+
+impl Raw<'_> {
+    /// The value as JSON text, for messages.
+    fn to_json(&self) -> String {
+        match self {
+            Raw::Bool(value) => value.to_string(),
+            Raw::Str(text) => Value::from(text.as_ref()).to_string(),
+            Raw::Strs(items) => Value::from(
+                items
+                    .iter()
+                    .map(|item| Value::from(item.as_ref()))
+                    .collect::<Vec<_>>(),
+            )
+            .to_string(),
+            Raw::Other(value) => value.to_string(),
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RawVisitor(std::marker::PhantomData))
+    }
+}
+
+struct RawVisitor<'a>(std::marker::PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for RawVisitor<'a> {
+    type Value = Raw<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Raw<'a>, E> {
+        Ok(Raw::Bool(value))
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Raw<'a>, E> {
+        Ok(Raw::Str(Cow::Borrowed(value)))
+    }
+
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Raw<'a>, E> {
+        Ok(Raw::Str(Cow::Owned(value.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, value: String) -> Result<Raw<'a>, E> {
+        Ok(Raw::Str(Cow::Owned(value)))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Raw<'a>, E> {
+        Ok(Raw::Other(value.into()))
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Raw<'a>, E> {
+        Ok(Raw::Other(value.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Raw<'a>, E> {
+        Ok(Value::from(value).into())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Raw<'a>, E> {
+        Ok(Raw::Other(Value::Null))
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Raw<'a>, E> {
+        Ok(Raw::Other(Value::Null))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Raw<'a>, A::Error> {
+        // Strings are kept as such until the first other item; from there
+        // on everything is collected as a `Value` (only for the message).
+        let mut strs = Vec::new();
+        while let Some(item) = seq.next_element::<Raw<'a>>()? {
+            match item {
+                Raw::Str(text) => strs.push(text),
+                other => {
+                    let mut items: Vec<Value> = strs
+                        .into_iter()
+                        .map(|text| Value::from(text.into_owned()))
+                        .collect();
+                    items.push(other.into_value());
+                    while let Some(item) = seq.next_element::<Value>()? {
+                        items.push(item);
+                    }
+                    return Ok(Raw::Other(Value::Array(items)));
+                }
+            }
+        }
+        Ok(Raw::Strs(strs))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Raw<'a>, A::Error> {
+        Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(Raw::Other)
+    }
+}
+
+impl From<Value> for Raw<'_> {
+    fn from(value: Value) -> Self {
+        Raw::Other(value)
+    }
+}
+
+impl Raw<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            Raw::Bool(value) => Value::Bool(value),
+            Raw::Str(text) => Value::String(text.into_owned()),
+            Raw::Strs(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|item| Value::String(item.into_owned()))
+                    .collect(),
+            ),
+            Raw::Other(value) => value,
+        }
+    }
 }
 
 impl Task {
     /// Reads a task from one line of JSON text, or says what is wrong with it.
     pub fn from_json(text: &str) -> Result<Task, String> {
+        // The fast path answers for the lines it fully understands; serde
+        // reads the rest and words every problem.
+        match super::scan::task(text) {
+            Some(task) => Ok(task),
+            None => Task::from_json_slow(text),
+        }
+    }
+
+    /// `from_json` through serde alone.
+    pub(super) fn from_json_slow(text: &str) -> Result<Task, String> {
         let raw: RawTask = parse_object(text)?;
         let id = match required(raw.id, "id")? {
-            Value::String(id) => TaskId::parse(&id)?,
+            Raw::Str(id) => TaskId::parse(&id)?,
             other => return Err(mistyped("id", "a string", &other)),
         };
         let title = required_string(raw.title, "title")?;
         let status = match required(raw.status, "status")? {
-            Value::String(status) => {
-                Status::parse(&status).ok_or_else(|| unknown_status(&status))?
-            }
+            Raw::Str(status) => Status::parse(&status).ok_or_else(|| unknown_status(&status))?,
             other => return Err(mistyped("status", "a string", &other)),
         };
         let leaf = match required(raw.leaf, "leaf")? {
-            Value::Bool(leaf) => leaf,
+            Raw::Bool(leaf) => leaf,
             other => return Err(mistyped("leaf", "true or false", &other)),
         };
         let deps = match raw.deps {
             None => Vec::new(),
-            Some(Value::Array(items)) => items
-                .into_iter()
-                .map(|item| match item {
-                    Value::String(dep) => {
-                        TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))
-                    }
-                    other => Err(mistyped("deps", "an array of id strings", &other)),
-                })
+            Some(Raw::Strs(items)) => items
+                .iter()
+                .map(|dep| TaskId::parse(dep).map_err(|e| format!("in \"deps\": {e}")))
                 .collect::<Result<_, _>>()?,
+            Some(Raw::Other(Value::Array(items))) => {
+                // An array with a non-string item: the items before it are
+                // checked first, as they come.
+                let mut deps = Vec::new();
+                for item in items {
+                    match item {
+                        Value::String(dep) => {
+                            deps.push(TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))?)
+                        }
+                        other => {
+                            return Err(mistyped("deps", "an array of id strings", &other.into()));
+                        }
+                    }
+                }
+                deps
+            }
             Some(other) => return Err(mistyped("deps", "an array of id strings", &other)),
         };
         let body = optional_string(raw.body, "body")?;
@@ -153,11 +317,11 @@ impl Task {
             (raw.commit, "commit"),
             (raw.branch, "branch"),
         ] {
-            optional_string(value, name)?;
+            optional_str(value, name)?;
         }
         match raw.attempts {
             None => {}
-            Some(Value::Number(n)) if n.is_u64() => {}
+            Some(Raw::Other(Value::Number(n))) if n.is_u64() => {}
             Some(other) => return Err(mistyped("attempts", "a whole number", &other)),
         }
         Ok(Task {
@@ -217,30 +381,34 @@ fn strip_position(message: &str) -> &str {
         .map_or(message, |at| &message[..at])
 }
 
-fn required(value: Option<Value>, name: &str) -> Result<Value, String> {
+fn required<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Raw<'a>, String> {
     match value {
-        None | Some(Value::Null) => Err(format!("missing field `{name}`")),
+        None | Some(Raw::Other(Value::Null)) => Err(format!("missing field `{name}`")),
         Some(value) => Ok(value),
     }
 }
 
-fn required_string(value: Option<Value>, name: &str) -> Result<String, String> {
+fn required_string(value: Option<Raw<'_>>, name: &str) -> Result<String, String> {
     match required(value, name)? {
-        Value::String(text) => Ok(text),
+        Raw::Str(text) => Ok(text.into_owned()),
         other => Err(mistyped(name, "a string", &other)),
     }
 }
 
-fn optional_string(value: Option<Value>, name: &str) -> Result<Option<String>, String> {
+fn optional_str<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Option<Cow<'a, str>>, String> {
     match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => Ok(Some(text)),
+        None | Some(Raw::Other(Value::Null)) => Ok(None),
+        Some(Raw::Str(text)) => Ok(Some(text)),
         Some(other) => Err(mistyped(name, "a string", &other)),
     }
 }
 
-fn mistyped(name: &str, expected: &str, found: &Value) -> String {
-    let mut shown = found.to_string();
+fn optional_string(value: Option<Raw<'_>>, name: &str) -> Result<Option<String>, String> {
+    optional_str(value, name).map(|text| text.map(Cow::into_owned))
+}
+
+fn mistyped(name: &str, expected: &str, found: &Raw<'_>) -> String {
+    let mut shown = found.to_json();
     if shown.len() > 40 {
         let cut = (0..=37)
             .rev()

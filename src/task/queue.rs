@@ -72,8 +72,13 @@ pub struct TreeNode {
 impl Queue {
     /// Parses and validates both files' bytes.
     pub fn parse(tasks: &[u8], done: &[u8]) -> Result<Queue> {
+        Queue::parse_owned(tasks.to_vec(), done)
+    }
+
+    /// `parse`, keeping the bytes of `tasks.jsonl` rather than a copy.
+    pub fn parse_owned(tasks: Vec<u8>, done: &[u8]) -> Result<Queue> {
         let queue = Queue {
-            tasks: TaskFile::parse(TASKS_FILE, tasks)?,
+            tasks: TaskFile::parse_owned(TASKS_FILE, tasks)?,
             done: DoneLog::parse(DONE_FILE, done)?,
         };
         queue.validate()?;
@@ -88,12 +93,21 @@ impl Queue {
     /// Checks the rules that span lines: unique ids, existing parents, no
     /// leaf with children, known deps, no dependency cycle.
     pub fn validate(&self) -> Result<()> {
-        let by_id = self.index()?;
+        if let Some((index, first)) = self.tasks.first_duplicate() {
+            return Err(self.malformed(
+                index,
+                format!(
+                    "duplicate id {:?} (first on line {}); give one of them a new id",
+                    self.task_at(index).id.as_str(),
+                    first + 1
+                ),
+            ));
+        }
         for (index, task) in self.tasks.tasks() {
             let id = task.id.as_str();
             if let Some(parent) = id::parent_of(id) {
-                match by_id.get(parent) {
-                    Some(&parent_index) => {
+                match self.tasks.position(parent) {
+                    Some(parent_index) => {
                         let parent_task = self.task_at(parent_index);
                         if parent_task.leaf {
                             return Err(self.malformed(
@@ -121,7 +135,7 @@ impl Queue {
             }
             for dep in &task.deps {
                 let dep = dep.as_str();
-                if !by_id.contains_key(dep) && !self.done.contains(dep) {
+                if self.tasks.position(dep).is_none() && !self.done.contains(dep) {
                     return Err(self.malformed(
                         index,
                         format!("task {id:?} depends on {dep:?}, which is in neither {TASKS_FILE} nor {DONE_FILE}; fix or remove it in \"deps\""),
@@ -135,28 +149,10 @@ impl Queue {
                 }
             }
         }
-        self.check_cycles(&by_id)
+        self.check_cycles()
     }
 
-    /// Maps each id of `tasks.jsonl` to its line index; fails on duplicates.
-    fn index(&self) -> Result<HashMap<&str, usize>> {
-        let mut by_id = HashMap::with_capacity(self.tasks.lines().len());
-        for (index, task) in self.tasks.tasks() {
-            if let Some(first) = by_id.insert(task.id.as_str(), index) {
-                return Err(self.malformed(
-                    index,
-                    format!(
-                        "duplicate id {:?} (first on line {}); give one of them a new id",
-                        task.id.as_str(),
-                        first + 1
-                    ),
-                ));
-            }
-        }
-        Ok(by_id)
-    }
-
-    fn check_cycles(&self, by_id: &HashMap<&str, usize>) -> Result<()> {
+    fn check_cycles(&self) -> Result<()> {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             New,
@@ -170,11 +166,16 @@ impl Queue {
                 .deps
                 .iter()
                 .filter(|dep| !self.done.contains(dep.as_str()))
-                .filter_map(|dep| by_id.get(dep.as_str()).copied())
+                .filter_map(|dep| self.tasks.position(dep.as_str()))
                 .collect()
         };
-        for (start, _) in self.tasks.tasks() {
+        for (start, task) in self.tasks.tasks() {
             if marks[start] != Mark::New {
+                continue;
+            }
+            if task.deps.is_empty() {
+                // Nothing to follow: no cycle passes through it.
+                marks[start] = Mark::Closed;
                 continue;
             }
             let mut stack = vec![(start, deps_of(start), 0)];
@@ -251,17 +252,13 @@ impl Queue {
     /// blocked or under a blocked ancestor, and ids already archived, are
     /// skipped.
     pub fn next(&self) -> Option<&Task> {
-        let by_id: HashMap<&str, &Task> = self
-            .tasks
-            .tasks()
-            .map(|(_, task)| (task.id.as_str(), task))
-            .collect();
+        let by_id = &self.tasks;
         let lineage = |task: &'_ Task| {
             let mut chain = vec![];
             let mut current = Some(task.id.as_str());
             while let Some(id) = current {
                 if let Some(found) = by_id.get(id) {
-                    chain.push(*found);
+                    chain.push(found);
                 }
                 current = id::parent_of(id);
             }

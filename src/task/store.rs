@@ -47,7 +47,7 @@ impl Store {
     pub fn load(&self) -> Result<Queue> {
         let tasks = self.read(&self.tasks_path())?;
         let done = self.read(&self.done_path())?;
-        Queue::parse(&tasks, &done)
+        Queue::parse_owned(tasks, &done)
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
@@ -74,7 +74,7 @@ impl Store {
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
-            files::write_atomic(&path, queue.tasks.render().as_bytes())
+            files::write_atomic_with(&path, |out| queue.tasks.write_to(out))
                 .map_err(|source| Error::Io { path, source })?;
         }
         Ok(())
