@@ -17,6 +17,18 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
+    write_atomic_unless_changed(path, write, || true).map(|_| ())
+}
+
+/// `write_atomic_with`, renaming over `path` only when `unchanged()` still
+/// says the file is as the caller read it; otherwise the temp file is
+/// dropped and `Ok(false)` returned, so the caller can apply its change to
+/// the new content instead of overwriting it.
+pub fn write_atomic_unless_changed(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    unchanged: impl FnOnce() -> bool,
+) -> io::Result<bool> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let temp = dir.join(temp_name(name, std::process::id()));
@@ -34,13 +46,79 @@ pub fn write_atomic_with(
             "state.json" => crate::fault::crash_at("mid_state_write"),
             _ => {}
         }
+        if !unchanged() {
+            fs::remove_file(&temp)?;
+            return Ok(false);
+        }
         fs::rename(&temp, path)?;
-        sync_dir(dir)
+        sync_dir(dir)?;
+        Ok(true)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// What identifies one version of a file: device, inode, size and
+/// modification time (`None`: no file). A rename over it, an append or an
+/// in-place rewrite all change it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp(Option<(u64, u64, u64, i64, i64)>);
+
+impl Stamp {
+    /// The stamp of `path` now.
+    pub fn of(path: &Path) -> io::Result<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        match fs::metadata(path) {
+            Ok(m) => Ok(Stamp(Some((
+                m.dev(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec(),
+            )))),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Stamp(None)),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// How long ago the file was last modified (zero for no file or a
+    /// time in the future).
+    pub fn age(&self) -> std::time::Duration {
+        let Some((_, _, _, secs, nanos)) = self.0 else {
+            return std::time::Duration::MAX;
+        };
+        let modified = std::time::UNIX_EPOCH
+            + std::time::Duration::new(secs.max(0) as u64, nanos.max(0) as u32);
+        std::time::SystemTime::now()
+            .duration_since(modified)
+            .unwrap_or_default()
+    }
+}
+
+/// Reads `path` (missing: empty) once it has settled: a file modified in
+/// the last moment may be in the middle of a rewrite by an editor that does
+/// not write atomically, so it is read again until two reads agree and it
+/// is not being modified. Returns the bytes and the stamp they belong to.
+pub fn read_settled(path: &Path) -> io::Result<(Vec<u8>, Stamp)> {
+    const FRESH: std::time::Duration = std::time::Duration::from_millis(10);
+    let mut last: Option<(Vec<u8>, Stamp)> = None;
+    for _ in 0..20 {
+        let before = Stamp::of(path)?;
+        let bytes = read_or_empty(path)?;
+        let after = Stamp::of(path)?;
+        let settled = before == after && after.age() >= FRESH;
+        let repeated = last
+            .as_ref()
+            .is_some_and(|(b, s)| *b == bytes && *s == after);
+        if settled || repeated {
+            return Ok((bytes, after));
+        }
+        last = Some((bytes, after));
+        std::thread::sleep(FRESH);
+    }
+    Ok(last.expect("the loop ran"))
 }
 
 /// The name of the temp file `write_atomic` uses for `name`.

@@ -110,8 +110,34 @@ pub struct ArchiveArgs {
 pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
     let store = Store::open(&context.root);
     let json = context.json;
-    let apply = |patch: Patch| store.apply(&patch, &context.now);
-    Ok(match command {
+    // Warnings about the files themselves go to stderr ahead of the output.
+    let warnings = std::cell::RefCell::new(String::new());
+    let apply = |patch: Patch| -> Result<Vec<Change>, Error> {
+        let changes = store.apply(&patch, &context.now)?;
+        for change in &changes {
+            if let Change::TornLineMoved { line, to } = change {
+                let _ = writeln!(
+                    warnings.borrow_mut(),
+                    "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) was moved to {}",
+                    to.display()
+                );
+            }
+        }
+        Ok(changes)
+    };
+    let load = || -> Result<Queue, Error> {
+        let queue = store.load()?;
+        if let Some(torn) = queue.done.torn() {
+            let _ = writeln!(
+                warnings.borrow_mut(),
+                "warning: tasks-done.jsonl:{}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
+                torn.line,
+                crate::task::QUARANTINE_DIR
+            );
+        }
+        Ok(queue)
+    };
+    let mut outcome = match command {
         TaskCommand::Add(args) => {
             let changes = apply(Patch::Add(NewTask {
                 title: args.title,
@@ -122,10 +148,10 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
             }))?;
             added(&store, &changes, json)?
         }
-        TaskCommand::List(args) => list(&store.load()?, &args, json),
-        TaskCommand::Tree => tree(&store.load()?, json),
-        TaskCommand::Next => next(&store.load()?, json),
-        TaskCommand::Show(args) => show(&store.load()?, &args.id, json)?,
+        TaskCommand::List(args) => list(&load()?, &args, json)?,
+        TaskCommand::Tree => tree(&load()?, json),
+        TaskCommand::Next => next(&load()?, json)?,
+        TaskCommand::Show(args) => show(&load()?, &args.id, json)?,
         TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
         TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
         TaskCommand::Complete(args) => {
@@ -152,8 +178,10 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
             })?,
             json,
         ),
-        TaskCommand::Validate => validate(&store.load()?, json),
-    })
+        TaskCommand::Validate => validate(&load()?, json),
+    };
+    outcome.stderr.insert_str(0, &warnings.into_inner());
+    Ok(outcome)
 }
 
 fn set(id: TaskId, status: Status) -> Patch {
@@ -161,13 +189,13 @@ fn set(id: TaskId, status: Status) -> Patch {
 }
 
 /// A live task's stored object, with the status written canonically.
-fn object_of(queue: &Queue, id: &str) -> Map<String, Value> {
+fn object_of(queue: &Queue, id: &str) -> Result<Map<String, Value>, Error> {
     let index = queue.tasks.position(id).expect("caller found the task");
-    let mut object = queue.tasks.object(index);
+    let mut object = queue.tasks.object(index)?;
     if let Some(task) = &queue.tasks.lines()[index].task {
         object.insert("status".into(), task.status.as_str().into());
     }
-    object
+    Ok(object)
 }
 
 fn added(store: &Store, changes: &[Change], json: bool) -> Result<Outcome, Error> {
@@ -183,7 +211,7 @@ fn added(store: &Store, changes: &[Change], json: bool) -> Result<Outcome, Error
             Change::Added(id) if json => {
                 // Read back what was written (a fresh load is the truth).
                 let queue = store.load()?;
-                outcome.stdout = to_json(&object_of(&queue, id.as_str()));
+                outcome.stdout = to_json(&object_of(&queue, id.as_str())?);
             }
             Change::Added(id) => outcome.stdout = format!("{id}\n"),
             _ => {}
@@ -192,7 +220,7 @@ fn added(store: &Store, changes: &[Change], json: bool) -> Result<Outcome, Error
     Ok(outcome)
 }
 
-fn list(queue: &Queue, args: &ListArgs, json: bool) -> Outcome {
+fn list(queue: &Queue, args: &ListArgs, json: bool) -> Result<Outcome, Error> {
     let tasks: Vec<_> = queue
         .tasks
         .tasks()
@@ -201,11 +229,11 @@ fn list(queue: &Queue, args: &ListArgs, json: bool) -> Outcome {
         .filter(|task| !args.leaf || task.leaf)
         .collect();
     if json {
-        let objects: Vec<_> = tasks
+        let objects = tasks
             .iter()
             .map(|task| object_of(queue, task.id.as_str()))
-            .collect();
-        return Outcome::print(to_json(&objects));
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(Outcome::print(to_json(&objects)));
     }
     let width = tasks
         .iter()
@@ -223,7 +251,7 @@ fn list(queue: &Queue, args: &ListArgs, json: bool) -> Outcome {
             safe(&task.title)
         );
     }
-    Outcome::print(out)
+    Ok(Outcome::print(out))
 }
 
 fn mark(status: Option<Status>) -> &'static str {
@@ -314,10 +342,17 @@ fn tree(queue: &Queue, json: bool) -> Outcome {
     Outcome::print(out)
 }
 
-fn next(queue: &Queue, json: bool) -> Outcome {
+fn next(queue: &Queue, json: bool) -> Result<Outcome, Error> {
     match queue.next() {
-        Some(task) if json => Outcome::print(to_json(&object_of(queue, task.id.as_str()))),
-        Some(task) => Outcome::print(format!("{} {}\n", task.id, safe(&task.title))),
+        Some(task) if json => Ok(Outcome::print(to_json(&object_of(
+            queue,
+            task.id.as_str(),
+        )?))),
+        Some(task) => Ok(Outcome::print(format!(
+            "{} {}\n",
+            task.id,
+            safe(&task.title)
+        ))),
         None => {
             let counts = queue.counts();
             let why = if counts.active_total() == 0 {
@@ -333,11 +368,11 @@ fn next(queue: &Queue, json: bool) -> Outcome {
                     parts.join(", ")
                 )
             };
-            Outcome {
+            Ok(Outcome {
                 stderr: format!("no workable task ({why})\n"),
                 exit: Some(Exit::NothingToDo),
                 ..Outcome::default()
-            }
+            })
         }
     }
 }
@@ -345,7 +380,7 @@ fn next(queue: &Queue, json: bool) -> Outcome {
 fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
     let id_str = id.as_str();
     let (object, archived_line) = if queue.get(id_str).is_some() {
-        (object_of(queue, id_str), None)
+        (object_of(queue, id_str)?, None)
     } else if let Some(record) = queue.done.record(id_str) {
         (record, queue.done.line_of(id_str))
     } else {

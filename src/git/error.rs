@@ -170,6 +170,16 @@ fn list_paths(paths: &[String]) -> String {
 /// Shorthand for results of this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Whether a libgit2 error comes from a file changing or vanishing while
+/// it was read (a person's edit next to ralph's scan): worth trying again.
+pub(super) fn is_transient(err: &git2::Error) -> bool {
+    matches!(
+        err.class(),
+        git2::ErrorClass::Os | git2::ErrorClass::Filesystem
+    ) || err.message().contains("changed before we could read it")
+        || err.message().contains("error reading file for hashing")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

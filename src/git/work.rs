@@ -4,7 +4,7 @@
 
 use git2::{Delta, IndexAddOption, Sort};
 
-use super::error::{Context, Result};
+use super::error::{Context, Error, Result};
 use super::{BranchCommit, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
 use crate::task::TaskId;
 
@@ -168,6 +168,23 @@ impl Repo {
     /// Commits everything uncommitted on the checked-out branch except
     /// ralph's own files and ignored paths; `None` when there was nothing.
     fn commit_wip(&self, message: &str) -> Result<Option<CommitId>> {
+        // Files changing while they are staged (a person rewriting
+        // tasks.jsonl next to the scan) fail the scan: stage again.
+        let mut attempt = 0;
+        loop {
+            match self.commit_wip_once(message) {
+                Err(Error::Git { source, .. })
+                    if attempt < 20 && super::error::is_transient(&source) =>
+                {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn commit_wip_once(&self, message: &str) -> Result<Option<CommitId>> {
         let head = self
             .git
             .head()
@@ -175,6 +192,7 @@ impl Repo {
             .doing("read HEAD's commit")?;
         let head_tree = head.tree().doing("read HEAD's tree")?;
         let mut index = self.git.index().doing("read the index")?;
+        index.read(true).doing("read the index")?;
         let mut skip_own = |path: &std::path::Path, _: &[u8]| -> i32 {
             i32::from(self.is_own(&path.to_string_lossy()))
         };

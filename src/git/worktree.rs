@@ -22,10 +22,18 @@ impl Repo {
             .recurse_untracked_dirs(true)
             .include_ignored(false)
             .renames_head_to_index(false);
-        let statuses = self
-            .git
-            .statuses(Some(&mut options))
-            .doing("read the working tree's status")?;
+        // A file removed while the tree is scanned (a person's temp file
+        // renamed over tasks.jsonl) fails the scan: look again.
+        let mut attempt = 0;
+        let statuses = loop {
+            match self.git.statuses(Some(&mut options)) {
+                Err(err) if attempt < 20 && super::error::is_transient(&err) => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => break other.doing("read the working tree's status")?,
+            }
+        };
         let mut paths: Vec<String> = statuses
             .iter()
             .filter(|entry| !entry.status().is_ignored())

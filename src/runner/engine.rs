@@ -22,7 +22,7 @@ use crate::events::EventLog;
 use crate::git::{self, Head, Repo};
 use crate::roles::{self, Triggers};
 use crate::state::{Loaded, State, StateFile, TaskProgress};
-use crate::task::{Queue, Status, Store, Task, TaskId};
+use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
 
 /// How a run was asked for: the checked settings and the flags that are
 /// not settings.
@@ -81,7 +81,7 @@ impl<'a> Engine<'a> {
         let settings = &options.settings;
         let triggers = roles::load(root)?;
         let store = Store::open(root);
-        store.load()?;
+        let torn = store.load()?.done.torn().map(|t| t.line);
         // A queue write cut short by a crash leaves its temp file behind.
         for dir in [root.to_path_buf(), root.join(crate::task::RUNTIME_DIR)] {
             for name in [crate::task::TASKS_FILE, "state.json"] {
@@ -94,6 +94,12 @@ impl<'a> Engine<'a> {
             source,
         })?;
         let ui = Ui::new(root, options.quiet);
+        if let Some(line) = torn {
+            ui.line(&format!(
+                "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
+                crate::task::QUARANTINE_DIR
+            ));
+        }
         if let Loaded::Quarantined(aside) = &loaded {
             ui.line(&format!(
                 "warning: .ralph/state.json did not parse; moved it to {} and started fresh",
@@ -240,6 +246,32 @@ impl<'a> Engine<'a> {
                     continue;
                 }
             };
+            // A line for a task already archived (a crash between the two
+            // writes, or an editor saving an older copy) is only a leftover:
+            // finish the archive, which removes it.
+            let leftovers: Vec<TaskId> = queue
+                .tasks
+                .tasks()
+                .filter(|(_, task)| queue.done.contains(task.id.as_str()))
+                .map(|(_, task)| task.id.clone())
+                .collect();
+            let mut cleaned = false;
+            for id in leftovers {
+                match self
+                    .store
+                    .apply(&Patch::Archive { id, commit: None }, &now())
+                {
+                    Ok(_) => cleaned = true,
+                    // A container with open children stays until they are done.
+                    Err(
+                        crate::task::Error::Refused { .. } | crate::task::Error::NotFound { .. },
+                    ) => {}
+                    Err(err) => return Err(err.into()),
+                }
+            }
+            if cleaned {
+                continue;
+            }
             let seen = Before {
                 interrupted: self.interrupted.load(Ordering::SeqCst),
                 stop_requested: self.root.join(STOP_FILE).exists(),
@@ -248,16 +280,40 @@ impl<'a> Engine<'a> {
                 next: queue.next().map(|task| self.candidate(task)),
                 ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
             };
-            match decide::before(&seen, &self.budgets) {
-                Step::End(ending) => return self.ending(ending, &queue),
-                Step::Finish(id) => self.finish_task(&id, &queue)?,
-                Step::Block(id, reason) => self.block(&id, &reason)?,
+            let step = decide::before(&seen, &self.budgets);
+            let done = match &step {
+                Step::End(ending) => return self.ending(*ending, &queue),
+                Step::Finish(id) => self.finish_task(id, &queue).map(|()| None),
+                Step::Block(id, reason) => self.block(id, reason).map(|()| None),
                 Step::Iterate(id) => {
                     let task = queue.get(id.as_str()).cloned();
-                    if let Some(ending) = self.iterate(&id, task.as_ref())? {
-                        return Ok(ending);
-                    }
+                    self.iterate(id, task.as_ref())
                 }
+            };
+            match done {
+                Ok(Some(ending)) => return Ok(ending),
+                Ok(None) => {}
+                // Someone rewrote tasks.jsonl without the task ralph was
+                // changing (an editor saving an older copy): not the run's
+                // failure. The loop looks at the queue again.
+                Err(Error::Task(crate::task::Error::NotFound { id, .. })) => {
+                    self.ui.line(&format!(
+                        "warning: task {id} disappeared from tasks.jsonl while ralph worked on it (a concurrent edit?); going on"
+                    ));
+                    self.record(
+                        None,
+                        "queue",
+                        "changed",
+                        &format!("task {id} disappeared"),
+                        Map::new(),
+                    )?;
+                    if self.state.current_task.as_deref() == Some(id.as_str()) {
+                        self.state.current_task = None;
+                    }
+                    self.repo.checkout_base()?;
+                    self.save_state()?;
+                }
+                Err(err) => return Err(err),
             }
         }
     }

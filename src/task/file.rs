@@ -274,8 +274,12 @@ impl TaskFile {
     }
 
     /// The full JSON object on line `index`, unknown fields and key order kept.
-    pub fn object(&self, index: usize) -> Map<String, Value> {
-        parse_map(&self.lines[index].text).expect("a parsed task line is a JSON object")
+    pub fn object(&self, index: usize) -> Result<Map<String, Value>> {
+        parse_map(&self.lines[index].text).map_err(|message| Error::Malformed {
+            file: self.name.clone(),
+            line: index + 1,
+            message,
+        })
     }
 
     /// Whether an edit changed the content since it was parsed.
@@ -286,7 +290,7 @@ impl TaskFile {
     /// Rewrites the task on line `index` through `edit`, keeping its other
     /// fields, their order and the line ending.
     pub fn edit(&mut self, index: usize, edit: impl FnOnce(&mut Map<String, Value>)) -> Result<()> {
-        let mut object = self.object(index);
+        let mut object = self.object(index)?;
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
         if line.text != self.lines[index].text {
@@ -473,10 +477,50 @@ struct DoneEntry {
 pub struct DoneLog {
     name: String,
     text: String,
+    /// A last line cut short by a crash during an append, ignored.
+    torn: Option<Torn>,
     ids: IdMap<String, DoneEntry>,
     order: Vec<String>,
     /// Records queued for appending, as (id, JSON line).
     appended: Vec<(String, String)>,
+}
+
+/// The unterminated, incomplete last line of the archive.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Torn {
+    /// Its 1-based line number.
+    pub line: usize,
+    /// Where it starts in the file.
+    pub offset: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Splits off an unterminated last line that is not a whole JSON value
+/// (a power loss during an append): it is ignored, never parsed as a record.
+fn split_torn(bytes: &[u8]) -> (&[u8], Option<Torn>) {
+    let start = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let tail = &bytes[start..];
+    if tail.is_empty() {
+        return (bytes, None);
+    }
+    let cut_short = match std::str::from_utf8(tail) {
+        // A character cut in two.
+        Err(err) => err.error_len().is_none(),
+        Ok(text) if text.trim().is_empty() => false,
+        Ok(text) => {
+            serde_json::from_str::<serde::de::IgnoredAny>(text).is_err_and(|err| err.is_eof())
+        }
+    };
+    if !cut_short {
+        return (bytes, None);
+    }
+    let torn = Torn {
+        line: bytes[..start].iter().filter(|&&b| b == b'\n').count() + 1,
+        offset: start as u64,
+        bytes: tail.to_vec(),
+    };
+    (&bytes[..start], Some(torn))
 }
 
 #[derive(Deserialize)]
@@ -487,6 +531,7 @@ struct DoneId {
 impl DoneLog {
     /// Parses the archive's bytes; `name` is used in error messages.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<DoneLog> {
+        let (bytes, torn) = split_torn(bytes);
         let (_, lines) = split_lines(name, bytes)?;
         let text = std::str::from_utf8(bytes).expect("split_lines checked UTF-8");
         let base = text.as_ptr() as usize;
@@ -525,6 +570,7 @@ impl DoneLog {
         Ok(DoneLog {
             name: name.to_owned(),
             text: text.to_owned(),
+            torn,
             ids,
             order,
             appended: Vec::new(),
@@ -534,6 +580,11 @@ impl DoneLog {
     /// Whether `id` is archived (read from the file or appended since).
     pub fn contains(&self, id: &str) -> bool {
         self.ids.contains_key(id) || self.appended_ids().any(|appended| appended == id)
+    }
+
+    /// The torn last line, if the file ends with one.
+    pub fn torn(&self) -> Option<&Torn> {
+        self.torn.as_ref()
     }
 
     /// Archived ids in file order, each once, appended ones last.
@@ -583,7 +634,9 @@ impl DoneLog {
             return String::new();
         }
         let mut out = String::new();
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
+        // A torn last line is cut off before appending (`torn`), so the
+        // file then ends with a newline.
+        if self.torn.is_none() && !self.text.is_empty() && !self.text.ends_with('\n') {
             out.push('\n');
         }
         for (_, line) in &self.appended {

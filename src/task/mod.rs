@@ -11,9 +11,9 @@ mod scan;
 mod store;
 
 pub use error::{Error, Result};
-pub use file::{DoneLog, Line, LineEnd, LineText, TaskFile};
+pub use file::{DoneLog, Line, LineEnd, LineText, TaskFile, Torn};
 pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
 pub use queue::{Counts, DONE_FILE, Queue, TASKS_FILE, TreeNode};
-pub use store::{LOCK_FILE, RUNTIME_DIR, Store, lock_queue};
+pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store, lock_queue};

@@ -270,6 +270,14 @@ impl Task {
 
     /// `from_json` through serde alone.
     pub(super) fn from_json_slow(text: &str) -> Result<Task, String> {
+        // serde skips unknown fields of any depth, but cannot read a line
+        // deeper than its limit back as an object to edit it: refuse such a
+        // line here, so every command agrees about it.
+        if nesting_depth(text) > MAX_DEPTH {
+            return Err(format!(
+                "nested deeper than {MAX_DEPTH} levels; flatten the line's values"
+            ));
+        }
         let raw: RawTask = parse_object(text)?;
         let id = match required(raw.id, "id")? {
             Raw::Str(id) => TaskId::parse(&id)?,
@@ -339,19 +347,42 @@ impl Task {
 /// Deserializes one JSON object from `text`, refusing other JSON values
 /// (serde would otherwise accept an array for a struct).
 pub fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
-    let trimmed = text.trim_start();
-    if !trimmed.starts_with('{') {
-        return Err(
-            if trimmed.starts_with(['[', '"'])
-                || trimmed.starts_with(|c: char| c.is_ascii_digit() || c == '-')
-            {
-                "expected a JSON object ({...}), found another JSON value".to_owned()
-            } else {
-                invalid_json(serde_json::from_str::<Value>(text).err())
-            },
-        );
+    if !text.trim_start().starts_with('{') {
+        return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+            Ok(_) => "expected a JSON object ({...}), found another JSON value".to_owned(),
+            Err(err) => invalid_json(Some(err)),
+        });
     }
     serde_json::from_str(text).map_err(|err| invalid_json(Some(err)))
+}
+
+/// The deepest JSON line ralph reads (serde_json's own limit).
+const MAX_DEPTH: usize = 128;
+
+/// How deeply `[` and `{` nest in `text`, outside strings.
+fn nesting_depth(text: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Reads a whole line as a JSON object map, keeping key order.

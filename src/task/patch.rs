@@ -85,6 +85,14 @@ pub enum Change {
     Archived(TaskId),
     /// The task was archived already; nothing was appended.
     AlreadyArchived(TaskId),
+    /// A torn last line of the archive (a crash during an append) was moved
+    /// to the quarantine folder before new records were appended.
+    TornLineMoved {
+        /// Its line number in `tasks-done.jsonl`.
+        line: usize,
+        /// Where it is kept now, relative to the project.
+        to: std::path::PathBuf,
+    },
 }
 
 impl Queue {
@@ -360,7 +368,7 @@ impl Queue {
                 // Appended before a crash: only the removal is left to do.
                 changes.push(Change::AlreadyArchived(id.clone()));
             } else {
-                let mut record = self.tasks.object(index);
+                let mut record = self.tasks.object(index)?;
                 record.insert("status".into(), Status::Complete.as_str().into());
                 record.insert("completed".into(), now.into());
                 if let Some(commit) = commit {

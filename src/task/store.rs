@@ -6,12 +6,15 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
+use super::file::Torn;
 use super::patch::{Change, Patch};
 use super::queue::{DONE_FILE, Queue, TASKS_FILE};
-use crate::files;
+use crate::files::{self, Stamp};
 
 /// Folder for ralph's runtime files, relative to the project root.
 pub const RUNTIME_DIR: &str = ".ralph";
+/// Where torn lines cut off the archive are kept, relative to the project root.
+pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
 /// The short lock every queue write holds, relative to the project root.
 pub const LOCK_FILE: &str = ".ralph/tasks.lock";
 
@@ -42,42 +45,103 @@ impl Store {
         self.root.join(DONE_FILE)
     }
 
-    /// Reads and validates both files without locking: writers replace the
-    /// files atomically, so a reader always sees a whole version.
+    /// Reads and validates both files without locking: ralph's writers
+    /// replace `tasks.jsonl` atomically, and a file still being rewritten in
+    /// place (an editor) is read once it has settled.
     pub fn load(&self) -> Result<Queue> {
-        let tasks = self.read(&self.tasks_path())?;
+        Ok(self.load_stamped()?.0)
+    }
+
+    fn load_stamped(&self) -> Result<(Queue, Stamp)> {
+        let path = self.tasks_path();
+        let (tasks, stamp) =
+            files::read_settled(&path).map_err(|source| Error::Io { path, source })?;
         let done = self.read(&self.done_path())?;
-        Queue::parse_owned(tasks, &done)
+        Ok((Queue::parse_owned(tasks, &done)?, stamp))
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
     /// applies, validates, appends archive records (fsynced) and then
-    /// replaces `tasks.jsonl` atomically. Nothing is written on error.
+    /// replaces `tasks.jsonl` atomically. When someone changed `tasks.jsonl`
+    /// meanwhile without the lock (`jq ... && mv`, `>>`, an editor), the
+    /// patch is applied again to the new content, so their edit is kept.
+    /// Nothing is written on error.
     pub fn apply(&self, patch: &Patch, now: &str) -> Result<Vec<Change>> {
+        const ATTEMPTS: usize = 20;
         let _lock = self.lock()?;
-        let mut queue = self.load()?;
-        let changes = queue.apply(patch, now)?;
-        queue.validate()?;
-        self.write(&queue)?;
-        Ok(changes)
+        for _ in 0..ATTEMPTS {
+            let (mut queue, stamp) = self.load_stamped()?;
+            let mut changes = queue.apply(patch, now)?;
+            queue.validate()?;
+            if let Some(torn) = self.write(&queue, stamp)? {
+                changes.extend(torn);
+                return Ok(changes);
+            }
+        }
+        let path = self.tasks_path();
+        Err(Error::Io {
+            source: std::io::Error::other(format!(
+                "it kept changing while ralph tried to write it ({ATTEMPTS} times); try again"
+            )),
+            path,
+        })
     }
 
     /// Writes what `queue` changed: archive records first, so a crash in
     /// between leaves a record in both files, which reads as archived and is
-    /// cleaned up by repeating the archive.
-    fn write(&self, queue: &Queue) -> Result<()> {
+    /// cleaned up by repeating the archive. `tasks.jsonl` is replaced only
+    /// when it still has `stamp`: `None` means it changed (write again).
+    fn write(&self, queue: &Queue, stamp: Stamp) -> Result<Option<Option<Change>>> {
         let appended = queue.done.pending_text();
+        let mut quarantined = None;
         if !appended.is_empty() {
             let path = self.done_path();
+            if let Some(torn) = queue.done.torn() {
+                quarantined = Some(self.quarantine(torn)?);
+            }
             files::append_durable(&path, appended.as_bytes())
                 .map_err(|source| Error::Io { path, source })?;
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
-            files::write_atomic_with(&path, |out| queue.tasks.write_to(out))
-                .map_err(|source| Error::Io { path, source })?;
+            let unchanged = || Stamp::of(&path).is_ok_and(|now| now == stamp);
+            let written = files::write_atomic_unless_changed(
+                &path,
+                |out| queue.tasks.write_to(out),
+                unchanged,
+            )
+            .map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if !written {
+                return Ok(None);
+            }
         }
-        Ok(())
+        Ok(Some(quarantined))
+    }
+
+    /// Moves a torn last line of the archive to `.ralph/quarantine/` and
+    /// cuts it off the file, so the next record starts on a line of its own.
+    /// Complete records are never touched.
+    fn quarantine(&self, torn: &Torn) -> Result<Change> {
+        let io = |path: PathBuf| move |source| Error::Io { path, source };
+        let dir = self.root.join(QUARANTINE_DIR);
+        fs::create_dir_all(&dir).map_err(io(dir.clone()))?;
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let kept = dir.join(format!("{DONE_FILE}.line{}.{stamp}.torn", torn.line));
+        files::write_atomic(&kept, &torn.bytes).map_err(io(kept.clone()))?;
+        let path = self.done_path();
+        let file = OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .map_err(io(path.clone()))?;
+        file.set_len(torn.offset).map_err(io(path.clone()))?;
+        file.sync_all().map_err(io(path))?;
+        Ok(Change::TornLineMoved {
+            line: torn.line,
+            to: kept.strip_prefix(&self.root).unwrap_or(&kept).to_owned(),
+        })
     }
 
     fn read(&self, path: &Path) -> Result<Vec<u8>> {

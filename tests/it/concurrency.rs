@@ -2,9 +2,93 @@
 //! people use, and racing `ralph task` writers: no edit is lost and no task
 //! is duplicated.
 
+use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use crate::support::TestProject;
+
+const AGENT: &str = r#"work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+
+/// One edit by a route people use; each adds a task titled `title`.
+fn edit(project: &TestProject, route: usize, n: usize) {
+    let line = format!(r#"{{"id":"E{n}","title":"edit {n}","status":"pending","leaf":true}}"#);
+    let script = match route {
+        // `ralph task add` takes the queue lock and allocates the id.
+        0 => format!("ralph task add 'edit {n}' > /dev/null"),
+        // What `jq ... tasks.jsonl > tmp && mv tmp tasks.jsonl` does.
+        1 => format!(
+            "{{ cat tasks.jsonl; echo '{line}'; }} > tasks.jsonl.tmp{n} && mv tasks.jsonl.tmp{n} tasks.jsonl"
+        ),
+        // An editor rewriting the file in place.
+        2 => format!(
+            "content=$(cat tasks.jsonl); printf '%s\\n%s\\n' \"$content\" '{line}' > tasks.jsonl"
+        ),
+        // Appending with >>.
+        _ => format!("echo '{line}' >> tasks.jsonl"),
+    };
+    let ralph_dir = std::path::Path::new(crate::support::RALPH)
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        ralph_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let status = project
+        .command("sh")
+        .args(["-c", &script])
+        .env("PATH", path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "edit {n} by route {route}");
+}
+
+#[test]
+fn two_hundred_edits_by_every_route_during_a_run_are_all_kept() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(AGENT);
+    let mut run = project
+        .run_command(&["--quiet", "--max-iterations", "1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for n in 0..200 {
+        edit(&project, n % 4, n);
+        std::thread::sleep(std::time::Duration::from_millis(15));
+    }
+    // The run may have drained before the last edits: run again to finish.
+    let first = crate::support::wait_for(run_child(&mut run), 120);
+    assert!(
+        matches!(first.code, 0),
+        "the run during the edits: {first:#?}"
+    );
+    let last = project.run(&["--max-iterations", "1000"]);
+    assert_eq!(last.code, 0, "{last:#?}");
+    let mut titles: BTreeMap<String, usize> = BTreeMap::new();
+    for record in project.json_lines("tasks-done.jsonl") {
+        *titles
+            .entry(record["title"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    for n in 0..200 {
+        assert_eq!(
+            titles.get(&format!("edit {n}")),
+            Some(&1),
+            "edit {n} lost or duplicated: {titles:?}"
+        );
+    }
+    assert_eq!(project.read("tasks.jsonl").trim(), "");
+}
+
+fn run_child(child: &mut std::process::Child) -> std::process::Child {
+    // Hand the child over to `wait_for`, which owns it from here.
+    std::mem::replace(child, std::process::Command::new("true").spawn().unwrap())
+}
 
 #[test]
 fn two_writers_racing_with_a_hundred_adds_each_keep_all_two_hundred() {
