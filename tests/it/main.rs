@@ -6,6 +6,7 @@ mod crash;
 mod demo;
 mod fuzz_corpus;
 mod git;
+mod hostile;
 mod init;
 mod misbehave;
 mod reliability_doc;
