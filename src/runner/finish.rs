@@ -306,6 +306,9 @@ impl Engine<'_> {
     }
 
     pub(super) fn block(&mut self, id: &TaskId, reason: &str) -> Result<(), Error> {
+        // The reason may quote the agent's output; it goes into tasks.jsonl
+        // and a commit message, so secrets are masked first.
+        let reason = &crate::redact::redact(reason).into_owned();
         self.store.apply(
             &Patch::Block {
                 id: id.clone(),

@@ -160,3 +160,36 @@ fn a_hundred_kilobyte_title_is_bounded_in_the_branch_and_the_commit() {
     assert!(subject.len() < 300, "{} bytes", subject.len());
     assert!(subject.ends_with("..."));
 }
+
+#[test]
+fn secrets_are_masked_in_the_log_the_events_and_the_terminal_but_not_the_agents_log() {
+    let project = one_task(r#""leak""#);
+    let claude = project.script(
+        "claude",
+        "echo 'Permission denied for hunter2-very-secret with sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAA'\nexit 1\n",
+    );
+    let mut command = project.ralph_command(&["run", "--agent-cmd", claude.to_str().unwrap()]);
+    command
+        .env("MY_API_KEY", "hunter2-very-secret")
+        .env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let leaks = |text: &str| text.contains("hunter2-very-secret") || text.contains("sk-ant-api03");
+    let log = project.read("ralph.log");
+    let events = project.read(".ralph/events.ndjson");
+    assert!(log.contains("[redacted]") && !leaks(&log), "{log}");
+    assert!(events.contains("[redacted]") && !leaks(&events), "{events}");
+    assert!(!leaks(&run.stderr), "{run:#?}");
+    assert!(
+        !leaks(&project.read("tasks.jsonl")),
+        "the block reason is masked too"
+    );
+    assert!(
+        !leaks(&project.git(&["log", "--format=%B", "main"])),
+        "and so is the commit message"
+    );
+    assert!(
+        leaks(&project.read(".ralph/logs/1-A.log")),
+        "the agent's own log keeps what it printed"
+    );
+}
