@@ -17,17 +17,28 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    write_atomic_unless_changed(path, write, || true).map(|_| ())
+    write_atomic_checked(path, write, None).map(|_| ())
 }
 
-/// `write_atomic_with`, renaming over `path` only when `unchanged()` still
-/// says the file is as the caller read it; otherwise the temp file is
-/// dropped and `Ok(false)` returned, so the caller can apply its change to
-/// the new content instead of overwriting it.
+/// `write_atomic_with` for a file read with stamp `expected`: it replaces
+/// the file only while it still is that version, and returns `Ok(false)`
+/// (writing nothing) when someone changed it, so the caller can apply its
+/// change to the new content instead of overwriting it. The swap is an
+/// atomic exchange, checked after the fact: a file renamed over the target
+/// in the instant between the check and the swap (`jq ... && mv`) is put
+/// back, never lost.
 pub fn write_atomic_unless_changed(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    unchanged: impl FnOnce() -> bool,
+    expected: Stamp,
+) -> io::Result<bool> {
+    write_atomic_checked(path, write, Some(expected))
+}
+
+fn write_atomic_checked(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    expected: Option<Stamp>,
 ) -> io::Result<bool> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
@@ -46,18 +57,73 @@ pub fn write_atomic_unless_changed(
             "state.json" => crate::fault::crash_at("mid_state_write"),
             _ => {}
         }
-        if !unchanged() {
-            fs::remove_file(&temp)?;
-            return Ok(false);
+        let replaced = match expected {
+            None => {
+                fs::rename(&temp, path)?;
+                true
+            }
+            Some(expected) => replace_if(&temp, path, expected)?,
+        };
+        if replaced {
+            sync_dir(dir)?;
         }
-        fs::rename(&temp, path)?;
-        sync_dir(dir)?;
-        Ok(true)
+        Ok(replaced)
     })();
-    if result.is_err() {
+    if !matches!(result, Ok(true)) {
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// Moves `temp` over `path` when `path` is still the version `expected`.
+fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    if Stamp::of(path)? != expected {
+        return Ok(false);
+    }
+    let ours = Stamp::of(temp)?;
+    let unsupported = |err: Errno| matches!(err, Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP);
+    if expected.0.is_none() {
+        // There was no file: create it only if nobody did meanwhile.
+        return match renameat2(
+            AT_FDCWD,
+            temp,
+            AT_FDCWD,
+            path,
+            RenameFlags::RENAME_NOREPLACE,
+        ) {
+            Ok(()) => Ok(true),
+            Err(Errno::EEXIST) => Ok(false),
+            Err(err) if unsupported(err) => fs::rename(temp, path).map(|()| true),
+            Err(err) => Err(err.into()),
+        };
+    }
+    match renameat2(AT_FDCWD, temp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE) {
+        Ok(()) => {}
+        Err(err) if unsupported(err) => return fs::rename(temp, path).map(|()| true),
+        Err(err) => return Err(err.into()),
+    }
+    // `temp` now holds the file that was replaced: was it the one read?
+    if Stamp::of(temp)? == expected {
+        fs::remove_file(temp)?;
+        return Ok(true);
+    }
+    // Someone renamed theirs over `path` in between: put it back (only if
+    // ours is still there; otherwise keep theirs aside rather than drop it).
+    if Stamp::of(path)? == ours {
+        renameat2(AT_FDCWD, temp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE)?;
+        fs::remove_file(temp)?;
+    } else {
+        // Named `tasks.jsonl.<...>`: git never takes it into a commit.
+        let aside = parent_dir(path).join(format!(
+            "{}.displaced-{}",
+            path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
+            std::process::id()
+        ));
+        fs::rename(temp, aside)?;
+    }
+    Ok(false)
 }
 
 /// What identifies one version of a file: device, inode, size and
@@ -247,6 +313,37 @@ mod tests {
         write_atomic(&path, b"two\n").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two\n");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_checked_write_never_replaces_a_file_changed_since_it_was_read() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("tasks.jsonl");
+        fs::write(&path, "read\n").unwrap();
+        let stamp = Stamp::of(&path).unwrap();
+        // Someone else's `mv` lands after our read.
+        fs::write(dir.path().join("other"), "theirs\n").unwrap();
+        fs::rename(dir.path().join("other"), &path).unwrap();
+        let written =
+            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp).unwrap();
+        assert!(!written);
+        assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
+        // Read again, the write goes through.
+        let stamp = Stamp::of(&path).unwrap();
+        assert!(write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp).unwrap());
+        assert_eq!(fs::read(&path).unwrap(), b"ours\n");
+        // A file that appeared where there was none is not replaced either.
+        let fresh = dir.path().join("new.jsonl");
+        let none = Stamp::of(&fresh).unwrap();
+        fs::write(&fresh, "created\n").unwrap();
+        assert!(
+            !write_atomic_unless_changed(&fresh, |out| out.write_all(b"ours\n"), none).unwrap()
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temp file left"
+        );
     }
 
     #[test]

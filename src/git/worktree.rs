@@ -21,7 +21,11 @@ impl Repo {
             .include_untracked(true)
             .recurse_untracked_dirs(true)
             .include_ignored(false)
-            .renames_head_to_index(false);
+            .renames_head_to_index(false)
+            // Saves refreshed file stats in the index, so the next scan does
+            // not hash every file again (a checkout copied elsewhere, or
+            // touched, has stale stats for all of them).
+            .update_index(true);
         // A file removed while the tree is scanned (a person's temp file
         // renamed over tasks.jsonl) fails the scan: look again.
         let mut attempt = 0;

@@ -281,14 +281,21 @@ impl<'a> Engine<'a> {
                 ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
             };
             let step = decide::before(&seen, &self.budgets);
+            if let Step::End(ending) = step {
+                return self.ending(ending, &queue);
+            }
+            // Every step reloads what it needs: holding this copy while the
+            // step loads its own would keep the queue in memory twice over.
+            let task = match &step {
+                Step::Iterate(id) | Step::Finish(id) => queue.get(id.as_str()).cloned(),
+                _ => None,
+            };
+            drop(queue);
             let done = match &step {
-                Step::End(ending) => return self.ending(*ending, &queue),
-                Step::Finish(id) => self.finish_task(id, &queue).map(|()| None),
+                Step::End(_) => unreachable!("handled above"),
+                Step::Finish(id) => self.finish_task(id, task.as_ref()).map(|()| None),
                 Step::Block(id, reason) => self.block(id, reason).map(|()| None),
-                Step::Iterate(id) => {
-                    let task = queue.get(id.as_str()).cloned();
-                    self.iterate(id, task.as_ref())
-                }
+                Step::Iterate(id) => self.iterate(id, task.as_ref()),
             };
             match done {
                 Ok(Some(ending)) => return Ok(ending),

@@ -12,12 +12,12 @@ use super::verify;
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
-use crate::task::{Change, Patch, Queue, Status, TaskId};
+use crate::task::{Change, Patch, Status, Task, TaskId};
 
 impl Engine<'_> {
     /// Verify, then squash-merge and archive task `id`.
-    pub(super) fn finish_task(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
-        let Some(task) = queue.get(id.as_str()).cloned() else {
+    pub(super) fn finish_task(&mut self, id: &TaskId, task: Option<&Task>) -> Result<(), Error> {
+        let Some(task) = task.cloned() else {
             return Ok(());
         };
         let Some(branch) = self.task_branch(id, &task.title)? else {

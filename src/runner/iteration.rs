@@ -465,8 +465,8 @@ impl Engine<'_> {
         self.save_state()?;
         match verdict {
             Verdict::Finish => {
-                let queue = self.store.load()?;
-                self.finish_task(id, &queue)?;
+                let task = self.store.load()?.get(id.as_str()).cloned();
+                self.finish_task(id, task.as_ref())?;
             }
             Verdict::MergeSplit => self.merge_split(id)?,
             Verdict::Blocked => {

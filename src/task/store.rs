@@ -104,16 +104,12 @@ impl Store {
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
-            let unchanged = || Stamp::of(&path).is_ok_and(|now| now == stamp);
-            let written = files::write_atomic_unless_changed(
-                &path,
-                |out| queue.tasks.write_to(out),
-                unchanged,
-            )
-            .map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
+            let written =
+                files::write_atomic_unless_changed(&path, |out| queue.tasks.write_to(out), stamp)
+                    .map_err(|source| Error::Io {
+                    path: path.clone(),
+                    source,
+                })?;
             if !written {
                 return Ok(None);
             }
