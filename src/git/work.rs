@@ -2,10 +2,10 @@
 //! commits after an iteration, and getting back to the branch when the
 //! agent left it.
 
-use git2::{Delta, IndexAddOption, Sort};
+use git2::{Delta, Sort};
 
 use super::error::{Context, Error, Result};
-use super::{BranchCommit, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
+use super::{BranchCommit, CommitId, Head, Repo, WIP_SUBJECT_PREFIX, git2_path};
 use crate::task::TaskId;
 
 /// What [`Repo::commit_leftovers`] found and did after an iteration.
@@ -193,15 +193,20 @@ impl Repo {
         let head_tree = head.tree().doing("read HEAD's tree")?;
         let mut index = self.git.index().doing("read the index")?;
         index.read(true).doing("read the index")?;
-        let mut skip_own = |path: &std::path::Path, _: &[u8]| -> i32 {
-            i32::from(self.is_own(&path.to_string_lossy()))
-        };
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, Some(&mut skip_own))
-            .doing("stage the leftovers")?;
-        index
-            .update_all(["*"], Some(&mut skip_own))
-            .doing("stage deleted files")?;
+        // One scan of the tree finds what to stage and what to drop; ralph's
+        // own files and ignored paths stay out.
+        for path in self.uncommitted_paths()? {
+            let (path, deleted) = path;
+            if deleted {
+                index
+                    .remove_path(git2_path(&path))
+                    .doing("stage deleted files")?;
+            } else {
+                index
+                    .add_path(git2_path(&path))
+                    .doing("stage the leftovers")?;
+            }
+        }
         // The agent may have staged a queue file itself; those never enter
         // a branch commit made by ralph.
         for file in &self.queue {

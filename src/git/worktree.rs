@@ -26,18 +26,7 @@ impl Repo {
             // not hash every file again (a checkout copied elsewhere, or
             // touched, has stale stats for all of them).
             .update_index(true);
-        // A file removed while the tree is scanned (a person's temp file
-        // renamed over tasks.jsonl) fails the scan: look again.
-        let mut attempt = 0;
-        let statuses = loop {
-            match self.git.statuses(Some(&mut options)) {
-                Err(err) if attempt < 20 && super::error::is_transient(&err) => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                other => break other.doing("read the working tree's status")?,
-            }
-        };
+        let statuses = self.scan(&mut options)?;
         let mut paths: Vec<String> = statuses
             .iter()
             .filter(|entry| !entry.status().is_ignored())
@@ -52,6 +41,47 @@ impl Repo {
             .collect();
         paths.dedup();
         Ok(paths)
+    }
+
+    /// `git status`, tried again when a file changes or vanishes while the
+    /// tree is scanned (a person's temp file renamed over tasks.jsonl).
+    fn scan(&self, options: &mut StatusOptions) -> Result<git2::Statuses<'_>> {
+        let mut attempt = 0;
+        loop {
+            match self.git.statuses(Some(options)) {
+                Err(err) if attempt < 20 && super::error::is_transient(&err) => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                other => return other.doing("read the working tree's status"),
+            }
+        }
+    }
+
+    /// The working tree's changes against the index that a commit of
+    /// leftovers takes, as (path, deleted), ralph's own files left out.
+    pub(super) fn uncommitted_paths(&self) -> Result<Vec<(String, bool)>> {
+        let mut options = StatusOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .renames_head_to_index(false)
+            .update_index(true);
+        let statuses = self.scan(&mut options)?;
+        let worktree = Status::WT_NEW
+            | Status::WT_MODIFIED
+            | Status::WT_DELETED
+            | Status::WT_TYPECHANGE
+            | Status::WT_RENAMED;
+        Ok(statuses
+            .iter()
+            .filter(|entry| entry.status().intersects(worktree))
+            .filter_map(|entry| {
+                let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
+                (!self.is_own(&path)).then(|| (path, entry.status().contains(Status::WT_DELETED)))
+            })
+            .collect())
     }
 
     /// Fails with [`Error::Dirty`] naming the uncommitted paths, if any.
