@@ -60,6 +60,8 @@ pub struct Engine<'a> {
     pub(super) started: Instant,
     pub(super) outcomes: Vec<TaskOutcome>,
     pub(super) merged: usize,
+    /// The last iteration's task and result, for the status line.
+    pub(super) last_result: Option<String>,
     /// The run lock, held until the engine is dropped.
     pub(super) lock: RunLock,
 }
@@ -161,6 +163,7 @@ impl<'a> Engine<'a> {
             started: Instant::now(),
             outcomes: Vec::new(),
             merged: 0,
+            last_result: None,
             lock,
         })
     }

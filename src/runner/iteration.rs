@@ -186,11 +186,12 @@ impl Engine<'_> {
             None => "no role".to_owned(),
         };
         self.ui.status(&format!(
-            "[{}/{}] {} {} · {why}",
+            "[{}/{}] {} {} · {why} · last: {}",
             turn.iteration,
             self.budgets.max_iterations,
             turn.id,
-            crate::text::safe(&turn.task.title)
+            crate::text::safe(&turn.task.title),
+            self.last_result.as_deref().unwrap_or("-"),
         ));
         let context = agent::Context {
             task_id: turn.id.to_string(),
@@ -371,6 +372,7 @@ impl Engine<'_> {
                 seconds(outcome.duration),
             ),
         );
+        self.last_result = Some(format!("{} {result}", turn.id));
         if let Some(class) = class {
             *self.state.failures.entry(class).or_default() += 1;
         }
