@@ -104,7 +104,13 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         Err(err) if unsupported(err) => return fs::rename(temp, path).map(|()| true),
         Err(err) => return Err(err.into()),
     }
-    // `temp` now holds the file that was replaced: was it the one read?
+    // `temp` now holds the file that was replaced: was it the one read? A
+    // writer that opened it just before the swap (`>>`, an editor writing
+    // in place) may still be writing to it: a file changed in the last
+    // moments gets a short grace before the check.
+    if expected.age() < std::time::Duration::from_secs(2) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     if Stamp::of(temp)? == expected {
         fs::remove_file(temp)?;
         return Ok(true);

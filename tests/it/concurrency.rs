@@ -47,6 +47,7 @@ fn edit(project: &TestProject, route: usize, n: usize) {
 
 #[test]
 fn two_hundred_edits_by_every_route_during_a_run_are_all_kept() {
+    let _alone = crate::support::heavy();
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
         .git_init()

@@ -108,6 +108,7 @@ pub fn assert_consistent(project: &TestProject) {
 
 #[test]
 fn a_crash_at_every_named_point_loses_nothing() {
+    let _alone = crate::support::heavy();
     for point in ralph::fault::POINTS {
         let project = project();
         let crashed = project
@@ -157,6 +158,7 @@ impl XorShift {
 
 #[test]
 fn fifty_kill_9s_at_random_moments_lose_nothing() {
+    let _alone = crate::support::heavy();
     // Every task takes a moment, so kills land in every phase of its life.
     let project = project_with(&format!("sleep 0.2\n{AGENT}"));
     let mut random = XorShift(0x5eed_1234_abcd_0042);

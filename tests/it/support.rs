@@ -9,6 +9,17 @@ use std::sync::Once;
 
 use assert_fs::TempDir;
 
+/// Serialises the tests that load the machine the most (many processes and
+/// races by design), so they do not widen each other's timing windows on a
+/// small machine. Hold the guard for the whole test.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    // A failed heavy test poisons the lock; the others still run.
+    HEAVY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The binary under test.
 pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
