@@ -157,12 +157,7 @@ impl Settings {
         }
         let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| Error::Invalid {
             line: err.location().map(|l| l.line()),
-            message: {
-                let message = err.to_string();
-                message
-                    .rfind(" at line ")
-                    .map_or(message.clone(), |at| message[..at].to_owned())
-            },
+            message: crate::text::without_position(&err.to_string()).to_owned(),
         })?;
         if let Some(preset) = &settings.agent.preset
             && settings.agent.command.is_none()

@@ -97,7 +97,7 @@ pub fn agent(root: &Path, turn: &AgentTurn) -> Result<(String, i32), Error> {
         ))
     })?;
     let store = Store::open(root);
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let now = crate::clock::now();
     let set = |status| {
         store.apply(
             &Patch::SetStatus {

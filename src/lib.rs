@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod bench_data;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod demo;
 pub mod error;

@@ -126,6 +126,13 @@ impl StateFile {
         }
     }
 
+    /// Reads the state without changing anything: a missing or corrupt file
+    /// reads as a fresh state (for `ralph status`, `prompt`, `--dry-run`).
+    pub fn peek(&self) -> State {
+        let bytes = files::read_or_empty(&self.path).unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or_default()
+    }
+
     /// Writes the state atomically.
     pub fn save(&self, state: &State) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {

@@ -1,4 +1,5 @@
-//! Making untrusted text safe and tidy for a terminal.
+//! Text for people: untrusted text made safe for a terminal, library
+//! messages made tidy.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -20,9 +21,26 @@ pub fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A serde error message without the ` at line L column C` its library
+/// appends: ralph names the file and line itself.
+pub fn without_position(message: &str) -> &str {
+    message
+        .rfind(" at line ")
+        .map_or(message, |at| &message[..at])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serde_positions_are_dropped() {
+        assert_eq!(
+            without_position("missing field `id` at line 1 column 9"),
+            "missing field `id`"
+        );
+        assert_eq!(without_position("no position here"), "no position here");
+    }
 
     #[test]
     fn escapes_control_characters_only() {

@@ -133,7 +133,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
     };
     let context = Context {
         root,
-        now: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        now: crate::clock::now(),
         json: cli.json,
     };
     match cli.command {

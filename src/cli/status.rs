@@ -8,7 +8,6 @@ use super::{Context, Outcome, to_json};
 use crate::error::Error;
 use crate::events::EventLog;
 use crate::runner::lock;
-use crate::runner::plan::read_state;
 use crate::runner::result::{RESULT_FILE, RunResult};
 use crate::task::Store;
 use crate::text::safe;
@@ -24,7 +23,7 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         move |source| Error::Io { path, source }
     };
     let holder = lock::live_holder(root).map_err(io(lock::RUN_LOCK))?;
-    let state = read_state(root);
+    let state = crate::state::StateFile::open(root).peek();
     let queue = Store::open(root).load()?;
     let counts = queue.counts();
     let (events, _) = EventLog::open(root)

@@ -16,17 +16,7 @@ impl Repo {
     /// The paths `git status` would list, apart from ralph's own files:
     /// modified, staged, deleted, conflicted and untracked (not ignored).
     pub fn uncommitted_changes(&self) -> Result<Vec<String>> {
-        let mut options = StatusOptions::new();
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .renames_head_to_index(false)
-            // Saves refreshed file stats in the index, so the next scan does
-            // not hash every file again (a checkout copied elsewhere, or
-            // touched, has stale stats for all of them).
-            .update_index(true);
-        let statuses = self.scan(&mut options)?;
+        let statuses = self.scan()?;
         let mut paths: Vec<String> = statuses
             .iter()
             .filter(|entry| !entry.status().is_ignored())
@@ -43,12 +33,23 @@ impl Repo {
         Ok(paths)
     }
 
-    /// `git status`, tried again when a file changes or vanishes while the
-    /// tree is scanned (a person's temp file renamed over tasks.jsonl).
-    fn scan(&self, options: &mut StatusOptions) -> Result<git2::Statuses<'_>> {
+    /// `git status` with untracked files, without ignored ones, tried again
+    /// when a file changes or vanishes while the tree is scanned (a
+    /// person's temp file renamed over tasks.jsonl).
+    fn scan(&self) -> Result<git2::Statuses<'_>> {
+        let mut options = StatusOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .renames_head_to_index(false)
+            // Saves refreshed file stats in the index, so the next scan does
+            // not hash every file again (a checkout copied elsewhere, or
+            // touched, has stale stats for all of them).
+            .update_index(true);
         let mut attempt = 0;
         loop {
-            match self.git.statuses(Some(options)) {
+            match self.git.statuses(Some(&mut options)) {
                 Err(err) if attempt < 20 && super::error::is_transient(&err) => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -61,14 +62,7 @@ impl Repo {
     /// The working tree's changes against the index that a commit of
     /// leftovers takes, as (path, deleted), ralph's own files left out.
     pub(super) fn uncommitted_paths(&self) -> Result<Vec<(String, bool)>> {
-        let mut options = StatusOptions::new();
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .renames_head_to_index(false)
-            .update_index(true);
-        let statuses = self.scan(&mut options)?;
+        let statuses = self.scan()?;
         let worktree = Status::WT_NEW
             | Status::WT_MODIFIED
             | Status::WT_DELETED

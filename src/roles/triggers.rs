@@ -90,7 +90,7 @@ impl Triggers {
         }
         let file: RolesFile = serde_yaml::from_str(yaml).map_err(|err| Error::Yaml {
             line: err.location().map(|l| l.line()),
-            message: yaml_message(&err),
+            message: crate::text::without_position(&err.to_string()).to_owned(),
         })?;
         let mut list = Vec::new();
         for (index, spec) in file.triggers.unwrap_or_default().into_iter().enumerate() {
@@ -168,14 +168,6 @@ impl Triggers {
         }
         Ok(decision)
     }
-}
-
-fn yaml_message(err: &serde_yaml::Error) -> String {
-    let message = err.to_string();
-    let message = message
-        .rfind(" at line ")
-        .map_or(message.as_str(), |at| &message[..at]);
-    message.to_owned()
 }
 
 fn check_role_name(role: &str) -> Result<(), String> {

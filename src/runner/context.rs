@@ -48,7 +48,7 @@ pub fn observe(
     root: &std::path::Path,
     task: &Task,
 ) -> Result<(State, u64, Measures), crate::error::Error> {
-    let state = super::plan::read_state(root);
+    let state = crate::state::StateFile::open(root).peek();
     let live = super::lock::live_holder(root).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
     let settings = crate::config::Settings::load(root)?;

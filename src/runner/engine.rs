@@ -66,9 +66,7 @@ pub struct Engine<'a> {
     pub(super) lock: RunLock,
 }
 
-pub(super) fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
+pub(super) use crate::clock::now;
 
 impl<'a> Engine<'a> {
     /// Checks everything a run needs before any agent runs: the triggers,

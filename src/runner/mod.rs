@@ -76,7 +76,7 @@ pub fn run(
     );
     let holder = lock::Holder {
         pid: std::process::id(),
-        since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        since: crate::clock::now(),
         run_id: run_id.clone(),
     };
     let lock = match lock::RunLock::acquire(root, &holder) {
@@ -94,5 +94,41 @@ pub fn run(
             let _ = RunResult::not_started(root, run_id, started, err.to_string()).save(root);
             Err(err)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_errors_say_what_holds_or_blocks_the_run() {
+        let held = RunError::Locked(Some(lock::Holder {
+            pid: 42,
+            since: "2026-01-01T00:00:00Z".into(),
+            run_id: "r".into(),
+        }));
+        assert_eq!(
+            held.to_string(),
+            "another ralph run (pid 42, since 2026-01-01T00:00:00Z) holds .ralph/lock"
+        );
+        assert_eq!(
+            RunError::Locked(None).to_string(),
+            "another ralph run (starting up) holds .ralph/lock"
+        );
+        let stranded = RunError::Stranded {
+            head: "main".into(),
+            paths: vec!["a.txt".into(), "b.txt".into()],
+        };
+        assert_eq!(
+            stranded.to_string(),
+            "the repository is left on main with uncommitted changes (a.txt, b.txt); ralph cannot return to the task branch safely"
+        );
+        assert_eq!(
+            stranded.hint().as_deref(),
+            Some(
+                "commit or stash those changes on the right branch, check out the task branch, then run again"
+            )
+        );
     }
 }

@@ -9,7 +9,6 @@ use crate::error::Error;
 use crate::git;
 use crate::prompt;
 use crate::roles;
-use crate::state::State;
 use crate::task::Store;
 
 /// What the next iteration would do, for `ralph run --dry-run`.
@@ -37,7 +36,7 @@ pub struct Plan {
 pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
     let triggers = roles::load(root)?;
     let queue = Store::open(root).load()?;
-    let state = read_state(root);
+    let state = crate::state::StateFile::open(root).peek();
     let Some(task) = first_complete(&queue).or_else(|| queue.next()) else {
         return Ok(Plan::default());
     };
@@ -80,11 +79,4 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
         prompt_bytes: text.len(),
         argv,
     })
-}
-
-/// The state as saved, without moving a corrupt file aside (read-only callers).
-pub fn read_state(root: &Path) -> State {
-    let bytes =
-        crate::files::read_or_empty(&root.join(crate::state::STATE_FILE)).unwrap_or_default();
-    serde_json::from_slice(&bytes).unwrap_or_default()
 }

@@ -133,32 +133,16 @@ impl Engine<'_> {
     /// (the agent broke it last time) leaves the copy alone: it is the
     /// copy the agent needs to repair it.
     pub(super) fn keep_valid_queue(&self) -> Result<(), Error> {
-        if self.store.load().is_err() {
-            return Ok(());
-        }
-        let bytes =
-            crate::files::read_or_empty(&self.store.tasks_path()).map_err(|source| Error::Io {
-                path: self.store.tasks_path(),
-                source,
-            })?;
-        self.save_file(Path::new(VALID_QUEUE), &bytes)
+        self.store.keep_copy(&self.root.join(VALID_QUEUE))?;
+        Ok(())
     }
 
     /// Puts back `tasks.jsonl` from `.ralph/tasks.jsonl.valid` when the
     /// agent deleted it: removing the whole queue is never a task's work.
     /// Returns whether it did.
     pub(super) fn restore_deleted_queue(&self) -> Result<bool, Error> {
-        let path = self.store.tasks_path();
-        let kept = self.root.join(VALID_QUEUE);
-        if path.exists() || !kept.exists() {
-            return Ok(false);
-        }
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        let bytes = std::fs::read(&kept).map_err(io)?;
-        crate::files::write_atomic(&path, &bytes).map_err(io)?;
-        Ok(true)
+        Ok(self
+            .store
+            .restore_if_deleted(&self.root.join(VALID_QUEUE))?)
     }
 }

@@ -121,7 +121,7 @@ impl RunResult {
             reason,
             run_id,
             started,
-            ended: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ended: crate::clock::now(),
             iterations: 0,
             merged: 0,
             blocked: counts.with(crate::task::Status::Blocked),

@@ -33,6 +33,12 @@ pub enum Error {
         /// What to do instead, when there is something.
         hint: Option<String>,
     },
+    /// `tasks.jsonl` changed under every attempt to write it.
+    #[error("tasks.jsonl kept changing while ralph tried to write it ({attempts} times)")]
+    KeepsChanging {
+        /// How many times ralph read it and tried again.
+        attempts: usize,
+    },
     /// Reading, writing or locking a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -55,7 +61,7 @@ impl Error {
     /// The exit code for this error.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Io { .. } => Exit::Transient,
+            Error::Io { .. } | Error::KeepsChanging { .. } => Exit::Transient,
             _ => Exit::InvalidInput,
         }
     }
@@ -69,6 +75,9 @@ impl Error {
             ),
             Error::NotFound { .. } => Some("`ralph task list` shows the ids".to_owned()),
             Error::Refused { hint, .. } => hint.clone(),
+            Error::KeepsChanging { .. } => {
+                Some("something rewrites it in a loop; stop it, or try again".to_owned())
+            }
             Error::Io { .. } => None,
         }
     }
@@ -76,3 +85,22 @@ impl Error {
 
 /// Shorthand for results of this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_keeps_changing_is_a_transient_error_with_a_hint() {
+        let err = Error::KeepsChanging { attempts: 20 };
+        assert_eq!(
+            err.to_string(),
+            "tasks.jsonl kept changing while ralph tried to write it (20 times)"
+        );
+        assert_eq!(
+            err.hint().as_deref(),
+            Some("something rewrites it in a loop; stop it, or try again")
+        );
+        assert_eq!(err.exit(), Exit::Transient);
+    }
+}

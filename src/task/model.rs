@@ -403,20 +403,14 @@ fn invalid_json(err: Option<serde_json::Error>) -> String {
     };
     if err.is_data() {
         // A data error (duplicate or mistyped field) reads well on its own.
-        return strip_position(&err.to_string()).to_owned();
+        return crate::text::without_position(&err.to_string()).to_owned();
     }
     let message = err.to_string();
     format!(
         "invalid JSON at column {}: {}",
         err.column(),
-        strip_position(&message)
+        crate::text::without_position(&message)
     )
-}
-
-fn strip_position(message: &str) -> &str {
-    message
-        .rfind(" at line ")
-        .map_or(message, |at| &message[..at])
 }
 
 fn required<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Raw<'a>, String> {

@@ -78,13 +78,7 @@ impl Store {
                 return Ok(changes);
             }
         }
-        let path = self.tasks_path();
-        Err(Error::Io {
-            source: std::io::Error::other(format!(
-                "it kept changing while ralph tried to write it ({ATTEMPTS} times); try again"
-            )),
-            path,
-        })
+        Err(Error::KeepsChanging { attempts: ATTEMPTS })
     }
 
     /// Writes what `queue` changed: archive records first, so a crash in
@@ -115,6 +109,42 @@ impl Store {
             }
         }
         Ok(Some(quarantined))
+    }
+
+    /// Copies `tasks.jsonl` to `copy` when it is valid (a copy to put back
+    /// if something deletes or breaks it). Returns whether it did.
+    pub fn keep_copy(&self, copy: &Path) -> Result<bool> {
+        let path = self.tasks_path();
+        let bytes = self.read(&path)?;
+        let done = self.read(&self.done_path())?;
+        if Queue::parse(&bytes, &done).is_err() {
+            return Ok(false);
+        }
+        if let Some(dir) = copy.parent() {
+            fs::create_dir_all(dir).map_err(|source| Error::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        files::write_atomic(copy, &bytes).map_err(|source| Error::Io {
+            path: copy.to_owned(),
+            source,
+        })?;
+        Ok(true)
+    }
+
+    /// Puts `tasks.jsonl` back from `copy` (see [`Store::keep_copy`]) when
+    /// the file is gone: deleting the whole queue is never a task's work.
+    /// Returns whether it did.
+    pub fn restore_if_deleted(&self, copy: &Path) -> Result<bool> {
+        let _lock = self.lock()?;
+        let path = self.tasks_path();
+        if path.exists() || !copy.exists() {
+            return Ok(false);
+        }
+        let bytes = self.read(copy)?;
+        files::write_atomic(&path, &bytes).map_err(|source| Error::Io { path, source })?;
+        Ok(true)
     }
 
     /// Moves a torn last line of the archive to `.ralph/quarantine/` and

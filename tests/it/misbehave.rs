@@ -193,3 +193,26 @@ fn secrets_are_masked_in_the_log_the_events_and_the_terminal_but_not_the_agents_
         "the agent's own log keeps what it printed"
     );
 }
+
+#[test]
+fn a_corrupt_state_file_and_a_stale_index_lock_are_set_right_with_a_warning() {
+    let project = one_task(r#""recover""#)
+        .agent("work A.txt a\nralph task complete A > /dev/null\n")
+        .file(".ralph/state.json", "{ torn")
+        .file(".git/index.lock", "");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: .ralph/state.json did not parse; moved it to {} and started fresh\n",
+            project.path().join(".ralph/state.json.corrupt").display()
+        )),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr
+            .contains("removed a stale .git/index.lock (a git process died holding it)\n"),
+        "{run:#?}"
+    );
+    assert_eq!(project.read(".ralph/state.json.corrupt"), "{ torn");
+}
