@@ -4,7 +4,7 @@ use git2::BranchType;
 
 use super::error::{Context, Error, Result};
 use super::slug::{self, branch_name};
-use super::{CommitId, PRESERVED_REF_PREFIX, Repo};
+use super::{Clean, CommitId, PRESERVED_REF_PREFIX, Repo};
 use crate::task::TaskId;
 
 /// The task branch a claim checked out.
@@ -45,6 +45,15 @@ impl Repo {
     /// `<prefix><id>-<slug>` from the base tip, then checks it out, carrying
     /// the queue files over. Refuses a dirty working tree.
     pub fn claim(&self, id: &TaskId, title: &str) -> Result<Claim> {
+        self.claim_from(id, title, None)
+    }
+
+    /// [`Repo::claim`] from a tree known to be clean: no scan.
+    pub fn claim_clean(&self, id: &TaskId, title: &str, clean: Clean) -> Result<Claim> {
+        self.claim_from(id, title, Some(clean))
+    }
+
+    fn claim_from(&self, id: &TaskId, title: &str, clean: Option<Clean>) -> Result<Claim> {
         self.check_no_operation()?;
         let existing = self.find_task_branch(id, title)?;
         if let Some(branch) = &existing
@@ -55,7 +64,9 @@ impl Repo {
                 resumed: true,
             });
         }
-        self.ensure_clean()?;
+        if clean.is_none() {
+            self.check_clean()?;
+        }
         let claim = match existing {
             Some(branch) => Claim {
                 branch,
@@ -89,7 +100,7 @@ impl Repo {
         if self.is_on(&self.base)? {
             return Ok(());
         }
-        self.ensure_clean()?;
+        self.check_clean()?;
         self.checkout_carrying_queue(&self.base)
     }
 

@@ -13,6 +13,7 @@ mod identity;
 mod init;
 mod slug;
 mod squash;
+mod tree;
 mod work;
 mod worktree;
 
@@ -28,6 +29,7 @@ pub use init::init_with_commit;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
 pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_with};
 pub use work::{LeftBranch, Leftovers};
+pub use worktree::Clean;
 
 use crate::task::{DONE_FILE, RUNTIME_DIR, TASKS_FILE};
 use error::{Context, io_error};
@@ -224,14 +226,14 @@ impl Repo {
     /// Checks the repository is ready for a run: no merge, rebase or other
     /// operation in progress, HEAD on a branch, and no uncommitted changes
     /// apart from the queue files, ralph's runtime files and ignored paths.
-    pub fn preflight(&self) -> Result<()> {
+    pub fn preflight(&self) -> Result<Clean> {
         self.check_no_operation()?;
         if let Head::Detached(id) = self.head()? {
             return Err(Error::DetachedHead {
                 short: id.short().to_owned(),
             });
         }
-        self.ensure_clean()
+        self.check_clean()
     }
 
     /// Where HEAD points now.

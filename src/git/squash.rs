@@ -4,7 +4,7 @@
 use git2::{Index, Oid};
 
 use super::error::{Context, Result};
-use super::{CommitId, Repo, WIP_SUBJECT_PREFIX};
+use super::{Clean, CommitId, Repo, WIP_SUBJECT_PREFIX};
 use crate::task::TaskId;
 
 /// What merging a task branch into the base would give, without doing it.
@@ -116,7 +116,7 @@ impl Repo {
     /// Merges `branch` into the base in memory and says how it would go;
     /// changes nothing. The queue files count with their bytes on disk.
     pub fn preview_squash(&self, branch: &str) -> Result<SquashPreview> {
-        Ok(match self.merge_in_memory(branch)? {
+        Ok(match self.merge_in_memory(branch, false)? {
             Merge::Tree { .. } => SquashPreview::Clean,
             Merge::Empty => SquashPreview::Empty,
             Merge::Conflict(paths) => SquashPreview::Conflict(paths),
@@ -144,15 +144,29 @@ impl Repo {
         trailers: &[String],
     ) -> Result<Squash> {
         self.check_no_operation()?;
-        self.ensure_clean()?;
-        let (tree, base, tip) = match self.merge_in_memory(branch)? {
+        let clean = self.check_clean()?;
+        Ok(self.squash_clean(branch, id, title, trailers, clean)?.0)
+    }
+
+    /// [`Repo::squash_into_base_with`] from a tree known to be clean: no
+    /// scan. The tree is still clean after it, whatever the outcome.
+    pub fn squash_clean(
+        &self,
+        branch: &str,
+        id: &TaskId,
+        title: &str,
+        trailers: &[String],
+        clean: Clean,
+    ) -> Result<(Squash, Clean)> {
+        self.check_no_operation()?;
+        let (tree, base, tip) = match self.merge_in_memory(branch, true)? {
             Merge::Tree { tree, base, tip } => (tree, base, tip),
-            Merge::Empty => return Ok(Squash::Empty),
+            Merge::Empty => return Ok((Squash::Empty, clean)),
             Merge::Conflict(paths) => {
                 if !self.is_on(branch)? {
                     self.checkout_carrying_queue(branch)?;
                 }
-                return Ok(Squash::Conflict(paths));
+                return Ok((Squash::Conflict(paths), clean));
             }
         };
         let subjects: Vec<String> = self
@@ -183,11 +197,12 @@ impl Repo {
         crate::fault::crash_at("after_squash_commit");
         self.checkout_carrying_queue(&self.base)?;
         self.delete_branch(branch)?;
-        Ok(Squash::Merged(Merged {
+        let merged = Merged {
             commit: commit.into(),
             tip: tip.into(),
             preserved_ref,
-        }))
+        };
+        Ok((Squash::Merged(merged), clean))
     }
 
     /// Commits the queue files' bytes on disk, and nothing else, on the
@@ -233,34 +248,41 @@ impl Repo {
         Ok(Some(commit.into()))
     }
 
-    fn merge_in_memory(&self, branch: &str) -> Result<Merge> {
+    /// Merges `branch` into the base in memory. With `queue`, the merged
+    /// tree holds the queue files' bytes on disk; a preview leaves them out
+    /// when it can (they never conflict: they are taken from disk).
+    fn merge_in_memory(&self, branch: &str, queue: bool) -> Result<Merge> {
         let tip = self.tip(branch)?;
         let base = self.tip(&self.base)?;
         let base_tree = base.tree().doing("read the base's tree")?;
-        let mut index = self
-            .git
-            .merge_commits(&base, &tip, None)
-            .doing(&format!("merge {branch} into {} in memory", self.base))?;
-        self.put_queue_files(&mut index, &base_tree)?;
-        if index.has_conflicts() {
-            return Ok(Merge::Conflict(conflict_paths(&index)?));
-        }
-        let tree_id = index
-            .write_tree_to(&self.git)
-            .doing("write the merged tree")?;
+        let tree_id = if self.is_ancestor(base.id(), tip.id())? {
+            // The base has not moved since the branch left it: the merge
+            // is the branch's tree (as `git merge --squash` gives it),
+            // without merging 10,000 files' entries to find that out.
+            let tip_tree = tip.tree().doing(&format!("read the tree of {branch}"))?;
+            if queue {
+                self.tree_with_queue_files(&tip_tree, &base_tree)?
+            } else {
+                tip_tree.id()
+            }
+        } else {
+            let mut index = self
+                .git
+                .merge_commits(&base, &tip, None)
+                .doing(&format!("merge {branch} into {} in memory", self.base))?;
+            self.put_queue_files(&mut index, &base_tree)?;
+            if index.has_conflicts() {
+                return Ok(Merge::Conflict(conflict_paths(&index)?));
+            }
+            index
+                .write_tree_to(&self.git)
+                .doing("write the merged tree")?
+        };
         let tree = self.git.find_tree(tree_id).doing("read the merged tree")?;
-        let diff = self
-            .git
-            .diff_tree_to_tree(Some(&base_tree), Some(&tree), None)
-            .doing("diff the merge against the base")?;
-        let changes_something = diff.deltas().any(|delta| {
-            let path = delta
-                .new_file()
-                .path_bytes()
-                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                .unwrap_or_default();
-            !self.is_queue_file(&path)
-        });
+        let changes_something = self
+            .changed_paths(&base_tree, &tree)?
+            .iter()
+            .any(|path| !self.is_queue_file(&String::from_utf8_lossy(path)));
         Ok(if changes_something {
             Merge::Tree {
                 tree: tree_id,
@@ -270,6 +292,15 @@ impl Repo {
         } else {
             Merge::Empty
         })
+    }
+
+    /// Whether `ancestor` is `commit` or one of its ancestors.
+    fn is_ancestor(&self, ancestor: Oid, commit: Oid) -> Result<bool> {
+        Ok(ancestor == commit
+            || self
+                .git
+                .graph_descendant_of(commit, ancestor)
+                .doing("compare the branch with the base")?)
     }
 }
 

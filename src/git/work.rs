@@ -2,10 +2,10 @@
 //! commits after an iteration, and getting back to the branch when the
 //! agent left it.
 
-use git2::{Delta, Sort};
+use git2::{Delta, DiffOptions, Sort};
 
 use super::error::{Context, Error, Result};
-use super::{BranchCommit, CommitId, Head, Repo, WIP_SUBJECT_PREFIX, git2_path};
+use super::{BranchCommit, Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX, git2_path};
 use crate::task::TaskId;
 
 /// What [`Repo::commit_leftovers`] found and did after an iteration.
@@ -20,6 +20,8 @@ pub struct Leftovers {
     /// first: the agent (or someone) committed on the base directly. They
     /// are reported, never rewritten.
     pub base_commits: Vec<BranchCommit>,
+    /// Set when ralph is back on the task branch with everything committed.
+    pub clean: Option<Clean>,
 }
 
 /// HEAD was found off the task branch after an iteration.
@@ -61,9 +63,20 @@ impl Repo {
             .and_then(|commit| commit.tree())
             .doing("read the fork point's tree")?;
         let tip_tree = tip.tree().doing("read the branch's tree")?;
+        // The walk finds the changed files reading only the subtrees that
+        // differ; the diff (limited to them) pairs up renames.
+        let changed = self.changed_paths(&fork_tree, &tip_tree)?;
+        if changed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut options = DiffOptions::new();
+        options.disable_pathspec_match(true);
+        for path in &changed {
+            options.pathspec(path.as_slice());
+        }
         let mut diff = self
             .git
-            .diff_tree_to_tree(Some(&fork_tree), Some(&tip_tree), None)
+            .diff_tree_to_tree(Some(&fork_tree), Some(&tip_tree), Some(&mut options))
             .doing("diff the branch against the base")?;
         diff.find_similar(None).doing("find renames")?;
         let mut paths = Vec::new();
@@ -97,10 +110,12 @@ impl Repo {
             found => Some(self.return_to(branch, task_tip, found)?),
         };
         let on_branch = left_branch.as_ref().is_none_or(|left| left.returned);
-        let wip_commit = if on_branch {
-            self.commit_wip(&format!("{WIP_SUBJECT_PREFIX}{id} iteration {iteration}"))?
+        let (wip_commit, clean) = if on_branch {
+            let (commit, clean) =
+                self.commit_wip(&format!("{WIP_SUBJECT_PREFIX}{id} iteration {iteration}"))?;
+            (commit, Some(clean))
         } else {
-            None
+            (None, None)
         };
         let base_tip = self.tip(&self.base)?.id();
         let branch_tip = self.tip(branch)?.id();
@@ -108,6 +123,7 @@ impl Repo {
             wip_commit,
             left_branch,
             base_commits: self.commits_between(branch_tip, base_tip)?,
+            clean,
         })
     }
 
@@ -117,7 +133,7 @@ impl Repo {
     /// there is nothing to commit.
     pub fn commit_work(&self, message: &str) -> Result<Option<CommitId>> {
         self.check_no_operation()?;
-        self.commit_wip(message)
+        Ok(self.commit_wip(message)?.0)
     }
 
     fn return_to(&self, branch: &str, task_tip: git2::Oid, found: Head) -> Result<LeftBranch> {
@@ -167,7 +183,8 @@ impl Repo {
 
     /// Commits everything uncommitted on the checked-out branch except
     /// ralph's own files and ignored paths; `None` when there was nothing.
-    fn commit_wip(&self, message: &str) -> Result<Option<CommitId>> {
+    /// The tree is clean afterwards.
+    fn commit_wip(&self, message: &str) -> Result<(Option<CommitId>, Clean)> {
         // Files changing while they are staged (a person rewriting
         // tasks.jsonl next to the scan) fail the scan: stage again.
         let mut attempt = 0;
@@ -184,19 +201,27 @@ impl Repo {
         }
     }
 
-    fn commit_wip_once(&self, message: &str) -> Result<Option<CommitId>> {
+    fn commit_wip_once(&self, message: &str) -> Result<(Option<CommitId>, Clean)> {
         let head = self
             .git
             .head()
             .and_then(|head| head.peel_to_commit())
             .doing("read HEAD's commit")?;
         let head_tree = head.tree().doing("read HEAD's tree")?;
-        let mut index = self.git.index().doing("read the index")?;
-        index.read(true).doing("read the index")?;
         // One scan of the tree finds what to stage and what to drop; ralph's
         // own files and ignored paths stay out.
-        for path in self.uncommitted_paths()? {
-            let (path, deleted) = path;
+        let (paths, staged) = self.uncommitted_paths()?;
+        let mut index = self.git.index().doing("read the index")?;
+        index.read(true).doing("read the index")?;
+        let mut changed = false;
+        for file in &self.queue {
+            changed |= self.unstage(&mut index, &head_tree, &file.rel)?;
+        }
+        if paths.is_empty() && !staged && !changed {
+            // The agent committed everything: no tree to write.
+            return Ok((None, Clean::new()));
+        }
+        for (path, deleted) in paths {
             if deleted {
                 index
                     .remove_path(git2_path(&path))
@@ -207,15 +232,12 @@ impl Repo {
                     .doing("stage the leftovers")?;
             }
         }
-        // The agent may have staged a queue file itself; those never enter
-        // a branch commit made by ralph.
-        for file in &self.queue {
-            self.unstage(&mut index, &head_tree, &file.rel)?;
-        }
+        // The agent may have staged a queue file itself (unstaged above);
+        // those never enter a branch commit made by ralph.
         let tree_id = index.write_tree().doing("write the leftovers' tree")?;
         index.write().doing("write the index")?;
         if tree_id == head_tree.id() {
-            return Ok(None);
+            return Ok((None, Clean::new()));
         }
         let tree = self
             .git
@@ -233,7 +255,7 @@ impl Repo {
                 &[&head],
             )
             .doing("commit the leftovers")?;
-        Ok(Some(commit.into()))
+        Ok((Some(commit.into()), Clean::new()))
     }
 
     /// Commits reachable from `to` but not from `from`, oldest first.

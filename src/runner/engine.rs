@@ -64,6 +64,10 @@ pub struct Engine<'a> {
     pub(super) last_result: Option<String>,
     /// The run lock, held until the engine is dropped.
     pub(super) lock: RunLock,
+    /// Set while the working tree is known to be clean (ralph's own scan,
+    /// commits and checkouts since), so the next claim or squash need not
+    /// scan it again; dropped before anything else runs in the tree.
+    pub(super) clean: Option<git::Clean>,
 }
 
 pub(super) use crate::clock::now;
@@ -123,7 +127,7 @@ impl<'a> Engine<'a> {
         {
             repo.commit_leftovers(&branch, &id, state.iteration)?;
         }
-        repo.preflight()?;
+        let clean = repo.preflight()?;
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(root)?;
         agent::preflight(&spec, &host)?;
@@ -163,6 +167,7 @@ impl<'a> Engine<'a> {
             merged: 0,
             last_result: None,
             lock,
+            clean: Some(clean),
         })
     }
 

@@ -29,6 +29,8 @@ impl Engine<'_> {
         // The checks run on the task's work: its branch checked out.
         if !self.options.settings.verify.task.is_empty() {
             self.repo.claim(id, &task.title)?;
+            // The checks may write files: the squash scans the tree.
+            self.clean = None;
         }
         if !self.verify_task(id)? {
             return Ok(());
@@ -50,6 +52,29 @@ impl Engine<'_> {
         self.state.phase = "squash".to_owned();
         self.save_state()?;
         self.land(id, &task.title, Some(&branch), &completes(&changes))
+    }
+
+    /// Squashes `branch` into the base, without scanning the tree again
+    /// when it is known to be clean.
+    fn squash(
+        &mut self,
+        branch: &str,
+        id: &TaskId,
+        title: &str,
+        trailers: &[String],
+    ) -> Result<Squash, Error> {
+        Ok(match self.clean.take() {
+            Some(clean) => {
+                let (squash, clean) = self
+                    .repo
+                    .squash_clean(branch, id, title, trailers, clean)?;
+                self.clean = Some(clean);
+                squash
+            }
+            None => self
+                .repo
+                .squash_into_base_with(branch, id, title, trailers)?,
+        })
     }
 
     /// The task's branch, if it still exists.
@@ -134,10 +159,7 @@ impl Engine<'_> {
         };
         let (commit, detail) = match branch {
             None => (bookkeeping(self)?, "archived; it had no branch".to_owned()),
-            Some(branch) => match self
-                .repo
-                .squash_into_base_with(branch, id, title, trailers)?
-            {
+            Some(branch) => match self.squash(branch, id, title, trailers)? {
                 Squash::Merged(merged) => (
                     Some(merged.commit.to_string()),
                     format!("squash-merged into {}", self.repo.base()),
@@ -233,10 +255,7 @@ impl Engine<'_> {
             return Ok(());
         };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
-        let commit = match self
-            .repo
-            .squash_into_base_with(&branch, id, &task.title, &trailers)?
-        {
+        let commit = match self.squash(&branch, id, &task.title, &trailers)? {
             Squash::Merged(merged) => Some(merged.commit.to_string()),
             Squash::Empty => {
                 self.repo.preserve_and_delete_branch(&branch, id)?;

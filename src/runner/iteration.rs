@@ -109,7 +109,10 @@ impl Engine<'_> {
                 blocked_reason: None,
             },
         };
-        let claim = self.repo.claim(id, &title)?;
+        let claim = match self.clean.take() {
+            Some(clean) => self.repo.claim_clean(id, &title, clean)?,
+            None => self.repo.claim(id, &title)?,
+        };
         crate::fault::crash_at("after_branch");
         self.repo.keep_resume_point(&claim.branch, id)?;
         let progress = self.state.tasks.entry(id.to_string()).or_default();
@@ -236,9 +239,10 @@ impl Engine<'_> {
             ));
         }
         let queue_restored = self.restore_deleted_queue()?;
-        let leftovers = self
+        let mut leftovers = self
             .repo
             .commit_leftovers(&turn.branch, id, turn.iteration)?;
+        self.clean = leftovers.clean.take();
         crate::fault::crash_at("after_leftovers");
         match &leftovers.left_branch {
             Some(left) if !left.returned => {

@@ -15,6 +15,10 @@ use crate::task::{Status, TaskId};
 impl Engine<'_> {
     pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
         let mut results = Vec::new();
+        if !self.options.settings.verify.run.is_empty() {
+            // The commands may write files: the next step scans the tree.
+            self.clean = None;
+        }
         for command in &self.options.settings.verify.run {
             let result = verify::run(
                 command,
