@@ -120,3 +120,37 @@ fn an_agent_that_left_uncommitted_work_elsewhere_is_not_moved() {
     assert_eq!(leftovers.wip_commit, None);
     assert_eq!(current_branch(&repo), "side");
 }
+
+#[test]
+fn work_staged_but_not_committed_is_a_leftover() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("staged.txt", "staged\n");
+    repo.git(&["add", "staged.txt"]);
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert!(leftovers.wip_commit.is_some());
+    assert!(leftovers.clean.is_some());
+    assert_eq!(
+        repo.git(&["show", "--name-status", "--format=", "HEAD"]),
+        "A\tstaged.txt"
+    );
+    assert!(repo.status().is_empty());
+}
+
+#[test]
+fn a_clean_token_comes_only_from_a_tree_left_clean() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    // Nothing to commit: clean, no commit.
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert_eq!(leftovers.wip_commit, None);
+    assert!(leftovers.clean.is_some());
+    // Left on the base with uncommitted work: not clean.
+    repo.git(&["checkout", "-q", "main"]);
+    repo.write("README.md", "edited on main\n");
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    assert!(leftovers.left_branch.is_some());
+    assert_eq!(leftovers.clean, None);
+}

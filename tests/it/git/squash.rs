@@ -313,3 +313,83 @@ fn the_same_work_gives_the_same_commit_ids() {
         .collect();
     assert_eq!(commits[0], commits[1]);
 }
+
+#[test]
+fn a_branch_on_an_unmoved_base_squashes_to_the_tree_of_git_merge_squash() {
+    // The base does not move: ralph takes the branch's tree without a
+    // merge, and compares trees subtree by subtree. Whole folders added
+    // and removed, a file turned into a folder, a mode change and a link.
+    let repo = project();
+    repo.commit_file("old/a.txt", "a\n", "add old");
+    repo.commit_file("old/deep/b.txt", "b\n", "add deep");
+    repo.commit_file("shape", "a file\n", "add shape");
+    repo.commit_file("tool.sh", "#!/bin/sh\n", "add tool");
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.git(&["rm", "-q", "-r", "old", "shape"]);
+    repo.write("shape/inner.txt", "now a folder\n");
+    repo.write("new/one/two/c.txt", "c\n");
+    use std::os::unix::fs::PermissionsExt;
+    let tool = repo.path().join("tool.sh");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    repo.git(&["add", "-A"]);
+    std::os::unix::fs::symlink("tool.sh", repo.path().join("link")).unwrap();
+    repo.git(&["add", "link"]);
+    repo.git(&["commit", "-q", "-m", "Reshape"]);
+    let expected_files = repo.git(&["diff", "--name-only", "main", BRANCH]);
+    assert_eq!(
+        git.files_changed(BRANCH).unwrap().join("\n"),
+        expected_files
+    );
+    let tip = git.branch_tip(BRANCH).unwrap();
+    archive_a(&repo, tip.as_str());
+
+    let cli = repo.sibling("cli");
+    let cli_str = cli.to_str().unwrap();
+    repo.git(&["worktree", "add", "-q", "-b", "cli-squash", cli_str, "main"]);
+    repo.git_in(&cli, &["merge", "-q", "--squash", BRANCH]);
+    for file in ["tasks.jsonl", "tasks-done.jsonl"] {
+        std::fs::copy(repo.path().join(file), cli.join(file)).unwrap();
+    }
+    repo.git_in(&cli, &["add", "tasks.jsonl", "tasks-done.jsonl"]);
+    repo.git_in(&cli, &["commit", "-q", "-m", "squash by hand"]);
+    let expected = repo.git_in(&cli, &["rev-parse", "HEAD^{tree}"]);
+    repo.git(&["worktree", "remove", cli_str]);
+
+    assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
+    assert_eq!(current_branch(&repo), "main");
+    assert!(repo.status().is_empty());
+    assert_eq!(repo.read("shape/inner.txt"), "now a folder\n");
+    assert!(!repo.path().join("old").exists());
+}
+
+#[test]
+fn a_clean_token_skips_the_scan_but_never_an_edit_the_checkout_would_overwrite() {
+    let repo = project();
+    repo.commit_file("lib.txt", "base\n", "add lib");
+    repo.commit_file("notes.txt", "notes\n", "add notes");
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.commit_file("lib.txt", "branch\n", "Change lib");
+    git.checkout_base().unwrap();
+    let clean = git.check_clean().unwrap();
+    // Someone edits the file after the scan; resuming the branch would
+    // overwrite it, so the claim stops instead and the edit stays.
+    repo.write("lib.txt", "a person's edit\n");
+    let err = git.claim_clean(&id("A"), TITLE, clean).unwrap_err();
+    assert!(matches!(err, Error::Dirty { ref paths } if paths == &["lib.txt"]));
+    assert_eq!(repo.read("lib.txt"), "a person's edit\n");
+    assert_eq!(current_branch(&repo), "main");
+    // A file the checkout does not touch is carried over, as by `git
+    // checkout`: the scan the token stands for is not repeated.
+    repo.write("lib.txt", "base\n");
+    let clean = git.check_clean().unwrap();
+    repo.write("notes.txt", "edited after the scan\n");
+    let claim = git.claim_clean(&id("A"), TITLE, clean).unwrap();
+    assert!(claim.resumed);
+    assert_eq!(repo.read("lib.txt"), "branch\n");
+    assert_eq!(repo.read("notes.txt"), "edited after the scan\n");
+}
