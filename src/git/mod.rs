@@ -14,6 +14,7 @@ mod init;
 mod slug;
 mod squash;
 mod tree;
+mod watch;
 mod work;
 mod worktree;
 
@@ -137,6 +138,9 @@ pub struct Repo {
     project: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
+    /// What changed in the working tree since the last leftovers scan,
+    /// once [`Repo::watch_changes`] started watching.
+    watch: std::cell::RefCell<Option<watch::Watch>>,
 }
 
 impl Repo {
@@ -191,6 +195,7 @@ impl Repo {
             queue,
             project: dir.to_owned(),
             runtime,
+            watch: std::cell::RefCell::new(None),
         };
         repo.base = repo.resolve_base(options.base_branch.as_deref())?;
         Ok(repo)

@@ -219,6 +219,7 @@ impl Repo {
         }
         if paths.is_empty() && !staged && !changed {
             // The agent committed everything: no tree to write.
+            self.settle_watch();
             return Ok((None, Clean::new()));
         }
         for (path, deleted) in paths {
@@ -237,6 +238,7 @@ impl Repo {
         let tree_id = index.write_tree().doing("write the leftovers' tree")?;
         index.write().doing("write the index")?;
         if tree_id == head_tree.id() {
+            self.settle_watch();
             return Ok((None, Clean::new()));
         }
         let tree = self
@@ -255,6 +257,7 @@ impl Repo {
                 &[&head],
             )
             .doing("commit the leftovers")?;
+        self.settle_watch();
         Ok((Some(commit.into()), Clean::new()))
     }
 

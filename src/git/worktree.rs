@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use git2::build::{CheckoutBuilder, TreeUpdateBuilder};
@@ -13,8 +14,11 @@ use git2::{
 };
 
 use super::error::{Context, Error, Result, io_error};
-use super::{Repo, git2_path};
+use super::{Repo, git2_path, watch};
 use crate::task::LOCK_FILE;
+
+/// A queue file's content in a commit: its blob and mode.
+type Version = (Oid, i32);
 
 /// What a scan of the working tree that found nothing uncommitted (apart
 /// from ralph's own files and ignored paths) hands on: the methods that
@@ -58,7 +62,17 @@ impl Repo {
     /// when a file changes or vanishes while the tree is scanned (a
     /// person's temp file renamed over tasks.jsonl).
     fn scan(&self) -> Result<git2::Statuses<'_>> {
+        self.scan_paths(&[])
+    }
+
+    /// [`Repo::scan`] of `paths` (and what lies below them) only; all of
+    /// the tree when `paths` is empty.
+    fn scan_paths(&self, paths: &[Vec<u8>]) -> Result<git2::Statuses<'_>> {
         let mut options = StatusOptions::new();
+        options.disable_pathspec_match(true);
+        for path in paths {
+            options.pathspec(path.as_slice());
+        }
         options
             .include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -80,12 +94,74 @@ impl Repo {
         }
     }
 
+    /// Watches the working tree from now on, so that the scan after each
+    /// iteration ([`Repo::commit_leftovers`]) looks only at the paths that
+    /// changed since the one before (see `watch.rs`). The first such scan
+    /// after this covers everything changed since this call: a full scan
+    /// (the run's preflight) should follow it.
+    pub fn watch_changes(&self) -> Result<()> {
+        let index = self.git.index().doing("read the index")?;
+        let watch = watch::Watch::start(self.workdir(), &|rel| self.unwatched(&index, rel));
+        *self.watch.borrow_mut() = watch;
+        Ok(())
+    }
+
+    /// Whether the folder `rel` need not be watched: ignored, and holding
+    /// no tracked file.
+    fn unwatched(&self, index: &Index, rel: &[u8]) -> bool {
+        let path = Path::new(std::ffi::OsStr::from_bytes(rel));
+        let mut prefix = rel.to_vec();
+        prefix.push(b'/');
+        self.git.is_path_ignored(path).unwrap_or(false)
+            && index
+                .find_prefix(Path::new(std::ffi::OsStr::from_bytes(&prefix)))
+                .is_err()
+    }
+
+    /// The paths changed since the last settled leftovers scan, when the
+    /// watch can vouch for them: no watch, a lost one, or an index that
+    /// differs from HEAD (`git rm --cached`, `git reset --soft` touch no
+    /// file of the tree) mean a full scan.
+    fn watched_changes(&self) -> Result<Option<Vec<Vec<u8>>>> {
+        let mut watch = self.watch.borrow_mut();
+        let Some(watch) = watch.as_mut() else {
+            return Ok(None);
+        };
+        let mut index = self.git.index().doing("read the index")?;
+        index.read(false).doing("read the index")?;
+        let Some(paths) = watch.pending(self.workdir(), &|rel| self.unwatched(&index, rel)) else {
+            return Ok(None);
+        };
+        if index.has_conflicts() {
+            return Ok(None);
+        }
+        let head_tree = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_tree())
+            .doing("read HEAD's tree")?;
+        let index_tree = index.write_tree().doing("compare the index with HEAD")?;
+        Ok((index_tree == head_tree.id()).then_some(paths))
+    }
+
+    /// A leftovers scan left the tree clean: the watch starts afresh.
+    pub(super) fn settle_watch(&self) {
+        if let Some(watch) = self.watch.borrow_mut().as_mut() {
+            watch.settled();
+        }
+    }
+
     /// The working tree's changes against the index that a commit of
     /// leftovers takes, as (path, deleted), ralph's own files left out; and
     /// whether the index holds staged changes (apart from the queue files,
-    /// which are never committed on a branch).
+    /// which are never committed on a branch). Only the paths the watch
+    /// saw change are looked at, when it can vouch for the rest.
     pub(super) fn uncommitted_paths(&self) -> Result<(Vec<(String, bool)>, bool)> {
-        let statuses = self.scan()?;
+        let statuses = match self.watched_changes()? {
+            Some(paths) if paths.is_empty() => return Ok((Vec::new(), false)),
+            Some(paths) => self.scan_paths(&paths)?,
+            None => self.scan()?,
+        };
         let worktree = Status::WT_NEW
             | Status::WT_MODIFIED
             | Status::WT_DELETED
@@ -168,7 +244,9 @@ impl Repo {
             for path in &paths {
                 checkout.path(path.as_slice());
             }
-            let result = self.git.checkout_tree(target.as_object(), Some(&mut checkout));
+            let result = self
+                .git
+                .checkout_tree(target.as_object(), Some(&mut checkout));
             drop(checkout);
             match result {
                 Err(err) if err.code() == ErrorCode::Conflict => {
@@ -204,7 +282,7 @@ impl Repo {
     /// What each queue file's entry in a commit on the base must be: its
     /// bytes on disk as a blob with `base`'s mode, or `None` when the file
     /// is missing, or neither tracked in `base` nor committable (ignored).
-    fn queue_versions(&self, base: &git2::Tree<'_>) -> Result<Vec<(&str, Option<(Oid, i32)>)>> {
+    fn queue_versions(&self, base: &git2::Tree<'_>) -> Result<Vec<(&str, Option<Version>)>> {
         let mut versions = Vec::new();
         for file in &self.queue {
             let path = git2_path(&file.rel);

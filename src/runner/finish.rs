@@ -65,9 +65,7 @@ impl Engine<'_> {
     ) -> Result<Squash, Error> {
         Ok(match self.clean.take() {
             Some(clean) => {
-                let (squash, clean) = self
-                    .repo
-                    .squash_clean(branch, id, title, trailers, clean)?;
+                let (squash, clean) = self.repo.squash_clean(branch, id, title, trailers, clean)?;
                 self.clean = Some(clean);
                 squash
             }

@@ -154,3 +154,76 @@ fn a_clean_token_comes_only_from_a_tree_left_clean() {
     assert!(leftovers.left_branch.is_some());
     assert_eq!(leftovers.clean, None);
 }
+
+/// A repository with files in folders, one ignored folder holding a file
+/// tracked anyway, watched from the claim on.
+fn watched() -> (GitRepo, Repo) {
+    let repo = project();
+    repo.write("src/a/one.txt", "one\n");
+    repo.write("src/b/two.txt", "two\n");
+    repo.write(".gitignore", "*.log\n.ralph/\nbuild/\n");
+    repo.write("build/kept.txt", "tracked though ignored\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["add", "-f", "build/kept.txt"]);
+    repo.git(&["commit", "-q", "-m", "layout"]);
+    let git = open(&repo);
+    git.watch_changes().unwrap();
+    git.preflight().unwrap();
+    git.claim(&id("A"), TITLE).unwrap();
+    (repo, git)
+}
+
+fn wip_files(repo: &GitRepo) -> String {
+    repo.git(&["show", "--name-status", "--format=", "HEAD"])
+}
+
+#[test]
+fn a_watched_tree_commits_every_kind_of_leftover() {
+    let (repo, git) = watched();
+    // Edits, a new folder tree, a deletion, a tracked file in an ignored
+    // folder, and an ignored file (left out).
+    repo.write("src/a/one.txt", "changed\n");
+    repo.write("new/deep/er/three.txt", "three\n");
+    std::fs::remove_file(repo.path().join("src/b/two.txt")).unwrap();
+    repo.write("build/kept.txt", "changed too\n");
+    repo.write("build/out.o", "ignored\n");
+    git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert_eq!(
+        wip_files(&repo),
+        "M\tbuild/kept.txt\nA\tnew/deep/er/three.txt\nM\tsrc/a/one.txt\nD\tsrc/b/two.txt"
+    );
+    assert!(repo.status().is_empty());
+    // The next iteration sees only what changed since.
+    repo.write("new/deep/er/three.txt", "three, again\n");
+    git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    assert_eq!(wip_files(&repo), "M\tnew/deep/er/three.txt");
+    let again = git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
+    assert_eq!(again.wip_commit, None);
+}
+
+#[test]
+fn a_watched_tree_falls_back_to_a_full_scan_when_paths_cannot_tell() {
+    let (repo, git) = watched();
+    // A folder moved: its watches name the old place.
+    std::fs::rename(repo.path().join("src/a"), repo.path().join("src/moved")).unwrap();
+    repo.write("src/moved/four.txt", "four\n");
+    git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert_eq!(
+        wip_files(&repo),
+        "A\tsrc/moved/four.txt\nR100\tsrc/a/one.txt\tsrc/moved/one.txt"
+    );
+    assert!(repo.status().is_empty());
+    // Index-only changes touch no file: `git rm --cached` leaves the file
+    // on disk, untracked; the leftovers take it back, with no change.
+    repo.git(&["rm", "-q", "--cached", "src/b/two.txt"]);
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    assert_eq!(leftovers.wip_commit, None);
+    assert!(repo.status().is_empty());
+    // A .gitignore change shows a file nobody touched since.
+    repo.write("build/was-ignored.txt", "x\n");
+    git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
+    repo.write(".gitignore", "*.log\n.ralph/\n");
+    git.commit_leftovers(BRANCH, &id("A"), 4).unwrap();
+    assert_eq!(wip_files(&repo), "M\t.gitignore\nA\tbuild/was-ignored.txt");
+    assert!(repo.status().is_empty());
+}
