@@ -212,7 +212,7 @@ impl Repo {
         // own files and ignored paths stay out.
         let (paths, staged) = self.uncommitted_paths()?;
         let mut index = self.git.index().doing("read the index")?;
-        index.read(true).doing("read the index")?;
+        index.read(false).doing("read the index")?;
         let mut changed = false;
         for file in &self.queue {
             changed |= self.unstage(&mut index, &head_tree, &file.rel)?;
