@@ -4,18 +4,3 @@
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
-
-/// TEMPORARY: timing laps.
-pub fn lap(name: &str) {
-    use std::sync::Mutex;
-    static LAST: Mutex<Option<std::time::Instant>> = Mutex::new(None);
-    if std::env::var_os("RALPH_TIMING").is_none() {
-        return;
-    }
-    let now = std::time::Instant::now();
-    let mut last = LAST.lock().unwrap();
-    if let Some(then) = *last {
-        eprintln!("LAP {name} {:?}", now - then);
-    }
-    *last = Some(now);
-}

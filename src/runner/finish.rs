@@ -36,7 +36,6 @@ impl Engine<'_> {
             return Ok(());
         }
         self.state.phase = "merge".to_owned();
-        crate::clock::lap("verify");
         if let SquashPreview::Conflict(paths) = self.repo.preview_squash(&branch)? {
             let summary = format!(
                 "the branch conflicts with the base in {}; merge the base into the branch (`git merge {}`), resolve, commit, then mark the task complete again",
@@ -48,13 +47,10 @@ impl Engine<'_> {
         // The archive record names the branch tip, which stays reachable
         // under refs/ralph/tasks/<id> after the squash.
         let tip = self.repo.branch_tip(&branch)?;
-        crate::clock::lap("preview");
         let changes = self.archive(id, Some(tip.to_string()))?;
-        crate::clock::lap("archive");
         crate::fault::crash_at("after_archive");
         self.state.phase = "squash".to_owned();
         self.save_state()?;
-        crate::clock::lap("save-state2");
         self.land(id, &task.title, Some(&branch), &completes(&changes))
     }
 
@@ -67,7 +63,6 @@ impl Engine<'_> {
         title: &str,
         trailers: &[String],
     ) -> Result<Squash, Error> {
-        crate::clock::lap("pre-squash");
         Ok(match self.clean.take() {
             Some(clean) => {
                 let (squash, clean) = self.repo.squash_clean(branch, id, title, trailers, clean)?;

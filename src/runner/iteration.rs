@@ -63,15 +63,11 @@ impl Engine<'_> {
     /// not parse (the agent broke it last time).
     pub(super) fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Next, Error> {
         let turn = self.begin(id, task)?;
-        crate::clock::lap("begin-end");
         let outcome = self.run_agent(&turn)?;
-        crate::clock::lap("AGENT");
         self.state.phase = "judge".to_owned();
         let seen = self.observe(&turn, &outcome)?;
-        crate::clock::lap("observe");
         let verdict = decide::after(&seen, &self.budgets);
         self.receipt(&turn, &outcome, &verdict, &seen.task)?;
-        crate::clock::lap("receipt");
         self.act(&turn, &outcome, verdict, seen.progressed)
     }
 
@@ -90,9 +86,7 @@ impl Engine<'_> {
                         id: id.clone(),
                         status: Status::Active,
                     };
-                    crate::clock::lap("before-active");
                     self.store.apply(&active, &now())?;
-                    crate::clock::lap("set-active");
                     crate::fault::crash_at("after_claim");
                 }
                 Task {
@@ -119,7 +113,6 @@ impl Engine<'_> {
             Some(clean) => self.repo.claim_clean(id, &title, clean)?,
             None => self.repo.claim(id, &title)?,
         };
-        crate::clock::lap("claim");
         crate::fault::crash_at("after_branch");
         self.repo.keep_resume_point(&claim.branch, id)?;
         let progress = self.state.tasks.entry(id.to_string()).or_default();
@@ -134,9 +127,7 @@ impl Engine<'_> {
             self.record(Some(id), "claim", "ok", &detail, Map::new())?;
         }
 
-        crate::clock::lap("resume+record");
         let measures = Measures::of(&self.repo, &task, Some(&claim.branch))?;
-        crate::clock::lap("measures");
         let trigger_context =
             context::trigger_context(&task, &self.state, self.state.iteration, &measures);
         let decision = self.triggers.choose(&trigger_context)?;
@@ -149,9 +140,7 @@ impl Engine<'_> {
             self.state.iteration,
             Some(&claim.branch),
         );
-        crate::clock::lap("choose+load");
         let text = prompt::build(&self.root, &decision, &variables)?;
-        crate::clock::lap("prompt");
         let fired = decision.fired;
 
         self.state.iteration += 1;
@@ -171,11 +160,8 @@ impl Engine<'_> {
         let prompt_file = PathBuf::from(format!(".ralph/prompts/{name}.md"));
         let log_file = self.root.join(format!(".ralph/logs/{name}.log"));
         self.save_file(&prompt_file, text.as_bytes())?;
-        crate::clock::lap("save-prompt");
         self.keep_valid_queue()?;
-        crate::clock::lap("keep-valid");
         self.save_state()?;
-        crate::clock::lap("save-state");
         let spec = Spec::new(
             &self.options.settings.agent,
             self.options.agent_cmd.as_deref(),
