@@ -770,3 +770,38 @@ fn invalid_input_stops_the_run_before_any_agent_with_exit_30() {
     assert_eq!(result["reason"], "tasks.jsonl:1: missing field `title`");
     assert_eq!(project.calls(), Vec::<String>::new());
 }
+
+#[test]
+fn work_left_uncommitted_in_any_shape_reaches_the_squash() {
+    // The scan after each iteration looks only at what changed (inotify);
+    // whatever the agent leaves uncommitted, in new folders, moved folders
+    // or deletions, is still committed and merged.
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"reshape","status":"pending","leaf":true}"#)
+        .file("lib/old/one.txt", "one\n")
+        .file("lib/keep/two.txt", "two\n")
+        .git_init()
+        .agent(
+            r#"case "$RALPH_TASK_ITERATION" in
+1) mkdir -p new/deep && echo three > new/deep/three.txt && echo edited > lib/keep/two.txt ;;
+2) echo again >> new/deep/three.txt && mv lib/old lib/moved && rm lib/keep/two.txt
+   ralph task complete A > /dev/null ;;
+esac
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls().len(), 2);
+    assert_eq!(
+        project.git(&[
+            "show",
+            "--format=%s",
+            "--name-status",
+            "--no-renames",
+            "main"
+        ]),
+        "[A] reshape\n\nD\tlib/keep/two.txt\nA\tlib/moved/one.txt\nD\tlib/old/one.txt\nA\tnew/deep/three.txt\nM\ttasks-done.jsonl\nM\ttasks.jsonl"
+    );
+    assert_eq!(project.read("new/deep/three.txt"), "three\nagain\n");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
