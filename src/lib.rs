@@ -16,6 +16,7 @@ pub mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;
+pub mod lease;
 pub mod init;
 pub mod project;
 pub mod prompt;
