@@ -239,12 +239,43 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads `path`, treating a missing file as empty.
+/// Reads `path`, treating a missing file as empty. A big file's buffer
+/// asks for huge pages (see [`advise_huge_pages`]).
 pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
-    match fs::read(path) {
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        other => other,
+    use std::io::Read;
+    let mut file = match File::open(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        other => other?,
+    };
+    let size = file.metadata().map_or(0, |meta| meta.len() as usize);
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(size)?;
+    advise_huge_pages(&mut bytes);
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Asks the kernel to back the whole 2 MiB pages of `buffer`'s capacity
+/// with huge pages (where transparent huge pages are on, or in `madvise`
+/// mode): filling a fresh 24 MiB buffer otherwise takes some 6,000 page
+/// faults, a quarter of the time to load a big queue. Only a hint; small
+/// buffers are left alone.
+pub fn advise_huge_pages<T>(buffer: &mut Vec<T>) {
+    use nix::sys::mman::{MmapAdvise, madvise};
+    const HUGE_PAGE: usize = 2 << 20;
+    let start = buffer.as_mut_ptr() as usize;
+    let end = start + buffer.capacity() * std::mem::size_of::<T>();
+    let (first, last) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
+    if last <= first {
+        return;
     }
+    let Some(from) = std::ptr::NonNull::new(first as *mut std::ffi::c_void) else {
+        return;
+    };
+    // SAFETY: the range lies inside the buffer's own allocation, and
+    // MADV_HUGEPAGE changes only how the kernel backs those pages, never
+    // what they hold. A refusal (no THP support) changes nothing.
+    let _ = unsafe { madvise(from, last - first, MmapAdvise::MADV_HUGEPAGE) };
 }
 
 /// Why a text file could not be read.

@@ -243,7 +243,10 @@ impl TaskFile {
             Err(err) => return Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
         };
         let base = source.as_ptr() as usize;
-        let mut lines = Vec::new();
+        // Room for lines of 64 bytes or more (task lines are longer), in
+        // huge pages: a big file's lines take one page fault per 2 MiB.
+        let mut lines = Vec::with_capacity(source.len() / 64 + 1);
+        crate::files::advise_huge_pages(&mut lines);
         let bom = split_lines(name, &source, |text, end| {
             // An offset into `source`: the line shares its text.
             let start = text.as_ptr() as usize - base;
