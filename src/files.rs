@@ -44,9 +44,9 @@ fn write_atomic_checked(
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let temp = dir.join(temp_name(name, std::process::id()));
     let result = (|| {
-        let mut out = io::BufWriter::with_capacity(1 << 16, File::create(&temp)?);
+        let mut out = io::BufWriter::with_capacity(1 << 16, WriteBehind::new(File::create(&temp)?));
         write(&mut out)?;
-        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?.file;
         if let Ok(meta) = fs::metadata(path) {
             file.set_permissions(meta.permissions())?;
         }
@@ -73,6 +73,55 @@ fn write_atomic_checked(
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// A file being written that starts the disk writes of each few MiB as
+/// soon as they are written (`sync_file_range`, without waiting), so the
+/// `fsync` at the end waits only for the last of them instead of all.
+struct WriteBehind {
+    file: File,
+    /// Bytes written so far, and how many of them are handed to the disk.
+    written: u64,
+    started: u64,
+}
+
+impl WriteBehind {
+    const STEP: u64 = 4 << 20;
+
+    fn new(file: File) -> WriteBehind {
+        WriteBehind {
+            file,
+            written: 0,
+            started: 0,
+        }
+    }
+}
+
+impl Write for WriteBehind {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(bytes)?;
+        self.written += n as u64;
+        if self.written - self.started >= Self::STEP {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a plain system call on our own open descriptor; it
+            // only starts writeback of the range (no memory is passed).
+            // A failure is harmless: the final fsync writes everything.
+            let _ = unsafe {
+                libc::sync_file_range(
+                    self.file.as_raw_fd(),
+                    self.started as libc::off64_t,
+                    (self.written - self.started) as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+            self.started = self.written;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// Moves `temp` over `path` when `path` is still the version `expected`.
@@ -169,28 +218,48 @@ impl Stamp {
     }
 }
 
-/// Reads `path` (missing: empty) once it has settled: a file modified in
-/// the last moment may be in the middle of a rewrite by an editor that does
-/// not write atomically, so it is read again until two reads agree and it
-/// is not being modified. Returns the bytes and the stamp they belong to.
-pub fn read_settled(path: &Path) -> io::Result<(Vec<u8>, Stamp)> {
+/// Reads `path` (missing: empty) once it has settled, and hands its bytes
+/// to `parse`: a file modified in the last moment may be in the middle of a
+/// rewrite by an editor that does not write atomically, so a fresh file
+/// counts only once its stamp has stayed the same for a short while after
+/// the read (usually the time `parse` takes anyway; otherwise the rest is
+/// slept); when it changed, it is read again. Returns what `parse` made of
+/// the settled bytes (even an error: a torn read is never reported as one)
+/// and the stamp they belong to.
+pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::Result<(T, Stamp)> {
     const FRESH: std::time::Duration = std::time::Duration::from_millis(10);
-    let mut last: Option<(Vec<u8>, Stamp)> = None;
+    let mut last = None;
     for _ in 0..20 {
         let before = Stamp::of(path)?;
         let bytes = read_or_empty(path)?;
         let after = Stamp::of(path)?;
-        let settled = before == after && after.age() >= FRESH;
-        let repeated = last
-            .as_ref()
-            .is_some_and(|(b, s)| *b == bytes && *s == after);
-        if settled || repeated {
-            return Ok((bytes, after));
+        let read_at = std::time::Instant::now();
+        if before != after {
+            // Changed while being read.
+            std::thread::sleep(FRESH);
+            continue;
         }
-        last = Some((bytes, after));
-        std::thread::sleep(FRESH);
+        let fresh = after.age() < FRESH;
+        let value = parse(bytes);
+        if !fresh {
+            return Ok((value, after));
+        }
+        // Unchanged for FRESH since the read (the stamp catches any
+        // write, as for a file that was not fresh): settled.
+        std::thread::sleep(FRESH.saturating_sub(read_at.elapsed()));
+        if Stamp::of(path)? == after {
+            return Ok((value, after));
+        }
+        last = Some((value, after));
     }
-    Ok(last.expect("the loop ran"))
+    match last {
+        Some(last) => Ok(last),
+        // It changed during every read: take it as it is now.
+        None => {
+            let stamp = Stamp::of(path)?;
+            Ok((parse(read_or_empty(path)?), stamp))
+        }
+    }
 }
 
 /// The name of the temp file `write_atomic` uses for `name`.

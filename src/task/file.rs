@@ -398,9 +398,34 @@ impl TaskFile {
         if self.bom {
             out.write_all(BOM.as_bytes())?;
         }
+        // Lines that follow each other in the buffer they were read from,
+        // endings included (all of them, but around an edit), are written
+        // as one slice of it rather than line by line.
+        let mut run: Option<(&Arc<String>, usize, usize)> = None;
         for line in &self.lines {
-            out.write_all(line.text.as_bytes())?;
-            out.write_all(line.end.as_str().as_bytes())?;
+            let LineText { source, start, end } = &line.text;
+            let ending = line.end.as_str();
+            let in_source = source.get(*end..end + ending.len()) == Some(ending);
+            if let Some((run_source, _, run_end)) = &mut run
+                && Arc::ptr_eq(run_source, source)
+                && *run_end == *start
+                && in_source
+            {
+                *run_end = end + ending.len();
+                continue;
+            }
+            if let Some((run_source, run_start, run_end)) = run.take() {
+                out.write_all(&run_source.as_bytes()[run_start..run_end])?;
+            }
+            if in_source {
+                run = Some((source, *start, end + ending.len()));
+            } else {
+                out.write_all(line.text.as_bytes())?;
+                out.write_all(ending.as_bytes())?;
+            }
+        }
+        if let Some((run_source, run_start, run_end)) = run {
+            out.write_all(&run_source.as_bytes()[run_start..run_end])?;
         }
         Ok(())
     }

@@ -54,10 +54,11 @@ impl Store {
 
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
         let path = self.tasks_path();
-        let (tasks, stamp) =
-            files::read_settled(&path).map_err(|source| Error::Io { path, source })?;
         let done = self.read(&self.done_path())?;
-        Ok((Queue::parse_owned(tasks, &done)?, stamp))
+        let (queue, stamp) =
+            files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
+                .map_err(|source| Error::Io { path, source })?;
+        Ok((queue?, stamp))
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
@@ -117,18 +118,21 @@ impl Store {
         let path = self.tasks_path();
         let bytes = self.read(&path)?;
         let done = self.read(&self.done_path())?;
-        if Queue::parse(&bytes, &done).is_err() {
+        // The parsed file writes back its bytes as read (one copy in memory).
+        let Ok(queue) = Queue::parse_owned(bytes, &done) else {
             return Ok(false);
-        }
+        };
         if let Some(dir) = copy.parent() {
             fs::create_dir_all(dir).map_err(|source| Error::Io {
                 path: dir.to_owned(),
                 source,
             })?;
         }
-        files::write_atomic(copy, &bytes).map_err(|source| Error::Io {
-            path: copy.to_owned(),
-            source,
+        files::write_atomic_with(copy, |out| queue.tasks.write_to(out)).map_err(|source| {
+            Error::Io {
+                path: copy.to_owned(),
+                source,
+            }
         })?;
         Ok(true)
     }
