@@ -46,7 +46,10 @@ fn write_atomic_checked(
     let result = (|| {
         let mut out = io::BufWriter::with_capacity(1 << 16, WriteBehind::new(File::create(&temp)?));
         write(&mut out)?;
-        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?.file;
+        let file = out
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?
+            .file;
         if let Ok(meta) = fs::metadata(path) {
             file.set_permissions(meta.permissions())?;
         }
@@ -190,18 +193,27 @@ pub struct Stamp(Option<(u64, u64, u64, i64, i64)>);
 impl Stamp {
     /// The stamp of `path` now.
     pub fn of(path: &Path) -> io::Result<Stamp> {
-        use std::os::unix::fs::MetadataExt;
         match fs::metadata(path) {
-            Ok(m) => Ok(Stamp(Some((
-                m.dev(),
-                m.ino(),
-                m.size(),
-                m.mtime(),
-                m.mtime_nsec(),
-            )))),
+            Ok(meta) => Ok(Stamp::of_metadata(&meta)),
             Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(Stamp(None)),
             Err(err) => Err(err),
         }
+    }
+
+    /// The stamp of the open file `file` now.
+    pub fn of_file(file: &File) -> io::Result<Stamp> {
+        Ok(Stamp::of_metadata(&file.metadata()?))
+    }
+
+    fn of_metadata(meta: &fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp(Some((
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        )))
     }
 
     /// How long ago the file was last modified (zero for no file or a
@@ -324,6 +336,19 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Makes every allocation of 1 MiB or more a mapping of its own, given back
+/// to the system when freed. By default glibc raises that threshold to the
+/// size of the first big block freed (a queue's file buffer), after which
+/// such blocks come from the heap and stay in the process once freed: a
+/// long run that loads the queue again and again then holds old loads'
+/// memory next to the new one.
+pub fn return_big_buffers() {
+    // SAFETY: mallopt only changes a malloc tuning parameter.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 /// Asks the kernel to back the whole 2 MiB pages of `buffer`'s capacity
 /// with huge pages (where transparent huge pages are on, or in `madvise`
 /// mode): filling a fresh 24 MiB buffer otherwise takes some 6,000 page
@@ -334,7 +359,10 @@ pub fn advise_huge_pages<T>(buffer: &mut Vec<T>) {
     const HUGE_PAGE: usize = 2 << 20;
     let start = buffer.as_mut_ptr() as usize;
     let end = start + buffer.capacity() * std::mem::size_of::<T>();
-    let (first, last) = (start.next_multiple_of(HUGE_PAGE), end / HUGE_PAGE * HUGE_PAGE);
+    let (first, last) = (
+        start.next_multiple_of(HUGE_PAGE),
+        end / HUGE_PAGE * HUGE_PAGE,
+    );
     if last <= first {
         return;
     }

@@ -274,6 +274,8 @@ impl TaskFile {
     }
 
     fn reindex(&mut self) {
+        // The old index goes first: never two in memory at once.
+        self.index = IdIndex::default();
         let (index, duplicate) = IdIndex::build(&self.lines);
         self.index = index;
         self.duplicate = duplicate;
