@@ -125,8 +125,10 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
         }
         Ok(changes)
     };
-    let load = || -> Result<Queue, Error> {
-        let queue = store.load()?;
+    // A one-shot command's queue lives until the process exits: freeing a
+    // big queue's strings one by one took longer than most commands' work.
+    let load = || -> Result<&'static Queue, Error> {
+        let queue: &'static Queue = Box::leak(Box::new(store.load()?));
         if let Some(torn) = queue.done.torn() {
             let _ = writeln!(
                 warnings.borrow_mut(),
@@ -148,10 +150,10 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
             }))?;
             added(&store, &changes, json)?
         }
-        TaskCommand::List(args) => list(&load()?, &args, json)?,
-        TaskCommand::Tree => tree(&load()?, json),
-        TaskCommand::Next => next(&load()?, json)?,
-        TaskCommand::Show(args) => show(&load()?, &args.id, json)?,
+        TaskCommand::List(args) => list(load()?, &args, json)?,
+        TaskCommand::Tree => tree(load()?, json),
+        TaskCommand::Next => next(load()?, json)?,
+        TaskCommand::Show(args) => show(load()?, &args.id, json)?,
         TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
         TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
         TaskCommand::Complete(args) => {
@@ -178,7 +180,7 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
             })?,
             json,
         ),
-        TaskCommand::Validate => validate(&load()?, json),
+        TaskCommand::Validate => validate(load()?, json),
     };
     outcome.stderr.insert_str(0, &warnings.into_inner());
     Ok(outcome)

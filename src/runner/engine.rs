@@ -179,8 +179,7 @@ impl<'a> Engine<'a> {
         // The run, and the base it merges into, are on disk before any
         // branch is checked out: a crash from here on resumes on this base.
         self.save_state()?;
-        let queue = self.store.load()?;
-        let counts = queue.counts();
+        let counts = self.store.load()?.counts();
         self.ui.line(&format!(
             "ralph: run {} on {}, agent {}, {} tasks ({} pending, {} active), max {} iterations",
             self.state.run_id,

@@ -69,6 +69,7 @@ pub fn run(
     options: &RunOptions,
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
+    crate::files::return_big_buffers();
     let run_id = format!(
         "{}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),

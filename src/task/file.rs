@@ -110,27 +110,35 @@ pub struct Line {
 
 const BOM: &str = "\u{feff}";
 
-/// Splits a file into lines, checking what every task file must satisfy:
-/// UTF-8, and no merge-conflict markers.
-fn split_lines<'a>(name: &str, bytes: &'a [u8]) -> Result<(bool, Vec<(&'a str, LineEnd)>)> {
-    let content = std::str::from_utf8(bytes).map_err(|err| {
-        let valid = &bytes[..err.valid_up_to()];
-        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
-        Error::Malformed {
-            file: name.to_owned(),
-            line,
-            message: format!(
-                "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
-                bytes[err.valid_up_to()]
-            ),
-        }
-    })?;
+/// Checks a task file is UTF-8, naming the line and column of the first bad
+/// byte when it is not.
+fn utf8_error(name: &str, bytes: &[u8], err: std::str::Utf8Error) -> Error {
+    let valid = &bytes[..err.valid_up_to()];
+    let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    Error::Malformed {
+        file: name.to_owned(),
+        line,
+        message: format!(
+            "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
+            bytes[err.valid_up_to()]
+        ),
+    }
+}
+
+/// Splits a file's text into lines, checking what every task file must
+/// satisfy besides UTF-8: no merge-conflict markers. Calls `line` with each
+/// line's text and ending, in order.
+fn split_lines<'a>(
+    name: &str,
+    content: &'a str,
+    mut line: impl FnMut(&'a str, LineEnd),
+) -> Result<bool> {
     let (bom, content) = match content.strip_prefix(BOM) {
         Some(rest) => (true, rest),
         None => (false, content),
     };
-    let mut lines = Vec::new();
+    let mut count = 0;
     let mut rest = content;
     while !rest.is_empty() {
         let (text, end, next) = match rest.find('\n') {
@@ -140,17 +148,62 @@ fn split_lines<'a>(name: &str, bytes: &'a [u8]) -> Result<(bool, Vec<(&'a str, L
             Some(nl) => (&rest[..nl], LineEnd::Lf, &rest[nl + 1..]),
             None => (rest, LineEnd::Missing, ""),
         };
+        count += 1;
         if is_conflict_marker(text) {
             return Err(Error::Malformed {
                 file: name.to_owned(),
-                line: lines.len() + 1,
+                line: count,
                 message: "merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines".to_owned(),
             });
         }
-        lines.push((text, end));
+        line(text, end);
         rest = next;
     }
-    Ok((bom, lines))
+    Ok(bom)
+}
+
+/// Reads the task of every non-blank line, stopping at the first problem in
+/// file order. A big file is read by a few threads at once, each taking a
+/// run of lines (a line's task depends on its text alone).
+fn parse_tasks(name: &str, lines: &mut [Line]) -> Result<()> {
+    // Below this, a thread costs more than it saves.
+    const LINES_PER_THREAD: usize = 4096;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(4)
+        .min(lines.len() / LINES_PER_THREAD)
+        .max(1);
+    let chunk = lines.len().div_ceil(threads).max(1);
+    let parse_chunk = |first: usize, lines: &mut [Line]| -> Result<()> {
+        for (offset, line) in lines.iter_mut().enumerate() {
+            if !is_blank(&line.text) {
+                let task = Task::from_json(&line.text).map_err(|message| Error::Malformed {
+                    file: name.to_owned(),
+                    line: first + offset + 1,
+                    message,
+                })?;
+                line.task = Some(task);
+            }
+        }
+        Ok(())
+    };
+    if threads == 1 {
+        return parse_chunk(0, lines);
+    }
+    std::thread::scope(|scope| {
+        let mut chunks = lines.chunks_mut(chunk).enumerate();
+        let (_, own) = chunks.next().expect("at least one chunk");
+        let others: Vec<_> = chunks
+            .map(|(n, lines)| scope.spawn(move || parse_chunk(n * chunk, lines)))
+            .collect();
+        // The first problem in file order wins: chunks are in order.
+        let mut result = parse_chunk(0, own);
+        for other in others {
+            let other = other.join().expect("parsing a line does not panic");
+            result = result.and(other);
+        }
+        result
+    })
 }
 
 fn is_conflict_marker(text: &str) -> bool {
@@ -185,41 +238,29 @@ impl TaskFile {
 
     /// Parses the file's bytes, keeping them as the lines' shared text.
     pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
-        let (bom, raw_lines) = split_lines(name, &bytes)?;
-        // Offsets into `bytes`, so the buffer can move into the shared text.
-        let base = bytes.as_ptr() as usize;
-        let spans: Vec<(usize, usize, LineEnd)> = raw_lines
-            .into_iter()
-            .map(|(text, end)| {
-                let start = text.as_ptr() as usize - base;
-                (start, start + text.len(), end)
-            })
-            .collect();
-        let source = Arc::new(String::from_utf8(bytes).expect("split_lines checked UTF-8"));
-        let mut lines: Vec<Line> = spans
-            .into_iter()
-            .map(|(start, end, line_end)| Line {
+        let source = match String::from_utf8(bytes) {
+            Ok(text) => Arc::new(text),
+            Err(err) => return Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
+        };
+        let base = source.as_ptr() as usize;
+        // Room for lines of 64 bytes or more (task lines are longer), in
+        // huge pages: a big file's lines take one page fault per 2 MiB.
+        let mut lines = Vec::with_capacity(source.len() / 64 + 1);
+        crate::files::advise_huge_pages(&mut lines);
+        let bom = split_lines(name, &source, |text, end| {
+            // An offset into `source`: the line shares its text.
+            let start = text.as_ptr() as usize - base;
+            lines.push(Line {
                 text: LineText {
                     source: Arc::clone(&source),
                     start,
-                    end,
+                    end: start + text.len(),
                 },
-                end: line_end,
+                end,
                 task: None,
-            })
-            .collect();
-        for (index, line) in lines.iter_mut().enumerate() {
-            if !is_blank(&line.text) {
-                line.task =
-                    Some(
-                        Task::from_json(&line.text).map_err(|message| Error::Malformed {
-                            file: name.to_owned(),
-                            line: index + 1,
-                            message,
-                        })?,
-                    );
-            }
-        }
+            });
+        })?;
+        parse_tasks(name, &mut lines)?;
         let mut file = TaskFile {
             name: name.to_owned(),
             bom,
@@ -233,6 +274,8 @@ impl TaskFile {
     }
 
     fn reindex(&mut self) {
+        // The old index goes first: never two in memory at once.
+        self.index = IdIndex::default();
         let (index, duplicate) = IdIndex::build(&self.lines);
         self.index = index;
         self.duplicate = duplicate;
@@ -357,9 +400,34 @@ impl TaskFile {
         if self.bom {
             out.write_all(BOM.as_bytes())?;
         }
+        // Lines that follow each other in the buffer they were read from,
+        // endings included (all of them, but around an edit), are written
+        // as one slice of it rather than line by line.
+        let mut run: Option<(&Arc<String>, usize, usize)> = None;
         for line in &self.lines {
-            out.write_all(line.text.as_bytes())?;
-            out.write_all(line.end.as_str().as_bytes())?;
+            let LineText { source, start, end } = &line.text;
+            let ending = line.end.as_str();
+            let in_source = source.get(*end..end + ending.len()) == Some(ending);
+            if let Some((run_source, _, run_end)) = &mut run
+                && Arc::ptr_eq(run_source, source)
+                && *run_end == *start
+                && in_source
+            {
+                *run_end = end + ending.len();
+                continue;
+            }
+            if let Some((run_source, run_start, run_end)) = run.take() {
+                out.write_all(&run_source.as_bytes()[run_start..run_end])?;
+            }
+            if in_source {
+                run = Some((source, *start, end + ending.len()));
+            } else {
+                out.write_all(line.text.as_bytes())?;
+                out.write_all(ending.as_bytes())?;
+            }
+        }
+        if let Some((run_source, run_start, run_end)) = run {
+            out.write_all(&run_source.as_bytes()[run_start..run_end])?;
         }
         Ok(())
     }
@@ -387,13 +455,15 @@ impl TaskFile {
     }
 }
 
-/// Line indexes by id: open addressing over `u32` slots that compares
-/// with the lines' own ids, so no id is copied (a `HashMap<String, usize>`
-/// was a tenth of a loaded queue's memory).
+/// Line indexes by id: open addressing over slots that compare with the
+/// lines' own ids, so no id is copied (a `HashMap<String, usize>` was a
+/// tenth of a loaded queue's memory). Each slot keeps 32 bits of its id's
+/// hash too, so a probe past another id rarely needs to read that id.
 #[derive(Clone, Debug, Default)]
 struct IdIndex {
-    /// A line index per slot, `EMPTY` when free; a power of two long.
-    slots: Vec<u32>,
+    /// A line index and a hash tag per slot, `EMPTY` when free; a power of
+    /// two long.
+    slots: Vec<(u32, u32)>,
 }
 
 const EMPTY: u32 = u32::MAX;
@@ -413,21 +483,22 @@ impl IdIndex {
     fn build(lines: &[Line]) -> (IdIndex, Option<(usize, usize)>) {
         let size = (lines.len() * 2).next_power_of_two().max(8);
         let mut index = IdIndex {
-            slots: vec![EMPTY; size],
+            slots: vec![(EMPTY, 0); size],
         };
         let mut duplicate = None;
         for (position, line) in lines.iter().enumerate() {
             let Some(task) = &line.task else { continue };
             let id = task.id.as_str();
-            let mut slot = index.home(id);
+            let (mut slot, tag) = index.home(id);
             loop {
                 match index.slots[slot] {
-                    EMPTY => {
-                        index.slots[slot] =
+                    (EMPTY, _) => {
+                        let position =
                             u32::try_from(position).expect("a task file has fewer than 4G lines");
+                        index.slots[slot] = (position, tag);
                         break;
                     }
-                    first if id_at(lines, first) == id => {
+                    (first, found) if found == tag && id_at(lines, first) == id => {
                         duplicate = duplicate.or(Some((position, first as usize)));
                         break;
                     }
@@ -438,25 +509,29 @@ impl IdIndex {
         (index, duplicate)
     }
 
-    /// The first slot to look at for `id`: the hash's high bits (FxHash's
-    /// low bits vary little between short ids).
-    fn home(&self, id: &str) -> usize {
+    /// The first slot to look at for `id` (the hash's high bits: FxHash's
+    /// low bits vary little between short ids), and its tag (both halves
+    /// of the hash mixed).
+    fn home(&self, id: &str) -> (usize, u32) {
         use std::hash::Hasher;
         let mut hasher = IdHasher::default();
         hasher.write(id.as_bytes());
+        let hash = hasher.finish();
         let bits = self.slots.len().trailing_zeros();
-        (hasher.finish() >> (64 - bits)) as usize
+        ((hash >> (64 - bits)) as usize, (hash ^ (hash >> 32)) as u32)
     }
 
     fn get(&self, lines: &[Line], id: &str) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
-        let mut slot = self.home(id);
+        let (mut slot, tag) = self.home(id);
         loop {
             match self.slots[slot] {
-                EMPTY => return None,
-                found if id_at(lines, found) == id => return Some(found as usize),
+                (EMPTY, _) => return None,
+                (line, found) if found == tag && id_at(lines, line) == id => {
+                    return Some(line as usize);
+                }
                 _ => slot = (slot + 1) & (self.slots.len() - 1),
             }
         }
@@ -532,8 +607,9 @@ impl DoneLog {
     /// Parses the archive's bytes; `name` is used in error messages.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<DoneLog> {
         let (bytes, torn) = split_torn(bytes);
-        let (_, lines) = split_lines(name, bytes)?;
-        let text = std::str::from_utf8(bytes).expect("split_lines checked UTF-8");
+        let text = std::str::from_utf8(bytes).map_err(|err| utf8_error(name, bytes, err))?;
+        let mut lines = Vec::new();
+        split_lines(name, text, |line, end| lines.push((line, end)))?;
         let base = text.as_ptr() as usize;
         let mut ids = IdMap::with_capacity_and_hasher(lines.len(), Default::default());
         let mut order = Vec::with_capacity(lines.len());

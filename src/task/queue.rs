@@ -133,15 +133,15 @@ impl Queue {
                     }
                 }
             }
-            for dep in &task.deps {
-                let dep = dep.as_str();
+            for dep_id in &task.deps {
+                let dep = dep_id.as_str();
                 if self.tasks.position(dep).is_none() && !self.done.contains(dep) {
                     return Err(self.malformed(
                         index,
                         format!("task {id:?} depends on {dep:?}, which is in neither {TASKS_FILE} nor {DONE_FILE}; fix or remove it in \"deps\""),
                     ));
                 }
-                if TaskId::parse(dep).is_ok_and(|dep| dep.is_ancestor_of(id)) {
+                if dep_id.is_ancestor_of(id) {
                     return Err(self.malformed(
                         index,
                         format!("task {id:?} depends on its own ancestor {dep:?}, which is done only after it; remove it from \"deps\""),

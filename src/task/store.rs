@@ -4,6 +4,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use super::error::{Error, Result};
 use super::file::Torn;
@@ -22,12 +23,19 @@ pub const LOCK_FILE: &str = ".ralph/tasks.lock";
 #[derive(Clone, Debug)]
 pub struct Store {
     root: PathBuf,
+    /// The stamps of `tasks.jsonl` and `tasks-done.jsonl` the last time
+    /// they loaded without an error (shared by clones: it is about the
+    /// files on disk).
+    valid: Arc<Mutex<Option<(Stamp, Stamp)>>>,
 }
 
 impl Store {
     /// The store of the project rooted at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Store {
-        Store { root: root.into() }
+        Store {
+            root: root.into(),
+            valid: Arc::default(),
+        }
     }
 
     /// The project root.
@@ -54,10 +62,18 @@ impl Store {
 
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
         let path = self.tasks_path();
-        let (tasks, stamp) =
-            files::read_settled(&path).map_err(|source| Error::Io { path, source })?;
-        let done = self.read(&self.done_path())?;
-        Ok((Queue::parse_owned(tasks, &done)?, stamp))
+        let done_path = self.done_path();
+        let done_stamp = Stamp::of(&done_path).map_err(|source| Error::Io {
+            path: done_path.clone(),
+            source,
+        })?;
+        let done = self.read(&done_path)?;
+        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
+            .map_err(|source| Error::Io { path, source })?;
+        let valid = queue.is_ok() && Stamp::of(&done_path).ok() == Some(done_stamp);
+        *self.valid.lock().expect("no panic while holding it") =
+            valid.then_some((stamp, done_stamp));
+        Ok((queue?, stamp))
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
@@ -115,21 +131,43 @@ impl Store {
     /// if something deletes or breaks it). Returns whether it did.
     pub fn keep_copy(&self, copy: &Path) -> Result<bool> {
         let path = self.tasks_path();
-        let bytes = self.read(&path)?;
-        let done = self.read(&self.done_path())?;
-        if Queue::parse(&bytes, &done).is_err() {
-            return Ok(false);
-        }
         if let Some(dir) = copy.parent() {
             fs::create_dir_all(dir).map_err(|source| Error::Io {
                 path: dir.to_owned(),
                 source,
             })?;
         }
-        files::write_atomic(copy, &bytes).map_err(|source| Error::Io {
+        let io = |source| Error::Io {
             path: copy.to_owned(),
             source,
-        })?;
+        };
+        // Both files as they were at the last load that found them valid:
+        // copy the bytes without loading the queue again (a second queue in
+        // memory, while the loop holds one, doubled a run's peak).
+        let known = *self.valid.lock().expect("no panic while holding it");
+        if let Some((tasks_stamp, done_stamp)) = known
+            && Stamp::of(&self.done_path()).ok() == Some(done_stamp)
+            && let Ok(mut file) = File::open(&path)
+            && Stamp::of_file(&file).ok() == Some(tasks_stamp)
+        {
+            let copied = files::write_atomic_with(copy, |out| {
+                std::io::copy(&mut file, out)?;
+                if Stamp::of_file(&file)? != tasks_stamp {
+                    return Err(std::io::Error::other("changed while copied"));
+                }
+                Ok(())
+            });
+            if copied.is_ok() {
+                return Ok(true);
+            }
+        }
+        let bytes = self.read(&path)?;
+        let done = self.read(&self.done_path())?;
+        // The parsed file writes back its bytes as read (one copy in memory).
+        let Ok(queue) = Queue::parse_owned(bytes, &done) else {
+            return Ok(false);
+        };
+        files::write_atomic_with(copy, |out| queue.tasks.write_to(out)).map_err(io)?;
         Ok(true)
     }
 
