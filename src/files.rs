@@ -159,8 +159,9 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
     // `temp` now holds the file that was replaced: was it the one read? A
     // writer that opened it just before the swap (`>>`, an editor writing
     // in place) may still be writing to it: a file changed in the last
-    // moments gets a short grace before the check.
-    if expected.age() < std::time::Duration::from_secs(2) {
+    // moments gets a short grace before the check, unless the kernel says
+    // nobody has it open for writing (then every write to it is done).
+    if expected.age() < std::time::Duration::from_secs(2) && !crate::lease::nobody_writing(temp) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     if Stamp::of(temp)? == expected {
@@ -233,9 +234,10 @@ impl Stamp {
 /// Reads `path` (missing: empty) once it has settled, and hands its bytes
 /// to `parse`: a file modified in the last moment may be in the middle of a
 /// rewrite by an editor that does not write atomically, so a fresh file
-/// counts only once its stamp has stayed the same for a short while after
-/// the read (usually the time `parse` takes anyway; otherwise the rest is
-/// slept); when it changed, it is read again. Returns what `parse` made of
+/// counts only once nobody has it open for writing (see [`crate::lease`])
+/// or its stamp has stayed the same for a short while after the read
+/// (usually the time `parse` takes anyway; otherwise the rest is slept);
+/// when it changed, it is read again. Returns what `parse` made of
 /// the settled bytes (even an error: a torn read is never reported as one)
 /// and the stamp they belong to.
 pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::Result<(T, Stamp)> {
@@ -256,8 +258,13 @@ pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::
         if !fresh {
             return Ok((value, after));
         }
-        // Unchanged for FRESH since the read (the stamp catches any
-        // write, as for a file that was not fresh): settled.
+        // Nobody has it open for writing and it is unchanged since the
+        // read: any rewrite in place is over. Otherwise, unchanged for FRESH
+        // since the read (the stamp catches any write, as for a file that
+        // was not fresh): settled.
+        if crate::lease::nobody_writing(path) && Stamp::of(path)? == after {
+            return Ok((value, after));
+        }
         std::thread::sleep(FRESH.saturating_sub(read_at.elapsed()));
         if Stamp::of(path)? == after {
             return Ok((value, after));

@@ -16,8 +16,8 @@ pub mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;
-pub mod lease;
 pub mod init;
+pub mod lease;
 pub mod project;
 pub mod prompt;
 pub mod redact;
