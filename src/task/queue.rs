@@ -103,10 +103,20 @@ impl Queue {
                 ),
             ));
         }
+        // Children usually follow their parent and each other: the last
+        // parent found answers most lookups without the index.
+        let mut last_parent: Option<(&str, usize)> = None;
         for (index, task) in self.tasks.tasks() {
             let id = task.id.as_str();
             if let Some(parent) = id::parent_of(id) {
-                match self.tasks.position(parent) {
+                let position = match last_parent {
+                    Some((last, at)) if last == parent => Some(at),
+                    _ => self.tasks.position(parent),
+                };
+                if let Some(at) = position {
+                    last_parent = Some((parent, at));
+                }
+                match position {
                     Some(parent_index) => {
                         let parent_task = self.task_at(parent_index);
                         if parent_task.leaf {
@@ -160,15 +170,21 @@ impl Queue {
             Closed,
         }
         let mut marks = vec![Mark::New; self.tasks.lines().len()];
-        // Live deps only: an archived dep is satisfied and ends every path.
-        let deps_of = |index: usize| -> Vec<usize> {
-            self.task_at(index)
-                .deps
-                .iter()
-                .filter(|dep| !self.done.contains(dep.as_str()))
-                .filter_map(|dep| self.tasks.position(dep.as_str()))
-                .collect()
+        // The line of task `index`'s live dep number `n` and on: an archived
+        // dep is satisfied and ends every path (`None`: no more deps).
+        let dep_from = |index: usize, n: &mut usize| -> Option<usize> {
+            let deps = &self.task_at(index).deps;
+            while let Some(dep) = deps.get(*n) {
+                *n += 1;
+                if !self.done.contains(dep.as_str())
+                    && let Some(line) = self.tasks.position(dep.as_str())
+                {
+                    return Some(line);
+                }
+            }
+            None
         };
+        let mut stack: Vec<(usize, usize)> = Vec::new();
         for (start, task) in self.tasks.tasks() {
             if marks[start] != Mark::New {
                 continue;
@@ -178,25 +194,24 @@ impl Queue {
                 marks[start] = Mark::Closed;
                 continue;
             }
-            let mut stack = vec![(start, deps_of(start), 0)];
+            stack.clear();
+            stack.push((start, 0));
             marks[start] = Mark::Open;
-            while let Some((node, deps, next)) = stack.last_mut() {
-                if let Some(&dep) = deps.get(*next) {
-                    *next += 1;
+            while let Some((node, next)) = stack.last_mut() {
+                if let Some(dep) = dep_from(*node, next) {
                     match marks[dep] {
                         Mark::New => {
                             marks[dep] = Mark::Open;
-                            let dep_deps = deps_of(dep);
-                            stack.push((dep, dep_deps, 0));
+                            stack.push((dep, 0));
                         }
                         Mark::Open => {
                             let from = stack
                                 .iter()
-                                .position(|(n, _, _)| *n == dep)
+                                .position(|(n, _)| *n == dep)
                                 .expect("open nodes are on the stack");
                             let mut path: Vec<&str> = stack[from..]
                                 .iter()
-                                .map(|(n, _, _)| self.task_at(*n).id.as_str())
+                                .map(|(n, _)| self.task_at(*n).id.as_str())
                                 .collect();
                             path.push(self.task_at(dep).id.as_str());
                             return Err(self.malformed(
