@@ -286,25 +286,25 @@ impl Repo {
         let mut versions = Vec::new();
         for file in &self.queue {
             let path = git2_path(&file.rel);
-            let version = match read_if_exists(&file.abs)? {
+            let mode = match base.get_path(path) {
+                Ok(entry) => Some(entry.filemode()),
+                Err(_) if self.git.is_path_ignored(path).doing("read .gitignore")? => None,
+                Err(_) => Some(0o100644),
+            };
+            // An ignored file is not even read (it may be hundreds of MB).
+            let bytes = match mode {
+                Some(_) => read_if_exists(&file.abs)?,
                 None => None,
-                Some(bytes) => {
-                    let mode = match base.get_path(path) {
-                        Ok(entry) => Some(entry.filemode()),
-                        Err(_) if self.git.is_path_ignored(path).doing("read .gitignore")? => None,
-                        Err(_) => Some(0o100644),
-                    };
-                    match mode {
-                        Some(mode) => {
-                            let blob = self
-                                .git
-                                .blob(&bytes)
-                                .doing(&format!("store {}", file.rel))?;
-                            Some((blob, mode))
-                        }
-                        None => None,
-                    }
+            };
+            let version = match (bytes, mode) {
+                (Some(bytes), Some(mode)) => {
+                    let blob = self
+                        .git
+                        .blob(&bytes)
+                        .doing(&format!("store {}", file.rel))?;
+                    Some((blob, mode))
                 }
+                _ => None,
             };
             versions.push((file.rel.as_str(), version));
         }
