@@ -29,22 +29,32 @@ pub fn init_with_commit(dir: &Path, branch: &str, message: &str) -> Result<Commi
 }
 
 impl super::Repo {
-    /// Removes `index.lock` left by a git process that died holding it (a
-    /// ralph killed with -9 mid-commit): a live holder finishes within the
-    /// second waited first. Returns whether a stale lock was removed.
-    pub fn clear_stale_index_lock(&self) -> Result<bool> {
-        let lock = self.git.path().join("index.lock");
+    /// Removes the lock files a git process left when it died holding them
+    /// (a ralph killed with -9 mid-commit or mid-ref-update): `index.lock`,
+    /// `HEAD.lock`, `packed-refs.lock` and any `*.lock` under `refs/`. A
+    /// live holder finishes within the second waited first. Returns the
+    /// removed files, relative to the git folder.
+    pub fn clear_stale_locks(&self) -> Result<Vec<String>> {
+        let git_dir = self.git.path();
+        let mut locks = Vec::new();
         for _ in 0..10 {
-            if !lock.exists() {
-                return Ok(false);
+            locks = lock_files(git_dir);
+            if locks.is_empty() {
+                return Ok(Vec::new());
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        match std::fs::remove_file(&lock) {
-            Ok(()) => Ok(true),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(false),
-            Err(err) => Err(super::error::io_error(&lock)(err)),
+        let mut removed = Vec::new();
+        for lock in locks {
+            match std::fs::remove_file(&lock) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) => return Err(super::error::io_error(&lock)(err)),
+            }
+            let name = lock.strip_prefix(git_dir).unwrap_or(&lock);
+            removed.push(name.to_string_lossy().into_owned());
         }
+        Ok(removed)
     }
 
     /// Whether one of the base's last `limit` commits (first parents) has
@@ -87,4 +97,30 @@ impl super::Repo {
         }
         Ok(commits)
     }
+}
+
+/// The lock files in the git folder `git_dir` that git and libgit2 take to
+/// change the index or a ref.
+fn lock_files(git_dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found: Vec<std::path::PathBuf> = ["index.lock", "HEAD.lock", "packed-refs.lock"]
+        .iter()
+        .map(|name| git_dir.join(name))
+        .filter(|path| path.exists())
+        .collect();
+    let mut folders = vec![git_dir.join("refs")];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                folders.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "lock") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }

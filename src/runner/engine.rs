@@ -116,8 +116,10 @@ impl<'a> Engine<'a> {
             ui.line("stopped the agent a previous run left running");
         }
         let repo = open_repo(root, settings, state.base.as_deref())?;
-        if repo.clear_stale_index_lock()? {
-            ui.line("removed a stale .git/index.lock (a git process died holding it)");
+        for lock in repo.clear_stale_locks()? {
+            ui.line(&format!(
+                "removed a stale .git/{lock} (a git process died holding it)"
+            ));
         }
         // A run killed mid-iteration leaves the agent's work uncommitted on
         // its branch: keep it before checking the tree is clean.

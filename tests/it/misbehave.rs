@@ -195,11 +195,16 @@ fn secrets_are_masked_in_the_log_the_events_and_the_terminal_but_not_the_agents_
 }
 
 #[test]
-fn a_corrupt_state_file_and_a_stale_index_lock_are_set_right_with_a_warning() {
+fn a_corrupt_state_file_and_stale_git_locks_are_set_right_with_a_warning() {
+    // A ralph killed with -9 in the middle of a commit or a ref update
+    // leaves git's lock files behind (the random-kill test found a
+    // `refs/ralph/resume/<id>.lock`); no live git process holds them.
     let project = one_task(r#""recover""#)
         .agent("work A.txt a\nralph task complete A > /dev/null\n")
         .file(".ralph/state.json", "{ torn")
-        .file(".git/index.lock", "");
+        .file(".git/index.lock", "")
+        .file(".git/refs/ralph/resume/A.lock", "")
+        .file(".git/refs/heads/main.lock", "");
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(
@@ -209,10 +214,21 @@ fn a_corrupt_state_file_and_a_stale_index_lock_are_set_right_with_a_warning() {
         )),
         "{run:#?}"
     );
-    assert!(
-        run.stderr
-            .contains("removed a stale .git/index.lock (a git process died holding it)\n"),
-        "{run:#?}"
-    );
+    for lock in [
+        "index.lock",
+        "refs/heads/main.lock",
+        "refs/ralph/resume/A.lock",
+    ] {
+        assert!(
+            run.stderr.contains(&format!(
+                "removed a stale .git/{lock} (a git process died holding it)\n"
+            )),
+            "{run:#?}"
+        );
+    }
     assert_eq!(project.read(".ralph/state.json.corrupt"), "{ torn");
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[A] recover"
+    );
 }
