@@ -114,9 +114,12 @@ impl Watch {
     ) -> Option<Vec<Vec<u8>>> {
         self.read_events(workdir, ignored);
         if self.lost {
-            let fresh = Watch::start(workdir, ignored)?;
-            *self = fresh;
-            self.lost = true;
+            // Watches set up again before the full scan the caller makes,
+            // so nothing after the scan is missed. Still "lost" until
+            // `settled`: a scan that fails is made in full again.
+            if let Some(fresh) = Watch::start(workdir, ignored) {
+                *self = Watch { lost: true, ..fresh };
+            }
             return None;
         }
         Some(self.changed.iter().cloned().collect())
