@@ -118,7 +118,10 @@ impl Watch {
             // so nothing after the scan is missed. Still "lost" until
             // `settled`: a scan that fails is made in full again.
             if let Some(fresh) = Watch::start(workdir, ignored) {
-                *self = Watch { lost: true, ..fresh };
+                *self = Watch {
+                    lost: true,
+                    ..fresh
+                };
             }
             return None;
         }
