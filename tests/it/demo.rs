@@ -31,16 +31,10 @@ fn the_demo_runs_the_sample_project_to_the_end() {
         ]
     );
     let done = std::fs::read_to_string(folder.join("tasks-done.jsonl")).unwrap();
-    let ids: Vec<String> = done
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(ids, ["A.1", "A.2", "A", "B.1", "B.2", "B", "C"]);
+    assert_eq!(
+        crate::support::ids(&done),
+        ["A.1", "A.2", "A", "B.1", "B.2", "B", "C"]
+    );
     assert_eq!(
         std::fs::read_to_string(folder.join("tasks.jsonl")).unwrap(),
         ""

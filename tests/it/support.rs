@@ -218,6 +218,17 @@ impl TestProject {
     }
 }
 
+/// The `id` of each line of a task file's text, in order.
+pub fn ids(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| {
+            let task: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            task["id"].as_str().expect("a string id").to_owned()
+        })
+        .collect()
+}
+
 /// Runs `command`, killing it and failing the test if it takes longer than
 /// `seconds` (a hang is a bug, not a slow test).
 pub fn finish(mut command: Command, seconds: u64) -> Run {

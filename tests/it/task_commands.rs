@@ -42,17 +42,10 @@ fn add_puts_a_child_at_the_end_of_its_parents_subtree() {
     let p = seed();
     p.ralph(&["task", "add", "logout endpoint", "--parent", "A"])
         .ok("A.3\n");
-    let ids: Vec<String> = p
-        .read("tasks.jsonl")
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
-    assert_eq!(ids, ["A", "A.1", "A.1.1", "A.1.2", "A.2", "A.3", "B"]);
+    assert_eq!(
+        crate::support::ids(&p.read("tasks.jsonl")),
+        ["A", "A.1", "A.1.1", "A.1.2", "A.2", "A.3", "B"]
+    );
 }
 
 #[test]

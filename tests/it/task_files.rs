@@ -232,15 +232,7 @@ fn racing_writers_lose_nothing_and_never_share_an_id() {
         }
     });
     let text = p.read("tasks.jsonl");
-    let ids: std::collections::HashSet<String> = text
-        .lines()
-        .map(|line| {
-            serde_json::from_str::<serde_json::Value>(line).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let ids: std::collections::HashSet<String> = crate::support::ids(&text).into_iter().collect();
     assert_eq!(text.lines().count(), 80);
     assert_eq!(ids.len(), 80);
     for writer in 0..2 {

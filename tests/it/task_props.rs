@@ -68,15 +68,7 @@ fn check_invariants(store: &Store, created: &BTreeSet<String>) {
     let live_set: BTreeSet<&str> = live.iter().copied().collect();
     assert_eq!(live.len(), live_set.len(), "duplicate live id");
     let done_text = std::fs::read_to_string(store.done_path()).unwrap_or_default();
-    let done_lines: Vec<String> = done_text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let done_lines = crate::support::ids(&done_text);
     let done_set: BTreeSet<&str> = done_lines.iter().map(String::as_str).collect();
     assert_eq!(done_lines.len(), done_set.len(), "an id archived twice");
     assert!(
