@@ -343,19 +343,6 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Makes every allocation of 1 MiB or more a mapping of its own, given back
-/// to the system when freed. By default glibc raises that threshold to the
-/// size of the first big block freed (a queue's file buffer), after which
-/// such blocks come from the heap and stay in the process once freed: a
-/// long run that loads the queue again and again then holds old loads'
-/// memory next to the new one.
-pub fn return_big_buffers() {
-    // SAFETY: mallopt only changes a malloc tuning parameter.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-    }
-}
-
 /// Asks the kernel to back the whole 2 MiB pages of `buffer`'s capacity
 /// with huge pages (where transparent huge pages are on, or in `madvise`
 /// mode): filling a fresh 24 MiB buffer otherwise takes some 6,000 page

@@ -5,11 +5,12 @@
 use git2::{Delta, DiffOptions, Sort};
 
 use super::error::{Context, Error, Result};
+use super::worktree::Uncommitted;
 use super::{BranchCommit, Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX, git2_path};
 use crate::task::TaskId;
 
 /// What [`Repo::commit_leftovers`] found and did after an iteration.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Leftovers {
     /// The `ralph: wip <id> iteration <n>` commit, when there was anything
     /// uncommitted on the task branch.
@@ -196,7 +197,13 @@ impl Repo {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                other => return other,
+                other => {
+                    if other.is_ok() {
+                        // Everything the watch reported is committed now.
+                        self.settle_watch();
+                    }
+                    return other;
+                }
             }
         }
     }
@@ -210,7 +217,7 @@ impl Repo {
         let head_tree = head.tree().doing("read HEAD's tree")?;
         // One scan of the tree finds what to stage and what to drop; ralph's
         // own files and ignored paths stay out.
-        let (paths, staged) = self.uncommitted_paths()?;
+        let Uncommitted { paths, staged } = self.uncommitted_paths()?;
         let mut index = self.git.index().doing("read the index")?;
         index.read(false).doing("read the index")?;
         let mut changed = false;
@@ -219,7 +226,6 @@ impl Repo {
         }
         if paths.is_empty() && !staged && !changed {
             // The agent committed everything: no tree to write.
-            self.settle_watch();
             return Ok((None, Clean::new()));
         }
         for (path, deleted) in paths {
@@ -238,7 +244,6 @@ impl Repo {
         let tree_id = index.write_tree().doing("write the leftovers' tree")?;
         index.write().doing("write the index")?;
         if tree_id == head_tree.id() {
-            self.settle_watch();
             return Ok((None, Clean::new()));
         }
         let tree = self
@@ -257,7 +262,6 @@ impl Repo {
                 &[&head],
             )
             .doing("commit the leftovers")?;
-        self.settle_watch();
         Ok((Some(commit.into()), Clean::new()))
     }
 

@@ -20,6 +20,16 @@ use crate::task::LOCK_FILE;
 /// A queue file's content in a commit: its blob and mode.
 type Version = (Oid, i32);
 
+/// What a leftovers commit has to take (see [`Repo::uncommitted_paths`]).
+pub(super) struct Uncommitted {
+    /// Changed files of the working tree, as (path, deleted), ralph's own
+    /// files left out.
+    pub paths: Vec<(String, bool)>,
+    /// Whether the index holds staged changes, apart from the queue files
+    /// (which are never committed on a branch).
+    pub staged: bool,
+}
+
 /// What a scan of the working tree that found nothing uncommitted (apart
 /// from ralph's own files and ignored paths) hands on: the methods that
 /// would otherwise scan the whole tree again take it instead. Only this
@@ -27,7 +37,7 @@ type Version = (Oid, i32);
 /// checkouts of a clean tree), and each use consumes it; a caller that ran
 /// anything else in between (a verify command) drops it and lets the next
 /// step scan. A 10,000-file tree takes tens of milliseconds to scan.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Clean(());
 
 impl Clean {
@@ -151,14 +161,17 @@ impl Repo {
         }
     }
 
-    /// The working tree's changes against the index that a commit of
-    /// leftovers takes, as (path, deleted), ralph's own files left out; and
-    /// whether the index holds staged changes (apart from the queue files,
-    /// which are never committed on a branch). Only the paths the watch
-    /// saw change are looked at, when it can vouch for the rest.
-    pub(super) fn uncommitted_paths(&self) -> Result<(Vec<(String, bool)>, bool)> {
+    /// What a commit of leftovers takes: the working tree's changes
+    /// against the index, and whether anything is staged. Only the paths the
+    /// watch saw change are looked at, when it can vouch for the rest.
+    pub(super) fn uncommitted_paths(&self) -> Result<Uncommitted> {
         let statuses = match self.watched_changes()? {
-            Some(paths) if paths.is_empty() => return Ok((Vec::new(), false)),
+            Some(paths) if paths.is_empty() => {
+                return Ok(Uncommitted {
+                    paths: Vec::new(),
+                    staged: false,
+                });
+            }
             Some(paths) => self.scan_paths(&paths)?,
             None => self.scan()?,
         };
@@ -185,7 +198,7 @@ impl Repo {
                 paths.push((path.into_owned(), status.contains(Status::WT_DELETED)));
             }
         }
-        Ok((paths, staged))
+        Ok(Uncommitted { paths, staged })
     }
 
     /// Fails with [`Error::Dirty`] naming the uncommitted paths, if any.
@@ -297,13 +310,12 @@ impl Repo {
                 None => None,
             };
             let version = match (bytes, mode) {
-                (Some(bytes), Some(mode)) => {
-                    let blob = self
-                        .git
+                (Some(bytes), Some(mode)) => Some((
+                    self.git
                         .blob(&bytes)
-                        .doing(&format!("store {}", file.rel))?;
-                    Some((blob, mode))
-                }
+                        .doing(&format!("store {}", file.rel))?,
+                    mode,
+                )),
                 _ => None,
             };
             versions.push((file.rel.as_str(), version));
@@ -389,9 +401,10 @@ impl Repo {
     }
 }
 
-/// Removes `path`'s entries from `index`; whether there were any.
+/// Removes `path`'s entries (a conflict's too) from `index`; whether there
+/// were any.
 fn remove_entry(index: &mut Index, path: &Path) -> Result<bool> {
-    if index.get_path(path, 0).is_none() && !index.has_conflicts() {
+    if (0..=3).all(|stage| index.get_path(path, stage).is_none()) {
         return Ok(false);
     }
     match index.remove_path(path) {

@@ -170,8 +170,9 @@ impl Queue {
             Closed,
         }
         let mut marks = vec![Mark::New; self.tasks.lines().len()];
-        // The line of task `index`'s live dep number `n` and on: an archived
-        // dep is satisfied and ends every path (`None`: no more deps).
+        // The line of the first live dep of task `index` at position `n` or
+        // later, moving `n` past it (`None`: no more). Live deps only: an
+        // archived dep is satisfied and ends every path.
         let dep_from = |index: usize, n: &mut usize| -> Option<usize> {
             let deps = &self.task_at(index).deps;
             while let Some(dep) = deps.get(*n) {
