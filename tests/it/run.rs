@@ -220,11 +220,13 @@ fn a_stop_file_ends_the_run_before_an_iteration_and_is_removed() {
         .git_init()
         .agent(
             r#"work "$RALPH_TASK_ID.txt" x
-ralph stop > /dev/null
+ralph stop > "$REC/stop"
 "#,
         );
     // Present at the start: nothing runs.
-    project.ralph(&["stop"]).success();
+    project.ralph(&["stop"]).ok(
+        "created .stop: no run is live; the next `ralph run` will stop at once (delete .stop to prevent that)\n",
+    );
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(!project.path().join(".stop").exists());
@@ -236,6 +238,17 @@ ralph stop > /dev/null
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.calls(), ["1 A 1 none"]);
+    let pid = project.json(".ralph/result.json")["run_id"]
+        .as_str()
+        .unwrap()
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        project.rec("stop"),
+        format!("created .stop: the run (pid {pid}) stops after its current iteration\n")
+    );
     assert!(!project.path().join(".stop").exists());
     assert_eq!(result(&project)["status"], "stopped");
     assert_eq!(result(&project)["iterations"], 1);
@@ -264,6 +277,17 @@ fn a_stop_file_interrupts_the_backoff() {
     );
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.calls(), ["1 A 1 none"]);
+    let pid = project.json(".ralph/result.json")["run_id"]
+        .as_str()
+        .unwrap()
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        project.rec("stop"),
+        format!("created .stop: the run (pid {pid}) stops after its current iteration\n")
+    );
     assert!(!project.path().join(".stop").exists());
     let result = result(&project);
     assert_eq!(result["status"], "stopped");
