@@ -1,8 +1,10 @@
 #!/bin/sh
 # A minimal agent for ralph, showing the contract an agent command follows.
 #
-# Use it with:   ralph run --agent-cmd "examples/agent.sh"
-# or in config/ralph.yaml:   agent: { command: "examples/agent.sh" }
+# Use it with:   ralph run --agent-cmd "/absolute/path/to/examples/agent.sh"
+# or in config/ralph.yaml:   agent: { command: "/absolute/path/to/examples/agent.sh" }
+# (a relative path is taken from the project folder: copy the script into
+# your project, or give its absolute path).
 #
 # ralph runs this once per iteration, in the project folder, in a fresh
 # process of its own process group, on the task's branch. The prompt
@@ -24,7 +26,7 @@
 #   - the task's status, set with `ralph task ready|complete|split|block`,
 #   - commits on the branch (anything left uncommitted is committed as
 #     "ralph: wip <id> iteration <n>").
-# Output goes to .ralph/logs/<iteration>-<task>.log.
+# Output goes to .ralph/logs/<n>-<task>.log (<n> counts iterations over all runs).
 set -eu
 
 prompt=$(cat)   # read the whole prompt; a real agent would act on it

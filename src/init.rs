@@ -104,9 +104,9 @@ pub fn init(root: &Path, force: bool, agent: Option<&str>) -> std::io::Result<Re
         let exists = path.exists();
         let action = match (exists, force, file.ownership) {
             (false, _, _) => Action::Created,
+            (true, _, Ownership::Data) => Action::KeptData,
             (true, true, Ownership::Default) => Action::Replaced,
-            (true, true, Ownership::Data) => Action::KeptData,
-            (true, false, _) => Action::Kept,
+            (true, false, Ownership::Default) => Action::Kept,
         };
         if matches!(action, Action::Created | Action::Replaced) {
             let text = match (file.path, agent) {

@@ -22,8 +22,9 @@ Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
   pause_between_iterations 2s · base_branch: the branch checked out
   branch_prefix task/ · verify.task [] · verify.run []
 Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
-spent), 20 transient failure (lock held, agent not authenticated), 30 invalid
-input (tasks, roles, config, missing agent), 130 interrupted.";
+spent, verify.run failed), 20 transient failure (lock held, agent not
+authenticated), 30 invalid input (tasks, roles, config, missing agent), 130
+interrupted.";
 
 /// Arguments of `ralph run`.
 #[derive(Debug, Args)]

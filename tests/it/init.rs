@@ -57,7 +57,7 @@ fn init_never_overwrites_without_force_and_force_spares_the_data() {
         )
         .file(".gitignore", "target\n/.ralph\n");
     let run = p.ralph(&["init"]).success();
-    assert!(run.stdout.starts_with("kept working.md (it exists; --force replaces it)\ncreated learnings.md\nkept tasks.jsonl (it exists; --force replaces it)\n"), "{run:?}");
+    assert!(run.stdout.starts_with("kept working.md (it exists; --force replaces it)\ncreated learnings.md\nkept tasks.jsonl (it holds the project's own data; never replaced)\n"), "{run:?}");
     assert!(
         run.stdout
             .ends_with("added to .gitignore: ralph.log, .stop\n"),
