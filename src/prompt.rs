@@ -227,7 +227,7 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
         .map(|id| AncestorView {
             title: queue
                 .get(id.as_str())
-                .map(|t| t.title.clone())
+                .map(|t| t.title.to_string())
                 .unwrap_or_default(),
             id: id.to_string(),
         })
@@ -238,9 +238,9 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
     PromptContext {
         task: TaskView {
             id: task.id.to_string(),
-            title: task.title.clone(),
+            title: task.title.to_string(),
             status: task.status.to_string(),
-            body: task.body.clone(),
+            body: task.body.as_deref().map(str::to_owned),
             depth: task.id.depth(),
             branch: None,
         },

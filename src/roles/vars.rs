@@ -137,7 +137,7 @@ impl TriggerContext {
     pub fn for_task(task: &crate::task::Task) -> TriggerContext {
         TriggerContext {
             task_id: task.id.to_string(),
-            task_title: task.title.clone(),
+            task_title: task.title.to_string(),
             task_status: task.status.to_string(),
             task_depth: task.id.depth() as i64,
             task_marked_ready_to_complete: task.status == crate::task::Status::Ready,

@@ -77,7 +77,7 @@ impl Engine<'_> {
     fn begin(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Turn, Error> {
         let title = task.map_or_else(
             || self.progress(id.as_str()).title.unwrap_or_default(),
-            |t| t.title.clone(),
+            |t| t.title.to_string(),
         );
         let task = match task {
             Some(task) => {
@@ -101,7 +101,7 @@ impl Engine<'_> {
             // tasks.jsonl is broken: the task as the state remembers it.
             None => Task {
                 id: id.clone(),
-                title: title.clone(),
+                title: title.as_str().into(),
                 status: Status::Active,
                 leaf: true,
                 deps: Vec::new(),
@@ -198,7 +198,7 @@ impl Engine<'_> {
         ));
         let context = agent::Context {
             task_id: turn.id.to_string(),
-            task_title: turn.task.title.clone(),
+            task_title: turn.task.title.to_string(),
             role: turn.role(),
             iteration: turn.iteration,
             task_iteration: turn.task_iteration,

@@ -68,7 +68,7 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
     );
     Ok(Plan {
         task: Some(task.id.to_string()),
-        title: task.title.clone(),
+        title: task.title.to_string(),
         branch: Some(branch),
         role: decision.fired.as_ref().map(|f| f.role.clone()),
         role_why: match &decision.fired {

@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 use super::error::{Error, Result};
 use super::id::{IdHasher, IdMap};
 use super::model::{Task, parse_map, parse_object};
+use super::text::Source;
 
 /// How a line ends; kept so untouched lines are written back as they were.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,9 +36,11 @@ impl LineEnd {
 
 /// The text of one line: a slice of the file as read, shared by all its
 /// lines (one buffer, no copy per line), or the line's own text once edited.
+/// Lines compare their text's buffers with `Arc::ptr_eq(source.text())`:
+/// the lines read by different threads have different `Source`s.
 #[derive(Clone)]
 pub struct LineText {
-    source: Arc<String>,
+    source: Arc<Source>,
     start: usize,
     end: usize,
 }
@@ -46,14 +49,14 @@ impl LineText {
     fn new(text: String) -> LineText {
         LineText {
             end: text.len(),
-            source: Arc::new(text),
+            source: Source::new(Arc::new(text)),
             start: 0,
         }
     }
 
     /// The text as a string slice.
     pub fn as_str(&self) -> &str {
-        &self.source[self.start..self.end]
+        &self.source.text()[self.start..self.end]
     }
 }
 
@@ -126,6 +129,27 @@ fn utf8_error(name: &str, bytes: &[u8], err: std::str::Utf8Error) -> Error {
     }
 }
 
+/// The first line of `rest`: its text, its ending and what follows it.
+fn next_line(rest: &str) -> (&str, LineEnd, &str) {
+    match memchr_newline(rest) {
+        Some(nl) if rest[..nl].ends_with('\r') => (&rest[..nl - 1], LineEnd::CrLf, &rest[nl + 1..]),
+        Some(nl) => (&rest[..nl], LineEnd::Lf, &rest[nl + 1..]),
+        None => (rest, LineEnd::Missing, ""),
+    }
+}
+
+fn memchr_newline(text: &str) -> Option<usize> {
+    text.find('\n')
+}
+
+fn conflict_marker(name: &str, line: usize) -> Error {
+    Error::Malformed {
+        file: name.to_owned(),
+        line,
+        message: "merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines".to_owned(),
+    }
+}
+
 /// Splits a file's text into lines, checking what every task file must
 /// satisfy besides UTF-8: no merge-conflict markers. Calls `line` with each
 /// line's text and ending, in order.
@@ -141,20 +165,10 @@ fn split_lines<'a>(
     let mut count = 0;
     let mut rest = content;
     while !rest.is_empty() {
-        let (text, end, next) = match rest.find('\n') {
-            Some(nl) if rest[..nl].ends_with('\r') => {
-                (&rest[..nl - 1], LineEnd::CrLf, &rest[nl + 1..])
-            }
-            Some(nl) => (&rest[..nl], LineEnd::Lf, &rest[nl + 1..]),
-            None => (rest, LineEnd::Missing, ""),
-        };
+        let (text, end, next) = next_line(rest);
         count += 1;
         if is_conflict_marker(text) {
-            return Err(Error::Malformed {
-                file: name.to_owned(),
-                line: count,
-                message: "merge conflict marker; resolve the conflict (keep one version of each task line) and delete the marker lines".to_owned(),
-            });
+            return Err(conflict_marker(name, count));
         }
         line(text, end);
         rest = next;
@@ -162,48 +176,134 @@ fn split_lines<'a>(
     Ok(bom)
 }
 
-/// Reads the task of every non-blank line, stopping at the first problem in
-/// file order. A big file is read by a few threads at once, each taking a
-/// run of lines (a line's task depends on its text alone).
-fn parse_tasks(name: &str, lines: &mut [Line]) -> Result<()> {
+/// What reading a run of lines found besides the lines themselves.
+#[derive(Default)]
+struct RunReport {
+    /// How many lines the run has.
+    count: usize,
+    /// The run's first conflict marker (its line number in the run, from 0).
+    conflict: Option<usize>,
+    /// The run's first bad task line (from 0) and what is wrong with it.
+    error: Option<(usize, String)>,
+}
+
+/// Splits `run` (whole lines of `source`'s text) into lines and reads
+/// their tasks, pushing them onto `lines`. After a bad task it only looks
+/// for conflict markers, which are reported before any task error.
+fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport {
+    let base = source.text().as_ptr() as usize;
+    let mut report = RunReport::default();
+    let mut rest = run;
+    while !rest.is_empty() {
+        let (text, end, next) = next_line(rest);
+        let number = report.count;
+        report.count += 1;
+        rest = next;
+        if is_conflict_marker(text) {
+            report.conflict = Some(number);
+            break;
+        }
+        if report.error.is_some() {
+            continue;
+        }
+        let task = if is_blank(text) {
+            None
+        } else {
+            match Task::read(text, Some(source)) {
+                Ok(task) => Some(task),
+                Err(message) => {
+                    report.error = Some((number, message));
+                    continue;
+                }
+            }
+        };
+        // An offset into the file's text: the line shares it.
+        let start = text.as_ptr() as usize - base;
+        lines.push(Line {
+            text: LineText {
+                source: Arc::clone(source),
+                start,
+                end: start + text.len(),
+            },
+            end,
+            task,
+        });
+    }
+    report
+}
+
+/// Splits the file's text (after any BOM, from `from`) into lines and reads
+/// the task of every non-blank line, reporting the first problem in file
+/// order: a conflict marker before any bad task. A big file is read by a
+/// few threads at once, each taking a run of whole lines (a line's task
+/// depends on its text alone) with its own `Source`.
+fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<Vec<Line>> {
     // Below this, a thread costs more than it saves.
-    const LINES_PER_THREAD: usize = 4096;
+    const BYTES_PER_THREAD: usize = 1 << 20;
+    let body = &text[from..];
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(4)
-        .min(lines.len() / LINES_PER_THREAD)
+        .min(body.len() / BYTES_PER_THREAD)
         .max(1);
-    let chunk = lines.len().div_ceil(threads).max(1);
-    let parse_chunk = |first: usize, lines: &mut [Line]| -> Result<()> {
-        for (offset, line) in lines.iter_mut().enumerate() {
-            if !is_blank(&line.text) {
-                let task = Task::from_json(&line.text).map_err(|message| Error::Malformed {
-                    file: name.to_owned(),
-                    line: first + offset + 1,
-                    message,
-                })?;
-                line.task = Some(task);
-            }
-        }
-        Ok(())
-    };
-    if threads == 1 {
-        return parse_chunk(0, lines);
+    // Runs of about equal size, each cut after a newline.
+    let mut runs = Vec::with_capacity(threads);
+    let mut rest = body;
+    for n in (1..=threads).rev() {
+        let cut = match rest.len() / n {
+            0 => rest.len(),
+            size => memchr_newline(&rest[size..]).map_or(rest.len(), |nl| size + nl + 1),
+        };
+        runs.push(&rest[..cut]);
+        rest = &rest[cut..];
     }
+    // Room for lines of 64 bytes or more (task lines are longer), in huge
+    // pages: a big file's lines take one page fault per 2 MiB.
+    let mut lines = Vec::with_capacity(body.len() / 64 + 1);
+    crate::files::advise_huge_pages(&mut lines);
+    let (first, others) = runs.split_first().expect("at least one run");
+    let mut reports = Vec::with_capacity(runs.len());
     std::thread::scope(|scope| {
-        let mut chunks = lines.chunks_mut(chunk).enumerate();
-        let (_, own) = chunks.next().expect("at least one chunk");
-        let others: Vec<_> = chunks
-            .map(|(n, lines)| scope.spawn(move || parse_chunk(n * chunk, lines)))
+        let others: Vec<_> = others
+            .iter()
+            .map(|run| {
+                let text = Arc::clone(text);
+                scope.spawn(move || {
+                    let mut lines = Vec::with_capacity(run.len() / 64 + 1);
+                    crate::files::advise_huge_pages(&mut lines);
+                    let report = read_run(&Source::new(text), run, &mut lines);
+                    (lines, report)
+                })
+            })
             .collect();
-        // The first problem in file order wins: chunks are in order.
-        let mut result = parse_chunk(0, own);
+        reports.push(read_run(&Source::new(Arc::clone(text)), first, &mut lines));
         for other in others {
-            let other = other.join().expect("parsing a line does not panic");
-            result = result.and(other);
+            let (more, report) = other.join().expect("reading a line does not panic");
+            lines.extend(more);
+            reports.push(report);
         }
-        result
-    })
+    });
+    let mut before = 0;
+    let mut error = None;
+    for report in &reports {
+        if let Some(number) = report.conflict {
+            return Err(conflict_marker(name, before + number + 1));
+        }
+        if error.is_none()
+            && let Some((number, message)) = &report.error
+        {
+            error = Some((before + number + 1, message.clone()));
+        }
+        before += report.count;
+    }
+    match error {
+        Some((line, message)) => Err(Error::Malformed {
+            file: name.to_owned(),
+            line,
+            message,
+        }),
+        None => Ok(lines),
+    }
 }
 
 fn is_conflict_marker(text: &str) -> bool {
@@ -238,29 +338,12 @@ impl TaskFile {
 
     /// Parses the file's bytes, keeping them as the lines' shared text.
     pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
-        let source = match String::from_utf8(bytes) {
+        let text = match String::from_utf8(bytes) {
             Ok(text) => Arc::new(text),
             Err(err) => return Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
         };
-        let base = source.as_ptr() as usize;
-        // Room for lines of 64 bytes or more (task lines are longer), in
-        // huge pages: a big file's lines take one page fault per 2 MiB.
-        let mut lines = Vec::with_capacity(source.len() / 64 + 1);
-        crate::files::advise_huge_pages(&mut lines);
-        let bom = split_lines(name, &source, |text, end| {
-            // An offset into `source`: the line shares its text.
-            let start = text.as_ptr() as usize - base;
-            lines.push(Line {
-                text: LineText {
-                    source: Arc::clone(&source),
-                    start,
-                    end: start + text.len(),
-                },
-                end,
-                task: None,
-            });
-        })?;
-        parse_tasks(name, &mut lines)?;
+        let bom = text.starts_with(BOM);
+        let lines = read_lines(name, &text, if bom { BOM.len() } else { 0 })?;
         let mut file = TaskFile {
             name: name.to_owned(),
             bom,
@@ -406,6 +489,7 @@ impl TaskFile {
         let mut run: Option<(&Arc<String>, usize, usize)> = None;
         for line in &self.lines {
             let LineText { source, start, end } = &line.text;
+            let source = source.text();
             let ending = line.end.as_str();
             let in_source = source.get(*end..end + ending.len()) == Some(ending);
             if let Some((run_source, _, run_end)) = &mut run

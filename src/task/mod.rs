@@ -9,6 +9,7 @@ mod patch;
 mod queue;
 mod scan;
 mod store;
+mod text;
 
 pub use error::{Error, Result};
 pub use file::{DoneLog, Line, LineEnd, LineText, TaskFile, Torn};
@@ -17,3 +18,4 @@ pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
 pub use queue::{Counts, DONE_FILE, Queue, TASKS_FILE, TreeNode};
 pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store, lock_queue};
+pub use text::Text;

@@ -7,6 +7,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use super::id::TaskId;
+use super::text::{Source, Text, text_from};
+use std::sync::Arc;
 
 /// Where a task stands. `in_progress` and `done` are read as aliases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -82,7 +84,7 @@ pub struct Task {
     /// The dotted id.
     pub id: TaskId,
     /// One-line description.
-    pub title: String,
+    pub title: Text,
     /// Where the task stands.
     pub status: Status,
     /// Whether the task is workable (`true`) or only organises children.
@@ -90,9 +92,9 @@ pub struct Task {
     /// Ids that must be done (archived or complete) before this task starts.
     pub deps: Vec<TaskId>,
     /// Details for the prompt.
-    pub body: Option<String>,
+    pub body: Option<Text>,
     /// Why the task is blocked, when it is.
-    pub blocked_reason: Option<String>,
+    pub blocked_reason: Option<Text>,
 }
 
 /// The known fields of a line, typed loosely so each problem gets its own
@@ -260,11 +262,17 @@ impl Raw<'_> {
 impl Task {
     /// Reads a task from one line of JSON text, or says what is wrong with it.
     pub fn from_json(text: &str) -> Result<Task, String> {
+        Task::read(text, None)
+    }
+
+    /// Reads a task from `text`, a line of `source` (when given): its
+    /// strings are ranges of the source rather than copies.
+    pub(super) fn read(text: &str, source: Option<&Arc<Source>>) -> Result<Task, String> {
         // The fast path answers for the lines it fully understands; serde
         // reads the rest and words every problem.
-        match super::scan::task(text) {
+        match super::scan::task(text, source) {
             Some(task) => Ok(task),
-            None => Task::from_json_slow(text),
+            None => Task::from_json_slow(text, source),
         }
     }
 
@@ -272,11 +280,11 @@ impl Task {
     /// it (fuzzing, tests).
     #[doc(hidden)]
     pub fn from_json_serde(text: &str) -> Result<Task, String> {
-        Task::from_json_slow(text)
+        Task::from_json_slow(text, None)
     }
 
     /// `from_json` through serde alone.
-    pub(super) fn from_json_slow(text: &str) -> Result<Task, String> {
+    pub(super) fn from_json_slow(text: &str, source: Option<&Arc<Source>>) -> Result<Task, String> {
         // serde skips unknown fields of any depth, but cannot read a line
         // deeper than its limit back as an object to edit it: refuse such a
         // line here, so every command agrees about it.
@@ -290,7 +298,7 @@ impl Task {
             Raw::Str(id) => TaskId::parse(&id)?,
             other => return Err(mistyped("id", "a string", &other)),
         };
-        let title = required_string(raw.title, "title")?;
+        let title = text_from(source, required_string(raw.title, "title")?);
         let status = match required(raw.status, "status")? {
             Raw::Str(status) => Status::parse(&status).ok_or_else(|| unknown_status(&status))?,
             other => return Err(mistyped("status", "a string", &other)),
@@ -323,8 +331,9 @@ impl Task {
             }
             Some(other) => return Err(mistyped("deps", "an array of id strings", &other)),
         };
-        let body = optional_string(raw.body, "body")?;
-        let blocked_reason = optional_string(raw.blocked_reason, "blocked_reason")?;
+        let body = optional_str(raw.body, "body")?.map(|body| text_from(source, body));
+        let blocked_reason = optional_str(raw.blocked_reason, "blocked_reason")?
+            .map(|reason| text_from(source, reason));
         for (value, name) in [
             (raw.notes, "notes"),
             (raw.created, "created"),
@@ -420,9 +429,9 @@ fn required<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Raw<'a>, String> {
     }
 }
 
-fn required_string(value: Option<Raw<'_>>, name: &str) -> Result<String, String> {
+fn required_string<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Cow<'a, str>, String> {
     match required(value, name)? {
-        Raw::Str(text) => Ok(text.into_owned()),
+        Raw::Str(text) => Ok(text),
         other => Err(mistyped(name, "a string", &other)),
     }
 }
@@ -433,10 +442,6 @@ fn optional_str<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Option<Cow<'a,
         Some(Raw::Str(text)) => Ok(Some(text)),
         Some(other) => Err(mistyped(name, "a string", &other)),
     }
-}
-
-fn optional_string(value: Option<Raw<'_>>, name: &str) -> Result<Option<String>, String> {
-    optional_str(value, name).map(|text| text.map(Cow::into_owned))
 }
 
 fn mistyped(name: &str, expected: &str, found: &Raw<'_>) -> String {

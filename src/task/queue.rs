@@ -417,7 +417,7 @@ impl Queue {
             let (done, total) = totals.get(id).copied().unwrap_or_default();
             TreeNode {
                 id: id.to_owned(),
-                title: task.title.clone(),
+                title: task.title.to_string(),
                 status: Some(task.status),
                 leaf: task.leaf,
                 done,

@@ -13,6 +13,8 @@ use std::borrow::Cow;
 
 use super::id::TaskId;
 use super::model::{Status, Task};
+use super::text::{Source, text_from};
+use std::sync::Arc;
 
 /// Deeper nesting than this is left to serde (whose limit is 128).
 const MAX_NESTING: usize = 100;
@@ -24,7 +26,7 @@ struct Fields<'a> {
     title: Option<Cow<'a, str>>,
     status: Option<Cow<'a, str>>,
     leaf: Option<bool>,
-    deps: Option<Vec<Cow<'a, str>>>,
+    deps: Option<Vec<TaskId>>,
     body: Option<Option<Cow<'a, str>>>,
     blocked_reason: Option<Option<Cow<'a, str>>>,
     /// notes, attempts, created, completed, commit, branch: only checked.
@@ -32,7 +34,7 @@ struct Fields<'a> {
 }
 
 /// Reads `text` as a task, or `None` when serde must look at it.
-pub fn task(text: &str) -> Option<Task> {
+pub fn task(text: &str, source: Option<&Arc<Source>>) -> Option<Task> {
     let mut scanner = Scanner {
         bytes: text.as_bytes(),
         text,
@@ -45,21 +47,17 @@ pub fn task(text: &str) -> Option<Task> {
     }
     let id = TaskId::parse(&fields.id?).ok()?;
     let status = Status::parse(&fields.status?)?;
-    let deps = match fields.deps {
-        None => Vec::new(),
-        Some(deps) => deps
-            .iter()
-            .map(|dep| TaskId::parse(dep).ok())
-            .collect::<Option<_>>()?,
-    };
     Some(Task {
         id,
-        title: fields.title?.into_owned(),
+        title: text_from(source, fields.title?),
         status,
         leaf: fields.leaf?,
-        deps,
-        body: fields.body.flatten().map(Cow::into_owned),
-        blocked_reason: fields.blocked_reason.flatten().map(Cow::into_owned),
+        deps: fields.deps.unwrap_or_default(),
+        body: fields.body.flatten().map(|body| text_from(source, body)),
+        blocked_reason: fields
+            .blocked_reason
+            .flatten()
+            .map(|reason| text_from(source, reason)),
     })
 }
 
@@ -109,7 +107,7 @@ impl<'a> Scanner<'a> {
                 "title" => set(&mut fields.title, self.string_value()?)?,
                 "status" => set(&mut fields.status, self.string_value()?)?,
                 "leaf" => set(&mut fields.leaf, self.bool_value()?)?,
-                "deps" => set(&mut fields.deps, self.string_array()?)?,
+                "deps" => set(&mut fields.deps, self.id_array()?)?,
                 "body" => set(&mut fields.body, self.optional_string()?)?,
                 "blocked_reason" => set(&mut fields.blocked_reason, self.optional_string()?)?,
                 "notes" | "created" | "completed" | "commit" | "branch" | "attempts" => {
@@ -232,7 +230,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn string_array(&mut self) -> Option<Vec<Cow<'a, str>>> {
+    /// An array of id strings (an invalid id is left to serde).
+    fn id_array(&mut self) -> Option<Vec<TaskId>> {
         self.eat(b'[')?;
         let mut items = Vec::new();
         if self.peek()? == b']' {
@@ -240,7 +239,7 @@ impl<'a> Scanner<'a> {
             return Some(items);
         }
         loop {
-            items.push(self.string_value()?);
+            items.push(TaskId::parse(&self.string_value()?).ok()?);
             match self.peek()? {
                 b',' => self.at += 1,
                 b']' => {
@@ -383,9 +382,13 @@ mod tests {
     use super::*;
 
     /// The fast path agrees with serde wherever it answers.
+    /// Both read the line as a slice of a shared source, as a file's
+    /// lines are read.
     fn agrees(line: &str) -> bool {
-        let slow = Task::from_json_slow(line);
-        match task(line) {
+        let source = Source::new(Arc::new(line.to_owned()));
+        let shared = source.text().as_str();
+        let slow = Task::from_json_slow(shared, Some(&source));
+        match task(shared, Some(&source)) {
             Some(fast) => {
                 assert_eq!(Ok(fast), slow, "{line}");
                 true
@@ -427,13 +430,13 @@ mod tests {
             "",
         ];
         for line in aside {
-            assert!(task(line).is_none(), "{line}");
+            assert!(task(line, None).is_none(), "{line}");
         }
         let deep = format!(
             r#"{{"id":"A","title":"t","status":"pending","leaf":true,"x":{}{}}}"#,
             "[".repeat(120),
             "]".repeat(120)
         );
-        assert!(task(&deep).is_none());
+        assert!(task(&deep, None).is_none());
     }
 }
