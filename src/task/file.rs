@@ -139,7 +139,7 @@ fn next_line(rest: &str) -> (&str, LineEnd, &str) {
 }
 
 fn memchr_newline(text: &str) -> Option<usize> {
-    text.find('\n')
+    memchr::memchr(b'\n', text.as_bytes())
 }
 
 fn conflict_marker(name: &str, line: usize) -> Error {

@@ -120,22 +120,42 @@ pub fn last_segment(id: &str) -> &str {
     id.rfind('.').map_or(id, |dot| &id[dot + 1..])
 }
 
+/// Whether `bytes` is a valid id: segments of letters, digits, `-` or `_`
+/// between single dots, at most `MAX_LEN` bytes and `MAX_DEPTH` segments.
+fn is_plain_id(bytes: &[u8]) -> bool {
+    if bytes.is_empty() || bytes.len() > MAX_LEN {
+        return false;
+    }
+    // One pass: a dot must follow a segment's character (not the start
+    // or another dot), and the id must not end with one.
+    let (mut dots, mut after_dot) = (0, true);
+    for &byte in bytes {
+        if byte == b'.' {
+            if after_dot {
+                return false;
+            }
+            dots += 1;
+            after_dot = true;
+        } else if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+            after_dot = false;
+        } else {
+            return false;
+        }
+    }
+    !after_dot && dots < MAX_DEPTH
+}
+
 fn check(text: &str) -> Result<(), String> {
     // The common case in one pass over the bytes; the loop below words
     // the problem when there is one.
-    let bytes = text.as_bytes();
-    if !bytes.is_empty()
-        && bytes.len() <= MAX_LEN
-        && bytes[0] != b'.'
-        && bytes[bytes.len() - 1] != b'.'
-        && !bytes.windows(2).any(|pair| pair == b"..")
-        && bytes.iter().filter(|&&b| b == b'.').count() < MAX_DEPTH
-        && bytes
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-    {
+    if is_plain_id(text.as_bytes()) {
         return Ok(());
     }
+    worded_check(text)
+}
+
+/// The checks of `is_plain_id` one by one, saying which fails.
+fn worded_check(text: &str) -> Result<(), String> {
     const SHAPE: &str = "ids are dotted paths like A, A.1, A.1.2";
     if text.is_empty() {
         return Err("empty id".to_owned());
@@ -206,6 +226,32 @@ pub fn child_number(segment: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_pass_check_agrees_with_the_worded_one() {
+        // Every string of up to six of these characters.
+        let alphabet = ["A", "7", ".", "_", "!"];
+        let mut strings = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = strings
+                .iter()
+                .filter(|s| s.len() == strings.last().map_or(0, String::len))
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            strings.extend(longer);
+        }
+        assert!(strings.len() > 15_000);
+        let deep = |segments: usize| vec!["A"; segments].join(".");
+        let edges = [deep(32), deep(33), "a".repeat(200), "a".repeat(201)];
+        assert!(worded_check(&edges[0]).is_ok() && worded_check(&edges[1]).is_err());
+        for text in strings.iter().chain(&edges) {
+            assert_eq!(
+                is_plain_id(text.as_bytes()),
+                worded_check(text).is_ok(),
+                "{text:?}"
+            );
+        }
+    }
 
     #[test]
     fn letters_round_trip() {
