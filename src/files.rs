@@ -68,7 +68,20 @@ fn write_atomic_checked(
             Some(expected) => replace_if(&temp, path, expected)?,
         };
         if replaced {
-            sync_dir(dir)?;
+            // The replaced file (now at `temp` after an exchange) is
+            // unlinked while the folder is synced: freeing a big file's
+            // pages takes about as long as the sync.
+            std::thread::scope(|scope| {
+                let removed = scope.spawn(|| match fs::remove_file(&temp) {
+                    Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+                    _ => Ok(()),
+                });
+                let synced = sync_dir(dir);
+                removed
+                    .join()
+                    .expect("unlinking does not panic")
+                    .and(synced)
+            })?;
         }
         Ok(replaced)
     })();
@@ -127,7 +140,8 @@ impl Write for WriteBehind {
     }
 }
 
-/// Moves `temp` over `path` when `path` is still the version `expected`.
+/// Moves `temp` over `path` when `path` is still the version `expected`;
+/// the file it replaced may be left at `temp`, for the caller to remove.
 fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
     use nix::errno::Errno;
     use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
@@ -165,7 +179,7 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     if Stamp::of(temp)? == expected {
-        fs::remove_file(temp)?;
+        // The caller removes it (see `write_atomic_checked`).
         return Ok(true);
     }
     // Someone renamed theirs over `path` in between: put it back (only if

@@ -449,6 +449,14 @@ impl TaskFile {
 
     /// Removes line `index`.
     pub fn remove(&mut self, index: usize) {
+        if self.duplicate.is_none() {
+            // Without repeated ids, the index can follow the removal rather
+            // than be built again.
+            if let Some(task) = &self.lines[index].task {
+                self.index.remove(&self.lines, task.id.as_str());
+            }
+            self.index.shift_down(index);
+        }
         let removed = self.lines.remove(index);
         if removed.end == LineEnd::Missing
             && let Some(last) = self.lines.last_mut()
@@ -456,7 +464,9 @@ impl TaskFile {
             last.end = LineEnd::Missing;
         }
         self.changed = true;
-        self.reindex();
+        if self.duplicate.is_some() {
+            self.reindex();
+        }
     }
 
     /// The file's bytes: untouched lines exactly as read.
@@ -551,6 +561,8 @@ struct IdIndex {
 }
 
 const EMPTY: u32 = u32::MAX;
+/// A slot whose line was removed: lookups probe past it.
+const REMOVED: u32 = u32::MAX - 1;
 
 fn id_at(lines: &[Line], slot: u32) -> &str {
     lines[slot as usize]
@@ -606,6 +618,11 @@ impl IdIndex {
     }
 
     fn get(&self, lines: &[Line], id: &str) -> Option<usize> {
+        self.slot(lines, id).map(|slot| self.slots[slot].0 as usize)
+    }
+
+    /// The slot holding `id`'s line.
+    fn slot(&self, lines: &[Line], id: &str) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
@@ -613,10 +630,26 @@ impl IdIndex {
         loop {
             match self.slots[slot] {
                 (EMPTY, _) => return None,
-                (line, found) if found == tag && id_at(lines, line) == id => {
-                    return Some(line as usize);
+                (line, found) if line != REMOVED && found == tag && id_at(lines, line) == id => {
+                    return Some(slot);
                 }
                 _ => slot = (slot + 1) & (self.slots.len() - 1),
+            }
+        }
+    }
+
+    /// Forgets `id` (whose line is still in `lines`).
+    fn remove(&mut self, lines: &[Line], id: &str) {
+        if let Some(slot) = self.slot(lines, id) {
+            self.slots[slot].0 = REMOVED;
+        }
+    }
+
+    /// Follows the removal of line `index`: the lines after it move up one.
+    fn shift_down(&mut self, index: usize) {
+        for (line, _) in &mut self.slots {
+            if *line != EMPTY && *line != REMOVED && *line as usize > index {
+                *line -= 1;
             }
         }
     }
@@ -824,6 +857,36 @@ mod tests {
         \n\
         {\"id\":\"A.1\",\"title\":\"日本\",\"status\":\"in_progress\",\"leaf\":true,\"deep\":{\"k\":null}}\n\
         {\"leaf\":true,  \"id\":\"A.2\", \"status\":\"pending\",\"title\":\"two\"}";
+
+    #[test]
+    fn the_index_follows_removals_as_a_fresh_parse_would() {
+        let text: String = (0..300)
+            .map(|n| {
+                if n % 7 == 3 {
+                    "\n".to_owned()
+                } else {
+                    format!(
+                        "{{\"id\":\"T{n}\",\"title\":\"t\",\"status\":\"pending\",\"leaf\":true}}\n"
+                    )
+                }
+            })
+            .collect();
+        let mut file = TaskFile::parse("tasks.jsonl", text.as_bytes()).unwrap();
+        // From the end, the start, the middle, and blank lines too.
+        for index in [298, 0, 150, 2, 150, 149, 5] {
+            file.remove(index);
+            let fresh = TaskFile::parse("tasks.jsonl", file.render().as_bytes()).unwrap();
+            for n in 0..300 {
+                let id = format!("T{n}");
+                assert_eq!(
+                    file.position(&id),
+                    fresh.position(&id),
+                    "{id} after removing {index}"
+                );
+            }
+        }
+        assert_eq!(file.position("T0"), None);
+    }
 
     #[test]
     fn renders_untouched_files_byte_for_byte() {

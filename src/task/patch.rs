@@ -95,6 +95,17 @@ pub enum Change {
     },
 }
 
+impl Patch {
+    /// Whether applying the patch to a valid queue always leaves it valid,
+    /// so checking it again can be skipped. Archiving only removes tasks
+    /// without open children and records them as archived: no id is
+    /// repeated or orphaned, every dep stays known (live or archived), and
+    /// removing tasks adds no cycle.
+    pub fn keeps_valid(&self) -> bool {
+        matches!(self, Patch::Archive { .. })
+    }
+}
+
 impl Queue {
     /// Applies `patch`; `now` is the RFC 3339 time stamped on new records.
     /// On error the queue may be half-changed and must be dropped.
