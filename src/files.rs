@@ -68,20 +68,25 @@ fn write_atomic_checked(
             Some(expected) => replace_if(&temp, path, expected)?,
         };
         if replaced {
-            // The replaced file (now at `temp` after an exchange) is
-            // unlinked while the folder is synced: freeing a big file's
-            // pages takes about as long as the sync.
-            std::thread::scope(|scope| {
-                let removed = scope.spawn(|| match fs::remove_file(&temp) {
-                    Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
-                    _ => Ok(()),
-                });
-                let synced = sync_dir(dir);
-                removed
-                    .join()
-                    .expect("unlinking does not panic")
-                    .and(synced)
-            })?;
+            // After an exchange, `temp` holds the replaced file. A big one
+            // is unlinked while the folder is synced: freeing its pages
+            // takes about as long as the sync.
+            const BIG: u64 = 1 << 20;
+            match fs::symlink_metadata(&temp) {
+                Ok(old) if old.len() >= BIG => std::thread::scope(|scope| {
+                    let removed = scope.spawn(|| fs::remove_file(&temp));
+                    let synced = sync_dir(dir);
+                    removed
+                        .join()
+                        .expect("unlinking does not panic")
+                        .and(synced)
+                })?,
+                Ok(_) => {
+                    fs::remove_file(&temp)?;
+                    sync_dir(dir)?;
+                }
+                Err(_) => sync_dir(dir)?,
+            }
         }
         Ok(replaced)
     })();
@@ -231,8 +236,8 @@ impl Stamp {
         )))
     }
 
-    /// How long ago the file was last modified (zero for no file or a
-    /// time in the future).
+    /// How long ago the file was last modified: `Duration::MAX` for no
+    /// file (never fresh), zero for a time in the future.
     pub fn age(&self) -> std::time::Duration {
         let Some((_, _, _, secs, nanos)) = self.0 else {
             return std::time::Duration::MAX;
@@ -350,8 +355,7 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
         other => other?,
     };
     let size = file.metadata().map_or(0, |meta| meta.len() as usize);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let halves = if cores > 1 {
+    let halves = if size >= BIG_READ && cores() > 1 {
         read_in_halves(&file, size)
     } else {
         None
@@ -374,6 +378,16 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The smallest file `read_or_empty` reads with two threads.
+const BIG_READ: usize = 4 << 20;
+
+/// How many threads can run at once here, asked once per process (the
+/// answer costs a few file reads under cgroups).
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// The first `size` bytes of a big `file`, read by two threads that each
 /// fill half of the buffer: copying the bytes and faulting in the pages
 /// they land on is most of the time to read a big file. `None` for a small
@@ -383,9 +397,8 @@ fn read_in_halves(file: &File, size: usize) -> Option<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     // Above `HUGE`, the plain read's allocation reports a failure as an
     // error where `vec!` would abort.
-    const BIG: usize = 4 << 20;
     const HUGE: usize = 1 << 30;
-    if !(BIG..=HUGE).contains(&size) {
+    if !(BIG_READ..=HUGE).contains(&size) {
         return None;
     }
     // A fresh mapping (calloc), zeroed by the kernel as its pages are first

@@ -241,11 +241,10 @@ fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<Vec<Line>> 
     // Below this, a thread costs more than it saves.
     const BYTES_PER_THREAD: usize = 1 << 20;
     let body = &text[from..];
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(4)
-        .min(body.len() / BYTES_PER_THREAD)
-        .max(1);
+    let threads = match body.len() / BYTES_PER_THREAD {
+        0 | 1 => 1,
+        most => crate::files::cores().min(4).min(most),
+    };
     // Runs of about equal size, each cut after a newline.
     let mut runs = Vec::with_capacity(threads);
     let mut rest = body;
