@@ -448,13 +448,11 @@ impl TaskFile {
 
     /// Removes line `index`.
     pub fn remove(&mut self, index: usize) {
-        if self.duplicate.is_none() {
-            // Without repeated ids, the index can follow the removal rather
-            // than be built again.
-            if let Some(task) = &self.lines[index].task {
-                self.index.remove(&self.lines, task.id.as_str());
-            }
-            self.index.shift_down(index);
+        // Without repeated ids, the index follows the removal rather than
+        // being built again.
+        let follow = self.duplicate.is_none();
+        if follow {
+            self.index.remove_line(&self.lines, index);
         }
         let removed = self.lines.remove(index);
         if removed.end == LineEnd::Missing
@@ -463,28 +461,18 @@ impl TaskFile {
             last.end = LineEnd::Missing;
         }
         self.changed = true;
-        if self.duplicate.is_some() {
+        if !follow {
             self.reindex();
         }
     }
 
-    /// The file's bytes: untouched lines exactly as read.
+    /// The file's bytes: untouched lines exactly as read (what `write_to`
+    /// writes).
     pub fn render(&self) -> String {
-        let size = self
-            .lines
-            .iter()
-            .map(|line| line.text.len() + 2)
-            .sum::<usize>()
-            + BOM.len();
-        let mut out = String::with_capacity(size);
-        if self.bom {
-            out.push_str(BOM);
-        }
-        for line in &self.lines {
-            out.push_str(&line.text);
-            out.push_str(line.end.as_str());
-        }
-        out
+        let mut out = Vec::new();
+        self.write_to(&mut out)
+            .expect("writing to memory does not fail");
+        String::from_utf8(out).expect("lines are UTF-8")
     }
 
     /// Writes the file's bytes (what `render` returns) to `out`.
@@ -637,15 +625,14 @@ impl IdIndex {
         }
     }
 
-    /// Forgets `id` (whose line is still in `lines`).
-    fn remove(&mut self, lines: &[Line], id: &str) {
-        if let Some(slot) = self.slot(lines, id) {
+    /// Follows the removal of line `index` (still in `lines`): forgets its
+    /// id, and the lines after it move up one.
+    fn remove_line(&mut self, lines: &[Line], index: usize) {
+        if let Some(task) = &lines[index].task
+            && let Some(slot) = self.slot(lines, task.id.as_str())
+        {
             self.slots[slot].0 = REMOVED;
         }
-    }
-
-    /// Follows the removal of line `index`: the lines after it move up one.
-    fn shift_down(&mut self, index: usize) {
         for (line, _) in &mut self.slots {
             if *line != EMPTY && *line != REMOVED && *line as usize > index {
                 *line -= 1;

@@ -366,10 +366,10 @@ pub fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> 
     if !text.trim_start().starts_with('{') {
         return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
             Ok(_) => "expected a JSON object ({...}), found another JSON value".to_owned(),
-            Err(err) => invalid_json(Some(err)),
+            Err(err) => invalid_json(err),
         });
     }
-    serde_json::from_str(text).map_err(|err| invalid_json(Some(err)))
+    serde_json::from_str(text).map_err(|err| invalid_json(err))
 }
 
 /// The deepest JSON line ralph reads (serde_json's own limit).
@@ -406,10 +406,7 @@ pub fn parse_map(text: &str) -> Result<Map<String, Value>, String> {
     parse_object(text)
 }
 
-fn invalid_json(err: Option<serde_json::Error>) -> String {
-    let Some(err) = err else {
-        return "invalid JSON".to_owned();
-    };
+fn invalid_json(err: serde_json::Error) -> String {
     if err.is_data() {
         // A data error (duplicate or mistyped field) reads well on its own.
         return crate::text::without_position(&err.to_string()).to_owned();

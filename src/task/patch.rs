@@ -252,11 +252,9 @@ impl Queue {
 
     fn set_status(&mut self, id: &TaskId, status: Status) -> Result<Vec<Change>> {
         let index = self.live_position(id)?;
-        let task = self.tasks.lines()[index]
-            .task
-            .clone()
-            .expect("positions point at tasks");
-        if !task.leaf && status != Status::Pending {
+        let task = self.task_at(index);
+        let (leaf, from) = (task.leaf, task.status);
+        if !leaf && status != Status::Pending {
             return Err(Error::Refused {
                 message: format!(
                     "task {id} is a container (\"leaf\": false); only leaf tasks are worked on"
@@ -272,7 +270,7 @@ impl Queue {
         })?;
         Ok(vec![Change::Status {
             id: id.clone(),
-            from: task.status,
+            from,
             to: status,
         }])
     }
@@ -285,11 +283,7 @@ impl Queue {
             ));
         }
         let index = self.live_position(id)?;
-        let from = self.tasks.lines()[index]
-            .task
-            .as_ref()
-            .expect("positions point at tasks")
-            .status;
+        let from = self.task_at(index).status;
         self.tasks.edit(index, |object| {
             object.insert("status".into(), Status::Blocked.as_str().into());
             object.insert("blocked_reason".into(), reason.into());
@@ -303,11 +297,9 @@ impl Queue {
 
     fn split(&mut self, id: &TaskId, titles: &[String], now: &str) -> Result<Vec<Change>> {
         let index = self.live_position(id)?;
-        let task = self.tasks.lines()[index]
-            .task
-            .clone()
-            .expect("positions point at tasks");
-        if !task.leaf {
+        let task = self.task_at(index);
+        let (leaf, status) = (task.leaf, task.status);
+        if !leaf {
             return Err(Error::Refused {
                 message: format!("task {id} is already a container"),
                 hint: Some(format!(
@@ -322,7 +314,7 @@ impl Queue {
             object.insert("leaf".into(), false.into());
         })?;
         // Work in flight carries on in the first child.
-        let first_status = match task.status {
+        let first_status = match status {
             Status::Active | Status::Ready => Status::Active,
             _ => Status::Pending,
         };

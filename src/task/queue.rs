@@ -234,7 +234,7 @@ impl Queue {
         Ok(())
     }
 
-    fn task_at(&self, index: usize) -> &Task {
+    pub(super) fn task_at(&self, index: usize) -> &Task {
         self.tasks.lines()[index]
             .task
             .as_ref()
@@ -268,12 +268,11 @@ impl Queue {
     /// blocked or under a blocked ancestor, and ids already archived, are
     /// skipped.
     pub fn next(&self) -> Option<&Task> {
-        let by_id = &self.tasks;
         let lineage = |task: &'_ Task| {
             let mut chain = vec![];
             let mut current = Some(task.id.as_str());
             while let Some(id) = current {
-                if let Some(found) = by_id.get(id) {
+                if let Some(found) = self.tasks.get(id) {
                     chain.push(found);
                 }
                 current = id::parent_of(id);

@@ -110,12 +110,6 @@ impl From<&str> for Text {
     }
 }
 
-impl From<&Text> for String {
-    fn from(text: &Text) -> String {
-        text.as_str().to_owned()
-    }
-}
-
 impl fmt::Debug for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
@@ -151,12 +145,6 @@ impl PartialEq<&str> for Text {
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
         self.as_str() == other
-    }
-}
-
-impl serde::Serialize for Text {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
     }
 }
 
