@@ -369,7 +369,7 @@ pub fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> 
             Err(err) => invalid_json(err),
         });
     }
-    serde_json::from_str(text).map_err(|err| invalid_json(err))
+    serde_json::from_str(text).map_err(invalid_json)
 }
 
 /// The deepest JSON line ralph reads (serde_json's own limit).

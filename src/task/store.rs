@@ -85,9 +85,13 @@ impl Store {
     pub fn apply(&self, patch: &Patch, now: &str) -> Result<Vec<Change>> {
         const ATTEMPTS: usize = 20;
         let _lock = self.lock()?;
+        // What earlier attempts wrote before losing the race for
+        // `tasks.jsonl`: their archive records and a moved torn line stay
+        // on disk, and are reported as this command's doing.
+        let mut on_disk: Vec<Change> = Vec::new();
         for _ in 0..ATTEMPTS {
             let (mut queue, stamp) = self.load_stamped()?;
-            let mut changes = queue.apply(patch, now)?;
+            let changes = queue.apply(patch, now)?;
             if patch.keeps_valid() {
                 // Checked in debug builds, so every test that archives
                 // checks the claim.
@@ -95,9 +99,18 @@ impl Store {
             } else {
                 queue.validate()?;
             }
-            if let Some(torn) = self.write(&queue, stamp)? {
-                changes.extend(torn);
-                return Ok(changes);
+            let written = self.write(&queue, stamp)?;
+            if written.appended {
+                on_disk.extend(
+                    changes
+                        .iter()
+                        .filter(|change| matches!(change, Change::Archived(_)))
+                        .cloned(),
+                );
+            }
+            on_disk.extend(written.torn);
+            if written.replaced {
+                return Ok(with_earlier(changes, on_disk));
             }
         }
         Err(Error::KeepsChanging { attempts: ATTEMPTS })
@@ -106,31 +119,33 @@ impl Store {
     /// Writes what `queue` changed: archive records first, so a crash in
     /// between leaves a record in both files, which reads as archived and is
     /// cleaned up by repeating the archive. `tasks.jsonl` is replaced only
-    /// when it still has `stamp`: `None` means it changed (write again).
-    fn write(&self, queue: &Queue, stamp: Stamp) -> Result<Option<Option<Change>>> {
+    /// when it still has `stamp` (otherwise `replaced` is false: apply the
+    /// patch again to what is there now).
+    fn write(&self, queue: &Queue, stamp: Stamp) -> Result<Written> {
         let appended = queue.done.pending_text();
-        let mut quarantined = None;
-        if !appended.is_empty() {
+        let mut written = Written {
+            appended: !appended.is_empty(),
+            torn: None,
+            replaced: true,
+        };
+        if written.appended {
             let path = self.done_path();
             if let Some(torn) = queue.done.torn() {
-                quarantined = Some(self.quarantine(torn)?);
+                written.torn = Some(self.quarantine(torn)?);
             }
             files::append_durable(&path, appended.as_bytes())
                 .map_err(|source| Error::Io { path, source })?;
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
-            let written =
+            written.replaced =
                 files::write_atomic_unless_changed(&path, |out| queue.tasks.write_to(out), stamp)
                     .map_err(|source| Error::Io {
                     path: path.clone(),
                     source,
                 })?;
-            if !written {
-                return Ok(None);
-            }
         }
-        Ok(Some(quarantined))
+        Ok(written)
     }
 
     /// Copies `tasks.jsonl` to `copy` when it is valid (a copy to put back
@@ -242,4 +257,62 @@ pub fn lock_queue(root: &Path) -> std::io::Result<File> {
         .open(root.join(LOCK_FILE))?;
     file.lock()?;
     Ok(file)
+}
+
+/// What `Store::write` did.
+struct Written {
+    /// Archive records were appended.
+    appended: bool,
+    /// The archive's torn last line was moved aside first.
+    torn: Option<Change>,
+    /// `tasks.jsonl` was replaced (or needed no change).
+    replaced: bool,
+}
+
+/// The changes of the attempt that succeeded, with what earlier attempts
+/// left on disk: a task archived by an earlier attempt reads as archived
+/// already to the last one, but this command archived it.
+fn with_earlier(changes: Vec<Change>, earlier: Vec<Change>) -> Vec<Change> {
+    let mut changes: Vec<Change> = changes
+        .into_iter()
+        .map(|change| match change {
+            Change::AlreadyArchived(id) if earlier.contains(&Change::Archived(id.clone())) => {
+                Change::Archived(id)
+            }
+            other => other,
+        })
+        .collect();
+    changes.extend(
+        earlier
+            .into_iter()
+            .filter(|change| matches!(change, Change::TornLineMoved { .. })),
+    );
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_reports_what_earlier_attempts_archived_and_moved() {
+        let id = |text: &str| crate::task::TaskId::parse(text).unwrap();
+        let torn = Change::TornLineMoved {
+            line: 3,
+            to: "x.torn".into(),
+        };
+        let last = vec![
+            Change::AlreadyArchived(id("A.1")),
+            Change::AlreadyArchived(id("B")),
+        ];
+        let earlier = vec![Change::Archived(id("A.1")), torn.clone()];
+        assert_eq!(
+            with_earlier(last, earlier),
+            vec![
+                Change::Archived(id("A.1")),
+                Change::AlreadyArchived(id("B")),
+                torn
+            ]
+        );
+    }
 }
