@@ -116,6 +116,9 @@ impl<'a> Engine<'a> {
             ui.line("stopped the agent a previous run left running");
         }
         let repo = open_repo(root, settings, state.base.as_deref())?;
+        if let Some(warning) = repo.identity().warning() {
+            ui.line(&format!("warning: {warning}"));
+        }
         for lock in repo.clear_stale_locks()? {
             ui.line(&format!(
                 "removed a stale .git/{lock} (a git process died holding it)"

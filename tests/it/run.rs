@@ -213,6 +213,27 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
 }
 
 #[test]
+fn a_run_without_a_git_identity_says_who_it_commits_as() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    project.git(&["config", "--unset", "user.name"]);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.lines().any(|line| line
+            == "warning: git user.name or user.email is not configured; ralph commits as ralph <author@example.com> (set them with `git config user.name ...` and `git config user.email ...`)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%an <%ae>", "main"]),
+        "ralph <author@example.com>"
+    );
+}
+
+#[test]
 fn a_stop_file_ends_the_run_before_an_iteration_and_is_removed() {
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
