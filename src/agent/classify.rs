@@ -414,6 +414,18 @@ mod tests {
                 "+    \"litellm.AuthenticationError\" in a diff",
                 None,
             ),
+            (
+                Some(Aider),
+                ok,
+                "litellm.BadRequestError: AnthropicException - Your credit balance is too low",
+                Some(UsageLimit),
+            ),
+            (
+                Some(Aider),
+                ok,
+                "+    if err.code == \"insufficient_quota\": # in a diff\nApplied edit to a.py",
+                None,
+            ),
             (Some(Aider), ok, "Applied edit to src/main.rs", None),
             // cursor
             (

@@ -108,7 +108,7 @@ pub(crate) fn rules(dialect: Preset) -> &'static [Rule] {
             (
                 UsageLimit,
                 Always,
-                r"insufficient_quota|exceeded your current quota|credit balance is too low",
+                r"(?m)^(litellm\.)?\w*error:.*(insufficient_quota|exceeded your current quota|credit balance is too low)",
             ),
             (UsageLimit, Failed, r"(?m)^(litellm\.)?ratelimiterror"),
         ],
