@@ -465,7 +465,6 @@ wait
     assert_eq!(failure.class, FailureClass::Timeout);
     assert_eq!(failure.reason, "timed out after 300ms");
     assert_eq!(outcome.status, Status::Signaled(15));
-    assert!(outcome.duration >= Duration::from_millis(300));
     assert_eq!(outcome.tail, "started\n");
     for pid in ["leader.pid", "sleep.pid", "stubborn.pid"] {
         assert!(!running(bench.pid(pid)), "{pid} still runs");

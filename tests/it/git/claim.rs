@@ -162,7 +162,12 @@ fn a_queue_file_missing_on_disk_stays_missing_across_checkouts() {
     let repo = project();
     let git = open(&repo);
     git.claim(&id("A"), TITLE).unwrap();
+    // The branch's version differs from the base's, so the checkout has
+    // the path to update: it must still not bring the file back.
+    repo.write("tasks-done.jsonl", "{\"id\":\"Y\"}\n");
+    repo.git(&["commit", "-qam", "archive on the branch"]);
     std::fs::remove_file(repo.path().join("tasks-done.jsonl")).unwrap();
     git.checkout_base().unwrap();
+    assert_eq!(current_branch(&repo), "main");
     assert!(!repo.path().join("tasks-done.jsonl").exists());
 }
