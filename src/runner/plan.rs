@@ -42,7 +42,13 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
     };
     let repo = open_repo(root, &options.settings, state.base.as_deref()).ok();
     let measures = match &repo {
-        Some(repo) => Measures::of(repo, task, None)?,
+        Some(repo) => {
+            let recorded = state
+                .tasks
+                .get(task.id.as_str())
+                .and_then(|p| p.branch.as_deref());
+            Measures::of(repo, task, recorded)?
+        }
         None => Measures::default(),
     };
     let branch = measures.branch.clone().unwrap_or_else(|| {
@@ -57,7 +63,12 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
         options.agent_cmd.as_deref(),
         model.as_deref(),
     )?;
-    let prompt_file = root.join(format!(".ralph/prompts/1-{}.md", task.id));
+    // Named as the loop names it: by the iteration count over all runs.
+    let prompt_file = root.join(format!(
+        ".ralph/prompts/{}-{}.md",
+        state.total_iterations + 1,
+        task.id
+    ));
     let invocation = spec.invocation(&prompt_file, &text)?;
     let mut argv = vec![invocation.program.clone()];
     argv.extend(

@@ -686,6 +686,24 @@ fn run_once_runs_one_iteration_and_dry_run_writes_nothing() {
         ),
         "{status:#?}"
     );
+
+    // After two iterations, --dry-run names the prompt file the next one
+    // writes.
+    let with_file = format!("{} {{prompt_file}}", agent.display());
+    let dry = crate::support::Run::from(
+        project
+            .ralph_command(&["run", "--dry-run", "--agent-cmd", &with_file])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(dry.code, 0, "{dry:#?}");
+    let prompt = project.path().join(".ralph/prompts/3-A.md");
+    assert!(
+        dry.stdout
+            .contains(&format!("agent:  {} {}", agent.display(), prompt.display())),
+        "{}",
+        dry.stdout
+    );
 }
 
 /// Every path in the project (outside `.git/`) with its contents.
