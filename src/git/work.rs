@@ -217,12 +217,17 @@ impl Repo {
         let head_tree = head.tree().doing("read HEAD's tree")?;
         // One scan of the tree finds what to stage and what to drop; ralph's
         // own files and ignored paths stay out.
-        let Uncommitted { paths, staged } = self.uncommitted_paths()?;
+        let Uncommitted {
+            paths,
+            staged,
+            own_staged,
+        } = self.uncommitted_paths()?;
         let mut index = self.git.index().doing("read the index")?;
         index.read(false).doing("read the index")?;
         let mut changed = false;
-        for file in &self.queue {
-            changed |= self.unstage(&mut index, &head_tree, &file.rel)?;
+        let queue = self.queue.iter().map(|file| file.rel.as_str());
+        for path in queue.chain(own_staged.iter().map(String::as_str)) {
+            changed |= self.unstage(&mut index, &head_tree, path)?;
         }
         if paths.is_empty() && !staged && !changed {
             // The agent committed everything: no tree to write.

@@ -25,9 +25,11 @@ pub(super) struct Uncommitted {
     /// Changed files of the working tree, as (path, deleted), ralph's own
     /// files left out.
     pub paths: Vec<(String, bool)>,
-    /// Whether the index holds staged changes, apart from the queue files
-    /// (which are never committed on a branch).
+    /// Whether the index holds staged changes, apart from ralph's own files.
     pub staged: bool,
+    /// Ralph's own files that are staged (an agent's `git add -A` takes a
+    /// queue temp file or `.ralph/` along): a commit unstages them.
+    pub own_staged: Vec<String>,
 }
 
 /// What a scan of the working tree that found nothing uncommitted (apart
@@ -170,6 +172,7 @@ impl Repo {
                 return Ok(Uncommitted {
                     paths: Vec::new(),
                     staged: false,
+                    own_staged: Vec::new(),
                 });
             }
             Some(paths) => self.scan_paths(&paths)?,
@@ -188,17 +191,27 @@ impl Repo {
             | Status::CONFLICTED;
         let mut paths = Vec::new();
         let mut staged = false;
+        let mut own_staged = Vec::new();
         for entry in statuses.iter() {
             let status = entry.status();
             let path = String::from_utf8_lossy(entry.path_bytes());
-            if status.intersects(index) && !self.is_queue_file(&path) {
-                staged = true;
+            let own = self.is_own(&path);
+            if status.intersects(index) {
+                if own {
+                    own_staged.push(path.to_string());
+                } else {
+                    staged = true;
+                }
             }
-            if status.intersects(worktree) && !self.is_own(&path) {
+            if status.intersects(worktree) && !own {
                 paths.push((path.into_owned(), status.contains(Status::WT_DELETED)));
             }
         }
-        Ok(Uncommitted { paths, staged })
+        Ok(Uncommitted {
+            paths,
+            staged,
+            own_staged,
+        })
     }
 
     /// Fails with [`Error::Dirty`] naming the uncommitted paths, if any.

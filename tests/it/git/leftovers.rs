@@ -14,6 +14,10 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
     repo.write("tasks-done.jsonl", "{\"id\":\"Z\"}\n");
     repo.write(".stop", "");
     repo.write("debug.log", "ignored\n");
+    // An agent's `git add -A` takes a queue temp file and a runtime file
+    // along: neither enters the commit.
+    repo.write("tasks.jsonl.tmp", "{\"half\":\"written\"}\n");
+    repo.git(&["add", "tasks.jsonl.tmp", ".stop"]);
 
     let leftovers = git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
     let wip = leftovers.wip_commit.clone().expect("a wip commit");
@@ -32,7 +36,12 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
     assert_eq!(repo.read("tasks.jsonl"), "{\"staged\":\"by the agent\"}\n");
     assert_eq!(
         repo.status(),
-        [" M tasks-done.jsonl", " M tasks.jsonl", "?? .stop"]
+        [
+            " M tasks-done.jsonl",
+            " M tasks.jsonl",
+            "?? .stop",
+            "?? tasks.jsonl.tmp"
+        ]
     );
     // Nothing left: no commit.
     let again = git.commit_leftovers(BRANCH, &id("A"), 4).unwrap();
