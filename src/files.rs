@@ -17,7 +17,7 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
-    write_atomic_checked(path, write, None).map(|_| ())
+    write_atomic_checked(path, write, None, None).map(|_| ())
 }
 
 /// `write_atomic_with` for a file read with stamp `expected`: it replaces
@@ -27,29 +27,49 @@ pub fn write_atomic_with(
 /// atomic exchange, checked after the fact: a file renamed over the target
 /// in the instant between the check and the swap (`jq ... && mv`) is put
 /// back, never lost.
+///
+/// With a `spare` path (on the same file system), the replaced version is
+/// kept there instead of being deleted, and the next write goes into it
+/// when nobody has it open: rewriting a file's pages in place is cheaper
+/// than making new ones and freeing the old (a third of the time to
+/// replace a 24 MiB file). It is scratch space, not a backup: a write in
+/// progress leaves it half old, half new.
 pub fn write_atomic_unless_changed(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     expected: Stamp,
+    spare: Option<&Path>,
 ) -> io::Result<bool> {
-    write_atomic_checked(path, write, Some(expected))
+    write_atomic_checked(path, write, Some(expected), spare)
 }
 
 fn write_atomic_checked(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     expected: Option<Stamp>,
+    spare: Option<&Path>,
 ) -> io::Result<bool> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let temp = dir.join(temp_name(name, std::process::id()));
+    let reused = spare.and_then(|spare| Some((spare.to_owned(), reusable(spare, dir)?)));
+    let reusing = reused.is_some();
+    let mut temp = dir.join(temp_name(name, std::process::id()));
     let result = (|| {
-        let mut out = io::BufWriter::with_capacity(1 << 16, WriteBehind::new(File::create(&temp)?));
+        let file = match reused {
+            Some((spare, file)) => {
+                temp = spare;
+                file
+            }
+            None => File::create(&temp)?,
+        };
+        let mut out = io::BufWriter::with_capacity(1 << 16, WriteBehind::new(file));
         write(&mut out)?;
-        let file = out
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)?
-            .file;
+        let WriteBehind { file, written, .. } =
+            out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        if reusing {
+            // What is left of the old content past the new end.
+            file.set_len(written)?;
+        }
         if let Ok(meta) = fs::metadata(path) {
             file.set_permissions(meta.permissions())?;
         }
@@ -68,11 +88,19 @@ fn write_atomic_checked(
             Some(expected) => replace_if(&temp, path, expected)?,
         };
         if replaced {
-            // After an exchange, `temp` holds the replaced file. A big one
-            // is unlinked while the folder is synced: freeing its pages
-            // takes about as long as the sync.
+            // After an exchange, `temp` holds the replaced file: it becomes
+            // the spare, or a big one is unlinked while the folder is
+            // synced (freeing its pages takes about as long as the sync).
             const BIG: u64 = 1 << 20;
+            let kept = match spare {
+                Some(spare) if temp.as_path() == spare => true,
+                Some(spare) => {
+                    fs::symlink_metadata(&temp).is_ok() && fs::rename(&temp, spare).is_ok()
+                }
+                None => false,
+            };
             match fs::symlink_metadata(&temp) {
+                _ if kept => sync_dir(dir)?,
                 Ok(old) if old.len() >= BIG => std::thread::scope(|scope| {
                     let removed = scope.spawn(|| fs::remove_file(&temp));
                     let synced = sync_dir(dir);
@@ -94,6 +122,22 @@ fn write_atomic_checked(
         let _ = fs::remove_file(&temp);
     }
     result
+}
+
+/// `spare`, opened for writing, when the next version of a file in `dir`
+/// can be written into it: a regular file with no other name (not a
+/// symlink, no hard link), on the same file system as `dir`, that nobody
+/// has open (a reader of an old version keeps it).
+fn reusable(spare: &Path, dir: &Path) -> Option<File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(spare)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    let ours = meta.is_file() && meta.nlink() == 1 && meta.dev() == fs::metadata(dir).ok()?.dev();
+    (ours && crate::lease::nobody_else_has_open(&file)).then_some(file)
 }
 
 /// A file being written that starts the disk writes of each few MiB as
@@ -538,24 +582,79 @@ mod tests {
         fs::write(dir.path().join("other"), "theirs\n").unwrap();
         fs::rename(dir.path().join("other"), &path).unwrap();
         let written =
-            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp).unwrap();
+            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, None)
+                .unwrap();
         assert!(!written);
         assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
         // Read again, the write goes through.
         let stamp = Stamp::of(&path).unwrap();
-        assert!(write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp).unwrap());
+        assert!(
+            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, None)
+                .unwrap()
+        );
         assert_eq!(fs::read(&path).unwrap(), b"ours\n");
         // A file that appeared where there was none is not replaced either.
         let fresh = dir.path().join("new.jsonl");
         let none = Stamp::of(&fresh).unwrap();
         fs::write(&fresh, "created\n").unwrap();
         assert!(
-            !write_atomic_unless_changed(&fresh, |out| out.write_all(b"ours\n"), none).unwrap()
+            !write_atomic_unless_changed(&fresh, |out| out.write_all(b"ours\n"), none, None)
+                .unwrap()
         );
         assert_eq!(
             fs::read_dir(dir.path()).unwrap().count(),
             2,
             "no temp file left"
+        );
+    }
+
+    #[test]
+    fn a_spare_takes_the_next_version_unless_someone_has_it_open() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("tasks.jsonl");
+        let spare = dir.path().join(".ralph/tasks.jsonl.spare");
+        fs::create_dir(spare.parent().unwrap()).unwrap();
+        let inode = |path: &Path| fs::metadata(path).unwrap().ino();
+        let write = |text: &'static str| {
+            let stamp = Stamp::of(&path).unwrap();
+            let write = |out: &mut dyn Write| out.write_all(text.as_bytes());
+            assert!(write_atomic_unless_changed(&path, write, stamp, Some(&spare)).unwrap());
+            assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        };
+        fs::write(&path, "first version, the longest\n").unwrap();
+        let first = inode(&path);
+        // No spare yet: a new file, and the replaced one is kept as spare.
+        write("second\n");
+        assert_eq!(inode(&spare), first);
+        let second = inode(&path);
+        // The spare takes the next version (cut to its length), and the
+        // replaced one becomes the spare.
+        write("third\n");
+        assert_eq!(inode(&path), first);
+        assert_eq!(inode(&spare), second);
+        // A reader of the spare (an old version) keeps what it reads.
+        let reader = File::open(&spare).unwrap();
+        write("fourth\n");
+        assert_ne!(inode(&path), second, "a spare open elsewhere is left alone");
+        drop(reader);
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temp file left"
+        );
+        // Neither a hard-linked spare nor a symlink is written through.
+        fs::hard_link(&spare, dir.path().join("link")).unwrap();
+        let linked = fs::read_to_string(&spare).unwrap();
+        write("fifth\n");
+        assert_eq!(fs::read_to_string(dir.path().join("link")).unwrap(), linked);
+        fs::remove_file(&spare).unwrap();
+        fs::write(dir.path().join("target"), "kept\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("target"), &spare).unwrap();
+        write("sixth\n");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("target")).unwrap(),
+            "kept\n"
         );
     }
 

@@ -14,23 +14,33 @@ use std::sync::Once;
 /// one does or the kernel cannot tell (leases disabled, a file of another
 /// user without `CAP_LEASE`, a network file system, no such file).
 pub fn nobody_writing(path: &Path) -> bool {
-    // Another process opening the file for writing while the lease is held
-    // (a few microseconds) makes the kernel send SIGIO, whose default
-    // action ends the process: ralph has no use for it.
+    File::open(path).is_ok_and(|file| lease_granted(&file, libc::F_RDLCK))
+}
+
+/// True when `file` (open for writing) is open nowhere else right now, in
+/// this process or another, for reading or writing: the kernel grants a
+/// write lease only then. False when it is, or the kernel cannot tell.
+pub fn nobody_else_has_open(file: &File) -> bool {
+    lease_granted(file, libc::F_WRLCK)
+}
+
+/// Takes a lease of `kind` on `file` and lets go of it at once: whether the
+/// kernel granted it is the answer.
+fn lease_granted(file: &File, kind: libc::c_int) -> bool {
+    // Another process opening the file while the lease is held (a few
+    // microseconds) makes the kernel send SIGIO, whose default action ends
+    // the process: ralph has no use for it.
     static IGNORE_SIGIO: Once = Once::new();
     IGNORE_SIGIO.call_once(|| {
         use nix::sys::signal::{SigHandler, Signal, signal};
         // SAFETY: SIG_IGN runs no code in the handler.
         let _ = unsafe { signal(Signal::SIGIO, SigHandler::SigIgn) };
     });
-    let Ok(file) = File::open(path) else {
-        return false;
-    };
     let fd = file.as_raw_fd();
-    // SAFETY: plain fcntl calls on a descriptor this function owns.
-    let taken = unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0;
+    // SAFETY: plain fcntl calls on a descriptor the caller owns.
+    let taken = unsafe { libc::fcntl(fd, libc::F_SETLEASE, kind) } == 0;
     if taken {
-        // SAFETY: as above; closing the file would also drop the lease.
+        // SAFETY: as above.
         unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
     }
     taken
@@ -59,5 +69,25 @@ mod tests {
         let _reader = File::open(&path).unwrap();
         assert!(nobody_writing(&path));
         assert!(!nobody_writing(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn any_other_open_descriptor_is_seen() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("spare");
+        std::fs::write(&path, "{}\n").unwrap();
+        let mine = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        assert!(nobody_else_has_open(&mine));
+        let reader = File::open(&path).unwrap();
+        assert!(!nobody_else_has_open(&mine), "a reader");
+        drop(reader);
+        assert!(nobody_else_has_open(&mine));
+        let writer = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        assert!(!nobody_else_has_open(&mine), "another writer");
+        drop(writer);
+        assert!(nobody_else_has_open(&mine));
     }
 }

@@ -19,6 +19,11 @@ pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
 /// The short lock every queue write holds, relative to the project root.
 pub const LOCK_FILE: &str = ".ralph/tasks.lock";
 
+/// Scratch space for the next version of `tasks.jsonl`, relative to the
+/// project root: it holds an old version between writes (see
+/// [`files::write_atomic_unless_changed`]).
+pub const SPARE_FILE: &str = ".ralph/tasks.jsonl.spare";
+
 /// The task files of one project.
 #[derive(Clone, Debug)]
 pub struct Store {
@@ -99,7 +104,7 @@ impl Store {
             } else {
                 queue.validate()?;
             }
-            let written = self.write(&queue, stamp)?;
+            let written = self.write(queue, stamp)?;
             if written.appended {
                 on_disk.extend(
                     changes
@@ -121,7 +126,10 @@ impl Store {
     /// cleaned up by repeating the archive. `tasks.jsonl` is replaced only
     /// when it still has `stamp` (otherwise `replaced` is false: apply the
     /// patch again to what is there now).
-    fn write(&self, queue: &Queue, stamp: Stamp) -> Result<Written> {
+    ///
+    /// Takes the queue: once its lines are written, a big one is freed on a
+    /// helper thread while the disk catches up (`fsync`), not after.
+    fn write(&self, queue: Queue, stamp: Stamp) -> Result<Written> {
         let appended = queue.done.pending_text();
         let mut written = Written {
             appended: !appended.is_empty(),
@@ -138,12 +146,19 @@ impl Store {
         }
         if queue.tasks.is_changed() {
             let path = self.tasks_path();
+            let write = |out: &mut dyn std::io::Write| {
+                queue.tasks.write_to(out)?;
+                free_in_background(queue);
+                Ok(())
+            };
+            let spare = self.root.join(SPARE_FILE);
             written.replaced =
-                files::write_atomic_unless_changed(&path, |out| queue.tasks.write_to(out), stamp)
-                    .map_err(|source| Error::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+                files::write_atomic_unless_changed(&path, write, stamp, Some(&spare)).map_err(
+                    |source| Error::Io {
+                        path: path.clone(),
+                        source,
+                    },
+                )?;
         }
         Ok(written)
     }
@@ -257,6 +272,19 @@ pub fn lock_queue(root: &Path) -> std::io::Result<File> {
         .open(root.join(LOCK_FILE))?;
     file.lock()?;
     Ok(file)
+}
+
+/// Frees a big queue on a thread of its own (a 100k-task queue takes a few
+/// milliseconds to free); a small one right here.
+fn free_in_background(queue: Queue) {
+    const BIG: usize = 10_000;
+    if queue.tasks.lines().len() < BIG {
+        return;
+    }
+    // Nothing waits for it: a process that exits meanwhile needs no freeing.
+    let _ = std::thread::Builder::new()
+        .name("free".into())
+        .spawn(move || drop(queue));
 }
 
 /// What `Store::write` did.
