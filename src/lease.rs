@@ -3,7 +3,9 @@
 //! descriptor of the file is open for writing. The queue's reads and writes
 //! wait a moment for a recently changed file in case a writer (an editor
 //! rewriting it in place, a `>>` append) is still at work; when the kernel
-//! says nobody is, there is nothing to wait for.
+//! says nobody is, there is nothing to wait for. A write lease (`F_WRLCK`)
+//! is granted only when nobody else has the file open at all: the queue's
+//! spare file is written over only then.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
