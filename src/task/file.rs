@@ -181,6 +181,9 @@ fn split_lines<'a>(
 struct RunReport {
     /// How many lines the run has.
     count: usize,
+    /// Each line's [`id_hash`] ([`NO_TASK`] for a blank line), hashed
+    /// while the line is at hand: the index is then built from these alone.
+    hashes: Vec<u64>,
     /// The run's first conflict marker (its line number in the run, from 0).
     conflict: Option<usize>,
     /// The run's first bad task line (from 0) and what is wrong with it.
@@ -217,6 +220,10 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport
                 }
             }
         };
+        report.hashes.push(
+            task.as_ref()
+                .map_or(NO_TASK, |task| id_hash(task.id.as_str())),
+        );
         // An offset into the file's text: the line shares it.
         let start = text.as_ptr() as usize - base;
         lines.push(Line {
@@ -237,7 +244,7 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport
 /// order: a conflict marker before any bad task. A big file is read by a
 /// few threads at once, each taking a run of whole lines (a line's task
 /// depends on its text alone) with its own `Source`.
-fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<Vec<Line>> {
+fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<(Vec<Line>, Vec<u64>)> {
     // Below this, a thread costs more than it saves.
     const BYTES_PER_THREAD: usize = 1 << 20;
     let body = &text[from..];
@@ -284,7 +291,9 @@ fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<Vec<Line>> 
     });
     let mut before = 0;
     let mut error = None;
+    let mut hashes = Vec::with_capacity(lines.len());
     for report in &reports {
+        hashes.extend_from_slice(&report.hashes);
         if let Some(number) = report.conflict {
             return Err(conflict_marker(name, before + number + 1));
         }
@@ -301,7 +310,7 @@ fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<Vec<Line>> 
             line,
             message,
         }),
-        None => Ok(lines),
+        None => Ok((lines, hashes)),
     }
 }
 
@@ -342,23 +351,29 @@ impl TaskFile {
             Err(err) => return Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
         };
         let bom = text.starts_with(BOM);
-        let lines = read_lines(name, &text, if bom { BOM.len() } else { 0 })?;
-        let mut file = TaskFile {
+        let (lines, hashes) = read_lines(name, &text, if bom { BOM.len() } else { 0 })?;
+        let (index, duplicate) = IdIndex::build(&lines, &hashes);
+        Ok(TaskFile {
             name: name.to_owned(),
             bom,
             lines,
-            index: IdIndex::default(),
-            duplicate: None,
+            index,
+            duplicate,
             changed: false,
-        };
-        file.reindex();
-        Ok(file)
+        })
     }
 
     fn reindex(&mut self) {
         // The old index goes first: never two in memory at once.
         self.index = IdIndex::default();
-        let (index, duplicate) = IdIndex::build(&self.lines);
+        let hashes: Vec<u64> = (self.lines.iter())
+            .map(|line| {
+                line.task
+                    .as_ref()
+                    .map_or(NO_TASK, |task| id_hash(task.id.as_str()))
+            })
+            .collect();
+        let (index, duplicate) = IdIndex::build(&self.lines, &hashes);
         self.index = index;
         self.duplicate = duplicate;
     }
@@ -551,6 +566,17 @@ const EMPTY: u32 = u32::MAX;
 /// A slot whose line was removed: lookups probe past it.
 const REMOVED: u32 = u32::MAX - 1;
 
+/// What [`id_hash`] never returns: the mark of a line without a task.
+const NO_TASK: u64 = u64::MAX;
+
+/// The hash the index files an id under (FxHash, never [`NO_TASK`]).
+fn id_hash(id: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = IdHasher::default();
+    hasher.write(id.as_bytes());
+    hasher.finish().min(NO_TASK - 1)
+}
+
 fn id_at(lines: &[Line], slot: u32) -> &str {
     lines[slot as usize]
         .task
@@ -561,27 +587,28 @@ fn id_at(lines: &[Line], slot: u32) -> &str {
 }
 
 impl IdIndex {
-    /// Indexes the tasks of `lines`; also returns the first repeated id in
-    /// file order, as (its line index, the first occurrence's).
-    fn build(lines: &[Line]) -> (IdIndex, Option<(usize, usize)>) {
+    /// Indexes the tasks of `lines`, given each line's [`id_hash`]; also
+    /// returns the first repeated id in file order, as (its line index, the
+    /// first occurrence's).
+    fn build(lines: &[Line], hashes: &[u64]) -> (IdIndex, Option<(usize, usize)>) {
         let size = (lines.len() * 2).next_power_of_two().max(8);
         let mut index = IdIndex {
             slots: vec![(EMPTY, 0); size],
         };
         let mut duplicate = None;
-        for (position, line) in lines.iter().enumerate() {
-            let Some(task) = &line.task else { continue };
-            let id = task.id.as_str();
-            let (mut slot, tag) = index.home(id);
+        for (position, &hash) in hashes.iter().enumerate() {
+            if hash == NO_TASK {
+                continue;
+            }
+            let line = u32::try_from(position).expect("a task file has fewer than 4G lines");
+            let (mut slot, tag) = index.home(hash);
             loop {
                 match index.slots[slot] {
                     (EMPTY, _) => {
-                        let position =
-                            u32::try_from(position).expect("a task file has fewer than 4G lines");
-                        index.slots[slot] = (position, tag);
+                        index.slots[slot] = (line, tag);
                         break;
                     }
-                    (first, found) if found == tag && id_at(lines, first) == id => {
+                    (first, found) if found == tag && id_at(lines, first) == id_at(lines, line) => {
                         duplicate = duplicate.or(Some((position, first as usize)));
                         break;
                     }
@@ -592,14 +619,10 @@ impl IdIndex {
         (index, duplicate)
     }
 
-    /// The first slot to look at for `id` (the hash's high bits: FxHash's
+    /// The first slot to look at for an id of [`id_hash`] `hash` (its high bits: FxHash's
     /// low bits vary little between short ids), and its tag (both halves
     /// of the hash mixed).
-    fn home(&self, id: &str) -> (usize, u32) {
-        use std::hash::Hasher;
-        let mut hasher = IdHasher::default();
-        hasher.write(id.as_bytes());
-        let hash = hasher.finish();
+    fn home(&self, hash: u64) -> (usize, u32) {
         let bits = self.slots.len().trailing_zeros();
         ((hash >> (64 - bits)) as usize, (hash ^ (hash >> 32)) as u32)
     }
@@ -613,7 +636,7 @@ impl IdIndex {
         if self.slots.is_empty() {
             return None;
         }
-        let (mut slot, tag) = self.home(id);
+        let (mut slot, tag) = self.home(id_hash(id));
         loop {
             match self.slots[slot] {
                 (EMPTY, _) => return None,
