@@ -330,6 +330,9 @@ pub(super) fn supervise(
     let mut timed_out = false;
     let mut interrupted = false;
     let mut output_open = true;
+    // Once the output is closed, the leader is usually a moment from being
+    // reapable: look again soon, then less often, up to a tick.
+    let mut nap = Duration::from_millis(1);
     loop {
         if output_open {
             match output.recv_timeout(TICK) {
@@ -344,7 +347,8 @@ pub(super) fn supervise(
                 Err(RecvTimeoutError::Disconnected) => output_open = false,
             }
         } else {
-            thread::sleep(TICK);
+            thread::sleep(nap);
+            nap = (nap * 2).min(TICK);
         }
         if status.is_none() {
             match child.try_wait() {
