@@ -20,6 +20,24 @@ pub fn write_atomic_with(
     write_atomic_checked(path, write, None, None).map(|_| ())
 }
 
+/// The spare of a file ralph rewrites often: `.NAME.spare` beside it.
+pub fn spare_of(path: &Path) -> std::path::PathBuf {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    parent_dir(path).join(format!(".{name}.spare"))
+}
+
+/// `write_atomic_with`, keeping the replaced version at `spare` and writing
+/// into `spare` when nobody has it open (see
+/// [`write_atomic_unless_changed`]): for ralph's own files rewritten many
+/// times a run, where making and deleting a file costs more than writing it.
+pub fn write_atomic_reusing(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+    spare: &Path,
+) -> io::Result<()> {
+    write_atomic_checked(path, write, None, Some(spare)).map(|_| ())
+}
+
 /// `write_atomic_with` for a file read with stamp `expected`: it replaces
 /// the file only while it still is that version, and returns `Ok(false)`
 /// (writing nothing) when someone changed it, so the caller can apply its
@@ -81,6 +99,10 @@ fn write_atomic_checked(
             _ => {}
         }
         let replaced = match expected {
+            None if spare.is_some() => {
+                exchange(&temp, path)?;
+                true
+            }
             None => {
                 fs::rename(&temp, path)?;
                 true
@@ -186,6 +208,20 @@ impl Write for WriteBehind {
 
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
+    }
+}
+
+/// Swaps `temp` and `path` (a rename when there is no `path` yet, or the
+/// file system cannot swap).
+fn exchange(temp: &Path, path: &Path) -> io::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(AT_FDCWD, temp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE) {
+        Ok(()) => Ok(()),
+        Err(Errno::ENOENT | Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
+            fs::rename(temp, path)
+        }
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -656,6 +692,34 @@ mod tests {
             fs::read_to_string(dir.path().join("target")).unwrap(),
             "kept\n"
         );
+    }
+
+    #[test]
+    fn a_file_rewritten_often_recycles_its_spare() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("state.json");
+        let spare = spare_of(&path);
+        assert_eq!(spare, dir.path().join(".state.json.spare"));
+        let save = |text: &'static str| {
+            write_atomic_reusing(&path, |out| out.write_all(text.as_bytes()), &spare).unwrap();
+            assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        };
+        save("{\"iteration\": 1, \"long\": true}\n");
+        assert!(!spare.exists(), "nothing was replaced");
+        let first = fs::metadata(&path).unwrap().ino();
+        save("{\"iteration\": 2}\n");
+        assert_eq!(fs::metadata(&spare).unwrap().ino(), first);
+        // A reader of the old version keeps it; the next save makes a file.
+        let reader = File::open(&spare).unwrap();
+        let second = fs::metadata(&path).unwrap().ino();
+        save("{\"iteration\": 3}\n");
+        assert_ne!(fs::metadata(&path).unwrap().ino(), first);
+        assert_eq!(fs::metadata(&spare).unwrap().ino(), second);
+        drop(reader);
+        save("{\"iteration\": 4}\n");
+        assert_eq!(fs::metadata(&path).unwrap().ino(), second);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     #[test]

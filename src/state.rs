@@ -140,7 +140,9 @@ impl StateFile {
         }
         let mut text = serde_json::to_string_pretty(state).expect("the state serializes");
         text.push('\n');
-        files::write_atomic(&self.path, text.as_bytes())
+        // Saved a few times an iteration: into the spare of the last save.
+        let write = |file: &mut dyn std::io::Write| file.write_all(text.as_bytes());
+        files::write_atomic_reusing(&self.path, write, &files::spare_of(&self.path))
     }
 }
 

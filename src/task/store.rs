@@ -186,13 +186,15 @@ impl Store {
             && let Ok(mut file) = File::open(&path)
             && Stamp::of_file(&file).ok() == Some(tasks_stamp)
         {
-            let copied = files::write_atomic_with(copy, |out| {
+            let write = |out: &mut dyn std::io::Write| {
                 std::io::copy(&mut file, out)?;
                 if Stamp::of_file(&file)? != tasks_stamp {
                     return Err(std::io::Error::other("changed while copied"));
                 }
                 Ok(())
-            });
+            };
+            // Kept every iteration: into the spare of the last copy.
+            let copied = files::write_atomic_reusing(copy, write, &files::spare_of(copy));
             if copied.is_ok() {
                 return Ok(true);
             }
@@ -203,7 +205,8 @@ impl Store {
         let Ok(queue) = Queue::parse_owned(bytes, &done) else {
             return Ok(false);
         };
-        files::write_atomic_with(copy, |out| queue.tasks.write_to(out)).map_err(io)?;
+        let write = |out: &mut dyn std::io::Write| queue.tasks.write_to(out);
+        files::write_atomic_reusing(copy, write, &files::spare_of(copy)).map_err(io)?;
         Ok(true)
     }
 
