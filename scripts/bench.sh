@@ -5,9 +5,9 @@
 #   RUNS=9 LOOP_RUNS=5 scripts/bench.sh
 #   ONLY="next archive" scripts/bench.sh      # a subset: next archive loop memory
 #
-# Needs bash, git, jq, grep, /usr/bin/time; uses hyperfine when installed
-# (otherwise a plain timing loop with bash's $EPOCHREALTIME). Every number
-# is a median of RUNS runs; ratios are ralph / recipe from the same run.
+# Needs bash, git, jq, grep, /usr/bin/time. Every number is a median of
+# RUNS runs (timed with bash's $EPOCHREALTIME, the commands compared taking
+# turns); ratios are ralph / recipe from the same run.
 # Results go to stdout and to target/bench/results.md.
 set -euo pipefail
 
@@ -23,8 +23,6 @@ if [ -z "${RALPH:-}" ]; then
     RALPH=${CARGO_TARGET_DIR:-$ROOT/target}/release/ralph
 fi
 RALPH=$(cd "$(dirname "$RALPH")" && pwd)/$(basename "$RALPH")
-HYPERFINE=$(command -v hyperfine || true)
-[ -n "${NO_HYPERFINE:-}" ] && HYPERFINE=
 
 mkdir -p "$WORK"
 RESULTS=$WORK/results.md
@@ -43,30 +41,32 @@ median() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-# time_ms PREPARE COMMAND: median wall time in ms of COMMAND (run by bash in
-# the current folder, output discarded), PREPARE run untimed before each.
-time_ms() {
-    local prepare=$1 command=$2
-    if [ -n "$HYPERFINE" ]; then
-        local json
-        json=$(mktemp)
-        "$HYPERFINE" --style none --shell bash --warmup 1 --runs "$RUNS" \
-            ${prepare:+--prepare "$prepare"} --export-json "$json" "$command" > /dev/null
-        jq '.results[0].median * 1000' "$json"
-        rm -f "$json"
-    else
-        local times=() start end i
-        [ -n "$prepare" ] && bash -c "$prepare"
-        bash -c "$command" > /dev/null 2>&1 || true # warm-up
-        for ((i = 0; i < RUNS; i++)); do
+# time_interleaved PREPARE COMMAND...: the median wall time in ms of each
+# COMMAND (run by bash, output discarded), printed in order. The commands
+# take turns, run after run, so a machine whose speed drifts (a shared one)
+# slows them alike and their ratios hold; the time to start bash (`bash -c
+# :`, timed in the same turns) is subtracted from each. PREPARE runs
+# untimed before every command; the first round is a warm-up.
+time_interleaved() {
+    local prepare=$1
+    shift
+    local commands=(":" "$@") times=() i k start end spawn
+    for ((i = -1; i < RUNS; i++)); do
+        for k in "${!commands[@]}"; do
             [ -n "$prepare" ] && bash -c "$prepare"
             start=$EPOCHREALTIME
-            bash -c "$command" > /dev/null 2>&1 || true
+            bash -c "${commands[k]}" > /dev/null 2>&1 || true
             end=$EPOCHREALTIME
-            times+=("$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", (e - s) * 1000 }')")
+            # Microseconds: the clock's digits without its decimal point.
+            ((i < 0)) || times[k]+="$((10#${end//[.,]/} - 10#${start//[.,]/})) "
         done
-        median "${times[@]}"
-    fi
+    done
+    # shellcheck disable=SC2086 # one number per word
+    spawn=$(median ${times[0]})
+    for ((k = 1; k < ${#commands[@]}; k++)); do
+        # shellcheck disable=SC2086
+        awk -v m="$(median ${times[k]})" -v s="$spawn" 'BEGIN { printf "%.3f\n", (m - s) / 1000 }'
+    done
 }
 
 # gen DIR N WHERE: a project folder with generated task files.
@@ -79,7 +79,7 @@ machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
     say "machine: $cpu, $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr)"
-    say "tools: $(git --version), jq $(jq --version), $(grep --version | head -1), ${HYPERFINE:+$("$HYPERFINE" --version)}${HYPERFINE:-plain timing loop}"
+    say "tools: $(git --version), jq $(jq --version), $(grep --version | head -1); commands timed in turns (see time_interleaved)"
     say "ralph: $("$RALPH" --version) ($RALPH); runs per measurement: $RUNS (loop: $LOOP_RUNS)"
     say ""
 }
@@ -104,10 +104,11 @@ bench_next() {
             exit 1
         fi
         size=$(($(wc -c < tasks.jsonl) / 1024 / 1024))
-        cat=$(time_ms "" "cat tasks.jsonl > /dev/null")
-        ralph=$(time_ms "" "'$RALPH' task next > /dev/null")
-        grep=$(time_ms "" "grep '\"leaf\":true' tasks.jsonl | grep '\"status\":\"pending\"' | head -1")
-        jq=$(time_ms "" "jq -c 'select(.leaf and .status==\"pending\")' tasks.jsonl | head -1")
+        { read -r cat; read -r ralph; read -r grep; read -r jq; } < <(time_interleaved "" \
+            "cat tasks.jsonl > /dev/null" \
+            "'$RALPH' task next > /dev/null" \
+            "grep '\"leaf\":true' tasks.jsonl | grep '\"status\":\"pending\"' | head -1" \
+            "jq -c 'select(.leaf and .status==\"pending\")' tasks.jsonl | head -1")
         say "| $where ($want) | ${size} MiB | $(printf %.1f "$cat") ms | $(printf %.1f "$ralph") ms | $(printf %.1f "$grep") ms | $(printf %.1f "$jq") ms | $(ratio "$ralph" "$grep") | $(ratio "$ralph" "$jq") | $(ratio "$ralph" "$cat") |"
         cd "$ROOT"
     done
@@ -147,8 +148,9 @@ bench_archive() {
         exit 1
     fi
     local ralph recipe
-    ralph=$(time_ms "$prepare" "'$RALPH' task archive '$id' --commit $sha")
-    recipe=$(time_ms "$prepare" "bash '$WORK/archive.sh' '$id' $sha")
+    { read -r ralph; read -r recipe; } < <(time_interleaved "$prepare" \
+        "'$RALPH' task archive '$id' --commit $sha" \
+        "bash '$WORK/archive.sh' '$id' $sha")
     say "| task | ralph task archive | seed recipe (grep, jq, grep -v, mv) | ralph/recipe |"
     say "|---|---|---|---|"
     say "| $id | $(printf %.1f "$ralph") ms | $(printf %.1f "$recipe") ms | $(ratio "$ralph" "$recipe") |"
