@@ -136,7 +136,9 @@ bench_archive() {
     # A leaf in the middle whose parent keeps other children.
     local id sha=0123456789abcdef0123456789abcdef01234567
     id=$(head -n 50003 orig/tasks.jsonl | tail -1 | jq -r .id)
-    local prepare="cp orig/tasks.jsonl tasks.jsonl && : > tasks-done.jsonl"
+    # `sync`: no command waits for the disk writes of the copy or of the
+    # command before it (an fsync in ordered mode can have to).
+    local prepare="cp orig/tasks.jsonl tasks.jsonl && : > tasks-done.jsonl && sync"
     # Same outcome from both.
     bash -c "$prepare" && "$RALPH" task archive "$id" --commit "$sha" > /dev/null
     local ralph_lines recipe_lines
