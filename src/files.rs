@@ -13,7 +13,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// `write_atomic`, with the content written by `write` (buffered), so a
 /// large file need not be built in memory first.
-pub fn write_atomic_with(
+fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -22,8 +22,7 @@ pub fn write_atomic_with(
 
 /// The spare of a file ralph rewrites often: `.NAME.spare` beside it.
 pub fn spare_of(path: &Path) -> std::path::PathBuf {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    parent_dir(path).join(format!(".{name}.spare"))
+    parent_dir(path).join(format!(".{}.spare", file_name(path)))
 }
 
 /// `write_atomic_with`, keeping the replaced version at `spare` and writing
@@ -67,37 +66,29 @@ fn write_atomic_checked(
     expected: Option<Stamp>,
     spare: Option<&Path>,
 ) -> io::Result<bool> {
+    debug_assert!(spare != Some(path), "a file is not its own spare");
     let dir = parent_dir(path);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let reused = spare.and_then(|spare| Some((spare.to_owned(), reusable(spare, dir)?)));
-    let reusing = reused.is_some();
-    let mut temp = dir.join(temp_name(name, std::process::id()));
+    let reused = spare.and_then(|spare| Some((spare, reusable(spare, path)?)));
+    let temp = match reused {
+        Some((spare, _)) => spare.to_owned(),
+        None => dir.join(temp_name(file_name(path), std::process::id())),
+    };
     let result = (|| {
         let file = match reused {
-            Some((spare, file)) => {
-                temp = spare;
-                file
-            }
+            Some((_, file)) => file,
             None => File::create(&temp)?,
         };
         let mut out = io::BufWriter::with_capacity(1 << 16, WriteBehind::new(file));
         write(&mut out)?;
         let WriteBehind { file, written, .. } =
             out.into_inner().map_err(io::IntoInnerError::into_error)?;
-        if reusing {
-            // What is left of the old content past the new end.
-            file.set_len(written)?;
-        }
+        // A reused spare may be longer than the new content.
+        file.set_len(written)?;
         if let Ok(meta) = fs::metadata(path) {
             file.set_permissions(meta.permissions())?;
         }
         file.sync_all()?;
         drop(file);
-        match name {
-            "tasks.jsonl" => crate::fault::crash_at("mid_queue_write"),
-            "state.json" => crate::fault::crash_at("mid_state_write"),
-            _ => {}
-        }
         let replaced = match expected {
             None if spare.is_some() => {
                 exchange(&temp, path)?;
@@ -109,48 +100,39 @@ fn write_atomic_checked(
             }
             Some(expected) => replace_if(&temp, path, expected)?,
         };
-        if replaced {
-            // After an exchange, `temp` holds the replaced file: it becomes
-            // the spare, or a big one is unlinked while the folder is
-            // synced (freeing its pages takes about as long as the sync).
-            const BIG: u64 = 1 << 20;
-            let kept = match spare {
-                Some(spare) if temp.as_path() == spare => true,
-                Some(spare) => {
-                    fs::symlink_metadata(&temp).is_ok() && fs::rename(&temp, spare).is_ok()
-                }
-                None => false,
-            };
-            match fs::symlink_metadata(&temp) {
-                _ if kept => sync_dir(dir)?,
-                Ok(old) if old.len() >= BIG => std::thread::scope(|scope| {
-                    let removed = scope.spawn(|| fs::remove_file(&temp));
-                    let synced = sync_dir(dir);
-                    removed
-                        .join()
-                        .expect("unlinking does not panic")
-                        .and(synced)
-                })?,
-                Ok(_) => {
-                    fs::remove_file(&temp)?;
-                    sync_dir(dir)?;
-                }
-                Err(_) => sync_dir(dir)?,
+        // After an exchange, `temp` holds the replaced version: it becomes
+        // the spare (a reused spare already is), or is removed.
+        if replaced && spare != Some(temp.as_path()) {
+            let kept = spare.is_some_and(|spare| fs::rename(&temp, spare).is_ok());
+            if !kept {
+                remove_if_there(&temp)?;
             }
+        }
+        if replaced {
+            sync_dir(dir)?;
         }
         Ok(replaced)
     })();
     if !matches!(result, Ok(true)) {
+        // Ralph's own bytes (or a spare's scratch): `replace_if` never
+        // leaves somebody else's file here.
         let _ = fs::remove_file(&temp);
     }
     result
 }
 
-/// `spare`, opened for writing, when the next version of a file in `dir`
-/// can be written into it: a regular file with no other name (not a
-/// symlink, no hard link), on the same file system as `dir`, that nobody
-/// has open (a reader of an old version keeps it).
-fn reusable(spare: &Path, dir: &Path) -> Option<File> {
+fn remove_if_there(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
+/// `spare`, opened for writing, when the next version of `path` can be
+/// written into it: a regular file with no other name (not a symlink, no
+/// hard link, not `path` itself), on the same file system as `path`'s
+/// folder, that nobody has open (a reader of an old version keeps it).
+fn reusable(spare: &Path, path: &Path) -> Option<File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let file = OpenOptions::new()
         .write(true)
@@ -158,7 +140,11 @@ fn reusable(spare: &Path, dir: &Path) -> Option<File> {
         .open(spare)
         .ok()?;
     let meta = file.metadata().ok()?;
-    let ours = meta.is_file() && meta.nlink() == 1 && meta.dev() == fs::metadata(dir).ok()?.dev();
+    let target = fs::metadata(path).ok();
+    let ours = meta.is_file()
+        && meta.nlink() == 1
+        && meta.dev() == fs::metadata(parent_dir(path)).ok()?.dev()
+        && target.is_none_or(|target| target.ino() != meta.ino() || target.dev() != meta.dev());
     (ours && crate::lease::nobody_else_has_open(&file)).then_some(file)
 }
 
@@ -211,6 +197,12 @@ impl Write for WriteBehind {
     }
 }
 
+/// Whether `renameat2` failed only for want of support for its flags here.
+fn unsupported(err: nix::errno::Errno) -> bool {
+    use nix::errno::Errno;
+    matches!(err, Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP)
+}
+
 /// Swaps `temp` and `path` (a rename when there is no `path` yet, or the
 /// file system cannot swap).
 fn exchange(temp: &Path, path: &Path) -> io::Result<()> {
@@ -218,15 +210,16 @@ fn exchange(temp: &Path, path: &Path) -> io::Result<()> {
     use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
     match renameat2(AT_FDCWD, temp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE) {
         Ok(()) => Ok(()),
-        Err(Errno::ENOENT | Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => {
-            fs::rename(temp, path)
-        }
+        Err(err) if err == Errno::ENOENT || unsupported(err) => fs::rename(temp, path),
         Err(err) => Err(err.into()),
     }
 }
 
 /// Moves `temp` over `path` when `path` is still the version `expected`;
 /// the file it replaced may be left at `temp`, for the caller to remove.
+/// Whatever else is left at `temp` is ralph's own: a file of somebody
+/// else's that the swap brought there is put back or aside, even when
+/// that fails halfway.
 fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
     use nix::errno::Errno;
     use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
@@ -234,7 +227,6 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         return Ok(false);
     }
     let ours = Stamp::of(temp)?;
-    let unsupported = |err: Errno| matches!(err, Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP);
     if expected.0.is_none() {
         // There was no file: create it only if nobody did meanwhile.
         return match renameat2(
@@ -255,8 +247,22 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         Err(err) if unsupported(err) => return fs::rename(temp, path).map(|()| true),
         Err(err) => return Err(err.into()),
     }
-    // `temp` now holds the file that was replaced: was it the one read? A
-    // writer that opened it just before the swap (`>>`, an editor writing
+    let checked = check_replaced(temp, path, expected, ours);
+    if checked.is_err() && fs::symlink_metadata(temp).is_ok() {
+        // Whose file `temp` holds is unknown: keep it rather than let the
+        // caller delete it.
+        let _ = fs::rename(temp, displaced(path));
+    }
+    checked
+}
+
+/// After the swap in `replace_if`, `temp` holds the file that was
+/// replaced: was it the one read (`expected`)? If not, someone renamed
+/// theirs over `path` in between: put it back, or aside when ours
+/// (`ours`) is no longer at `path` either.
+fn check_replaced(temp: &Path, path: &Path, expected: Stamp, ours: Stamp) -> io::Result<bool> {
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    // A writer that opened it just before the swap (`>>`, an editor writing
     // in place) may still be writing to it: a file changed in the last
     // moments gets a short grace before the check, unless the kernel says
     // nobody has it open for writing (then every write to it is done).
@@ -267,21 +273,23 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         // The caller removes it (see `write_atomic_checked`).
         return Ok(true);
     }
-    // Someone renamed theirs over `path` in between: put it back (only if
-    // ours is still there; otherwise keep theirs aside rather than drop it).
     if Stamp::of(path)? == ours {
         renameat2(AT_FDCWD, temp, AT_FDCWD, path, RenameFlags::RENAME_EXCHANGE)?;
         fs::remove_file(temp)?;
     } else {
-        // Named `tasks.jsonl.<...>`: git never takes it into a commit.
-        let aside = parent_dir(path).join(format!(
-            "{}.displaced-{}",
-            path.file_name().and_then(|n| n.to_str()).unwrap_or("file"),
-            std::process::id()
-        ));
-        fs::rename(temp, aside)?;
+        fs::rename(temp, displaced(path))?;
     }
     Ok(false)
+}
+
+/// Where a file of somebody else's that ralph had to move is kept: named
+/// `tasks.jsonl.<...>`, so git never takes it into a commit.
+fn displaced(path: &Path) -> std::path::PathBuf {
+    parent_dir(path).join(format!(
+        "{}.displaced-{}",
+        file_name(path),
+        std::process::id()
+    ))
 }
 
 /// What identifies one version of a file: device, inode, size and
@@ -567,6 +575,10 @@ pub fn read_text(path: &Path) -> Result<String, TextError> {
             })
         }
     }
+}
+
+fn file_name(path: &Path) -> &str {
+    path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
 }
 
 fn parent_dir(path: &Path) -> &Path {

@@ -149,6 +149,7 @@ impl Store {
             let write = |out: &mut dyn std::io::Write| {
                 queue.tasks.write_to(out)?;
                 free_in_background(queue);
+                crate::fault::crash_at("mid_queue_write");
                 Ok(())
             };
             let spare = self.root.join(SPARE_FILE);
