@@ -31,12 +31,20 @@ pub fn nobody_else_has_open(file: &File) -> bool {
 fn lease_granted(file: &File, kind: libc::c_int) -> bool {
     // Another process opening the file while the lease is held (a few
     // microseconds) makes the kernel send SIGIO, whose default action ends
-    // the process: ralph has no use for it.
-    static IGNORE_SIGIO: Once = Once::new();
-    IGNORE_SIGIO.call_once(|| {
-        use nix::sys::signal::{SigHandler, Signal, signal};
-        // SAFETY: SIG_IGN runs no code in the handler.
-        let _ = unsafe { signal(Signal::SIGIO, SigHandler::SigIgn) };
+    // the process: ralph catches it and does nothing. A handler, unlike an
+    // ignored signal, is reset by `exec`, so the agents ralph starts get
+    // SIGIO's default as usual.
+    static CATCH_SIGIO: Once = Once::new();
+    CATCH_SIGIO.call_once(|| {
+        use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+        extern "C" fn nothing(_: libc::c_int) {}
+        let action = SigAction::new(
+            SigHandler::Handler(nothing),
+            SaFlags::SA_RESTART,
+            SigSet::empty(),
+        );
+        // SAFETY: the handler does nothing, so it is async-signal-safe.
+        let _ = unsafe { sigaction(Signal::SIGIO, &action) };
     });
     let fd = file.as_raw_fd();
     // SAFETY: plain fcntl calls on a descriptor the caller owns.
@@ -71,6 +79,26 @@ mod tests {
         let _reader = File::open(&path).unwrap();
         assert!(nobody_writing(&path));
         assert!(!nobody_writing(&dir.path().join("missing")));
+    }
+
+    #[test]
+    fn programs_started_afterwards_get_sigio_as_usual() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("tasks.jsonl");
+        std::fs::write(&path, "{}\n").unwrap();
+        assert!(nobody_writing(&path));
+        let status = std::process::Command::new("cat")
+            .arg("/proc/self/status")
+            .output()
+            .unwrap();
+        let status = String::from_utf8(status.stdout).unwrap();
+        let ignored = status
+            .lines()
+            .find_map(|line| line.strip_prefix("SigIgn:"))
+            .map(|mask| u64::from_str_radix(mask.trim(), 16).unwrap())
+            .unwrap();
+        let sigio = 1u64 << (libc::SIGIO - 1);
+        assert_eq!(ignored & sigio, 0, "SIGIO ignored in a child: {ignored:#x}");
     }
 
     #[test]
