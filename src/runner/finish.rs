@@ -20,6 +20,13 @@ impl Engine<'_> {
         let Some(task) = task.cloned() else {
             return Ok(());
         };
+        // A crash after the archive below finds the task here and lands it
+        // (`recover_archived_task`), also when it was completed by hand,
+        // outside an iteration of its own.
+        if self.state.current_task.as_deref() != Some(id.as_str()) {
+            self.state.current_task = Some(id.to_string());
+            self.save_state()?;
+        }
         let Some(branch) = self.task_branch(id, &task.title)? else {
             // Completed without ever being worked on (marked by hand).
             let changes = self.archive(id, None)?;

@@ -138,6 +138,45 @@ fn a_crash_at_every_named_point_loses_nothing() {
     }
 }
 
+#[test]
+fn a_crash_after_archiving_a_task_completed_by_hand_still_lands_its_work() {
+    // A is finished outside any iteration: its branch holds the work and
+    // a person marks it complete.
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"do x","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("exit 0");
+    project.git(&["checkout", "-q", "-b", "task/A-do-x"]);
+    std::fs::write(project.path().join("x.txt"), "x\n").unwrap();
+    project.git(&["add", "x.txt"]);
+    project.git(&["commit", "-q", "-m", "x by hand"]);
+    project.git(&["checkout", "-q", "main"]);
+    project.ralph(&["task", "complete", "A"]).success();
+    let crashed = project
+        .run_command(&[])
+        .env("RALPH_FAULT", "after_archive")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "ralph should have aborted");
+    assert!(project.read("tasks-done.jsonl").contains(r#""id":"A""#));
+    let again = project.run(&[]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert!(
+        again
+            .stderr
+            .contains("A: archived before ralph stopped; finishing its merge"),
+        "{again:#?}"
+    );
+    let files = project.git(&["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.lines().any(|f| f == "x.txt"),
+        "x.txt missing on main: {files}"
+    );
+    let log = project.git(&["log", "main", "--format=%B"]);
+    assert_eq!(log.matches("Completes: A").count(), 1, "{log}");
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+}
+
 fn finish_run(project: &TestProject) -> crate::support::Run {
     let mut command = project.run_command(&[]);
     command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
