@@ -345,9 +345,14 @@ impl Repo {
             .doing(&format!("read the tip of {branch}"))
     }
 
-    /// Whether ralph owns `path`: a queue file or a runtime file.
-    fn is_own(&self, path: &str) -> bool {
-        self.is_queue_file(path) || self.is_runtime_file(path)
+    /// Whether ralph owns `path`, whose `git status` is `status`: a queue
+    /// file always; a runtime file or a queue temp only while it is not in
+    /// HEAD (untracked, or staged as new by an agent's `git add -A`): a
+    /// tracked one is the project's, and a checkout would overwrite it.
+    fn is_own(&self, path: &str, status: git2::Status) -> bool {
+        let not_in_head = status.intersects(git2::Status::WT_NEW | git2::Status::INDEX_NEW);
+        self.is_queue_file(path)
+            || (not_in_head && (self.is_queue_temp(path) || self.is_runtime_file(path)))
     }
 
     fn is_runtime_file(&self, path: &str) -> bool {
@@ -357,17 +362,21 @@ impl Repo {
         })
     }
 
-    /// A queue file, or a temp file a queue write renames over it: ralph's
-    /// own `.tasks.jsonl.<pid>.tmp`, or a person's `tasks.jsonl.<anything>`
-    /// (as in `jq ... tasks.jsonl > tasks.jsonl.tmp && mv ...`). None of
-    /// them is the agent's work, so none is committed.
+    /// `tasks.jsonl` or `tasks-done.jsonl` (in the project's folder): never
+    /// the agent's work, never written by a checkout.
     fn is_queue_file(&self, path: &str) -> bool {
+        self.queue.iter().any(|file| file.rel == path)
+    }
+
+    /// A temp file a queue write renames over a queue file: ralph's own
+    /// `.tasks.jsonl.<pid>.tmp`, or a person's `tasks.jsonl.<anything>` (as
+    /// in `jq ... tasks.jsonl > tasks.jsonl.tmp && mv ...`).
+    fn is_queue_temp(&self, path: &str) -> bool {
         let (path_dir, path_name) = path.rsplit_once('/').unwrap_or(("", path));
         self.queue.iter().any(|file| {
             let (dir, name) = file.rel.rsplit_once('/').unwrap_or(("", file.rel.as_str()));
             dir == path_dir
-                && (path_name == name
-                    || crate::files::temp_owner(path_name, name).is_some()
+                && (crate::files::temp_owner(path_name, name).is_some()
                     || path_name
                         .strip_prefix(name)
                         .is_some_and(|rest| rest.starts_with('.')))

@@ -59,11 +59,7 @@ impl Repo {
             .filter(|entry| !entry.status().is_ignored())
             .filter_map(|entry| {
                 let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
-                // Runtime files are ralph's only while untracked: a tracked
-                // one would be overwritten by a checkout.
-                let own = self.is_queue_file(&path)
-                    || (entry.status() == Status::WT_NEW && self.is_runtime_file(&path));
-                (!own).then_some(path)
+                (!self.is_own(&path, entry.status())).then_some(path)
             })
             .collect();
         paths.dedup();
@@ -195,7 +191,7 @@ impl Repo {
         for entry in statuses.iter() {
             let status = entry.status();
             let path = String::from_utf8_lossy(entry.path_bytes());
-            let own = self.is_own(&path);
+            let own = self.is_own(&path, status);
             if status.intersects(index) {
                 if own {
                     own_staged.push(path.to_string());

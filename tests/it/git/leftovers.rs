@@ -49,6 +49,34 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
 }
 
 #[test]
+fn tracked_files_named_like_queue_temps_or_runtime_files_are_the_projects() {
+    let repo = project();
+    repo.write("tasks.jsonl.example", "{\"id\":\"EX\"}\n");
+    repo.write(".stop", "committed on purpose\n");
+    repo.git(&["add", "tasks.jsonl.example", ".stop"]);
+    repo.git(&["commit", "-q", "-m", "example files"]);
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("tasks.jsonl.example", "{\"id\":\"EX2\"}\n");
+    repo.write(".stop", "changed\n");
+    assert_eq!(
+        git.uncommitted_changes().unwrap(),
+        [".stop", "tasks.jsonl.example"]
+    );
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert!(leftovers.wip_commit.is_some());
+    assert_eq!(
+        repo.git(&["show", "--name-status", "--format=", "HEAD"]),
+        "M\t.stop\nM\ttasks.jsonl.example"
+    );
+    assert!(git.uncommitted_changes().unwrap().is_empty());
+    // Back on the base, the base's versions are on disk.
+    git.checkout_base().unwrap();
+    assert_eq!(repo.read("tasks.jsonl.example"), "{\"id\":\"EX\"}\n");
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
 fn leftovers_commit_deletions() {
     let repo = project();
     let git = open(&repo);
