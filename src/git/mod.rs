@@ -140,7 +140,7 @@ pub struct Repo {
     runtime: Vec<String>,
     /// What changed in the working tree since the last leftovers scan,
     /// once [`Repo::watch_changes`] started watching.
-    watch: std::cell::RefCell<Option<watch::Watch>>,
+    watch: std::cell::RefCell<Option<worktree::Watching>>,
 }
 
 impl Repo {

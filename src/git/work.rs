@@ -2,11 +2,14 @@
 //! commits after an iteration, and getting back to the branch when the
 //! agent left it.
 
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
 use git2::{Delta, DiffOptions, Sort};
 
 use super::error::{Context, Error, Result};
 use super::worktree::Uncommitted;
-use super::{BranchCommit, Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX, git2_path};
+use super::{BranchCommit, Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
 use crate::task::TaskId;
 
 /// What [`Repo::commit_leftovers`] found and did after an iteration.
@@ -234,14 +237,11 @@ impl Repo {
             return Ok((None, Clean::new()));
         }
         for (path, deleted) in paths {
+            let path = Path::new(std::ffi::OsStr::from_bytes(&path));
             if deleted {
-                index
-                    .remove_path(git2_path(&path))
-                    .doing("stage deleted files")?;
+                index.remove_path(path).doing("stage deleted files")?;
             } else {
-                index
-                    .add_path(git2_path(&path))
-                    .doing("stage the leftovers")?;
+                index.add_path(path).doing("stage the leftovers")?;
             }
         }
         // The agent may have staged a queue file itself (unstaged above);

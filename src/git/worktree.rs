@@ -23,13 +23,22 @@ type Version = (Oid, i32);
 /// What a leftovers commit has to take (see [`Repo::uncommitted_paths`]).
 pub(super) struct Uncommitted {
     /// Changed files of the working tree, as (path, deleted), ralph's own
-    /// files left out.
-    pub paths: Vec<(String, bool)>,
+    /// files left out. Bytes, as git keeps them: a name need not be UTF-8.
+    pub paths: Vec<(Vec<u8>, bool)>,
     /// Whether the index holds staged changes, apart from ralph's own files.
     pub staged: bool,
     /// Ralph's own files that are staged (an agent's `git add -A` takes a
     /// queue temp file or `.ralph/` along): a commit unstages them.
     pub own_staged: Vec<String>,
+}
+
+/// The watch of the working tree, and HEAD's tree when it last settled: a
+/// HEAD that moved since (`git reset HEAD~1` moves the index along and
+/// writes no file) may differ from the files on disk in paths the watch
+/// never saw written.
+pub(super) struct Watching {
+    changes: watch::Watch,
+    head_tree: Option<Oid>,
 }
 
 /// What a scan of the working tree that found nothing uncommitted (apart
@@ -110,8 +119,17 @@ impl Repo {
     pub fn watch_changes(&self) -> Result<()> {
         let index = self.git.index().doing("read the index")?;
         let watch = watch::Watch::start(self.workdir(), &|rel| self.unwatched(&index, rel));
-        *self.watch.borrow_mut() = watch;
+        *self.watch.borrow_mut() = watch.map(|changes| Watching {
+            changes,
+            head_tree: self.head_tree_id(),
+        });
         Ok(())
+    }
+
+    /// HEAD's tree, if it has one (an unborn branch has none).
+    fn head_tree_id(&self) -> Option<Oid> {
+        let tree = self.git.head().and_then(|head| head.peel_to_tree());
+        tree.ok().map(|tree| tree.id())
     }
 
     /// Whether the folder `rel` need not be watched: ignored, and holding
@@ -129,15 +147,18 @@ impl Repo {
     /// The paths changed since the last settled leftovers scan, when the
     /// watch can vouch for them: no watch, a lost one, or an index that
     /// differs from HEAD (`git rm --cached`, `git reset --soft` touch no
-    /// file of the tree) mean a full scan.
+    /// file of the tree) mean a full scan. When HEAD moved, the paths its
+    /// tree changed are looked at too.
     fn watched_changes(&self) -> Result<Option<Vec<Vec<u8>>>> {
         let mut watch = self.watch.borrow_mut();
-        let Some(watch) = watch.as_mut() else {
+        let Some(watching) = watch.as_mut() else {
             return Ok(None);
         };
         let mut index = self.git.index().doing("read the index")?;
         index.read(false).doing("read the index")?;
-        let Some(paths) = watch.pending(self.workdir(), &|rel| self.unwatched(&index, rel)) else {
+        let pending =
+            (watching.changes).pending(self.workdir(), &|rel| self.unwatched(&index, rel));
+        let Some(mut paths) = pending else {
             return Ok(None);
         };
         if index.has_conflicts() {
@@ -149,13 +170,27 @@ impl Repo {
             .and_then(|head| head.peel_to_tree())
             .doing("read HEAD's tree")?;
         let index_tree = index.write_tree().doing("compare the index with HEAD")?;
-        Ok((index_tree == head_tree.id()).then_some(paths))
+        if index_tree != head_tree.id() {
+            return Ok(None);
+        }
+        match watching.head_tree {
+            Some(settled) if settled == head_tree.id() => {}
+            Some(settled) => {
+                let settled = self.git.find_tree(settled).doing("read the settled tree")?;
+                paths.extend(self.changed_paths(&settled, &head_tree)?);
+                paths.sort();
+                paths.dedup();
+            }
+            None => return Ok(None),
+        }
+        Ok(Some(paths))
     }
 
     /// A leftovers scan left the tree clean: the watch starts afresh.
     pub(super) fn settle_watch(&self) {
-        if let Some(watch) = self.watch.borrow_mut().as_mut() {
-            watch.settled();
+        if let Some(watching) = self.watch.borrow_mut().as_mut() {
+            watching.changes.settled();
+            watching.head_tree = self.head_tree_id();
         }
     }
 
@@ -200,7 +235,8 @@ impl Repo {
                 }
             }
             if status.intersects(worktree) && !own {
-                paths.push((path.into_owned(), status.contains(Status::WT_DELETED)));
+                let deleted = status.contains(Status::WT_DELETED);
+                paths.push((entry.path_bytes().to_vec(), deleted));
             }
         }
         Ok(Uncommitted {

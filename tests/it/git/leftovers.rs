@@ -77,6 +77,23 @@ fn tracked_files_named_like_queue_temps_or_runtime_files_are_the_projects() {
 }
 
 #[test]
+fn a_leftover_whose_name_is_not_utf8_is_committed() {
+    use std::os::unix::ffi::OsStrExt;
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(repo.path().join(name), "latin-1 name\n").unwrap();
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert!(leftovers.wip_commit.is_some());
+    assert_eq!(
+        repo.git(&["show", "--name-status", "--format=", "HEAD"]),
+        "A\t\"caf\\351.txt\""
+    );
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
 fn leftovers_commit_deletions() {
     let repo = project();
     let git = open(&repo);
@@ -212,6 +229,25 @@ fn watched() -> (GitRepo, Repo) {
 
 fn wip_files(repo: &GitRepo) -> String {
     repo.git(&["show", "--name-status", "--format=", "HEAD"])
+}
+
+#[test]
+fn a_watched_tree_sees_a_head_moved_with_its_index() {
+    let (repo, git) = watched();
+    repo.write("src/a/new.txt", "new\n");
+    assert!(
+        git.commit_leftovers(BRANCH, &id("A"), 1)
+            .unwrap()
+            .wip_commit
+            .is_some()
+    );
+    // The agent undoes that commit: HEAD and the index move back, no file
+    // is written, and new.txt is untracked again.
+    repo.git(&["reset", "-q", "HEAD~1"]);
+    let leftovers = git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    assert!(leftovers.wip_commit.is_some(), "new.txt left uncommitted");
+    assert_eq!(wip_files(&repo), "A\tsrc/a/new.txt");
+    assert!(git.uncommitted_changes().unwrap().is_empty());
 }
 
 #[test]
