@@ -1,6 +1,6 @@
 //! Making a new repository with its first commit (`ralph demo`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::{IndexAddOption, Repository, RepositoryInitOptions};
 
@@ -30,19 +30,26 @@ pub fn init_with_commit(dir: &Path, branch: &str, message: &str) -> Result<Commi
 
 impl super::Repo {
     /// Removes the lock files a git process left when it died holding them
-    /// (a ralph killed with -9 mid-commit or mid-ref-update): `index.lock`,
-    /// `HEAD.lock`, `packed-refs.lock` and any `*.lock` under `refs/`. A
-    /// live holder finishes within the second waited first. Returns the
-    /// removed files, relative to the git folder.
-    pub fn clear_stale_locks(&self) -> Result<Vec<String>> {
-        let git_dir = self.git.path();
+    /// (a ralph killed with -9 mid-commit or mid-ref-update): `index.lock`
+    /// and `HEAD.lock` of this working tree, `packed-refs.lock` and any
+    /// `*.lock` under `refs/` of the repository (the main one's, for a
+    /// linked worktree). A live holder finishes within the second waited
+    /// first; none is removed while a git process works in the repository
+    /// (a person's `git commit` holds `index.lock` while its editor is
+    /// open). Returns the removed files, relative to the working tree where
+    /// they are inside it.
+    pub fn clear_stale_locks(&self) -> Result<Vec<PathBuf>> {
+        let (git_dir, common_dir) = (self.git.path(), self.git.commondir());
         let mut locks = Vec::new();
         for _ in 0..10 {
-            locks = lock_files(git_dir);
+            locks = lock_files(git_dir, common_dir);
             if locks.is_empty() {
                 return Ok(Vec::new());
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        if git_at_work_in(&[self.workdir(), git_dir, common_dir]) {
+            return Ok(Vec::new());
         }
         let mut removed = Vec::new();
         for lock in locks {
@@ -51,8 +58,10 @@ impl super::Repo {
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(err) => return Err(super::error::io_error(&lock)(err)),
             }
-            let name = lock.strip_prefix(git_dir).unwrap_or(&lock);
-            removed.push(name.to_string_lossy().into_owned());
+            removed.push(match lock.strip_prefix(self.workdir()) {
+                Ok(inside) => inside.to_owned(),
+                Err(_) => lock,
+            });
         }
         Ok(removed)
     }
@@ -99,15 +108,19 @@ impl super::Repo {
     }
 }
 
-/// The lock files in the git folder `git_dir` that git and libgit2 take to
-/// change the index or a ref.
-fn lock_files(git_dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut found: Vec<std::path::PathBuf> = ["index.lock", "HEAD.lock", "packed-refs.lock"]
-        .iter()
-        .map(|name| git_dir.join(name))
-        .filter(|path| path.exists())
-        .collect();
-    let mut folders = vec![git_dir.join("refs")];
+/// The lock files git and libgit2 take to change the index or HEAD (in
+/// the working tree's git folder `git_dir`) or a ref (in `common_dir`, the
+/// repository's shared folder: the same one but in a linked worktree).
+fn lock_files(git_dir: &Path, common_dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = [
+        git_dir.join("index.lock"),
+        git_dir.join("HEAD.lock"),
+        common_dir.join("packed-refs.lock"),
+    ]
+    .into_iter()
+    .filter(|path| path.exists())
+    .collect();
+    let mut folders = vec![common_dir.join("refs")];
     while let Some(folder) = folders.pop() {
         let Ok(entries) = std::fs::read_dir(&folder) else {
             continue;
@@ -123,4 +136,22 @@ fn lock_files(git_dir: &Path) -> Vec<std::path::PathBuf> {
     }
     found.sort();
     found
+}
+
+/// Whether a running `git` process has its working folder in one of
+/// `places` (Linux's `/proc`; elsewhere, never).
+fn git_at_work_in(places: &[&Path]) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let places: Vec<PathBuf> = places
+        .iter()
+        .filter_map(|place| place.canonicalize().ok())
+        .collect();
+    entries.flatten().any(|entry| {
+        let dir = entry.path();
+        std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| comm.trim_end() == "git")
+            && std::fs::read_link(dir.join("cwd"))
+                .is_ok_and(|cwd| places.iter().any(|place| cwd.starts_with(place)))
+    })
 }

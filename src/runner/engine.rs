@@ -121,7 +121,8 @@ impl<'a> Engine<'a> {
         }
         for lock in repo.clear_stale_locks()? {
             ui.line(&format!(
-                "removed a stale .git/{lock} (a git process died holding it)"
+                "removed a stale {} (a git process died holding it)",
+                lock.display()
             ));
         }
         // A run killed mid-iteration leaves the agent's work uncommitted on

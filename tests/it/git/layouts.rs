@@ -68,3 +68,64 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
     assert_eq!(current_branch(&repo), "master");
     assert!(repo.status().is_empty());
 }
+
+#[test]
+fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
+    let repo = GitRepo::new();
+    repo.write("README.md", "hi\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "first"]);
+    let wt = repo.sibling("wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        wt.to_str().unwrap(),
+    ]);
+    let common = repo.path().join(".git");
+    let own = common.join("worktrees/wt");
+    std::fs::write(own.join("index.lock"), "").unwrap();
+    std::fs::write(common.join("refs/heads/feature.lock"), "").unwrap();
+    let git = Repo::open(&wt, &Options::default()).unwrap();
+    let removed = git.clear_stale_locks().unwrap();
+    assert_eq!(
+        removed,
+        [
+            common.join("refs/heads/feature.lock"),
+            own.join("index.lock")
+        ]
+    );
+    assert!(!own.join("index.lock").exists());
+    assert!(!common.join("refs/heads/feature.lock").exists());
+}
+
+#[test]
+fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
+    let repo = GitRepo::new();
+    repo.write("README.md", "hi\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "first"]);
+    std::fs::write(repo.path().join(".git/index.lock"), "").unwrap();
+    // A git process at work here (as a person's `git commit` waiting for
+    // its editor): this one waits for its input.
+    let mut live = std::process::Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .current_dir(repo.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let git = Repo::open(repo.path(), &Options::default()).unwrap();
+    let removed = git.clear_stale_locks();
+    drop(live.stdin.take());
+    live.wait().unwrap();
+    assert!(removed.unwrap().is_empty());
+    assert!(repo.path().join(".git/index.lock").exists());
+    // Once it is gone, the lock is stale.
+    assert_eq!(
+        git.clear_stale_locks().unwrap(),
+        [std::path::PathBuf::from(".git/index.lock")]
+    );
+}
