@@ -172,17 +172,46 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Whether a libgit2 error comes from a file changing or vanishing while
 /// it was read (a person's edit next to ralph's scan): worth trying again.
+/// Other file errors (no permission, a full disk) are not.
 pub(super) fn is_transient(err: &git2::Error) -> bool {
-    matches!(
+    let file = matches!(
         err.class(),
         git2::ErrorClass::Os | git2::ErrorClass::Filesystem
-    ) || err.message().contains("changed before we could read it")
-        || err.message().contains("error reading file for hashing")
+    );
+    file && (err.code() == git2::ErrorCode::NotFound
+        || err.message().contains("changed before we could read it")
+        || err.message().contains("error reading file for hashing"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_file_that_changed_or_vanished_is_worth_another_try() {
+        use git2::{ErrorClass, ErrorCode};
+        let error = |code, class, message| git2::Error::new(code, class, message);
+        assert!(is_transient(&error(
+            ErrorCode::NotFound,
+            ErrorClass::Os,
+            "could not find 'a.txt' to stat"
+        )));
+        assert!(is_transient(&error(
+            ErrorCode::GenericError,
+            ErrorClass::Filesystem,
+            "file changed before we could read it"
+        )));
+        assert!(!is_transient(&error(
+            ErrorCode::GenericError,
+            ErrorClass::Os,
+            "failed to open 'a.txt': Permission denied"
+        )));
+        assert!(!is_transient(&error(
+            ErrorCode::NotFound,
+            ErrorClass::Reference,
+            "reference 'refs/heads/x' not found"
+        )));
+    }
 
     #[test]
     fn a_long_dirty_list_names_ten_paths_and_counts_the_rest() {
