@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::files;
-use crate::redact::redact;
+use crate::redact::redact_json;
 
 /// Path of the event log, relative to the project root.
 pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
@@ -61,9 +61,9 @@ impl EventLog {
         if !ends_with_newline(&self.path)? {
             line.push('\n');
         }
-        line.push_str(&redact(
-            &serde_json::to_string(event).expect("events serialize"),
-        ));
+        let mut value = serde_json::to_value(event).expect("events serialize");
+        redact_json(&mut value);
+        line.push_str(&value.to_string());
         line.push('\n');
         if crate::fault::armed("mid_event_append") {
             // Half a line reaches the disk, then the process dies.

@@ -81,14 +81,38 @@ impl Redactor {
             Cow::Owned(masked) => Cow::Owned(masked),
         }
     }
+
+    /// Masks secrets in every string of `value` (keys are ralph's own).
+    pub fn redact_json(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(masked) = self.redact(text) {
+                    *text = masked;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_json(item)),
+            Value::Object(fields) => fields.values_mut().for_each(|item| self.redact_json(item)),
+            _ => {}
+        }
+    }
 }
 
 /// Redacts `text` with the secrets of ralph's own environment, read once.
 pub fn redact(text: &str) -> Cow<'_, str> {
+    redactor().redact(text)
+}
+
+/// [`redact`] for every string of a JSON value, before it is serialized:
+/// a secret with a quote or a backslash no longer reads the same once
+/// escaped in JSON text.
+pub fn redact_json(value: &mut serde_json::Value) {
+    redactor().redact_json(value);
+}
+
+fn redactor() -> &'static Redactor {
     static REDACTOR: OnceLock<Redactor> = OnceLock::new();
-    REDACTOR
-        .get_or_init(|| Redactor::new(std::env::vars()))
-        .redact(text)
+    REDACTOR.get_or_init(|| Redactor::new(std::env::vars()))
 }
 
 #[cfg(test)]
@@ -135,5 +159,20 @@ mod tests {
             "a [redacted] b [redacted] c [redacted] d Authorization: [redacted]"
         );
         assert!(matches!(redactor.redact("nothing here"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn masks_secrets_that_json_escapes() {
+        let secret = r#"pa"ss\word-1234"#;
+        let redactor = Redactor::new([("DB_PASSWORD".to_owned(), secret.to_owned())]);
+        let mut value = serde_json::json!({
+            "detail": format!("login with {secret} failed"),
+            "extra": {"argv": ["--password", secret]},
+        });
+        redactor.redact_json(&mut value);
+        let text = value.to_string();
+        assert!(!text.contains("word-1234"), "{text}");
+        assert_eq!(value["detail"], "login with [redacted] failed");
+        assert_eq!(value["extra"]["argv"][1], MASK);
     }
 }
