@@ -244,12 +244,7 @@ pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
         });
     if let Some((class, summary)) = failure {
         let failures = seen.failures_before + 1;
-        let block = (failures >= budgets.max_consecutive_failures).then(|| {
-            format!(
-                "failed {failures} iteration{} in a row (last: {class}: {summary})",
-                if failures == 1 { "" } else { "s" }
-            )
-        });
+        let block = block_reason(failures, &class, &summary, budgets);
         return Verdict::Failed {
             class,
             summary,
@@ -277,6 +272,23 @@ pub fn backoff(base: Duration, failures: u64) -> Duration {
     let doublings = failures.saturating_sub(1).min(16) as u32;
     base.saturating_mul(2u32.saturating_pow(doublings))
         .min(base.saturating_mul(10))
+}
+
+/// Why a task that failed `failures` times in a row is blocked, once that
+/// reaches the budget: after its agent's iterations or after a failure
+/// finishing it (verification, a merge conflict), which counts the same.
+pub(super) fn block_reason(
+    failures: u64,
+    class: &str,
+    summary: &str,
+    budgets: &Budgets,
+) -> Option<String> {
+    (failures >= budgets.max_consecutive_failures).then(|| {
+        format!(
+            "failed {failures} iteration{} in a row (last: {class}: {summary})",
+            if failures == 1 { "" } else { "s" }
+        )
+    })
 }
 
 #[cfg(test)]

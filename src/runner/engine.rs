@@ -219,15 +219,13 @@ impl<'a> Engine<'a> {
                 verify_run,
             );
         }
-        let status = if verify_run.iter().any(|c| !c.passed) {
-            RunStatus::Blocked
+        let (status, reason) = if verify_run.iter().any(|c| !c.passed) {
+            (
+                RunStatus::Blocked,
+                "the queue drained but a verify.run command failed".to_owned(),
+            )
         } else {
-            status
-        };
-        let reason = if verify_run.iter().any(|c| !c.passed) {
-            "the queue drained but a verify.run command failed".to_owned()
-        } else {
-            reason
+            (status, reason)
         };
         self.finish(status, &reason, verify_run)
     }

@@ -125,7 +125,7 @@ impl Engine<'_> {
                     &format!("{id}: verify failed: {command}: {}", result.status),
                 );
                 let summary = format!(
-                    "the verification command `{command}` failed ({}); the task is active again",
+                    "the verification command `{command}` failed ({})",
                     result.status
                 );
                 self.task_failed(id, "verify_failed", &summary, &result.output_tail)?;
@@ -316,11 +316,8 @@ impl Engine<'_> {
         let failures = entry.consecutive_failures;
         self.save_state()?;
         self.record(Some(id), "finish", class, summary, Map::new())?;
-        if failures >= self.budgets.max_consecutive_failures {
-            return self.block(
-                id,
-                &format!("failed {failures} times in a row (last: {class}: {summary})"),
-            );
+        if let Some(reason) = super::decide::block_reason(failures, class, summary, &self.budgets) {
+            return self.block(id, &reason);
         }
         self.store.apply(
             &Patch::SetStatus {

@@ -445,6 +445,48 @@ fn a_failed_verification_is_evidence_for_the_debugger() {
 }
 
 #[test]
+fn a_task_that_fails_verification_at_the_limit_is_blocked_with_the_reason() {
+    let project = TestProject::new()
+        .file("config/ralph.yaml", "verify:\n  task:\n    - \"exit 3\"\n")
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let mut command = project.run_command(&[]);
+    command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "failed 1 iteration in a row (last: verify_failed: the verification command `exit 3` failed (exit code 3))"
+    );
+    assert!(
+        run.stderr.contains("A: verify failed: exit 3: exit code 3"),
+        "{run:#?}"
+    );
+}
+
+#[test]
+fn a_failed_verify_run_after_the_queue_drained_fails_the_run() {
+    let project = TestProject::new()
+        .file("config/ralph.yaml", "verify:\n  run:\n    - \"exit 4\"\n")
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let result = result(&project);
+    assert_eq!(result["status"], "blocked");
+    assert_eq!(
+        result["reason"],
+        "the queue drained but a verify.run command failed"
+    );
+    assert_eq!(result["verify_run"][0]["passed"], false, "{result}");
+    assert_eq!(project.read("tasks.jsonl"), "", "A was merged first");
+}
+
+#[test]
 fn a_split_task_is_merged_and_the_loop_goes_on_with_its_children() {
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"big job","status":"pending","leaf":true}"#)
