@@ -1,14 +1,11 @@
 //! Ending a task's stay on its branch: verify and squash-merge a finished
 //! task, merge a split one, block one, and recover a merge a crash cut short.
 
-use std::sync::atomic::Ordering;
-
 use serde_json::{Map, Value};
 
 use super::RunError;
 use super::engine::{Engine, now};
 use super::result::TaskOutcome;
-use super::verify;
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
@@ -94,27 +91,9 @@ impl Engine<'_> {
     /// command failed, or a signal stopped it).
     fn verify_task(&mut self, id: &TaskId) -> Result<bool, Error> {
         for command in &self.options.settings.verify.task {
-            let result = verify::run(
-                command,
-                &self.root,
-                self.options.settings.agent.timeout,
-                self.interrupted,
-            )?;
+            let (result, interrupted) = self.check(Some(id), "verify", "verify_failed", command)?;
             // A signal that stops the check is not the task's failure: the
             // task stays complete and the next run verifies it again.
-            let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
-            let status = match (result.passed, interrupted) {
-                (true, _) => "ok",
-                (false, true) => "interrupted",
-                (false, false) => "verify_failed",
-            };
-            self.record(
-                Some(id),
-                "verify",
-                status,
-                &format!("{command}: {}", result.status),
-                Map::new(),
-            )?;
             if interrupted {
                 self.save_state()?;
                 return Ok(false);

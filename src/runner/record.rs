@@ -2,6 +2,7 @@
 //! the result.
 
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 
@@ -20,22 +21,37 @@ impl Engine<'_> {
             self.clean = None;
         }
         for command in &self.options.settings.verify.run {
-            let result = verify::run(
-                command,
-                &self.root,
-                self.options.settings.agent.timeout,
-                self.interrupted,
-            )?;
-            self.record(
-                None,
-                "verify_run",
-                if result.passed { "ok" } else { "failed" },
-                &format!("{command}: {}", result.status),
-                Map::new(),
-            )?;
+            let (result, _) = self.check(None, "verify_run", "failed", command)?;
             results.push(result);
         }
         Ok(results)
+    }
+
+    /// Runs the `verify` command `command` in the project and records how
+    /// it went as event `phase`: `ok`, `interrupted` (a signal stopped it)
+    /// or `failed`. Also says whether it was interrupted.
+    pub(super) fn check(
+        &mut self,
+        task: Option<&TaskId>,
+        phase: &str,
+        failed: &str,
+        command: &str,
+    ) -> Result<(CommandResult, bool), Error> {
+        let result = verify::run(
+            command,
+            &self.root,
+            self.options.settings.agent.timeout,
+            self.interrupted,
+        )?;
+        let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
+        let status = match (result.passed, interrupted) {
+            (true, _) => "ok",
+            (false, true) => "interrupted",
+            (false, false) => failed,
+        };
+        let detail = format!("{command}: {}", result.status);
+        self.record(task, phase, status, &detail, Map::new())?;
+        Ok((result, interrupted))
     }
 
     pub(super) fn finish(
