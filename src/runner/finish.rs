@@ -268,10 +268,8 @@ impl Engine<'_> {
         );
         self.ui.log(&now(), &format!("{id} {detail}"));
         self.record(Some(id), "split", "ok", &detail, Map::new())?;
-        self.outcome(id, "split", commit, &detail);
         self.state.tasks.remove(id.as_str());
-        self.state.current_task = None;
-        self.save_state()
+        self.task_ended(id, "split", commit, &detail)
     }
 
     /// A failure outside the agent (verification, conflict): evidence for
@@ -323,9 +321,7 @@ impl Engine<'_> {
             .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
         self.ui.log(&now(), &format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
-        self.outcome(id, "blocked", None, reason);
-        self.state.current_task = None;
-        self.save_state()
+        self.task_ended(id, "blocked", None, reason)
     }
 
     pub(super) fn merged_task(
@@ -346,25 +342,27 @@ impl Engine<'_> {
             ),
         );
         self.record(Some(id), "merge", "ok", detail, Map::new())?;
-        self.outcome(id, "merged", commit, detail);
         self.state.tasks.remove(id.as_str());
-        self.state.current_task = None;
-        self.save_state()
+        self.task_ended(id, "merged", commit, detail)
     }
 
-    pub(super) fn outcome(
+    /// The task is done with for this run: its outcome goes into the
+    /// result, and the state no longer has a current task.
+    pub(super) fn task_ended(
         &mut self,
         id: &TaskId,
         outcome: &str,
         commit: Option<String>,
         detail: &str,
-    ) {
+    ) -> Result<(), Error> {
         self.outcomes.push(TaskOutcome {
             task: id.to_string(),
             outcome: outcome.to_owned(),
             commit,
             detail: detail.to_owned(),
         });
+        self.state.current_task = None;
+        self.save_state()
     }
 }
 

@@ -478,22 +478,18 @@ impl Engine<'_> {
             Verdict::Blocked => {
                 self.repo
                     .commit_queue_files(&format!("ralph: {id} blocked"))?;
-                self.outcome(id, "blocked", None, "the agent marked the task blocked");
-                self.state.current_task = None;
-                self.save_state()?;
+                self.task_ended(id, "blocked", None, "the agent marked the task blocked")?;
             }
             Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
             Verdict::Vanished => {
                 self.repo.checkout_base()?;
-                self.outcome(
+                self.state.tasks.remove(id.as_str());
+                self.task_ended(
                     id,
                     "vanished",
                     None,
                     "the task is in neither tasks.jsonl nor tasks-done.jsonl; its branch is kept",
-                );
-                self.state.tasks.remove(id.as_str());
-                self.state.current_task = None;
-                self.save_state()?;
+                )?;
             }
             _ => {}
         }
