@@ -309,8 +309,9 @@ pub(super) fn supervise(
     let started = Instant::now();
     let group = Pid::from_raw(child.id() as i32);
     if let Some(path) = group_file {
-        // A ralph killed with -9 leaves this behind; the next run stops the group.
-        let _ = crate::files::write_atomic(path, child.id().to_string().as_bytes());
+        // A ralph killed with -9 leaves this behind; the next run stops the
+        // group. No fsync: a power cut ends the group too.
+        let _ = std::fs::write(path, child.id().to_string());
     }
     if crate::fault::armed("mid_agent") {
         std::thread::sleep(Duration::from_millis(200));
