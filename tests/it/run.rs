@@ -369,7 +369,9 @@ echo $! > "$REC/child.pid"
 wait
 "#,
         );
-    let mut command = project.run_command(&["--timeout", "300ms"]);
+    // Long enough for the agent to start both and note their pids on a
+    // busy machine; nothing here measures time.
+    let mut command = project.run_command(&["--timeout", "2s"]);
     command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
     let run = crate::support::finish(command, 30);
     assert_eq!(run.code, 10, "{run:#?}");
@@ -380,7 +382,7 @@ wait
     let tasks = project.json_lines("tasks.jsonl");
     assert_eq!(
         tasks[0]["blocked_reason"],
-        "failed 1 iteration in a row (last: timeout: timed out after 300ms)"
+        "failed 1 iteration in a row (last: timeout: timed out after 2s)"
     );
     assert_eq!(
         result(&project)["failures"],
