@@ -107,6 +107,18 @@ pub fn main() -> Exit {
             };
         }
     };
+    if let Command::Demo(_) = &cli.command
+        && (cli.dir.is_some() || cli.json)
+    {
+        // A usage error, worded and coded as clap's own.
+        let _ = <Cli as clap::CommandFactory>::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "`ralph demo` takes neither --dir nor --json: name its folder as `ralph demo DIR`",
+            )
+            .print();
+        return Exit::Usage;
+    }
     match run(cli) {
         Ok(outcome) => {
             write_quietly(&mut std::io::stdout(), &outcome.stdout);

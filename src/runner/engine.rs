@@ -380,9 +380,10 @@ impl<'a> Engine<'a> {
             Ending::BudgetSpent => (
                 RunStatus::BudgetExhausted,
                 format!(
-                    "max_iterations ({}) spent with {} tasks left",
+                    "max_iterations ({}) spent with {} task{} left",
                     self.budgets.max_iterations,
-                    counts.active_total()
+                    counts.active_total(),
+                    if counts.active_total() == 1 { "" } else { "s" }
                 ),
             ),
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (

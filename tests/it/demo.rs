@@ -56,6 +56,24 @@ fn the_demo_runs_the_sample_project_to_the_end() {
     assert_eq!(result["status"], "drained");
     assert_eq!(result["failures"]["exit"], 1);
     assert!(run.stdout.contains(&format!("cd {}", folder.display())));
+    // What to type next works from the demo's folder: ralph by its path.
+    let bin = std::fs::canonicalize(RALPH).unwrap();
+    assert!(
+        run.stdout
+            .contains(&format!("\n  {} status\n", bin.display())),
+        "{}",
+        run.stdout
+    );
+    // --dir and --json are not the demo's: a usage error, not ignored.
+    let wrong = p.ralph(&["demo", "--dir", "elsewhere"]);
+    assert_eq!(wrong.code, 2, "{wrong:#?}");
+    assert!(
+        wrong.stderr.starts_with(
+            "error: `ralph demo` takes neither --dir nor --json: name its folder as `ralph demo DIR`\n"
+        ),
+        "{wrong:#?}"
+    );
+    assert!(!p.path().join("elsewhere").exists());
     // A folder with something in it is refused.
     p.ralph(&["demo", "greet"]).fails(
         30,

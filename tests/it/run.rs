@@ -824,12 +824,12 @@ fn a_spent_run_budget_leaves_the_work_for_the_next_run() {
     assert_eq!(result["status"], "budget_exhausted");
     assert_eq!(
         result["reason"],
-        "max_iterations (2) spent with 1 tasks left"
+        "max_iterations (2) spent with 1 task left"
     );
     assert_eq!(result["remaining"], 1);
     assert!(
         run.stderr
-            .contains("ralph: budget_exhausted — max_iterations (2) spent with 1 tasks left\n"),
+            .contains("ralph: budget_exhausted — max_iterations (2) spent with 1 task left\n"),
         "{run:#?}"
     );
     assert_eq!(log(&project, "%s"), ["initial commit"]);
