@@ -132,9 +132,8 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
         if let Some(torn) = queue.done.torn() {
             let _ = writeln!(
                 warnings.borrow_mut(),
-                "warning: tasks-done.jsonl:{}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
-                torn.line,
-                crate::task::QUARANTINE_DIR
+                "{}",
+                crate::task::Torn::ignored_warning(torn.line)
             );
         }
         Ok(queue)

@@ -99,10 +99,7 @@ impl<'a> Engine<'a> {
         })?;
         let ui = Ui::new(root, options.quiet);
         if let Some(line) = torn {
-            ui.line(&format!(
-                "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
-                crate::task::QUARANTINE_DIR
-            ));
+            ui.line(&crate::task::Torn::ignored_warning(line));
         }
         if let Loaded::Quarantined(aside) = &loaded {
             ui.line(&format!(
@@ -434,6 +431,16 @@ impl<'a> Engine<'a> {
 
 /// The last valid `tasks.jsonl`, kept before each iteration.
 pub const VALID_QUEUE: &str = ".ralph/tasks.jsonl.valid";
+
+/// The prompt and log files of the iteration numbered `iteration` over all
+/// runs (so a later run never overwrites them), on task `id`.
+pub(super) fn iteration_files(iteration: u64, id: &TaskId) -> (PathBuf, PathBuf) {
+    let name = format!("{iteration}-{id}");
+    (
+        PathBuf::from(format!(".ralph/prompts/{name}.md")),
+        PathBuf::from(format!(".ralph/logs/{name}.log")),
+    )
+}
 
 /// Opens the project's repository with the settings' base and prefix; a
 /// run resumed on a task branch uses the base it recorded.

@@ -8,7 +8,7 @@ use serde_json::{Map, json};
 use super::RunError;
 use super::context::{self, Measures};
 use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
-use super::engine::{Engine, now, seconds};
+use super::engine::{Engine, iteration_files, now, seconds};
 use super::result::RunStatus;
 use crate::agent::{self, Echo, FailureClass, Limits, Outcome, Spec};
 use crate::config::ShowDuration;
@@ -155,10 +155,8 @@ impl Engine<'_> {
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.iterations += 1;
         let task_iteration = entry.iterations;
-        // Named by the count over all runs, so a later run never overwrites them.
-        let name = format!("{}-{id}", self.state.total_iterations);
-        let prompt_file = PathBuf::from(format!(".ralph/prompts/{name}.md"));
-        let log_file = self.root.join(format!(".ralph/logs/{name}.log"));
+        let (prompt_file, log_file) = iteration_files(self.state.total_iterations, id);
+        let log_file = self.root.join(log_file);
         self.save_file(&prompt_file, text.as_bytes())?;
         self.keep_valid_queue()?;
         self.save_state()?;

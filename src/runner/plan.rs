@@ -63,12 +63,8 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
         options.agent_cmd.as_deref(),
         model.as_deref(),
     )?;
-    // Named as the loop names it: by the iteration count over all runs.
-    let prompt_file = root.join(format!(
-        ".ralph/prompts/{}-{}.md",
-        state.total_iterations + 1,
-        task.id
-    ));
+    let (prompt_file, _) = super::engine::iteration_files(state.total_iterations + 1, &task.id);
+    let prompt_file = root.join(prompt_file);
     let invocation = spec.invocation(&prompt_file, &text)?;
     let mut argv = vec![invocation.program.clone()];
     argv.extend(

@@ -42,10 +42,13 @@ impl Ui {
 
     /// A line for the person (stderr), kept above the status line.
     pub fn line(&self, text: &str) {
+        self.show(&redact(text));
+    }
+
+    fn show(&self, text: &str) {
         if self.quiet {
             return;
         }
-        let text = &redact(text);
         match &self.bar {
             Some(bar) => bar.println(text),
             None => eprintln!("{text}"),
@@ -62,7 +65,7 @@ impl Ui {
     /// A line for `ralph.log` (and the person), stamped with the time.
     pub fn log(&self, now: &str, text: &str) {
         let text = &redact(text);
-        self.line(text);
+        self.show(text);
         let line = format!("{now} {text}\n");
         // The human log is best effort: a full disk must not stop the loop.
         let _ = crate::files::append_durable(&self.log, line.as_bytes());

@@ -697,6 +697,17 @@ pub struct Torn {
     pub bytes: Vec<u8>,
 }
 
+impl Torn {
+    /// The warning for a command that reads the archive and leaves the
+    /// torn line where it is.
+    pub fn ignored_warning(line: usize) -> String {
+        format!(
+            "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
+            super::store::QUARANTINE_DIR
+        )
+    }
+}
+
 /// Splits off an unterminated last line that is not a whole JSON value
 /// (a power loss during an append): it is ignored, never parsed as a record.
 fn split_torn(bytes: &[u8]) -> (&[u8], Option<Torn>) {
