@@ -557,24 +557,23 @@ pub fn read_text(path: &Path) -> Result<String, TextError> {
             .map(str::to_owned)
             .unwrap_or(text)),
         Err(err) => {
-            let bytes = err.as_bytes();
-            let valid = err.utf8_error().valid_up_to();
-            let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
-            let column = valid
-                - bytes[..valid]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |p| p + 1)
-                + 1;
-            Err(TextError::NotUtf8 {
-                line,
-                message: format!(
-                    "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
-                    bytes[valid]
-                ),
-            })
+            let (line, message) = not_utf8(err.as_bytes(), err.utf8_error());
+            Err(TextError::NotUtf8 { line, message })
         }
     }
+}
+
+/// Where `bytes` stop being UTF-8 (`err`): the 1-based line, and a message
+/// naming the byte and its column, and the fix.
+pub fn not_utf8(bytes: &[u8], err: std::str::Utf8Error) -> (usize, String) {
+    let valid = &bytes[..err.valid_up_to()];
+    let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    let message = format!(
+        "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
+        bytes[err.valid_up_to()]
+    );
+    (line, message)
 }
 
 fn file_name(path: &Path) -> &str {

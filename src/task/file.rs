@@ -116,16 +116,11 @@ const BOM: &str = "\u{feff}";
 /// Checks a task file is UTF-8, naming the line and column of the first bad
 /// byte when it is not.
 fn utf8_error(name: &str, bytes: &[u8], err: std::str::Utf8Error) -> Error {
-    let valid = &bytes[..err.valid_up_to()];
-    let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
-    let column = valid.len() - valid.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    let (line, message) = crate::files::not_utf8(bytes, err);
     Error::Malformed {
         file: name.to_owned(),
         line,
-        message: format!(
-            "not valid UTF-8 (byte 0x{:02x} at column {column}); save the file as UTF-8",
-            bytes[err.valid_up_to()]
-        ),
+        message,
     }
 }
 
@@ -220,10 +215,7 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport
                 }
             }
         };
-        report.hashes.push(
-            task.as_ref()
-                .map_or(NO_TASK, |task| id_hash(task.id.as_str())),
-        );
+        report.hashes.push(line_hash(&task));
         // An offset into the file's text: the line shares it.
         let start = text.as_ptr() as usize - base;
         lines.push(Line {
@@ -352,7 +344,7 @@ impl TaskFile {
         };
         let bom = text.starts_with(BOM);
         let (lines, hashes) = read_lines(name, &text, if bom { BOM.len() } else { 0 })?;
-        let (index, duplicate) = IdIndex::build(&lines, &hashes);
+        let (index, duplicate) = IdIndex::build(&lines, hashes.iter().copied());
         Ok(TaskFile {
             name: name.to_owned(),
             bom,
@@ -366,14 +358,8 @@ impl TaskFile {
     fn reindex(&mut self) {
         // The old index goes first: never two in memory at once.
         self.index = IdIndex::default();
-        let hashes: Vec<u64> = (self.lines.iter())
-            .map(|line| {
-                line.task
-                    .as_ref()
-                    .map_or(NO_TASK, |task| id_hash(task.id.as_str()))
-            })
-            .collect();
-        let (index, duplicate) = IdIndex::build(&self.lines, &hashes);
+        let hashes = self.lines.iter().map(|line| line_hash(&line.task));
+        let (index, duplicate) = IdIndex::build(&self.lines, hashes);
         self.index = index;
         self.duplicate = duplicate;
     }
@@ -569,6 +555,12 @@ const REMOVED: u32 = u32::MAX - 1;
 /// What [`id_hash`] never returns: the mark of a line without a task.
 const NO_TASK: u64 = u64::MAX;
 
+/// A line's hash for the index: its task's [`id_hash`], or [`NO_TASK`].
+fn line_hash(task: &Option<Task>) -> u64 {
+    task.as_ref()
+        .map_or(NO_TASK, |task| id_hash(task.id.as_str()))
+}
+
 /// The hash the index files an id under (FxHash, never [`NO_TASK`]).
 fn id_hash(id: &str) -> u64 {
     use std::hash::Hasher;
@@ -590,13 +582,17 @@ impl IdIndex {
     /// Indexes the tasks of `lines`, given each line's [`id_hash`]; also
     /// returns the first repeated id in file order, as (its line index, the
     /// first occurrence's).
-    fn build(lines: &[Line], hashes: &[u64]) -> (IdIndex, Option<(usize, usize)>) {
+    fn build(
+        lines: &[Line],
+        hashes: impl ExactSizeIterator<Item = u64>,
+    ) -> (IdIndex, Option<(usize, usize)>) {
+        debug_assert_eq!(hashes.len(), lines.len(), "one hash per line");
         let size = (lines.len() * 2).next_power_of_two().max(8);
         let mut index = IdIndex {
             slots: vec![(EMPTY, 0); size],
         };
         let mut duplicate = None;
-        for (position, &hash) in hashes.iter().enumerate() {
+        for (position, hash) in hashes.enumerate() {
             if hash == NO_TASK {
                 continue;
             }
