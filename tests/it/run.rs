@@ -316,6 +316,11 @@ fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
         ));
     let run = project.run(&[]);
     assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("A: exit: the agent failed with exit code 3; retrying in "),
+        "{run:#?}"
+    );
     assert_eq!(
         project.calls(),
         [

@@ -64,6 +64,14 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
     );
     let run = run_claude(&project);
     assert_eq!(run.code, 0, "{run:#?}");
+    let waited = run
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("usage limit: waiting "));
+    assert!(
+        waited.is_some_and(|line| line.ends_with(" before retrying")),
+        "{run:#?}"
+    );
     // The retry is no debugger iteration: the limit was not the task's
     // failure, and it cost no budget (the iteration is run again).
     assert_eq!(project.calls(), ["1 A 1 none", "1 A 1 none"]);
