@@ -38,6 +38,12 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A role that a trigger names has no file.
+    #[error("{file}: the role file is gone")]
+    Missing {
+        /// The role file, relative to the project.
+        file: String,
+    },
     /// A `--var` override is malformed.
     #[error("{0}")]
     Override(String),
@@ -71,6 +77,9 @@ impl Error {
                 Some("variables are listed in README.md, section Roles and triggers".to_owned())
             }
             Error::File { file, .. } => Some(format!("fix {file}, then run `ralph roles check`")),
+            Error::Missing { .. } => Some(format!(
+                "restore it (`git checkout -- roles/`), or change the trigger in {ROLES_FILE}"
+            )),
             Error::Io { .. } => None,
         }
     }

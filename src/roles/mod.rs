@@ -50,11 +50,25 @@ pub fn read_role(root: &Path, role: &str) -> Result<String, Error> {
             line,
             message,
         }),
-        Err(TextError::Missing) => Err(Error::File {
+        Err(TextError::Missing) => Err(Error::Missing {
             file: format!("{ROLES_DIR}/{role}.md"),
-            line: 1,
-            message: "the role file is gone; restore it or fix config/roles.yaml".to_owned(),
         }),
         Err(TextError::Io(source)) => Err(Error::Io { path, source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_role_file_gone_since_the_check_is_named_without_a_line() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let err = read_role(dir.path(), "reviewer").unwrap_err();
+        assert_eq!(err.to_string(), "roles/reviewer.md: the role file is gone");
+        assert_eq!(
+            err.hint().unwrap(),
+            "restore it (`git checkout -- roles/`), or change the trigger in config/roles.yaml"
+        );
     }
 }
