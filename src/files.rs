@@ -293,8 +293,10 @@ fn displaced(path: &Path) -> std::path::PathBuf {
 }
 
 /// What identifies one version of a file: device, inode, size and
-/// modification time (`None`: no file). A rename over it, an append or an
-/// in-place rewrite all change it.
+/// modification time (`None`: no file). A rename over it and an append
+/// change it; an in-place rewrite changes it unless it keeps the size and
+/// lands within the same tick of the file system's clock (a few
+/// milliseconds), which is why fresh files get a second look.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp(Option<(u64, u64, u64, i64, i64)>);
 

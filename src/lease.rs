@@ -4,8 +4,8 @@
 //! wait a moment for a recently changed file in case a writer (an editor
 //! rewriting it in place, a `>>` append) is still at work; when the kernel
 //! says nobody is, there is nothing to wait for. A write lease (`F_WRLCK`)
-//! is granted only when nobody else has the file open at all: the queue's
-//! spare file is written over only then.
+//! is granted only when nobody else has the file open at all: a spare file
+//! (of the queue, the state, the valid copy) is written over only then.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
