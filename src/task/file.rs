@@ -2,7 +2,7 @@
 //! edits that rewrite only the lines they change.
 
 use std::fmt;
-use std::ops::Deref;
+use std::ops::{Deref, Range};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -323,6 +323,11 @@ pub struct TaskFile {
     name: String,
     bom: bool,
     lines: Vec<Line>,
+    /// While the only edits are removals: the text as read and the byte
+    /// ranges of it removed since. The file is then that text without
+    /// those ranges, written without a pass over the lines (an archive
+    /// of one task out of 100k).
+    cut: Option<Cut>,
     /// Line index of each id's first occurrence.
     index: IdIndex,
     /// The first repeated id in file order: (its line index, the first's).
@@ -349,6 +354,10 @@ impl TaskFile {
             name: name.to_owned(),
             bom,
             lines,
+            cut: Some(Cut {
+                text,
+                ranges: Vec::new(),
+            }),
             index,
             duplicate,
             changed: false,
@@ -424,6 +433,7 @@ impl TaskFile {
                 line.task.as_ref().map(|t| &t.id) != self.lines[index].task.as_ref().map(|t| &t.id);
             self.lines[index] = line;
             self.changed = true;
+            self.cut = None;
             if id_changed {
                 self.reindex();
             }
@@ -443,6 +453,7 @@ impl TaskFile {
         let line = self.line_from(object, end, index)?;
         self.lines.insert(index, line);
         self.changed = true;
+        self.cut = None;
         self.reindex();
         Ok(())
     }
@@ -456,10 +467,17 @@ impl TaskFile {
             self.index.remove_line(&self.lines, index);
         }
         let removed = self.lines.remove(index);
+        // The bytes it leaves out: its text and ending, or for an
+        // unterminated last line, the ending before it too.
+        let mut bytes = removed.text.start..removed.text.end + removed.end.as_str().len();
         if removed.end == LineEnd::Missing
             && let Some(last) = self.lines.last_mut()
         {
             last.end = LineEnd::Missing;
+            bytes.start = last.text.end;
+        }
+        if let Some(cut) = &mut self.cut {
+            cut.ranges.push(bytes);
         }
         self.changed = true;
         if !follow {
@@ -478,6 +496,14 @@ impl TaskFile {
 
     /// Writes the file's bytes (what `render` returns) to `out`.
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        match &self.cut {
+            Some(cut) => cut.write_to(out),
+            None => self.write_lines_to(out),
+        }
+    }
+
+    /// `write_to` line by line.
+    fn write_lines_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         if self.bom {
             out.write_all(BOM.as_bytes())?;
         }
@@ -534,6 +560,31 @@ impl TaskFile {
             end,
             task: Some(task),
         })
+    }
+}
+
+/// A file as read with some lines removed (see `TaskFile::cut`).
+#[derive(Clone, Debug)]
+struct Cut {
+    text: Arc<String>,
+    /// Byte ranges of `text`, in the order they were removed. They may
+    /// overlap: an unterminated last line takes the ending before it,
+    /// which may have gone with the line before.
+    ranges: Vec<Range<usize>>,
+}
+
+impl Cut {
+    fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut ranges = self.ranges.clone();
+        ranges.sort_unstable_by_key(|range| range.start);
+        let mut from = 0;
+        for range in ranges {
+            if range.start > from {
+                out.write_all(&self.text.as_bytes()[from..range.start])?;
+            }
+            from = from.max(range.end);
+        }
+        out.write_all(&self.text.as_bytes()[from..])
     }
 }
 
@@ -902,6 +953,52 @@ mod tests {
             }
         }
         assert_eq!(file.position("T0"), None);
+    }
+
+    /// Every order of removing every line of a few odd files: the file
+    /// written as cut from its text equals the file written line by line.
+    #[test]
+    fn a_file_with_lines_removed_is_its_text_without_them() {
+        fn orders(left: Vec<usize>, done: &mut Vec<usize>, each: &mut dyn FnMut(&[usize])) {
+            each(done);
+            for (n, &line) in left.iter().enumerate() {
+                let mut rest = left.clone();
+                rest.remove(n);
+                done.push(line);
+                orders(rest, done, each);
+                done.pop();
+            }
+        }
+        let task = |id: &str| {
+            format!("{{\"id\":\"{id}\",\"title\":\"t\",\"status\":\"pending\",\"leaf\":true}}")
+        };
+        let files = [
+            ODD.to_owned(),
+            format!("{BOM}{}\n\n{}\r\n{}", task("A"), task("B"), task("C")),
+            format!("{}\n{}\n\n", task("A"), task("B")),
+            format!("\n{}", task("A")),
+            task("A"),
+        ];
+        for text in &files {
+            let parsed = TaskFile::parse("tasks.jsonl", text.as_bytes()).unwrap();
+            let count = parsed.lines().len();
+            orders((0..count).collect(), &mut Vec::new(), &mut |removed| {
+                let mut file = parsed.clone();
+                // Original line numbers to indexes in what is left.
+                for (n, &line) in removed.iter().enumerate() {
+                    let shift = removed[..n].iter().filter(|&&gone| gone < line).count();
+                    file.remove(line - shift);
+                }
+                let mut by_lines = Vec::new();
+                file.write_lines_to(&mut by_lines).unwrap();
+                assert!(file.cut.is_some());
+                assert_eq!(
+                    file.render(),
+                    String::from_utf8(by_lines).unwrap(),
+                    "{text:?} after removing lines {removed:?}"
+                );
+            });
+        }
     }
 
     #[test]
