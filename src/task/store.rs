@@ -127,41 +127,72 @@ impl Store {
     /// when it still has `stamp` (otherwise `replaced` is false: apply the
     /// patch again to what is there now).
     ///
-    /// Takes the queue: once its lines are written, a big one is freed on a
-    /// helper thread while the disk catches up (`fsync`), not after.
+    /// The records are appended and fsynced on a helper thread while the
+    /// new `tasks.jsonl` is written; it replaces the old one only after
+    /// they are on disk. Takes the queue: once its lines are written, a big
+    /// one is freed on a helper thread while the disk catches up (`fsync`),
+    /// not after.
     fn write(&self, queue: Queue, stamp: Stamp) -> Result<Written> {
         let appended = queue.done.pending_text();
+        let torn = queue.done.torn().cloned();
         let mut written = Written {
             appended: !appended.is_empty(),
             torn: None,
             replaced: true,
         };
-        if written.appended {
-            let path = self.done_path();
-            if let Some(torn) = queue.done.torn() {
-                written.torn = Some(self.quarantine(torn)?);
-            }
-            files::append_durable(&path, appended.as_bytes())
-                .map_err(|source| Error::Io { path, source })?;
+        if !queue.tasks.is_changed() {
+            written.torn = self.append(&appended, torn.as_ref())?;
+            return Ok(written);
         }
-        if queue.tasks.is_changed() {
-            let path = self.tasks_path();
+        let path = self.tasks_path();
+        let spare = self.root.join(SPARE_FILE);
+        std::thread::scope(|scope| {
+            let records = scope.spawn(|| self.append(&appended, torn.as_ref()));
+            let mut records = Some(records);
+            let mut appending = None;
             let write = |out: &mut dyn std::io::Write| {
                 queue.tasks.write_to(out)?;
                 free_in_background(queue);
                 crate::fault::crash_at("mid_queue_write");
-                Ok(())
+                let result = records
+                    .take()
+                    .expect("written once")
+                    .join()
+                    .expect("appending does not panic");
+                let failed = result.is_err();
+                appending = Some(result);
+                match failed {
+                    // Not this file's error: reported below.
+                    true => Err(std::io::Error::other("appending the archive failed")),
+                    false => Ok(()),
+                }
             };
-            let spare = self.root.join(SPARE_FILE);
-            written.replaced =
-                files::write_atomic_unless_changed(&path, write, stamp, Some(&spare)).map_err(
-                    |source| Error::Io {
-                        path: path.clone(),
-                        source,
-                    },
-                )?;
+            let replaced = files::write_atomic_unless_changed(&path, write, stamp, Some(&spare));
+            // A write that failed before it joined the helper: wait for it
+            // (nothing is replaced, but its records may be on disk).
+            if let Some(records) = records {
+                appending = Some(records.join().expect("appending does not panic"));
+            }
+            written.torn = appending.expect("joined")?;
+            written.replaced = replaced.map_err(|source| Error::Io { path, source })?;
+            Ok(written)
+        })
+    }
+
+    /// Appends archive records `text` (fsynced), after moving the
+    /// archive's torn last line aside, if any.
+    fn append(&self, text: &str, torn: Option<&Torn>) -> Result<Option<Change>> {
+        if text.is_empty() {
+            return Ok(None);
         }
-        Ok(written)
+        let moved = match torn {
+            Some(torn) => Some(self.quarantine(torn)?),
+            None => None,
+        };
+        let path = self.done_path();
+        files::append_durable(&path, text.as_bytes())
+            .map_err(|source| Error::Io { path, source })?;
+        Ok(moved)
     }
 
     /// Copies `tasks.jsonl` to `copy` when it is valid (a copy to put back
