@@ -103,6 +103,22 @@ impl Queue {
                 ),
             ));
         }
+        // A big file's cycles are looked for on a second thread meanwhile;
+        // a problem with a line is still reported first.
+        const BIG: usize = 10_000;
+        if self.tasks.lines().len() < BIG {
+            self.check_lines()?;
+            return self.check_cycles();
+        }
+        std::thread::scope(|scope| {
+            let cycles = scope.spawn(|| self.check_cycles());
+            self.check_lines()?;
+            cycles.join().expect("checking does not panic")
+        })
+    }
+
+    /// Checks each task's parent and deps.
+    fn check_lines(&self) -> Result<()> {
         // Children usually follow their parent and each other: the last
         // parent found answers most lookups without the index.
         let mut last_parent: Option<(&str, usize)> = None;
@@ -159,7 +175,7 @@ impl Queue {
                 }
             }
         }
-        self.check_cycles()
+        Ok(())
     }
 
     fn check_cycles(&self) -> Result<()> {
@@ -626,6 +642,29 @@ mod tests {
         assert_eq!(
             err(&line("A", "pending", true, ",\"deps\":[\"A\"]"), ""),
             "tasks.jsonl:1: dependency cycle A -> A; remove one of these deps"
+        );
+    }
+
+    /// A big file is checked on two threads: a bad line still wins over a
+    /// cycle, wherever each is, and a cycle alone is still found.
+    #[test]
+    fn a_big_file_reports_a_bad_line_before_a_cycle() {
+        let filler: String = (0..12_000)
+            .map(|n| line(&format!("T{n}"), "pending", true, ""))
+            .collect();
+        let cycle = [
+            line("A", "pending", true, ",\"deps\":[\"B\"]"),
+            line("B", "pending", true, ",\"deps\":[\"A\"]"),
+        ]
+        .concat();
+        let bad = line("Q.1", "pending", true, "");
+        assert_eq!(
+            err(&format!("{cycle}{filler}{bad}"), ""),
+            "tasks.jsonl:12003: parent \"Q\" of task \"Q.1\" does not exist; add the parent or fix the id"
+        );
+        assert_eq!(
+            err(&format!("{filler}{cycle}"), ""),
+            "tasks.jsonl:12001: dependency cycle A -> B -> A; remove one of these deps"
         );
     }
 
