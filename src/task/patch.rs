@@ -229,13 +229,31 @@ impl Queue {
         Ok(())
     }
 
-    /// Line indexes of every task below `id` in `tasks.jsonl`.
-    fn descendants(&self, id: &TaskId) -> Vec<usize> {
+    /// Line indexes of every task below the task `id` on line `index` of
+    /// `tasks.jsonl` (none below a leaf: the file is valid).
+    fn descendants(&self, id: &TaskId, index: usize) -> Vec<usize> {
+        if self.task_at(index).leaf {
+            return Vec::new();
+        }
         self.tasks
             .tasks()
             .filter(|(_, task)| id.is_ancestor_of(task.id.as_str()))
             .map(|(index, _)| index)
             .collect()
+    }
+
+    /// Whether a task below `id` is still open. Siblings usually sit next
+    /// to each other: the search starts at line `near` and wraps around.
+    fn has_open_descendant(&self, id: &TaskId, near: usize) -> bool {
+        let lines = self.tasks.lines();
+        let near = near.min(lines.len());
+        lines[near..]
+            .iter()
+            .chain(&lines[..near])
+            .filter_map(|line| line.task.as_ref())
+            .any(|task| {
+                id.is_ancestor_of(task.id.as_str()) && !self.done.contains(task.id.as_str())
+            })
     }
 
     /// The line index just past the last line of `parent`'s subtree.
@@ -352,7 +370,7 @@ impl Queue {
             });
         };
         let open_children: Vec<String> = self
-            .descendants(id)
+            .descendants(id, index)
             .into_iter()
             .filter_map(|i| self.tasks.lines()[i].task.as_ref())
             .map(|task| task.id.to_string())
@@ -381,7 +399,7 @@ impl Queue {
                 changes.push(Change::Archived(id.clone()));
             }
             // Descendants left over from a crash are archived already.
-            let mut remove = self.descendants(&id);
+            let mut remove = self.descendants(&id, index);
             remove.push(index);
             remove.sort_unstable();
             for line in remove.into_iter().rev() {
@@ -389,15 +407,9 @@ impl Queue {
             }
             if let Some(parent) = id.parent()
                 && let Some(parent_index) = self.tasks.position(parent.as_str())
+                && !self.has_open_descendant(&parent, index)
             {
-                let open = self
-                    .descendants(&parent)
-                    .into_iter()
-                    .filter_map(|i| self.tasks.lines()[i].task.as_ref())
-                    .any(|task| !self.done.contains(task.id.as_str()));
-                if !open {
-                    current = Some((parent, parent_index));
-                }
+                current = Some((parent, parent_index));
             }
         }
         Ok(changes)
