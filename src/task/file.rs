@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::error::{Error, Result};
 use super::id::{IdHasher, IdMap};
 use super::model::{Task, parse_map, parse_object};
-use super::text::Source;
+use super::text::{Source, Span};
 
 /// How a line ends; kept so untouched lines are written back as they were.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,27 +36,19 @@ impl LineEnd {
 
 /// The text of one line: a slice of the file as read, shared by all its
 /// lines (one buffer, no copy per line), or the line's own text once edited.
-/// Lines compare their text's buffers with `Arc::ptr_eq(source.text())`:
-/// the lines read by different threads have different `Source`s.
+/// Lines compare their text's buffers with `Arc::ptr_eq`: the lines read by
+/// different threads have different `Source`s.
 #[derive(Clone)]
-pub struct LineText {
-    source: Arc<Source>,
-    start: usize,
-    end: usize,
-}
+pub struct LineText(Span);
 
 impl LineText {
     fn new(text: String) -> LineText {
-        LineText {
-            end: text.len(),
-            source: Source::new(Arc::new(text)),
-            start: 0,
-        }
+        LineText(Span::own(text))
     }
 
     /// The text as a string slice.
     pub fn as_str(&self) -> &str {
-        &self.source.text()[self.start..self.end]
+        self.0.as_str()
     }
 }
 
@@ -189,7 +181,6 @@ struct RunReport {
 /// their tasks, pushing them onto `lines`. After a bad task it only looks
 /// for conflict markers, which are reported before any task error.
 fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport {
-    let base = source.text().as_ptr() as usize;
     let mut report = RunReport::default();
     let mut rest = run;
     while !rest.is_empty() {
@@ -216,14 +207,10 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport
             }
         };
         report.hashes.push(line_hash(&task));
-        // An offset into the file's text: the line shares it.
-        let start = text.as_ptr() as usize - base;
+        // A range of the file's text: the line shares it.
+        let text = Span::of(source, text).unwrap_or_else(|| Span::own(text.to_owned()));
         lines.push(Line {
-            text: LineText {
-                source: Arc::clone(source),
-                start,
-                end: start + text.len(),
-            },
+            text: LineText(text),
             end,
             task,
         });
@@ -469,15 +456,23 @@ impl TaskFile {
         let removed = self.lines.remove(index);
         // The bytes it leaves out: its text and ending, or for an
         // unterminated last line, the ending before it too.
-        let mut bytes = removed.text.start..removed.text.end + removed.end.as_str().len();
+        // (A line past 4 GiB has a copy of its text: no cutting then.)
+        let read =
+            |cut: &Option<Cut>, text| cut.as_ref().is_some_and(|cut| Arc::ptr_eq(text, &cut.text));
+        let (text, mut bytes) = removed.text.0.range();
+        bytes.end += removed.end.as_str().len();
+        let mut cuttable = read(&self.cut, text);
         if removed.end == LineEnd::Missing
             && let Some(last) = self.lines.last_mut()
         {
             last.end = LineEnd::Missing;
-            bytes.start = last.text.end;
+            let (text, before) = last.text.0.range();
+            cuttable &= read(&self.cut, text);
+            bytes.start = before.end;
         }
-        if let Some(cut) = &mut self.cut {
-            cut.ranges.push(bytes);
+        match &mut self.cut {
+            Some(cut) if cuttable => cut.ranges.push(bytes),
+            _ => self.cut = None,
         }
         self.changed = true;
         if !follow {
@@ -512,23 +507,23 @@ impl TaskFile {
         // as one slice of it rather than line by line.
         let mut run: Option<(&Arc<String>, usize, usize)> = None;
         for line in &self.lines {
-            let LineText { source, start, end } = &line.text;
-            let source = source.text();
+            let (source, text) = line.text.0.range();
             let ending = line.end.as_str();
-            let in_source = source.get(*end..end + ending.len()) == Some(ending);
+            let end = text.end + ending.len();
+            let in_source = source.get(text.end..end) == Some(ending);
             if let Some((run_source, _, run_end)) = &mut run
                 && Arc::ptr_eq(run_source, source)
-                && *run_end == *start
+                && *run_end == text.start
                 && in_source
             {
-                *run_end = end + ending.len();
+                *run_end = end;
                 continue;
             }
             if let Some((run_source, run_start, run_end)) = run.take() {
                 out.write_all(&run_source.as_bytes()[run_start..run_end])?;
             }
             if in_source {
-                run = Some((source, *start, end + ending.len()));
+                run = Some((source, text.start, end));
             } else {
                 out.write_all(line.text.as_bytes())?;
                 out.write_all(ending.as_bytes())?;
@@ -999,6 +994,13 @@ mod tests {
                 );
             });
         }
+    }
+
+    /// 100k lines are 12 MB in memory (the queue's biggest part after
+    /// the text): keep them small.
+    #[test]
+    fn a_line_takes_120_bytes() {
+        assert!(std::mem::size_of::<Line>() <= 120);
     }
 
     #[test]

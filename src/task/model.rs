@@ -90,7 +90,7 @@ pub struct Task {
     /// Whether the task is workable (`true`) or only organises children.
     pub leaf: bool,
     /// Ids that must be done (archived or complete) before this task starts.
-    pub deps: Vec<TaskId>,
+    pub deps: Box<[TaskId]>,
     /// Details for the prompt.
     pub body: Option<Text>,
     /// Why the task is blocked, when it is.
@@ -307,7 +307,7 @@ impl Task {
             Raw::Bool(leaf) => leaf,
             other => return Err(mistyped("leaf", "true or false", &other)),
         };
-        let deps = match raw.deps {
+        let deps: Vec<TaskId> = match raw.deps {
             None => Vec::new(),
             Some(Raw::Strs(items)) => items
                 .iter()
@@ -353,7 +353,7 @@ impl Task {
             title,
             status,
             leaf,
-            deps,
+            deps: deps.into(),
             body,
             blocked_reason,
         })
@@ -470,7 +470,7 @@ mod tests {
         .unwrap();
         assert_eq!(task.id.as_str(), "A.1");
         assert_eq!(task.status, Status::Active);
-        assert_eq!(task.deps, vec![TaskId::parse("B").unwrap()]);
+        assert_eq!(*task.deps, [TaskId::parse("B").unwrap()]);
         let done =
             Task::from_json(r#"{"id":"A","title":"t","status":"done","leaf":false}"#).unwrap();
         assert_eq!(done.status, Status::Complete);

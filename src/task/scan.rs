@@ -52,7 +52,7 @@ pub fn task(text: &str, source: Option<&Arc<Source>>) -> Option<Task> {
         title: text_from(source, fields.title?),
         status,
         leaf: fields.leaf?,
-        deps: fields.deps.unwrap_or_default(),
+        deps: fields.deps.unwrap_or_default().into(),
         body: fields.body.flatten().map(|body| text_from(source, body)),
         blocked_reason: fields
             .blocked_reason
@@ -385,8 +385,9 @@ mod tests {
     /// Both read the line as a slice of a shared source, as a file's
     /// lines are read.
     fn agrees(line: &str) -> bool {
-        let source = Source::new(Arc::new(line.to_owned()));
-        let shared = source.text().as_str();
+        let text = Arc::new(line.to_owned());
+        let source = Source::new(Arc::clone(&text));
+        let shared = text.as_str();
         let slow = Task::from_json_slow(shared, Some(&source));
         match task(shared, Some(&source)) {
             Some(fast) => {

@@ -21,32 +21,77 @@ impl Source {
     pub fn new(text: Arc<String>) -> Arc<Source> {
         Arc::new(Source { text })
     }
-
-    /// The text shared.
-    pub fn text(&self) -> &Arc<String> {
-        &self.text
-    }
 }
 
 /// Turns a string read from a line into a [`Text`]: a range of `source`
 /// when the string is a slice of it (no escapes were decoded), a copy
 /// otherwise.
 pub fn text_from(source: Option<&Arc<Source>>, value: Cow<'_, str>) -> Text {
-    if let (Some(source), Cow::Borrowed(value)) = (source, &value) {
+    if let (Some(source), Cow::Borrowed(value)) = (source, &value)
+        && let Some(span) = Span::of(source, value)
+    {
+        return Text(span);
+    }
+    Text(Span::own(value.into_owned()))
+}
+
+/// A range of a source's text, 16 bytes (a queue holds some 400k of
+/// them). Clones share the source.
+#[derive(Clone)]
+pub struct Span {
+    source: Arc<Source>,
+    start: u32,
+    /// [`WHOLE`] for all of the source, whatever its length.
+    len: u32,
+}
+
+/// The `len` of a span that is all of its source.
+const WHOLE: u32 = u32::MAX;
+
+impl Span {
+    /// `value` as a range of `source`, when it is a slice of its text
+    /// (within the first 4 GiB).
+    pub fn of(source: &Arc<Source>, value: &str) -> Option<Span> {
         let base = source.text.as_ptr() as usize;
         let at = value.as_ptr() as usize;
-        if at >= base
-            && at + value.len() <= base + source.text.len()
-            && let (Ok(start), Ok(len)) = (u32::try_from(at - base), u32::try_from(value.len()))
-        {
-            return Text(Repr::Shared {
-                source: Arc::clone(source),
-                start,
-                len,
-            });
+        if at < base || at + value.len() > base + source.text.len() {
+            return None;
+        }
+        let (start, len) = (
+            u32::try_from(at - base).ok()?,
+            u32::try_from(value.len()).ok()?,
+        );
+        (len != WHOLE).then(|| Span {
+            source: Arc::clone(source),
+            start,
+            len,
+        })
+    }
+
+    /// `text` as its own source.
+    pub fn own(text: String) -> Span {
+        Span {
+            source: Source::new(Arc::new(text)),
+            start: 0,
+            len: WHOLE,
         }
     }
-    Text(Repr::Owned(value.into_owned().into_boxed_str()))
+
+    /// The text as a string slice.
+    pub fn as_str(&self) -> &str {
+        let (text, range) = self.range();
+        &text[range]
+    }
+
+    /// The text this is a range of, and the range.
+    pub fn range(&self) -> (&Arc<String>, std::ops::Range<usize>) {
+        let text = &self.source.text;
+        if self.len == WHOLE {
+            return (text, 0..text.len());
+        }
+        let start = self.start as usize;
+        (text, start..start + self.len as usize)
+    }
 }
 
 /// A string of a task: a range of its file's text, or its own copy.
@@ -54,33 +99,18 @@ pub fn text_from(source: Option<&Arc<Source>>, value: Cow<'_, str>) -> Text {
 /// A clone is always its own copy, so a task kept after its queue is gone
 /// (the runner keeps the task it works on) never holds the whole file's
 /// text in memory.
-pub struct Text(Repr);
-
-enum Repr {
-    Shared {
-        source: Arc<Source>,
-        start: u32,
-        len: u32,
-    },
-    Owned(Box<str>),
-}
+pub struct Text(Span);
 
 impl Text {
     /// The text as a string slice.
     pub fn as_str(&self) -> &str {
-        match &self.0 {
-            Repr::Shared { source, start, len } => {
-                let start = *start as usize;
-                &source.text[start..start + *len as usize]
-            }
-            Repr::Owned(text) => text,
-        }
+        self.0.as_str()
     }
 }
 
 impl Clone for Text {
     fn clone(&self) -> Text {
-        Text(Repr::Owned(self.as_str().into()))
+        Text(Span::own(self.as_str().to_owned()))
     }
 }
 
@@ -100,13 +130,13 @@ impl AsRef<str> for Text {
 
 impl From<String> for Text {
     fn from(text: String) -> Text {
-        Text(Repr::Owned(text.into_boxed_str()))
+        Text(Span::own(text))
     }
 }
 
 impl From<&str> for Text {
     fn from(text: &str) -> Text {
-        Text(Repr::Owned(text.into()))
+        Text(Span::own(text.to_owned()))
     }
 }
 
@@ -158,20 +188,15 @@ mod tests {
         let slice = &source.text[10..15];
         let text = text_from(Some(&source), Cow::Borrowed(slice));
         assert_eq!(text, "hello");
-        assert!(matches!(
-            text.0,
-            Repr::Shared {
-                start: 10,
-                len: 5,
-                ..
-            }
-        ));
+        assert!(Arc::ptr_eq(&text.0.source, &source));
+        assert_eq!((text.0.start, text.0.len), (10, 5));
         assert_eq!(Arc::strong_count(&source), 2);
         let copy = text.clone();
-        assert!(matches!(copy.0, Repr::Owned(_)));
+        assert!(!Arc::ptr_eq(&copy.0.source, &source));
         assert_eq!(copy, text);
         drop(text);
         assert_eq!(Arc::strong_count(&source), 1, "the copy holds no share");
+        assert_eq!(std::mem::size_of::<Text>(), 16);
     }
 
     #[test]
@@ -183,12 +208,12 @@ mod tests {
             Cow::Owned("a\"b".to_owned()),
         ] {
             let text = text_from(Some(&source), value.clone());
-            assert!(matches!(text.0, Repr::Owned(_)));
+            assert!(!Arc::ptr_eq(&text.0.source, &source));
             assert_eq!(text, value.as_ref());
         }
-        assert!(matches!(
-            text_from(None, Cow::Borrowed(&source.text[..])).0,
-            Repr::Owned(_)
+        assert!(!Arc::ptr_eq(
+            &text_from(None, Cow::Borrowed(&source.text[..])).0.source,
+            &source
         ));
         assert_eq!(Arc::strong_count(&source), 1);
     }
