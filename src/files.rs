@@ -468,6 +468,97 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// A file's bytes mapped into memory, read-only, under a read lease (see
+/// [`crate::lease::hold_read`]): while it exists nobody can open the file
+/// for writing or truncate it, so its bytes stay as they were mapped.
+/// Reading a big file this way needs no memory of its own and no copy:
+/// the bytes are the page cache's.
+pub struct Mapped {
+    bytes: std::ptr::NonNull<u8>,
+    len: usize,
+    /// Holds the lease, let go of when it closes (after the unmap).
+    _file: File,
+}
+
+// SAFETY: the mapping is read-only and the lease keeps anybody from
+// writing the file while it exists: its bytes can be read from any thread.
+unsafe impl Send for Mapped {}
+// SAFETY: as above.
+unsafe impl Sync for Mapped {}
+
+impl std::ops::Deref for Mapped {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `len` bytes mapped readable at `bytes` until dropped.
+        unsafe { std::slice::from_raw_parts(self.bytes.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map_leased`, unmapped once; no
+        // slice of it outlives `self`.
+        unsafe { libc::munmap(self.bytes.as_ptr().cast(), self.len) };
+    }
+}
+
+/// `path` mapped under a read lease, with its stamp; `None` (read it
+/// instead) for a small or missing file, or when the kernel grants no
+/// lease (somebody has it open for writing, leases unsupported) or lets
+/// a writer break one in under 5 s (`/proc/sys/fs/lease-break-time`).
+/// Only for a load that is let go of soon: a writer of the file waits
+/// until it is.
+pub fn map_leased(path: &Path) -> io::Result<Option<(Mapped, Stamp)>> {
+    use std::os::fd::AsRawFd;
+    let file = match File::open(path) {
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        other => other?,
+    };
+    let Ok(len) = usize::try_from(file.metadata()?.len()) else {
+        return Ok(None);
+    };
+    if len < BIG_READ || !lease_break_is_slow() || !crate::lease::hold_read(&file) {
+        return Ok(None);
+    }
+    let stamp = Stamp::of_file(&file)?;
+    // SAFETY: a read-only mapping of a file nobody can write while the
+    // lease is held; unmapped in `Drop`.
+    let bytes = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if bytes == libc::MAP_FAILED {
+        return Ok(None);
+    }
+    let bytes = std::ptr::NonNull::new(bytes.cast()).expect("mmap never maps at 0");
+    Ok(Some((
+        Mapped {
+            bytes,
+            len,
+            _file: file,
+        },
+        stamp,
+    )))
+}
+
+/// Whether a writer waits at least 5 s for a lease (the default is 45).
+fn lease_break_is_slow() -> bool {
+    static SLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SLOW.get_or_init(|| {
+        fs::read_to_string("/proc/sys/fs/lease-break-time")
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .is_some_and(|seconds| seconds >= 5)
+    })
+}
+
 /// The smallest file `read_or_empty` reads with two threads.
 const BIG_READ: usize = 4 << 20;
 
@@ -596,6 +687,42 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_big_file_is_mapped_under_a_lease_that_holds_writers_off() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("big.jsonl");
+        let bytes: Vec<u8> = (0..(5 << 20) + 1).map(|i: u32| (i % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let (mapped, stamp) = map_leased(&path).unwrap().expect("mapped");
+        assert!(*mapped == bytes[..]);
+        assert_eq!(stamp, Stamp::of(&path).unwrap());
+        // A writer waits for the lease: its append lands only once the
+        // mapping is gone, and the mapped bytes never change meanwhile.
+        let mut writer = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("printf more >> \"$0\"")
+            .arg(&path)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            writer.try_wait().unwrap().is_none(),
+            "the append did not wait"
+        );
+        assert!(*mapped == bytes[..]);
+        drop(mapped);
+        assert!(writer.wait().unwrap().success());
+        assert_eq!(fs::metadata(&path).unwrap().len(), bytes.len() as u64 + 4);
+        // Not mapped: a file open for writing, a small file, no file.
+        let open = OpenOptions::new().append(true).open(&path).unwrap();
+        assert!(map_leased(&path).unwrap().is_none());
+        drop(open);
+        assert!(map_leased(&path).unwrap().is_some());
+        fs::write(&path, b"{}\n").unwrap();
+        assert!(map_leased(&path).unwrap().is_none());
+        assert!(map_leased(&dir.path().join("missing")).unwrap().is_none());
+    }
 
     #[test]
     fn a_big_file_read_in_halves_is_read_whole() {

@@ -26,14 +26,37 @@ pub fn nobody_else_has_open(file: &File) -> bool {
     lease_granted(file, libc::F_WRLCK)
 }
 
+/// Takes a read lease on `file` and keeps it, for as long as the
+/// descriptor is open: while it is held, nobody can open the file for
+/// writing or truncate it (they wait until it is let go of, or for the
+/// system's `lease-break-time`). False when the kernel did not grant it
+/// (somebody has the file open for writing, or see `nobody_writing`).
+pub fn hold_read(file: &File) -> bool {
+    catch_sigio();
+    // SAFETY: a plain fcntl call on a descriptor the caller owns.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) == 0 }
+}
+
 /// Takes a lease of `kind` on `file` and lets go of it at once: whether the
 /// kernel granted it is the answer.
 fn lease_granted(file: &File, kind: libc::c_int) -> bool {
-    // Another process opening the file while the lease is held (a few
-    // microseconds) makes the kernel send SIGIO, whose default action ends
-    // the process: ralph catches it and does nothing. A handler, unlike an
-    // ignored signal, is reset by `exec`, so the agents ralph starts get
-    // SIGIO's default as usual.
+    catch_sigio();
+    let fd = file.as_raw_fd();
+    // SAFETY: plain fcntl calls on a descriptor the caller owns.
+    let taken = unsafe { libc::fcntl(fd, libc::F_SETLEASE, kind) } == 0;
+    if taken {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+    }
+    taken
+}
+
+fn catch_sigio() {
+    // Another process opening the file while a lease is held makes the
+    // kernel send SIGIO, whose default action ends the process: ralph
+    // catches it and does nothing (the opener waits for the lease to go).
+    // A handler, unlike an ignored signal, is reset by `exec`, so the
+    // agents ralph starts get SIGIO's default as usual.
     static CATCH_SIGIO: Once = Once::new();
     CATCH_SIGIO.call_once(|| {
         use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
@@ -46,14 +69,6 @@ fn lease_granted(file: &File, kind: libc::c_int) -> bool {
         // SAFETY: the handler does nothing, so it is async-signal-safe.
         let _ = unsafe { sigaction(Signal::SIGIO, &action) };
     });
-    let fd = file.as_raw_fd();
-    // SAFETY: plain fcntl calls on a descriptor the caller owns.
-    let taken = unsafe { libc::fcntl(fd, libc::F_SETLEASE, kind) } == 0;
-    if taken {
-        // SAFETY: as above.
-        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
-    }
-    taken
 }
 
 #[cfg(test)]

@@ -108,7 +108,8 @@ pub struct ArchiveArgs {
 
 /// Runs one `ralph task` command.
 pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
-    let store = Store::open(&context.root);
+    // Each command is over in moments: a big file is mapped, not read.
+    let store = Store::open(&context.root).mapping();
     let json = context.json;
     // Warnings about the files themselves go to stderr ahead of the output.
     let warnings = std::cell::RefCell::new(String::new());

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 use super::error::{Error, Result};
 use super::id::{IdHasher, IdMap};
 use super::model::{Task, parse_map, parse_object};
-use super::text::{Source, Span};
+use super::text::{Contents, Source, Span};
+use crate::files;
 
 /// How a line ends; kept so untouched lines are written back as they were.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -223,7 +224,7 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport
 /// order: a conflict marker before any bad task. A big file is read by a
 /// few threads at once, each taking a run of whole lines (a line's task
 /// depends on its text alone) with its own `Source`.
-fn read_lines(name: &str, text: &Arc<String>, from: usize) -> Result<(Vec<Line>, Vec<u64>)> {
+fn read_lines(name: &str, text: &Arc<Contents>, from: usize) -> Result<(Vec<Line>, Vec<u64>)> {
     // Below this, a thread costs more than it saves.
     const BYTES_PER_THREAD: usize = 1 << 20;
     let body = &text[from..];
@@ -330,10 +331,22 @@ impl TaskFile {
 
     /// Parses the file's bytes, keeping them as the lines' shared text.
     pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => Arc::new(text),
-            Err(err) => return Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
-        };
+        match String::from_utf8(bytes) {
+            Ok(text) => TaskFile::parse_text(name, Arc::new(text.into())),
+            Err(err) => Err(utf8_error(name, err.as_bytes(), err.utf8_error())),
+        }
+    }
+
+    /// Parses a mapped file (see [`files::map_leased`]): its lines share
+    /// the mapping, so it lasts, and the lease with it, as long as they do.
+    pub fn parse_mapped(name: &str, mapped: files::Mapped) -> Result<TaskFile> {
+        match Contents::mapped(mapped) {
+            Ok(text) => TaskFile::parse_text(name, Arc::new(text)),
+            Err((bytes, err)) => Err(utf8_error(name, &bytes, err)),
+        }
+    }
+
+    fn parse_text(name: &str, text: Arc<Contents>) -> Result<TaskFile> {
         let bom = text.starts_with(BOM);
         let (lines, hashes) = read_lines(name, &text, if bom { BOM.len() } else { 0 })?;
         let (index, duplicate) = IdIndex::build(&lines, hashes.iter().copied());
@@ -505,7 +518,7 @@ impl TaskFile {
         // Lines that follow each other in the buffer they were read from,
         // endings included (all of them, but around an edit), are written
         // as one slice of it rather than line by line.
-        let mut run: Option<(&Arc<String>, usize, usize)> = None;
+        let mut run: Option<(&Arc<Contents>, usize, usize)> = None;
         for line in &self.lines {
             let (source, text) = line.text.0.range();
             let ending = line.end.as_str();
@@ -561,7 +574,7 @@ impl TaskFile {
 /// A file as read with some lines removed (see `TaskFile::cut`).
 #[derive(Clone, Debug)]
 struct Cut {
-    text: Arc<String>,
+    text: Arc<Contents>,
     /// Byte ranges of `text`, in the order they were removed. They may
     /// overlap: an unterminated last line takes the ending before it,
     /// which may have gone with the line before.

@@ -77,8 +77,17 @@ impl Queue {
 
     /// `parse`, keeping the bytes of `tasks.jsonl` rather than a copy.
     pub fn parse_owned(tasks: Vec<u8>, done: &[u8]) -> Result<Queue> {
+        Queue::checked(TaskFile::parse_owned(TASKS_FILE, tasks)?, done)
+    }
+
+    /// `parse_owned` for a mapped `tasks.jsonl` (see [`TaskFile::parse_mapped`]).
+    pub fn parse_mapped(tasks: crate::files::Mapped, done: &[u8]) -> Result<Queue> {
+        Queue::checked(TaskFile::parse_mapped(TASKS_FILE, tasks)?, done)
+    }
+
+    fn checked(tasks: TaskFile, done: &[u8]) -> Result<Queue> {
         let queue = Queue {
-            tasks: TaskFile::parse_owned(TASKS_FILE, tasks)?,
+            tasks,
             done: DoneLog::parse(DONE_FILE, done)?,
         };
         queue.validate()?;

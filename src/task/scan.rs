@@ -385,9 +385,9 @@ mod tests {
     /// Both read the line as a slice of a shared source, as a file's
     /// lines are read.
     fn agrees(line: &str) -> bool {
-        let text = Arc::new(line.to_owned());
+        let text = Arc::new(crate::task::text::Contents::from(line.to_owned()));
         let source = Source::new(Arc::clone(&text));
-        let shared = text.as_str();
+        let shared: &str = &text;
         let slow = Task::from_json_slow(shared, Some(&source));
         match task(shared, Some(&source)) {
             Some(fast) => {

@@ -32,6 +32,9 @@ pub struct Store {
     /// they loaded without an error (shared by clones: it is about the
     /// files on disk).
     valid: Arc<Mutex<Option<(Stamp, Stamp)>>>,
+    /// Whether a big `tasks.jsonl` is mapped rather than read (see
+    /// [`Store::mapping`]).
+    map: bool,
 }
 
 impl Store {
@@ -40,7 +43,17 @@ impl Store {
         Store {
             root: root.into(),
             valid: Arc::default(),
+            map: false,
         }
+    }
+
+    /// This store, mapping a big `tasks.jsonl` into memory when it loads
+    /// (see [`files::map_leased`]) instead of reading it: no copy of its
+    /// bytes, but until the queue loaded is dropped (and its tasks'
+    /// strings with it), anybody opening the file for writing waits. For
+    /// a command that is over in moments, never for the loop.
+    pub fn mapping(self) -> Store {
+        Store { map: true, ..self }
     }
 
     /// The project root.
@@ -73,8 +86,21 @@ impl Store {
             source,
         })?;
         let done = self.read(&done_path)?;
-        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
-            .map_err(|source| Error::Io { path, source })?;
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        // Under the lease, nobody is writing it: it has settled.
+        let mapped = match self.map {
+            true => files::map_leased(&path).map_err(io)?,
+            false => None,
+        };
+        let (queue, stamp) = match mapped {
+            Some((tasks, stamp)) => (Queue::parse_mapped(tasks, &done), stamp),
+            None => {
+                files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done)).map_err(io)?
+            }
+        };
         let valid = queue.is_ok() && Stamp::of(&done_path).ok() == Some(done_stamp);
         *self.valid.lock().expect("no panic while holding it") =
             valid.then_some((stamp, done_stamp));

@@ -7,19 +7,67 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use crate::files;
+
 /// The text of a task file as read, for the strings of its tasks to share.
 ///
 /// Every thread that parses lines makes its own `Source` around the same
 /// text, so the reference counts touched for each string are never touched
 /// by two threads at once.
 pub struct Source {
-    text: Arc<String>,
+    text: Arc<Contents>,
 }
 
 impl Source {
     /// A source over `text`.
-    pub fn new(text: Arc<String>) -> Arc<Source> {
+    pub fn new(text: Arc<Contents>) -> Arc<Source> {
         Arc::new(Source { text })
+    }
+}
+
+/// A task file's text: read into memory, or mapped (under a lease, see
+/// [`files::Mapped`]), checked to be UTF-8 either way.
+pub struct Contents(Held);
+
+enum Held {
+    Read(String),
+    /// Checked to be UTF-8 when made.
+    Mapped(files::Mapped),
+}
+
+impl Contents {
+    /// The bytes of a mapped file, once checked to be UTF-8.
+    pub fn mapped(mapped: files::Mapped) -> Result<Contents, (files::Mapped, std::str::Utf8Error)> {
+        match std::str::from_utf8(&mapped) {
+            Ok(_) => Ok(Contents(Held::Mapped(mapped))),
+            Err(err) => Err((mapped, err)),
+        }
+    }
+}
+
+impl fmt::Debug for Contents {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Contents({} bytes)", self.len())
+    }
+}
+
+impl From<String> for Contents {
+    fn from(text: String) -> Contents {
+        Contents(Held::Read(text))
+    }
+}
+
+impl Deref for Contents {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            Held::Read(text) => text,
+            // SAFETY: checked to be UTF-8 in `Contents::mapped`, and the
+            // lease keeps the file's bytes as they were until the mapping
+            // is dropped with `self`.
+            Held::Mapped(mapped) => unsafe { std::str::from_utf8_unchecked(mapped) },
+        }
     }
 }
 
@@ -71,7 +119,7 @@ impl Span {
     /// `text` as its own source.
     pub fn own(text: String) -> Span {
         Span {
-            source: Source::new(Arc::new(text)),
+            source: Source::new(Arc::new(text.into())),
             start: 0,
             len: WHOLE,
         }
@@ -84,7 +132,7 @@ impl Span {
     }
 
     /// The text this is a range of, and the range.
-    pub fn range(&self) -> (&Arc<String>, std::ops::Range<usize>) {
+    pub fn range(&self) -> (&Arc<Contents>, std::ops::Range<usize>) {
         let text = &self.source.text;
         if self.len == WHOLE {
             return (text, 0..text.len());
@@ -184,7 +232,7 @@ mod tests {
 
     #[test]
     fn a_slice_of_the_source_is_shared_and_a_clone_is_a_copy() {
-        let source = Source::new(Arc::new("{\"title\":\"hello\"}".to_owned()));
+        let source = Source::new(Arc::new("{\"title\":\"hello\"}".to_owned().into()));
         let slice = &source.text[10..15];
         let text = text_from(Some(&source), Cow::Borrowed(slice));
         assert_eq!(text, "hello");
@@ -201,7 +249,7 @@ mod tests {
 
     #[test]
     fn anything_else_is_a_copy() {
-        let source = Source::new(Arc::new("abc".to_owned()));
+        let source = Source::new(Arc::new("abc".to_owned().into()));
         let elsewhere = String::from("abc");
         for value in [
             Cow::Borrowed(elsewhere.as_str()),

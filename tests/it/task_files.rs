@@ -254,3 +254,44 @@ fn no_temporary_files_are_left_behind() {
     names.sort();
     assert_eq!(names, [".ralph", "tasks-done.jsonl", "tasks.jsonl"]);
 }
+
+/// A big `tasks.jsonl` (over 4 MiB) is mapped, not read, by the `task`
+/// commands: the same answers, the same bytes written, the same errors.
+#[test]
+fn a_big_file_reads_and_writes_as_a_small_one() {
+    let line = |n: usize| {
+        format!(
+            "{{\"id\":\"T{n}\",\"title\":\"task number {n} with a title long enough\",\"status\":\"{}\",\"leaf\":true,\"body\":\"{}\"}}\n",
+            if n == 19_999 { "pending" } else { "blocked" },
+            "details ".repeat(20)
+        )
+    };
+    let original: String = (0..20_000).map(line).collect();
+    assert!(original.len() > 4 << 20);
+    let p = TestProject::new().file("tasks.jsonl", &original);
+    p.ralph(&["task", "next"])
+        .ok("T19999 task number 19999 with a title long enough\n");
+    p.ralph(&["task", "complete", "T19999"]).success();
+    p.ralph(&["task", "archive", "T19999", "--commit", "abc"])
+        .ok("archived T19999\n");
+    let archived = p.json_lines("tasks-done.jsonl");
+    assert_eq!(archived.len(), 1);
+    assert_eq!(archived[0]["id"], "T19999");
+    assert_eq!(archived[0]["commit"], "abc");
+    // Every other line byte for byte.
+    let kept: String = (0..19_999).map(line).collect();
+    assert!(p.read("tasks.jsonl") == kept);
+    // A bad byte deep in the file is found, and nothing is written.
+    let mut bytes = kept.into_bytes();
+    let at = bytes.len() - 20;
+    bytes[at] = 0xff;
+    std::fs::write(p.path().join("tasks.jsonl"), &bytes).unwrap();
+    let run = p.ralph(&["task", "start", "T3"]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr
+            .starts_with("error: tasks.jsonl:19999: not valid UTF-8 (byte 0xff at column "),
+        "{run:#?}"
+    );
+    assert!(p.bytes("tasks.jsonl") == bytes);
+}
