@@ -2,6 +2,7 @@
 //! edits that rewrite only the lines they change.
 
 use std::fmt;
+use std::mem::MaybeUninit;
 use std::ops::{Deref, Range};
 use std::sync::Arc;
 
@@ -178,10 +179,30 @@ struct RunReport {
     error: Option<(usize, String)>,
 }
 
+/// One thread's share of a file's lines: slots of the one `Vec` they end
+/// up in, filled in order (the run's lines were counted first).
+struct Slots<'a> {
+    slots: &'a mut [MaybeUninit<Line>],
+    filled: usize,
+}
+
+impl Slots<'_> {
+    fn push(&mut self, line: Line) {
+        self.slots[self.filled].write(line);
+        self.filled += 1;
+    }
+}
+
+/// How many lines `run` splits into (as `next_line` splits them).
+fn line_count(run: &str) -> usize {
+    let newlines = memchr::memchr_iter(b'\n', run.as_bytes()).count();
+    newlines + usize::from(!run.is_empty() && !run.ends_with('\n'))
+}
+
 /// Splits `run` (whole lines of `source`'s text) into lines and reads
-/// their tasks, pushing them onto `lines`. After a bad task it only looks
+/// their tasks, putting them into `lines`. After a bad task it only looks
 /// for conflict markers, which are reported before any task error.
-fn read_run(source: &Arc<Source>, run: &str, lines: &mut Vec<Line>) -> RunReport {
+fn read_run(source: &Arc<Source>, run: &str, lines: &mut Slots) -> RunReport {
     let mut report = RunReport::default();
     let mut rest = run;
     while !rest.is_empty() {
@@ -243,32 +264,50 @@ fn read_lines(name: &str, text: &Arc<Contents>, from: usize) -> Result<(Vec<Line
         runs.push(&rest[..cut]);
         rest = &rest[cut..];
     }
-    // Room for lines of 64 bytes or more (task lines are longer), in huge
-    // pages: a big file's lines take one page fault per 2 MiB.
-    let mut lines = Vec::with_capacity(body.len() / 64 + 1);
+    // Each thread puts its lines straight into their place in one `Vec`
+    // (in huge pages: one page fault per 2 MiB), so the runs' lines are
+    // counted first, rather than a second run's lines being copied after
+    // the first's (into fresh memory, on one thread, with both in memory).
+    let counts = on_threads(runs.clone(), line_count);
+    let total = counts.iter().sum();
+    let mut lines: Vec<Line> = Vec::with_capacity(total);
     crate::files::advise_huge_pages(&mut lines);
-    let (first, others) = runs.split_first().expect("at least one run");
-    let mut reports = Vec::with_capacity(runs.len());
-    std::thread::scope(|scope| {
-        let others: Vec<_> = others
-            .iter()
-            .map(|run| {
-                let text = Arc::clone(text);
-                scope.spawn(move || {
-                    let mut lines = Vec::with_capacity(run.len() / 64 + 1);
-                    crate::files::advise_huge_pages(&mut lines);
-                    let report = read_run(&Source::new(text), run, &mut lines);
-                    (lines, report)
-                })
-            })
-            .collect();
-        reports.push(read_run(&Source::new(Arc::clone(text)), first, &mut lines));
-        for other in others {
-            let (more, report) = other.join().expect("reading a line does not panic");
-            lines.extend(more);
-            reports.push(report);
-        }
+    let mut shares = Vec::with_capacity(runs.len());
+    let mut rest = &mut lines.spare_capacity_mut()[..total];
+    for (&count, run) in counts.iter().zip(&runs) {
+        let (share, after) = rest.split_at_mut(count);
+        shares.push((share, run));
+        rest = after;
+    }
+    let done = on_threads(shares, |(slots, run): (_, &&str)| {
+        let mut slots = Slots { slots, filled: 0 };
+        let report = read_run(&Source::new(Arc::clone(text)), run, &mut slots);
+        (slots.filled, report)
     });
+    let (filled, reports): (Vec<usize>, Vec<RunReport>) = done.into_iter().unzip();
+    if filled == counts {
+        // SAFETY: the first `total` slots are initialized: each run's share
+        // of them, in order, was filled whole.
+        unsafe { lines.set_len(total) };
+    } else {
+        // A run stopped at a problem: drop the lines it did read.
+        let mut start = 0;
+        for (count, filled) in counts.iter().zip(&filled) {
+            for slot in &mut lines.spare_capacity_mut()[start..start + filled] {
+                // SAFETY: the first `filled` slots of the run's share were
+                // written, and are dropped once (the Vec's length stays 0).
+                unsafe { slot.assume_init_drop() };
+            }
+            start += count;
+        }
+        let stopped = reports
+            .iter()
+            .any(|r| r.conflict.is_some() || r.error.is_some());
+        assert!(
+            stopped,
+            "a run read fewer lines than it has, with no problem"
+        );
+    }
     let mut before = 0;
     let mut error = None;
     let mut hashes = Vec::with_capacity(lines.len());
@@ -292,6 +331,24 @@ fn read_lines(name: &str, text: &Arc<Contents>, from: usize) -> Result<(Vec<Line
         }),
         None => Ok((lines, hashes)),
     }
+}
+
+/// `work` on each item, the first on this thread and each other on a
+/// thread of its own; the results in order.
+fn on_threads<T: Send, R: Send>(items: Vec<T>, work: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let mut items = items.into_iter();
+        let first = items.next().expect("at least one item");
+        let others: Vec<_> = items.map(|item| scope.spawn(move || work(item))).collect();
+        let mut results = vec![work(first)];
+        results.extend(
+            others
+                .into_iter()
+                .map(|other| other.join().expect("the work does not panic")),
+        );
+        results
+    })
 }
 
 fn is_conflict_marker(text: &str) -> bool {
@@ -1095,6 +1152,59 @@ mod tests {
                 .to_string(),
             "tasks-done.jsonl:2: not valid UTF-8 (byte 0xff at column 8); save the file as UTF-8"
         );
+    }
+
+    /// A file big enough to be read by several threads: the first problem
+    /// in file order wins, a conflict marker over a bad task anywhere, and
+    /// the lines read before a problem are dropped, whichever run it is in.
+    #[test]
+    fn a_big_files_first_problem_wins_whichever_thread_reads_it() {
+        let line = |n: usize| {
+            format!(
+                "{{\"id\":\"T{n}\",\"title\":\"a title of some length\",\"status\":\"pending\",\"leaf\":true}}\n"
+            )
+        };
+        let lines: Vec<String> = (0..60_000).map(line).collect();
+        assert!(lines.concat().len() > 4 << 20, "big enough for 2+ threads");
+        let with = |changes: &[(usize, &str)]| {
+            let mut lines = lines.clone();
+            for (at, text) in changes {
+                lines[*at] = text.to_string();
+            }
+            let text = lines.concat();
+            TaskFile::parse("tasks.jsonl", text.as_bytes()).map(|file| file.lines().len())
+        };
+        let bad = "{\"id\":\"X\"}\n";
+        let marker = "=======\n";
+        assert_eq!(with(&[]).unwrap(), 60_000);
+        for (changes, line) in [
+            (vec![(10, bad), (59_000, bad)], 11),
+            (vec![(59_000, bad)], 59_001),
+            (vec![(10, bad), (59_000, marker)], 59_001),
+            (vec![(30_500, marker), (59_000, marker)], 30_501),
+        ] {
+            let err = with(&changes).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("tasks.jsonl:{line}: ")),
+                "{changes:?}: {err}"
+            );
+        }
+        // Every line read before the problems is dropped (each held a
+        // share of the text).
+        let mut broken = lines.clone();
+        broken[20_000] = bad.into();
+        broken[50_000] = bad.into();
+        let text: Arc<Contents> = Arc::new(broken.concat().into());
+        assert!(read_lines("tasks.jsonl", &text, 0).is_err());
+        assert_eq!(Arc::strong_count(&text), 1, "lines read were kept");
+        // A blank line and one without an ending, in every run: all counted.
+        let mut odd = lines.clone();
+        odd[100] = "\n".into();
+        odd[40_000] = "   \r\n".into();
+        odd[59_999] = line(59_999).trim_end().to_owned();
+        let file = TaskFile::parse("tasks.jsonl", odd.concat().as_bytes()).unwrap();
+        assert_eq!(file.lines().len(), 60_000);
+        assert_eq!(file.render(), odd.concat());
     }
 
     #[test]
