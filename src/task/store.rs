@@ -179,7 +179,6 @@ impl Store {
             let write = |out: &mut dyn std::io::Write| {
                 queue.tasks.write_to(out)?;
                 free_in_background(queue);
-                crate::fault::crash_at("mid_queue_write");
                 let result = records
                     .take()
                     .expect("written once")
@@ -187,11 +186,13 @@ impl Store {
                     .expect("appending does not panic");
                 let failed = result.is_err();
                 appending = Some(result);
-                match failed {
+                if failed {
                     // Not this file's error: reported below.
-                    true => Err(std::io::Error::other("appending the archive failed")),
-                    false => Ok(()),
+                    return Err(std::io::Error::other("appending the archive failed"));
                 }
+                // The records are on disk, the new file is not in place.
+                crate::fault::crash_at("mid_queue_write");
+                Ok(())
             };
             let replaced = files::write_atomic_unless_changed(&path, write, stamp, Some(&spare));
             // A write that failed before it joined the helper: wait for it
