@@ -107,8 +107,9 @@ impl Patch {
 }
 
 impl Queue {
-    /// Applies `patch`; `now` is the RFC 3339 time stamped on new records.
-    /// On error the queue may be half-changed and must be dropped.
+    /// Applies `patch` to a valid queue (as every load and parse leaves
+    /// it); `now` is the RFC 3339 time stamped on new records. On error the
+    /// queue may be half-changed and must be dropped.
     pub fn apply(&mut self, patch: &Patch, now: &str) -> Result<Vec<Change>> {
         match patch {
             Patch::Add(new) => self.add(new, now),
@@ -233,6 +234,13 @@ impl Queue {
     /// `tasks.jsonl` (none below a leaf: the file is valid).
     fn descendants(&self, id: &TaskId, index: usize) -> Vec<usize> {
         if self.task_at(index).leaf {
+            debug_assert!(
+                !self
+                    .tasks
+                    .tasks()
+                    .any(|(_, task)| id.is_ancestor_of(task.id.as_str())),
+                "leaf {id} has children: the queue was not validated"
+            );
             return Vec::new();
         }
         self.tasks
@@ -590,6 +598,49 @@ mod tests {
             )
             .unwrap();
         assert_eq!(again, [Change::AlreadyArchived(id("A"))]);
+    }
+
+    /// Whether the parent follows a leaf into the archive depends on all
+    /// its children, wherever they are: before the leaf, after it, or a
+    /// grandchild.
+    #[test]
+    fn archiving_a_leaf_takes_its_parent_only_when_nothing_under_it_is_open() {
+        let line = |id: &str, leaf: bool| {
+            format!("{{\"id\":\"{id}\",\"title\":\"t\",\"status\":\"complete\",\"leaf\":{leaf}}}\n")
+        };
+        let archive = |lines: &[(&str, bool)], target: &str| {
+            let text: String = lines.iter().map(|(id, leaf)| line(id, *leaf)).collect();
+            let mut q = queue(&text, "");
+            let changes = q
+                .apply(
+                    &Patch::Archive {
+                        id: id(target),
+                        commit: None,
+                    },
+                    NOW,
+                )
+                .unwrap();
+            let left: Vec<String> = q.tasks.tasks().map(|(_, t)| t.id.to_string()).collect();
+            (changes, left)
+        };
+        // An open sibling before the leaf (the search wraps around).
+        let (changes, left) = archive(&[("A", false), ("A.1", true), ("A.2", true)], "A.2");
+        assert_eq!(changes, [Change::Archived(id("A.2"))]);
+        assert_eq!(left, ["A", "A.1"]);
+        // An open grandchild before the leaf, under a sibling container.
+        let (changes, left) = archive(
+            &[("A", false), ("A.1", false), ("A.1.1", true), ("A.2", true)],
+            "A.2",
+        );
+        assert_eq!(changes, [Change::Archived(id("A.2"))]);
+        assert_eq!(left, ["A", "A.1", "A.1.1"]);
+        // The last child, with another tree after it: A follows, B stays.
+        let (changes, left) = archive(&[("A", false), ("A.1", true), ("B", true)], "A.1");
+        assert_eq!(
+            changes,
+            [Change::Archived(id("A.1")), Change::Archived(id("A"))]
+        );
+        assert_eq!(left, ["B"]);
     }
 
     #[test]
