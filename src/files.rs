@@ -134,9 +134,11 @@ fn remove_if_there(path: &Path) -> io::Result<()> {
 /// folder, that nobody has open (a reader of an old version keeps it).
 fn reusable(spare: &Path, path: &Path) -> Option<File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // Not blocking: a `ralph task` command with the spare (a version it
+    // mapped) under its lease makes the open fail at once.
     let file = OpenOptions::new()
         .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(spare)
         .ok()?;
     let meta = file.metadata().ok()?;
@@ -262,12 +264,25 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
 /// (`ours`) is no longer at `path` either.
 fn check_replaced(temp: &Path, path: &Path, expected: Stamp, ours: Stamp) -> io::Result<bool> {
     use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    // A writer that opened it just before the swap (`>>`, an editor writing
-    // in place) may still be writing to it: a file changed in the last
-    // moments gets a short grace before the check, unless the kernel says
-    // nobody has it open for writing (then every write to it is done).
-    if expected.age() < std::time::Duration::from_secs(2) && !crate::lease::nobody_writing(temp) {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    // A writer that opened it before the swap (`>>`, an editor writing in
+    // place, or one that waited for a `ralph task` command's lease on it)
+    // may still be writing to it: wait while the kernel says somebody has
+    // it open for writing (2 s at most: a writer that keeps it open is
+    // checked as it is then), so their write is seen below.
+    // Where the kernel cannot tell, a file changed in the last moments
+    // gets a short grace.
+    let waiting = std::time::Instant::now();
+    loop {
+        match crate::lease::writing(temp) {
+            Some(true) if waiting.elapsed() < std::time::Duration::from_secs(2) => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            None if expected.age() < std::time::Duration::from_secs(2) => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                break;
+            }
+            _ => break,
+        }
     }
     if Stamp::of(temp)? == expected {
         // The caller removes it (see `write_atomic_checked`).
@@ -469,22 +484,41 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
 }
 
 /// A file's bytes mapped into memory, read-only, under a read lease (see
-/// [`crate::lease::hold_read`]): while it exists nobody can open the file
-/// for writing or truncate it, so its bytes stay as they were mapped.
-/// Reading a big file this way needs no memory of its own and no copy:
-/// the bytes are the page cache's.
+/// [`crate::lease::hold_read`]): until it is let go of ([`Mapped::let_go`])
+/// or dropped, nobody can open the file for writing or truncate it, so its
+/// bytes stay as they were mapped. Reading a big file this way needs no
+/// memory of its own and no copy: the bytes are the page cache's.
 pub struct Mapped {
     bytes: std::ptr::NonNull<u8>,
     len: usize,
-    /// Holds the lease, let go of when it closes (after the unmap).
-    _file: File,
+    /// Holds the lease until it is closed (by `let_go`, or after the unmap).
+    file: std::sync::Mutex<Option<File>>,
 }
 
 // SAFETY: the mapping is read-only and the lease keeps anybody from
-// writing the file while it exists: its bytes can be read from any thread.
+// writing the file until it is let go of, after which nothing reads it:
+// its bytes can be read from any thread.
 unsafe impl Send for Mapped {}
 // SAFETY: as above.
 unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// Lets go of the lease, so whoever waits to write the file goes on.
+    ///
+    /// # Safety
+    ///
+    /// Nothing may read the bytes afterwards (they may change, or vanish
+    /// past a new end of file); dropping what holds them is fine.
+    pub unsafe fn let_go(&self) {
+        if let Ok(mut file) = self.file.lock()
+            && let Some(file) = file.take()
+        {
+            // The mapping keeps the open file alive past the close: the
+            // lease is let go of by name.
+            crate::lease::let_go(&file);
+        }
+    }
+}
 
 impl std::ops::Deref for Mapped {
     type Target = [u8];
@@ -498,14 +532,15 @@ impl std::ops::Deref for Mapped {
 impl Drop for Mapped {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map_leased`, unmapped once; no
-        // slice of it outlives `self`.
+        // slice of it outlives `self`. The file closes after.
         unsafe { libc::munmap(self.bytes.as_ptr().cast(), self.len) };
     }
 }
 
 /// `path` mapped under a read lease, with its stamp; `None` (read it
-/// instead) for a small or missing file, or when the kernel grants no
-/// lease (somebody has it open for writing, leases unsupported) or lets
+/// instead) for a small or missing file, a file system other than a local
+/// one whose leases see every writer (ext4, xfs, btrfs, tmpfs), or when
+/// the kernel grants no lease (somebody has it open for writing) or lets
 /// a writer break one in under 5 s (`/proc/sys/fs/lease-break-time`).
 /// Only for a load that is let go of soon: a writer of the file waits
 /// until it is.
@@ -515,13 +550,23 @@ pub fn map_leased(path: &Path) -> io::Result<Option<(Mapped, Stamp)>> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         other => other?,
     };
-    let Ok(len) = usize::try_from(file.metadata()?.len()) else {
-        return Ok(None);
-    };
-    if len < BIG_READ || !lease_break_is_slow() || !crate::lease::hold_read(&file) {
+    let size = file.metadata()?.len();
+    if size < BIG_READ as u64
+        || !lease_break_is_slow()
+        || !local_leases(&file)
+        || !crate::lease::hold_read(&file)
+    {
         return Ok(None);
     }
-    let stamp = Stamp::of_file(&file)?;
+    // Under the lease: the size and stamp of the bytes that stay.
+    let meta = file.metadata()?;
+    let stamp = Stamp::of_metadata(&meta);
+    let Ok(len) = usize::try_from(meta.len()) else {
+        return Ok(None);
+    };
+    if len == 0 {
+        return Ok(None);
+    }
     // SAFETY: a read-only mapping of a file nobody can write while the
     // lease is held; unmapped in `Drop`.
     let bytes = unsafe {
@@ -542,10 +587,27 @@ pub fn map_leased(path: &Path) -> io::Result<Option<(Mapped, Stamp)>> {
         Mapped {
             bytes,
             len,
-            _file: file,
+            file: std::sync::Mutex::new(Some(file)),
         },
         stamp,
     )))
+}
+
+/// Whether `file` is on a local file system whose leases see every writer
+/// (not a network or FUSE one, where a writer elsewhere is not seen).
+fn local_leases(file: &File) -> bool {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, fstatfs,
+    };
+    fstatfs(file).is_ok_and(|fs| {
+        [
+            EXT4_SUPER_MAGIC,
+            XFS_SUPER_MAGIC,
+            BTRFS_SUPER_MAGIC,
+            TMPFS_MAGIC,
+        ]
+        .contains(&fs.filesystem_type())
+    })
 }
 
 /// Whether a writer waits at least 5 s for a lease (the default is 45).

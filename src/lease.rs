@@ -16,7 +16,23 @@ use std::sync::Once;
 /// one does or the kernel cannot tell (leases disabled, a file of another
 /// user without `CAP_LEASE`, a network file system, no such file).
 pub fn nobody_writing(path: &Path) -> bool {
-    File::open(path).is_ok_and(|file| lease_granted(&file, libc::F_RDLCK))
+    writing(path) == Some(false)
+}
+
+/// Whether some process has `path` open for writing right now (one that
+/// waits for another's lease to open it counts); `None` when the kernel
+/// cannot tell (see `nobody_writing`).
+pub fn writing(path: &Path) -> Option<bool> {
+    let file = File::open(path).ok()?;
+    catch_sigio();
+    let fd = file.as_raw_fd();
+    // SAFETY: plain fcntl calls on a descriptor we own.
+    if unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0 {
+        // SAFETY: as above.
+        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+        return Some(false);
+    }
+    (std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)).then_some(true)
 }
 
 /// True when `file` (open for writing) is open nowhere else right now, in
@@ -26,8 +42,8 @@ pub fn nobody_else_has_open(file: &File) -> bool {
     lease_granted(file, libc::F_WRLCK)
 }
 
-/// Takes a read lease on `file` and keeps it, for as long as the
-/// descriptor is open: while it is held, nobody can open the file for
+/// Takes a read lease on `file` and keeps it until `let_go` (or until the
+/// file is closed and unmapped): while it is held, nobody can open the file for
 /// writing or truncate it (they wait until it is let go of, or for the
 /// system's `lease-break-time`). False when the kernel did not grant it
 /// (somebody has the file open for writing, or see `nobody_writing`).
@@ -35,6 +51,12 @@ pub fn hold_read(file: &File) -> bool {
     catch_sigio();
     // SAFETY: a plain fcntl call on a descriptor the caller owns.
     unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) == 0 }
+}
+
+/// Lets go of a lease taken on `file` (see `hold_read`).
+pub fn let_go(file: &File) {
+    // SAFETY: a plain fcntl call on a descriptor the caller owns.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
 }
 
 /// Takes a lease of `kind` on `file` and lets go of it at once: whether the

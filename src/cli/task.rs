@@ -128,8 +128,12 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
     };
     // A one-shot command's queue lives until the process exits: freeing a
     // big queue's strings one by one took longer than most commands' work.
+    // What it loaded, to let go of the lease on a mapped file once the
+    // output is made (a reader of the output, `less`, may take its time).
+    let loaded = std::cell::Cell::new(None);
     let load = || -> Result<&'static Queue, Error> {
         let queue: &'static Queue = Box::leak(Box::new(store.load()?));
+        loaded.set(Some(queue));
         if let Some(torn) = queue.done.torn() {
             let _ = writeln!(
                 warnings.borrow_mut(),
@@ -139,49 +143,57 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
         }
         Ok(queue)
     };
-    let mut outcome = match command {
-        TaskCommand::Add(args) => {
-            let changes = apply(Patch::Add(NewTask {
-                title: args.title,
-                parent: args.parent,
-                id: args.id,
-                body: args.body,
-                deps: args.deps,
-            }))?;
-            added(&store, &changes, json)?
-        }
-        TaskCommand::List(args) => list(load()?, &args, json)?,
-        TaskCommand::Tree => tree(load()?, json),
-        TaskCommand::Next => next(load()?, json)?,
-        TaskCommand::Show(args) => show(load()?, &args.id, json)?,
-        TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
-        TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
-        TaskCommand::Complete(args) => {
-            status_changed(&apply(set(args.id, Status::Complete))?, json)
-        }
-        TaskCommand::Block(args) => status_changed(
-            &apply(Patch::Block {
-                id: args.id,
-                reason: args.reason,
-            })?,
-            json,
-        ),
-        TaskCommand::Split(args) => split(
-            &apply(Patch::Split {
-                id: args.id,
-                titles: args.titles,
-            })?,
-            json,
-        ),
-        TaskCommand::Archive(args) => archived(
-            &apply(Patch::Archive {
-                id: args.id,
-                commit: args.commit,
-            })?,
-            json,
-        ),
-        TaskCommand::Validate => validate(load()?, json),
-    };
+    let outcome = (|| -> Result<Outcome, Error> {
+        Ok(match command {
+            TaskCommand::Add(args) => {
+                let changes = apply(Patch::Add(NewTask {
+                    title: args.title,
+                    parent: args.parent,
+                    id: args.id,
+                    body: args.body,
+                    deps: args.deps,
+                }))?;
+                added(&store, &changes, json)?
+            }
+            TaskCommand::List(args) => list(load()?, &args, json)?,
+            TaskCommand::Tree => tree(load()?, json),
+            TaskCommand::Next => next(load()?, json)?,
+            TaskCommand::Show(args) => show(load()?, &args.id, json)?,
+            TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
+            TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
+            TaskCommand::Complete(args) => {
+                status_changed(&apply(set(args.id, Status::Complete))?, json)
+            }
+            TaskCommand::Block(args) => status_changed(
+                &apply(Patch::Block {
+                    id: args.id,
+                    reason: args.reason,
+                })?,
+                json,
+            ),
+            TaskCommand::Split(args) => split(
+                &apply(Patch::Split {
+                    id: args.id,
+                    titles: args.titles,
+                })?,
+                json,
+            ),
+            TaskCommand::Archive(args) => archived(
+                &apply(Patch::Archive {
+                    id: args.id,
+                    commit: args.commit,
+                })?,
+                json,
+            ),
+            TaskCommand::Validate => validate(load()?, json),
+        })
+    })();
+    if let Some(queue) = loaded.get() {
+        // SAFETY: the outcome is made (it holds copies, no borrows) and
+        // nothing reads the leaked queue again.
+        unsafe { queue.tasks.let_go() };
+    }
+    let mut outcome = outcome?;
     outcome.stderr.insert_str(0, &warnings.into_inner());
     Ok(outcome)
 }

@@ -368,11 +368,15 @@ pub struct TaskFile {
     name: String,
     bom: bool,
     lines: Vec<Line>,
-    /// While the only edits are removals: the text as read and the byte
-    /// ranges of it removed since. The file is then that text without
-    /// those ranges, written without a pass over the lines (an archive
-    /// of one task out of 100k).
-    cut: Option<Cut>,
+    /// The text as read, which the lines share.
+    text: Arc<Contents>,
+    /// While the only edits are removals: the byte ranges of `text` removed
+    /// since, in the order they were removed. The file is then the text
+    /// without them, written without a pass over the lines (an archive of
+    /// one task out of 100k). They may overlap: an unterminated last line
+    /// takes the ending before it, which may have gone with the line
+    /// before.
+    cut: Option<Vec<Range<usize>>>,
     /// Line index of each id's first occurrence.
     index: IdIndex,
     /// The first repeated id in file order: (its line index, the first's).
@@ -411,10 +415,8 @@ impl TaskFile {
             name: name.to_owned(),
             bom,
             lines,
-            cut: Some(Cut {
-                text,
-                ranges: Vec::new(),
-            }),
+            text,
+            cut: Some(Vec::new()),
             index,
             duplicate,
             changed: false,
@@ -501,13 +503,13 @@ impl TaskFile {
     /// Inserts a new task line before line `index` (`lines().len()` appends).
     pub fn insert(&mut self, index: usize, object: Map<String, Value>) -> Result<()> {
         let end = self.default_end();
+        let line = self.line_from(object, end, index)?;
         if index == self.lines.len()
             && let Some(last) = self.lines.last_mut()
             && last.end == LineEnd::Missing
         {
             last.end = end;
         }
-        let line = self.line_from(object, end, index)?;
         self.lines.insert(index, line);
         self.changed = true;
         self.cut = None;
@@ -527,21 +529,19 @@ impl TaskFile {
         // The bytes it leaves out: its text and ending, or for an
         // unterminated last line, the ending before it too.
         // (A line past 4 GiB has a copy of its text: no cutting then.)
-        let read =
-            |cut: &Option<Cut>, text| cut.as_ref().is_some_and(|cut| Arc::ptr_eq(text, &cut.text));
         let (text, mut bytes) = removed.text.0.range();
         bytes.end += removed.end.as_str().len();
-        let mut cuttable = read(&self.cut, text);
+        let mut cuttable = Arc::ptr_eq(text, &self.text);
         if removed.end == LineEnd::Missing
             && let Some(last) = self.lines.last_mut()
         {
             last.end = LineEnd::Missing;
             let (text, before) = last.text.0.range();
-            cuttable &= read(&self.cut, text);
+            cuttable &= Arc::ptr_eq(text, &self.text);
             bytes.start = before.end;
         }
         match &mut self.cut {
-            Some(cut) if cuttable => cut.ranges.push(bytes),
+            Some(ranges) if cuttable => ranges.push(bytes),
             _ => self.cut = None,
         }
         self.changed = true;
@@ -562,9 +562,40 @@ impl TaskFile {
     /// Writes the file's bytes (what `render` returns) to `out`.
     pub fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         match &self.cut {
-            Some(cut) => cut.write_to(out),
+            Some(ranges) => self.write_cut_to(ranges, out),
             None => self.write_lines_to(out),
         }
+    }
+
+    /// `write_to` for a file whose only edits are removals: the text read
+    /// without the bytes removed.
+    fn write_cut_to(
+        &self,
+        ranges: &[Range<usize>],
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        let text = self.text.as_bytes();
+        let mut ranges = ranges.to_vec();
+        ranges.sort_unstable_by_key(|range| range.start);
+        let mut from = 0;
+        for range in ranges {
+            if range.start > from {
+                out.write_all(&text[from..range.start])?;
+            }
+            from = from.max(range.end);
+        }
+        out.write_all(&text[from..])
+    }
+
+    /// Lets go of the lease on a mapped file (see [`files::Mapped::let_go`]).
+    ///
+    /// # Safety
+    ///
+    /// Nothing may read the file's lines afterwards (their text may
+    /// change); dropping them is fine.
+    pub unsafe fn let_go(&self) {
+        // SAFETY: passed on to the caller.
+        unsafe { self.text.let_go() };
     }
 
     /// `write_to` line by line.
@@ -625,31 +656,6 @@ impl TaskFile {
             end,
             task: Some(task),
         })
-    }
-}
-
-/// A file as read with some lines removed (see `TaskFile::cut`).
-#[derive(Clone, Debug)]
-struct Cut {
-    text: Arc<Contents>,
-    /// Byte ranges of `text`, in the order they were removed. They may
-    /// overlap: an unterminated last line takes the ending before it,
-    /// which may have gone with the line before.
-    ranges: Vec<Range<usize>>,
-}
-
-impl Cut {
-    fn write_to(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        let mut ranges = self.ranges.clone();
-        ranges.sort_unstable_by_key(|range| range.start);
-        let mut from = 0;
-        for range in ranges {
-            if range.start > from {
-                out.write_all(&self.text.as_bytes()[from..range.start])?;
-            }
-            from = from.max(range.end);
-        }
-        out.write_all(&self.text.as_bytes()[from..])
     }
 }
 

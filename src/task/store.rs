@@ -178,6 +178,11 @@ impl Store {
             let mut appending = None;
             let write = |out: &mut dyn std::io::Write| {
                 queue.tasks.write_to(out)?;
+                // Done with a mapped file's bytes: whoever waits to write
+                // it goes on now, before the swap, so the check after the
+                // swap sees their write.
+                // SAFETY: the queue is only dropped after this.
+                unsafe { queue.tasks.let_go() };
                 free_in_background(queue);
                 let result = records
                     .take()
@@ -383,6 +388,58 @@ fn with_earlier(changes: Vec<Change>, earlier: Vec<Change>) -> Vec<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `>>` that waits for a `ralph task` command's lease on a big file
+    /// is tied to that version of the file: a write that swaps a new
+    /// version in meanwhile waits for the append, sees it and applies its
+    /// change again on top, so the appended line is kept.
+    #[test]
+    fn an_append_waiting_for_a_lease_is_kept_across_another_write() {
+        use crate::task::{Patch, Status, TaskId};
+        let dir = assert_fs::TempDir::new().unwrap();
+        let line = |n: usize| {
+            format!(
+                "{{\"id\":\"T{n}\",\"title\":\"{}\",\"status\":\"pending\",\"leaf\":true}}\n",
+                "t".repeat(200)
+            )
+        };
+        let text: String = (0..25_000).map(line).collect();
+        fs::write(dir.path().join(TASKS_FILE), &text).unwrap();
+        let reader = Store::open(dir.path()).mapping();
+        let held = reader.load().unwrap();
+        assert!(matches!(
+            crate::lease::writing(&reader.tasks_path()),
+            Some(false)
+        ));
+        let mut append = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "printf '%s' '{}' >> \"$0\"",
+                line(25_000).trim_end().to_owned() + "\n"
+            ))
+            .arg(reader.tasks_path())
+            .spawn()
+            .unwrap();
+        // The append waits for the lease; the reader lets go a little later.
+        while crate::lease::writing(&reader.tasks_path()) != Some(true) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let let_go = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        let writer = Store::open(dir.path());
+        let start = Patch::SetStatus {
+            id: TaskId::parse("T7").unwrap(),
+            status: Status::Active,
+        };
+        writer.apply(&start, "2026-01-01T00:00:00Z").unwrap();
+        let_go.join().unwrap();
+        assert!(append.wait().unwrap().success());
+        let queue = writer.load().unwrap();
+        assert!(queue.get("T25000").is_some(), "the append was lost");
+        assert_eq!(queue.get("T7").unwrap().status, Status::Active);
+    }
 
     #[test]
     fn a_retry_reports_what_earlier_attempts_archived_and_moved() {

@@ -43,6 +43,18 @@ impl Contents {
             Err(err) => Err((mapped, err)),
         }
     }
+
+    /// Lets go of a mapped file's lease (nothing to do for bytes read).
+    ///
+    /// # Safety
+    ///
+    /// Nothing may read the text afterwards (see [`files::Mapped::let_go`]).
+    pub unsafe fn let_go(&self) {
+        if let Held::Mapped(mapped) = &self.0 {
+            // SAFETY: passed on to the caller.
+            unsafe { mapped.let_go() };
+        }
+    }
 }
 
 impl fmt::Debug for Contents {
@@ -64,8 +76,8 @@ impl Deref for Contents {
         match &self.0 {
             Held::Read(text) => text,
             // SAFETY: checked to be UTF-8 in `Contents::mapped`, and the
-            // lease keeps the file's bytes as they were until the mapping
-            // is dropped with `self`.
+            // lease keeps the file's bytes as they were until it is let go
+            // of, after which nothing reads them (`Contents::let_go`).
             Held::Mapped(mapped) => unsafe { std::str::from_utf8_unchecked(mapped) },
         }
     }

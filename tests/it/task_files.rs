@@ -295,3 +295,46 @@ fn a_big_file_reads_and_writes_as_a_small_one() {
     );
     assert!(p.bytes("tasks.jsonl") == bytes);
 }
+
+/// A `ralph task` command lets go of its lease on a big file once its
+/// output is made: an append does not wait for a slow reader of the output.
+#[test]
+fn a_slow_reader_of_the_output_does_not_hold_writers_of_a_big_file() {
+    use std::io::Read;
+    let line = |n: usize| {
+        format!(
+            "{{\"id\":\"T{n}\",\"title\":\"{}\",\"status\":\"pending\",\"leaf\":true}}\n",
+            "t".repeat(200)
+        )
+    };
+    let text: String = (0..25_000).map(line).collect();
+    let p = TestProject::new().file("tasks.jsonl", &text);
+    let mut list = p
+        .ralph_command(&["task", "list"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its output has begun (more than a pipe holds, so it now waits).
+    let mut stdout = list.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    let path = p.path().join("tasks.jsonl");
+    let (sent, appended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut file, line(25_000).as_bytes()).unwrap();
+        sent.send(()).unwrap();
+    });
+    let waited = appended.recv_timeout(std::time::Duration::from_secs(10));
+    let mut rest = Vec::new();
+    stdout.read_to_end(&mut rest).unwrap();
+    assert!(list.wait().unwrap().success());
+    assert!(
+        waited.is_ok(),
+        "the append waited for the reader of the output"
+    );
+    assert!(p.read("tasks.jsonl").ends_with(&line(25_000)));
+}
