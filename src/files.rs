@@ -750,12 +750,19 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_big_file_is_mapped_under_a_lease_that_holds_writers_off() {
-        let dir = assert_fs::TempDir::new().unwrap();
+    /// A 5 MiB file and an odd byte, every position distinct enough to
+    /// catch a read at the wrong offset: its path and bytes.
+    fn big_file(dir: &assert_fs::TempDir) -> (std::path::PathBuf, Vec<u8>) {
         let path = dir.path().join("big.jsonl");
         let bytes: Vec<u8> = (0..(5 << 20) + 1).map(|i: u32| (i % 251) as u8).collect();
         fs::write(&path, &bytes).unwrap();
+        (path, bytes)
+    }
+
+    #[test]
+    fn a_big_file_is_mapped_under_a_lease_that_holds_writers_off() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let (path, bytes) = big_file(&dir);
         let (mapped, stamp) = map_leased(&path).unwrap().expect("mapped");
         assert!(*mapped == bytes[..]);
         assert_eq!(stamp, Stamp::of(&path).unwrap());
@@ -789,11 +796,7 @@ mod tests {
     #[test]
     fn a_big_file_read_in_halves_is_read_whole() {
         let dir = assert_fs::TempDir::new().unwrap();
-        let path = dir.path().join("big.jsonl");
-        // 5 MiB and an odd byte, every position distinct enough to catch a
-        // half read at the wrong offset.
-        let bytes: Vec<u8> = (0..(5 << 20) + 1).map(|i: u32| (i % 251) as u8).collect();
-        fs::write(&path, &bytes).unwrap();
+        let (path, bytes) = big_file(&dir);
         assert!(read_in_halves(&File::open(&path).unwrap(), bytes.len()).is_some());
         assert!(read_or_empty(&path).unwrap() == bytes);
         // A file shorter than the size asked for is left to the plain read.
