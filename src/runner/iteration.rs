@@ -460,7 +460,13 @@ impl Engine<'_> {
                 return self.wait(backoff);
             }
             _ => {
-                entry.consecutive_failures = 0;
+                // A task the agent says is done fails or not by its
+                // verification (`finish_task`, `merge_split`): a failed
+                // check adds to the failures in a row, so only other
+                // iterations start the count again.
+                if !matches!(verdict, Verdict::Finish | Verdict::MergeSplit) {
+                    entry.consecutive_failures = 0;
+                }
                 entry.last_failed = false;
                 entry.evidence = None;
                 entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };

@@ -474,6 +474,31 @@ fn a_task_that_fails_verification_at_the_limit_is_blocked_with_the_reason() {
     );
 }
 
+/// Each iteration that claims the task done but fails verification is a
+/// failure in a row: the agent's own clean exit does not start the count
+/// again, so the task is blocked at the budget, not at the iteration cap.
+#[test]
+fn failed_verifications_in_a_row_reach_the_failure_budget() {
+    let project = TestProject::new()
+        .file("config/ralph.yaml", "verify:\n  task:\n    - \"exit 3\"\n")
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let mut command = project.run_command(&[]);
+    command
+        .env("RALPH_MAX_CONSECUTIVE_FAILURES", "2")
+        .env("RALPH_MAX_ITERATIONS_PER_TASK", "6");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "failed 2 iterations in a row (last: verify_failed: the verification command `exit 3` failed (exit code 3))"
+    );
+    assert_eq!(project.calls().len(), 2, "{run:#?}");
+}
+
 #[test]
 fn a_failed_verify_run_after_the_queue_drained_fails_the_run() {
     let project = TestProject::new()
