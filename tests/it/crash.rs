@@ -177,6 +177,37 @@ fn a_crash_after_archiving_a_task_completed_by_hand_still_lands_its_work() {
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
 }
 
+/// A crash after the squash commit, before the branch was deleted: the
+/// next run sees the `Completes:` trailer on the base, says so, and only
+/// removes the branch (no second squash).
+#[test]
+fn a_crash_after_the_squash_commit_only_removes_the_branch_next_time() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"do x","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work x.txt x\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n");
+    let crashed = project
+        .run_command(&[])
+        .env("RALPH_FAULT", "after_squash_commit")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "ralph should have aborted");
+    let again = project.run(&[]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert!(
+        again
+            .stderr
+            .contains("A: archived before ralph stopped; finishing its merge\n")
+            && again
+                .stderr
+                .contains("A done: its squash had landed; branch removed\n"),
+        "{again:#?}"
+    );
+    let log = project.git(&["log", "main", "--format=%B"]);
+    assert_eq!(log.matches("Completes: A").count(), 1, "{log}");
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+}
+
 fn finish_run(project: &TestProject) -> crate::support::Run {
     let mut command = project.run_command(&[]);
     command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");

@@ -499,6 +499,82 @@ fn failed_verifications_in_a_row_reach_the_failure_budget() {
     assert_eq!(project.calls().len(), 2, "{run:#?}");
 }
 
+/// Somebody moved the base between two runs with a change to a file the
+/// task changed too: the squash would conflict, so the base is left as it
+/// is and the task gets the conflicting paths and the way out.
+#[test]
+fn a_task_whose_branch_conflicts_with_a_moved_base_is_told_how_to_merge() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then work shared.txt branch
+else ralph task complete "$RALPH_TASK_ID" > /dev/null; fi
+"#,
+        );
+    crate::support::finish(project.run_command(&["--once"]), 60);
+    // A commit on main made without touching the working tree.
+    let moved = project
+        .command("sh")
+        .arg("-c")
+        .arg(
+            r#"index=$(mktemp)
+GIT_INDEX_FILE=$index git read-tree main
+blob=$(printf 'base\n' | git hash-object -w --stdin)
+GIT_INDEX_FILE=$index git update-index --add --cacheinfo "100644,$blob,shared.txt"
+tree=$(GIT_INDEX_FILE=$index git write-tree)
+git update-ref refs/heads/main "$(git commit-tree "$tree" -p main -m 'someone else')""#,
+        )
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    let mut command = project.run_command(&[]);
+    command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "failed 1 iteration in a row (last: merge_conflict: the branch conflicts with the base in shared.txt; merge the base into the branch (`git merge main`), resolve, commit, then mark the task complete again)"
+    );
+    // The base has the other change only.
+    assert_eq!(project.git(&["show", "main:shared.txt"]), "base");
+}
+
+/// The task's line is deleted during its iteration: the iteration ends as
+/// `vanished`, and the run goes on with the rest of the queue.
+#[test]
+fn a_task_deleted_during_its_iteration_vanishes_and_the_run_goes_on() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"gone","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"kept","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ID" = A ]; then
+  grep -v '"id":"A"' tasks.jsonl > tasks.jsonl.tmp && mv tasks.jsonl.tmp tasks.jsonl
+else
+  work B.txt kept
+  ralph task complete B > /dev/null
+fi
+"#,
+        );
+    let run = crate::support::finish(project.run_command(&[]), 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let first = run
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("#1 "))
+        .unwrap();
+    assert!(
+        first.starts_with("#1 A [-] exit code 0 ") && first.ends_with(" -> vanished"),
+        "{run:#?}"
+    );
+    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["B"]);
+    assert_eq!(project.git(&["rev-parse", "--abbrev-ref", "HEAD"]), "main");
+    assert_eq!(project.read("tasks.jsonl"), "");
+}
+
 #[test]
 fn a_failed_verify_run_after_the_queue_drained_fails_the_run() {
     let project = TestProject::new()
