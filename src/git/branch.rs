@@ -113,12 +113,7 @@ impl Repo {
     /// `refs/ralph/tasks/<id>` (`-task` appended to an id ending in `.lock`,
     /// which no ref may end in).
     pub fn preserved_ref(id: &TaskId) -> String {
-        let name = format!("{PRESERVED_REF_PREFIX}{id}");
-        if name.ends_with(".lock") {
-            name + "-task"
-        } else {
-            name
-        }
+        task_ref(PRESERVED_REF_PREFIX, id)
     }
 
     /// Keeps `branch`'s tip under [`Repo::preserved_ref`] and deletes the
@@ -134,13 +129,25 @@ impl Repo {
             self.checkout_base()?;
         }
         self.delete_branch(branch)?;
+        self.forget_resume_point(id)?;
         Ok(tip.into())
     }
 
     /// The ref that holds task `id`'s branch tip as it was before the
     /// current iteration: `refs/ralph/resume/<id>`.
     pub fn resume_ref(id: &TaskId) -> String {
-        Repo::preserved_ref(id).replacen("refs/ralph/tasks/", "refs/ralph/resume/", 1)
+        task_ref(RESUME_REF_PREFIX, id)
+    }
+
+    /// Removes task `id`'s resume point once its branch is gone for good
+    /// (merged and preserved): no iteration resumes it any more.
+    pub(super) fn forget_resume_point(&self, id: &TaskId) -> Result<()> {
+        let name = Repo::resume_ref(id);
+        match self.git.find_reference(&name) {
+            Ok(mut reference) => reference.delete().doing(&format!("delete {name}")),
+            Err(err) if err.code() == git2::ErrorCode::NotFound => Ok(()),
+            Err(err) => Err(err).doing(&format!("read {name}")),
+        }
     }
 
     /// Notes `branch`'s tip under [`Repo::resume_ref`] before an iteration,
@@ -182,5 +189,20 @@ impl Repo {
             .find_branch(branch, BranchType::Local)
             .and_then(|mut found| found.delete())
             .doing(&format!("delete branch {branch}"))
+    }
+}
+
+/// Where the resume points of task branches are kept (see
+/// [`Repo::resume_ref`]).
+const RESUME_REF_PREFIX: &str = "refs/ralph/resume/";
+
+/// `prefix` + `id`, with `-task` appended to an id ending in `.lock`, which
+/// no ref may end in.
+fn task_ref(prefix: &str, id: &TaskId) -> String {
+    let name = format!("{prefix}{id}");
+    if name.ends_with(".lock") {
+        name + "-task"
+    } else {
+        name
     }
 }

@@ -197,6 +197,7 @@ impl Repo {
         crate::fault::crash_at("after_squash_commit");
         self.checkout_carrying_queue(&self.base)?;
         self.delete_branch(branch)?;
+        self.forget_resume_point(id)?;
         let merged = Merged {
             commit: commit.into(),
             tip: tip.into(),

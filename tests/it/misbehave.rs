@@ -147,6 +147,9 @@ fn hostile_titles_never_reach_a_shell_a_ref_or_the_terminal_raw() {
     assert_eq!(project.git(&["show", "main:A.txt"]), title);
     let refs = project.git(&["for-each-ref", "--format=%(refname)", "refs/ralph/tasks"]);
     assert_eq!(refs, "refs/ralph/tasks/A");
+    // The resume point went with the merged branch.
+    let refs = project.git(&["for-each-ref", "--format=%(refname)", "refs/ralph/resume"]);
+    assert_eq!(refs, "");
 }
 
 #[test]
