@@ -210,11 +210,8 @@ impl<'a> Engine<'a> {
             Vec::new()
         };
         if self.interrupted.load(Ordering::SeqCst) {
-            return self.finish(
-                RunStatus::Interrupted,
-                "interrupted by a signal",
-                verify_run,
-            );
+            let (status, reason) = interrupted();
+            return self.finish(status, &reason, verify_run);
         }
         let (status, reason) = if verify_run.iter().any(|c| !c.passed) {
             (
@@ -363,14 +360,8 @@ impl<'a> Engine<'a> {
     fn ending(&mut self, ending: Ending, queue: &Queue) -> Result<(RunStatus, String), Error> {
         let counts = queue.counts();
         Ok(match ending {
-            Ending::Interrupted => (RunStatus::Interrupted, "interrupted by a signal".to_owned()),
-            Ending::Stopped => {
-                let _ = std::fs::remove_file(self.root.join(STOP_FILE));
-                (
-                    RunStatus::Stopped,
-                    format!("{STOP_FILE} asked the run to stop"),
-                )
-            }
+            Ending::Interrupted => interrupted(),
+            Ending::Stopped => self.stopped(),
             Ending::BudgetSpent if self.options.once => {
                 (RunStatus::Stopped, "--once: one iteration done".to_owned())
             }
@@ -398,19 +389,21 @@ impl<'a> Engine<'a> {
     /// `.stop` or a signal, checked between the steps of a long wait.
     pub(super) fn stop_or_interrupt(&self) -> Result<Next, Error> {
         if self.interrupted.load(Ordering::SeqCst) {
-            return Ok(Some((
-                RunStatus::Interrupted,
-                "interrupted by a signal".to_owned(),
-            )));
+            return Ok(Some(interrupted()));
         }
         if self.root.join(STOP_FILE).exists() {
-            let _ = std::fs::remove_file(self.root.join(STOP_FILE));
-            return Ok(Some((
-                RunStatus::Stopped,
-                format!("{STOP_FILE} asked the run to stop"),
-            )));
+            return Ok(Some(self.stopped()));
         }
         Ok(None)
+    }
+
+    /// The run's end when `.stop` asked for it (which is removed).
+    fn stopped(&self) -> (RunStatus, String) {
+        let _ = std::fs::remove_file(self.root.join(STOP_FILE));
+        (
+            RunStatus::Stopped,
+            format!("{STOP_FILE} asked the run to stop"),
+        )
     }
 
     /// Waits `duration`, waking for `.stop` and signals.
@@ -493,4 +486,9 @@ pub(super) fn seconds(duration: Duration) -> String {
             duration.as_secs() % 60
         )
     }
+}
+
+/// The run's end when a signal asked for it.
+pub(super) fn interrupted() -> (RunStatus, String) {
+    (RunStatus::Interrupted, "interrupted by a signal".to_owned())
 }

@@ -395,10 +395,7 @@ impl Engine<'_> {
         match verdict {
             Verdict::Interrupted => {
                 self.save_state()?;
-                return Ok(Some((
-                    RunStatus::Interrupted,
-                    "interrupted by a signal".to_owned(),
-                )));
+                return Ok(Some(super::engine::interrupted()));
             }
             Verdict::AuthFailed(reason) => {
                 self.save_state()?;
