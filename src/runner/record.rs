@@ -11,7 +11,7 @@ use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
 use crate::error::Error;
 use crate::events::Event;
-use crate::task::{Status, TaskId};
+use crate::task::TaskId;
 
 impl Engine<'_> {
     pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
@@ -61,20 +61,19 @@ impl Engine<'_> {
         verify_run: Vec<CommandResult>,
     ) -> Result<RunResult, Error> {
         self.state.phase = "ended".to_owned();
-        let counts = self.store.load().map(|q| q.counts()).unwrap_or_default();
         let result = RunResult {
-            status,
-            reason: reason.to_owned(),
-            run_id: self.state.run_id.clone(),
-            started: self.state.started.clone(),
-            ended: now(),
             iterations: self.state.iteration,
             merged: self.merged,
-            blocked: counts.with(Status::Blocked),
-            remaining: counts.active_total(),
             failures: self.state.failures.clone(),
             outcomes: std::mem::take(&mut self.outcomes),
             verify_run,
+            ..RunResult::ended(
+                &self.root,
+                status,
+                reason.to_owned(),
+                self.state.run_id.clone(),
+                self.state.started.clone(),
+            )
         };
         self.save_state()?;
         result.save(&self.root).map_err(|source| Error::Io {

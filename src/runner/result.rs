@@ -112,12 +112,24 @@ impl RunResult {
     /// The result of a run that failed its checks before any iteration
     /// (invalid tasks or config, a dirty tree, a missing agent).
     pub fn not_started(root: &Path, run_id: String, started: String, reason: String) -> RunResult {
+        RunResult::ended(root, RunStatus::Failed, reason, run_id, started)
+    }
+
+    /// A run ended now with `status`, counting what `tasks.jsonl` at `root`
+    /// has left (nothing when it does not load); no iterations yet.
+    pub fn ended(
+        root: &Path,
+        status: RunStatus,
+        reason: String,
+        run_id: String,
+        started: String,
+    ) -> RunResult {
         let counts = crate::task::Store::open(root)
             .load()
             .map(|queue| queue.counts())
             .unwrap_or_default();
         RunResult {
-            status: RunStatus::Failed,
+            status,
             reason,
             run_id,
             started,
