@@ -420,9 +420,11 @@ pub fn temp_owner(file: &str, name: &str) -> Option<u32> {
         .ok()
 }
 
-/// Removes temp files of `write_atomic` for `name` in `dir` that a writer
-/// left behind when it died (its pid no longer runs). Returns how many.
-pub fn remove_stale_temps(dir: &Path, name: &str) -> io::Result<usize> {
+/// Removes the temp files of `write_atomic` for `path` (beside it) that a
+/// writer left behind when it died (its pid no longer runs). Returns how
+/// many.
+pub fn remove_stale_temps(path: &Path) -> io::Result<usize> {
+    let (dir, name) = (parent_dir(path), file_name(path));
     let mut removed = 0;
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
@@ -936,7 +938,10 @@ mod tests {
         // pid 0 never names a live process of ours.
         fs::write(dir.path().join(temp_name("tasks.jsonl", 0)), "torn").unwrap();
         fs::write(dir.path().join("keep.txt"), "").unwrap();
-        assert_eq!(remove_stale_temps(dir.path(), "tasks.jsonl").unwrap(), 1);
+        assert_eq!(
+            remove_stale_temps(&dir.path().join("tasks.jsonl")).unwrap(),
+            1
+        );
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

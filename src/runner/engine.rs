@@ -86,11 +86,14 @@ impl<'a> Engine<'a> {
         let triggers = roles::load(root)?;
         let store = Store::open(root);
         let torn = store.load()?.done.torn().map(|t| t.line);
-        // A queue write cut short by a crash leaves its temp file behind.
-        for dir in [root.to_path_buf(), root.join(crate::task::RUNTIME_DIR)] {
-            for name in [crate::task::TASKS_FILE, "state.json"] {
-                let _ = crate::files::remove_stale_temps(&dir, name);
-            }
+        // A write cut short by a crash leaves its temp file beside the file.
+        for file in [
+            crate::task::TASKS_FILE,
+            crate::state::STATE_FILE,
+            VALID_QUEUE,
+            super::result::RESULT_FILE,
+        ] {
+            let _ = crate::files::remove_stale_temps(&root.join(file));
         }
         let state_file = StateFile::open(root);
         let (mut state, loaded) = state_file.load().map_err(|source| Error::Io {
