@@ -20,8 +20,10 @@ const TASKS: [&str; 10] = [
     r#"{"id":"D","title":"release","status":"pending","leaf":true}"#,
 ];
 
-/// The first task takes a moment, so `mid_agent` finds the agent running.
+/// The first task takes a moment, so `mid_agent` finds the agent running;
+/// with `$REC/slow` there, it outlives the run that crashed.
 const AGENT: &str = r#"[ "$RALPH_TASK_ID" = A.1 ] && sleep 0.3
+[ "$RALPH_TASK_ID" = A.1 ] && [ -e "$REC/slow" ] && sleep 30
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
 ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#;
@@ -111,6 +113,10 @@ fn a_crash_at_every_named_point_loses_nothing() {
     let _alone = crate::support::heavy();
     for point in ralph::fault::POINTS {
         let project = project();
+        let slow = project.aux().join("rec").join("slow");
+        if point == "mid_agent" {
+            std::fs::write(&slow, "").unwrap();
+        }
         let crashed = project
             .run_command(&[])
             .env("RALPH_FAULT", point)
@@ -121,11 +127,20 @@ fn a_crash_at_every_named_point_loses_nothing() {
             None,
             "{point}: ralph should have aborted: {crashed:?}"
         );
+        let _ = std::fs::remove_file(&slow);
         let again = project.run(&[]);
         assert_eq!(
             again.code, 0,
             "{point}: the run after the crash: {again:#?}"
         );
+        if point == "mid_agent" {
+            assert!(
+                again
+                    .stderr
+                    .contains("stopped the agent a previous run left running"),
+                "{point}: {again:#?}"
+            );
+        }
         assert_consistent(&project);
         // Each leaf's work made it to main exactly once.
         let files = project.git(&["ls-tree", "--name-only", "main"]);
