@@ -478,11 +478,15 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
         return false;
     }
     let group = Pid::from_raw(raw);
-    // Only a group whose leader still works in this project: the id may
-    // have been reused by an unrelated process since.
-    let leader_dir = std::fs::read_link(format!("/proc/{raw}/cwd")).ok();
-    let ours = leader_dir
-        .is_some_and(|dir| std::fs::canonicalize(project_dir).is_ok_and(|project| dir == project));
+    // Only a group with a member still at work in this project (the
+    // leader may be gone, its background children not): the id may have
+    // been reused by an unrelated process since.
+    let Ok(project) = std::fs::canonicalize(project_dir) else {
+        return false;
+    };
+    let ours = live_members(group)
+        .into_iter()
+        .any(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|dir| dir == project));
     if !ours || !group_alive(group) {
         return false;
     }
@@ -510,30 +514,86 @@ fn group_alive(group: Pid) -> bool {
 
 #[cfg(target_os = "linux")]
 fn live_member(group: Pid) -> bool {
+    // Without /proc, assume the group lives (it is signalled again).
+    std::fs::read_dir("/proc").is_err() || !live_members(group).is_empty()
+}
+
+/// The processes of `group` that are not zombies (from /proc).
+#[cfg(target_os = "linux")]
+fn live_members(group: Pid) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
+        return Vec::new();
     };
     let group = group.as_raw().to_string();
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            return false;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
-        let Some((_, fields)) = stat.rsplit_once(')') else {
-            return false;
-        };
-        let mut fields = fields.split_whitespace();
-        let state = fields.next().unwrap_or("Z");
-        let pgrp = fields.nth(1).unwrap_or("");
-        pgrp == group && state != "Z" && state != "X"
-    })
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
+            let (_, fields) = stat.rsplit_once(')')?;
+            let mut fields = fields.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).unwrap_or("");
+            (pgrp == group && state != "Z" && state != "X").then_some(pid)
+        })
+        .collect()
 }
 
 #[cfg(not(target_os = "linux"))]
 fn live_member(_group: Pid) -> bool {
     true
+}
+
+#[cfg(not(target_os = "linux"))]
+fn live_members(group: Pid) -> Vec<u32> {
+    vec![group.as_raw() as u32]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// A group whose leader exited but whose background child still works
+    /// in the project is stopped; one at work elsewhere is left alone.
+    #[test]
+    fn a_leftover_group_without_its_leader_is_stopped() {
+        let project = assert_fs::TempDir::new().unwrap();
+        let elsewhere = assert_fs::TempDir::new().unwrap();
+        let file = project.path().join("agent.pgid");
+        let leftover = |dir: &Path| {
+            let mut leader = std::process::Command::new("sh")
+                .args(["-c", "sleep 30 > /dev/null 2>&1 &"])
+                .current_dir(dir)
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            let group = Pid::from_raw(leader.id() as i32);
+            assert!(leader.wait().unwrap().success());
+            std::fs::write(&file, group.as_raw().to_string()).unwrap();
+            group
+        };
+        let group = leftover(elsewhere.path());
+        assert!(group_alive(group), "the child lives on without its leader");
+        assert!(!stop_leftover_group(
+            &file,
+            project.path(),
+            Duration::from_secs(1)
+        ));
+        assert!(group_alive(group), "a group at work elsewhere was stopped");
+        signal_group(group, Signal::SIGKILL);
+        let group = leftover(project.path());
+        assert!(stop_leftover_group(
+            &file,
+            project.path(),
+            Duration::from_secs(1)
+        ));
+        let until = Instant::now() + Duration::from_secs(5);
+        while group_alive(group) && Instant::now() < until {
+            std::thread::sleep(TICK);
+        }
+        assert!(!group_alive(group), "the leftover child still runs");
+        assert!(!file.exists());
+    }
 }
