@@ -1,12 +1,12 @@
 //! Making a new repository with its first commit (`ralph demo`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use git2::{IndexAddOption, Repository, RepositoryInitOptions};
 
+use super::CommitId;
 use super::error::{Context, Result};
 use super::identity::Identity;
-use super::{BranchCommit, CommitId};
 
 /// Creates a repository in `dir` whose first branch is `branch`, and commits
 /// every file there that is not ignored as its first commit.
@@ -26,132 +26,4 @@ pub fn init_with_commit(dir: &Path, branch: &str, message: &str) -> Result<Commi
         .commit(Some("HEAD"), &signature, &signature, message, &tree, &[])
         .doing("make the first commit")?;
     Ok(commit.into())
-}
-
-impl super::Repo {
-    /// Removes the lock files a git process left when it died holding them
-    /// (a ralph killed with -9 mid-commit or mid-ref-update): `index.lock`
-    /// and `HEAD.lock` of this working tree, `packed-refs.lock` and any
-    /// `*.lock` under `refs/` of the repository (the main one's, for a
-    /// linked worktree). A live holder finishes within the second waited
-    /// first; none is removed while a git process works in the repository
-    /// (a person's `git commit` holds `index.lock` while its editor is
-    /// open). Returns the removed files, relative to the working tree where
-    /// they are inside it.
-    pub fn clear_stale_locks(&self) -> Result<Vec<PathBuf>> {
-        let (git_dir, common_dir) = (self.git.path(), self.git.commondir());
-        let mut locks = Vec::new();
-        for _ in 0..10 {
-            locks = lock_files(git_dir, common_dir);
-            if locks.is_empty() {
-                return Ok(Vec::new());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        if git_at_work_in(&[self.workdir(), git_dir, common_dir]) {
-            return Ok(Vec::new());
-        }
-        let mut removed = Vec::new();
-        for lock in locks {
-            match std::fs::remove_file(&lock) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(err) => return Err(super::error::io_error(&lock)(err)),
-            }
-            removed.push(match lock.strip_prefix(self.workdir()) {
-                Ok(inside) => inside.to_owned(),
-                Err(_) => lock,
-            });
-        }
-        Ok(removed)
-    }
-
-    /// Whether one of the base's last `limit` commits (first parents) has
-    /// the trailer line `trailer` (`Completes: A.1`): a squash that already
-    /// landed is never made twice.
-    pub fn base_has_trailer(&self, trailer: &str, limit: usize) -> Result<bool> {
-        let mut walk = self.git.revwalk().doing("walk the history")?;
-        walk.push_ref(&format!("refs/heads/{}", self.base))
-            .doing("start at the base")?;
-        walk.simplify_first_parent().doing("follow first parents")?;
-        for oid in walk.take(limit) {
-            let oid = oid.doing("walk the history")?;
-            let commit = self.git.find_commit(oid).doing("read a commit")?;
-            let message = String::from_utf8_lossy(commit.message_bytes());
-            if message.lines().any(|line| line.trim_end() == trailer) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    /// The last `limit` commits of the base branch, newest first (first
-    /// parents only, like `git log --oneline --first-parent`).
-    pub fn base_log(&self, limit: usize) -> Result<Vec<BranchCommit>> {
-        let mut walk = self.git.revwalk().doing("walk the history")?;
-        walk.push_ref(&format!("refs/heads/{}", self.base))
-            .doing("start at the base")?;
-        walk.simplify_first_parent().doing("follow first parents")?;
-        let mut commits = Vec::new();
-        for oid in walk.take(limit) {
-            let oid = oid.doing("walk the history")?;
-            let commit = self.git.find_commit(oid).doing("read a commit")?;
-            commits.push(BranchCommit {
-                id: oid.into(),
-                subject: commit
-                    .summary_bytes()
-                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                    .unwrap_or_default(),
-            });
-        }
-        Ok(commits)
-    }
-}
-
-/// The lock files git and libgit2 take to change the index or HEAD (in
-/// the working tree's git folder `git_dir`) or a ref (in `common_dir`, the
-/// repository's shared folder: the same one but in a linked worktree).
-fn lock_files(git_dir: &Path, common_dir: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = [
-        git_dir.join("index.lock"),
-        git_dir.join("HEAD.lock"),
-        common_dir.join("packed-refs.lock"),
-    ]
-    .into_iter()
-    .filter(|path| path.exists())
-    .collect();
-    let mut folders = vec![common_dir.join("refs")];
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                folders.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "lock") {
-                found.push(path);
-            }
-        }
-    }
-    found.sort();
-    found
-}
-
-/// Whether a running `git` process has its working folder in one of
-/// `places` (Linux's `/proc`; elsewhere, never).
-fn git_at_work_in(places: &[&Path]) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    let places: Vec<PathBuf> = places
-        .iter()
-        .filter_map(|place| place.canonicalize().ok())
-        .collect();
-    entries.flatten().any(|entry| {
-        let dir = entry.path();
-        std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| comm.trim_end() == "git")
-            && std::fs::read_link(dir.join("cwd"))
-                .is_ok_and(|cwd| places.iter().any(|place| cwd.starts_with(place)))
-    })
 }

@@ -9,8 +9,10 @@
 
 mod branch;
 mod error;
+mod history;
 mod identity;
 mod init;
+mod locks;
 mod slug;
 mod squash;
 mod tree;
