@@ -18,7 +18,7 @@ use super::{Repo, git2_path, watch};
 use crate::task::LOCK_FILE;
 
 /// A queue file's content in a commit: its blob and mode.
-type Version = (Oid, i32);
+type Version = (Oid, FileMode);
 
 /// What a leftovers commit has to take (see [`Repo::uncommitted_paths`]).
 pub(super) struct Uncommitted {
@@ -344,10 +344,15 @@ impl Repo {
         let mut versions = Vec::new();
         for file in &self.queue {
             let path = git2_path(&file.rel);
+            // The base's mode for the file, a plain file's for a new one.
             let mode = match base.get_path(path) {
-                Ok(entry) => Some(entry.filemode()),
+                Ok(entry) => Some(match entry.filemode() {
+                    0o100755 => FileMode::BlobExecutable,
+                    0o120000 => FileMode::Link,
+                    _ => FileMode::Blob,
+                }),
                 Err(_) if self.git.is_path_ignored(path).doing("read .gitignore")? => None,
-                Err(_) => Some(0o100644),
+                Err(_) => Some(FileMode::Blob),
             };
             // An ignored file is not even read (it may be hundreds of MB).
             let bytes = match mode {
@@ -374,9 +379,8 @@ impl Repo {
         for (rel, version) in self.queue_versions(base)? {
             remove_entry(index, git2_path(rel))?;
             if let Some((blob, mode)) = version {
-                let mode = u32::try_from(mode).unwrap_or(0o100644);
                 index
-                    .add(&entry(rel, mode, blob))
+                    .add(&entry(rel, mode.into(), blob))
                     .doing(&format!("stage {rel}"))?;
             }
         }
@@ -396,11 +400,6 @@ impl Repo {
             let path = git2_path(rel);
             match version {
                 Some((blob, mode)) => {
-                    let mode = match mode {
-                        0o100755 => FileMode::BlobExecutable,
-                        0o120000 => FileMode::Link,
-                        _ => FileMode::Blob,
-                    };
                     update.upsert(path, blob, mode);
                 }
                 None if tree.get_path(path).is_ok() => {
