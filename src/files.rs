@@ -45,8 +45,8 @@ pub fn write_atomic_reusing(
 /// in the instant between the check and the swap (`jq ... && mv`) is put
 /// back, never lost.
 ///
-/// With a `spare` path (on the same file system), the replaced version is
-/// kept there instead of being deleted, and the next write goes into it
+/// The replaced version is kept at `spare` (on the same file system)
+/// instead of being deleted, and the next write goes into it
 /// when nobody has it open: rewriting a file's pages in place is cheaper
 /// than making new ones and freeing the old (a third of the time to
 /// replace a 24 MiB file). It is scratch space, not a backup: a write in
@@ -55,9 +55,9 @@ pub fn write_atomic_unless_changed(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
     expected: Stamp,
-    spare: Option<&Path>,
+    spare: &Path,
 ) -> io::Result<bool> {
-    write_atomic_checked(path, write, Some(expected), spare)
+    write_atomic_checked(path, write, Some(expected), Some(spare))
 }
 
 fn write_atomic_checked(
@@ -819,20 +819,22 @@ mod tests {
     fn a_checked_write_never_replaces_a_file_changed_since_it_was_read() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("tasks.jsonl");
+        fs::create_dir(dir.path().join(".ralph")).unwrap();
+        let spare = dir.path().join(".ralph/spare");
         fs::write(&path, "read\n").unwrap();
         let stamp = Stamp::of(&path).unwrap();
         // Someone else's `mv` lands after our read.
         fs::write(dir.path().join("other"), "theirs\n").unwrap();
         fs::rename(dir.path().join("other"), &path).unwrap();
         let written =
-            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, None)
+            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, &spare)
                 .unwrap();
         assert!(!written);
         assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
         // Read again, the write goes through.
         let stamp = Stamp::of(&path).unwrap();
         assert!(
-            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, None)
+            write_atomic_unless_changed(&path, |out| out.write_all(b"ours\n"), stamp, &spare)
                 .unwrap()
         );
         assert_eq!(fs::read(&path).unwrap(), b"ours\n");
@@ -841,14 +843,15 @@ mod tests {
         let none = Stamp::of(&fresh).unwrap();
         fs::write(&fresh, "created\n").unwrap();
         assert!(
-            !write_atomic_unless_changed(&fresh, |out| out.write_all(b"ours\n"), none, None)
+            !write_atomic_unless_changed(&fresh, |out| out.write_all(b"ours\n"), none, &spare)
                 .unwrap()
         );
-        assert_eq!(
-            fs::read_dir(dir.path()).unwrap().count(),
-            2,
-            "no temp file left"
-        );
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name != ".ralph")
+            .collect();
+        assert_eq!(names.len(), 2, "no temp file left: {names:?}");
     }
 
     #[test]
@@ -862,7 +865,7 @@ mod tests {
         let write = |text: &'static str| {
             let stamp = Stamp::of(&path).unwrap();
             let write = |out: &mut dyn Write| out.write_all(text.as_bytes());
-            assert!(write_atomic_unless_changed(&path, write, stamp, Some(&spare)).unwrap());
+            assert!(write_atomic_unless_changed(&path, write, stamp, &spare).unwrap());
             assert_eq!(fs::read_to_string(&path).unwrap(), text);
         };
         fs::write(&path, "first version, the longest\n").unwrap();

@@ -199,7 +199,7 @@ impl Store {
                 crate::fault::crash_at("mid_queue_write");
                 Ok(())
             };
-            let replaced = files::write_atomic_unless_changed(&path, write, stamp, Some(&spare));
+            let replaced = files::write_atomic_unless_changed(&path, write, stamp, &spare);
             // A write that failed before it joined the helper: wait for it
             // (nothing is replaced, but its records may be on disk).
             if let Some(records) = records {
