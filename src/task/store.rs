@@ -143,6 +143,11 @@ impl Store {
             if written.replaced {
                 return Ok(with_earlier(changes, on_disk));
             }
+            // Again: the queue just written is gone before the next loads
+            // (never two in memory).
+            if let Some(freeing) = written.freeing {
+                let _ = freeing.join();
+            }
         }
         Err(Error::KeepsChanging { attempts: ATTEMPTS })
     }
@@ -165,6 +170,7 @@ impl Store {
             appended: !appended.is_empty(),
             torn: None,
             replaced: true,
+            freeing: None,
         };
         if !queue.tasks.is_changed() {
             written.torn = self.append(&appended, torn.as_ref())?;
@@ -176,6 +182,7 @@ impl Store {
             let records = scope.spawn(|| self.append(&appended, torn.as_ref()));
             let mut records = Some(records);
             let mut appending = None;
+            let mut freeing = None;
             let write = |out: &mut dyn std::io::Write| {
                 queue.tasks.write_to(out)?;
                 // Done with a mapped file's bytes: whoever waits to write
@@ -183,7 +190,7 @@ impl Store {
                 // swap sees their write.
                 // SAFETY: the queue is only dropped after this.
                 unsafe { queue.tasks.let_go() };
-                free_in_background(queue);
+                freeing = free_in_background(queue);
                 let result = records
                     .take()
                     .expect("written once")
@@ -205,6 +212,7 @@ impl Store {
             if let Some(records) = records {
                 appending = Some(records.join().expect("appending does not panic"));
             }
+            written.freeing = freeing;
             written.torn = appending.expect("joined")?;
             written.replaced = replaced.map_err(|source| Error::Io { path, source })?;
             Ok(written)
@@ -342,16 +350,17 @@ pub fn lock_queue(root: &Path) -> std::io::Result<File> {
 }
 
 /// Frees a big queue on a thread of its own (a 100k-task queue takes a few
-/// milliseconds to free); a small one right here.
-fn free_in_background(queue: Queue) {
+/// milliseconds to free), returned for whoever must wait for the memory;
+/// a small one right here. A process that exits meanwhile needs no freeing.
+fn free_in_background(queue: Queue) -> Option<std::thread::JoinHandle<()>> {
     const BIG: usize = 10_000;
     if queue.tasks.lines().len() < BIG {
-        return;
+        return None;
     }
-    // Nothing waits for it: a process that exits meanwhile needs no freeing.
-    let _ = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("free".into())
-        .spawn(move || drop(queue));
+        .spawn(move || drop(queue))
+        .ok()
 }
 
 /// What `Store::write` did.
@@ -362,6 +371,8 @@ struct Written {
     torn: Option<Change>,
     /// `tasks.jsonl` was replaced (or needed no change).
     replaced: bool,
+    /// The thread freeing the queue written, if a big one.
+    freeing: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The changes of the attempt that succeeded, with what earlier attempts
