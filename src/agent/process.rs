@@ -478,6 +478,10 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
         return false;
     }
     let group = Pid::from_raw(raw);
+    // Never ralph's own group (the id reused by the shell that started it).
+    if group == nix::unistd::getpgrp() {
+        return false;
+    }
     // Only a group with a member still at work in this project (the
     // leader may be gone, its background children not): the id may have
     // been reused by an unrelated process since.
@@ -556,7 +560,9 @@ mod tests {
     use std::os::unix::process::CommandExt;
 
     /// A group whose leader exited but whose background child still works
-    /// in the project is stopped; one at work elsewhere is left alone.
+    /// in the project is stopped; one at work elsewhere, or ralph's own, is
+    /// left alone.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_leftover_group_without_its_leader_is_stopped() {
         let project = assert_fs::TempDir::new().unwrap();
@@ -583,6 +589,9 @@ mod tests {
         ));
         assert!(group_alive(group), "a group at work elsewhere was stopped");
         signal_group(group, Signal::SIGKILL);
+        std::fs::write(&file, nix::unistd::getpgrp().as_raw().to_string()).unwrap();
+        let here = std::env::current_dir().unwrap();
+        assert!(!stop_leftover_group(&file, &here, Duration::from_secs(1)));
         let group = leftover(project.path());
         assert!(stop_leftover_group(
             &file,

@@ -214,7 +214,11 @@ impl Engine<'_> {
                 self.repo.preserve_and_delete_branch(&branch, &id)?;
                 self.merged_task(&id, None, "its squash had landed; branch removed")
             }
-            (None, true) => self.merged_task(&id, None, "its squash had landed"),
+            (None, true) => {
+                // A crash between the branch's removal and its resume ref's.
+                self.repo.forget_resume_point(&id);
+                self.merged_task(&id, None, "its squash had landed")
+            }
             (branch, false) => self.land(&id, &title, branch.as_deref(), &trailers),
         }
     }
@@ -321,6 +325,12 @@ impl Engine<'_> {
             .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
         self.ui.log(&now(), &format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
+        // A person who sets the task going again starts a new count (its
+        // last failure stays the next prompt's evidence).
+        if let Some(entry) = self.state.tasks.get_mut(id.as_str()) {
+            entry.consecutive_failures = 0;
+            entry.no_progress = 0;
+        }
         self.task_ended(id, "blocked", None, reason)
     }
 

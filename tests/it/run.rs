@@ -497,6 +497,15 @@ fn failed_verifications_in_a_row_reach_the_failure_budget() {
         "failed 2 iterations in a row (last: verify_failed: the verification command `exit 3` failed (exit code 3))"
     );
     assert_eq!(project.calls().len(), 2, "{run:#?}");
+    // Set going again by hand, it gets the whole budget again.
+    project.ralph(&["task", "start", "A"]).success();
+    let mut command = project.run_command(&[]);
+    command
+        .env("RALPH_MAX_CONSECUTIVE_FAILURES", "2")
+        .env("RALPH_MAX_ITERATIONS_PER_TASK", "6");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(project.calls().len(), 4, "{run:#?}");
 }
 
 /// Somebody moved the base between two runs with a change to a file the
