@@ -250,15 +250,19 @@ impl Engine<'_> {
                 None
             }
             Squash::Conflict(paths) => {
-                return self.task_failed(
-                    id,
-                    "merge_conflict",
-                    &format!(
-                        "the split task's branch conflicts with the base in {}",
-                        paths.join(", ")
-                    ),
-                    "",
+                // No iteration works on a container: the task waits for a
+                // person, and its children with it (they build on its work).
+                *self
+                    .state
+                    .failures
+                    .entry("merge_conflict".into())
+                    .or_default() += 1;
+                let reason = format!(
+                    "its branch {branch} conflicts with the base in {}; merge it into {} by hand (resolving the conflict) and delete it, then set the task pending again: its children wait for it",
+                    paths.join(", "),
+                    self.repo.base()
                 );
+                return self.block(id, &reason);
             }
         };
         let detail = format!(

@@ -584,6 +584,51 @@ fi
     assert_eq!(project.read("tasks.jsonl"), "");
 }
 
+/// The base moved under a task that then split: its work so far cannot
+/// be merged, so the task is blocked with the way out, and its children
+/// wait for it.
+#[test]
+fn a_split_task_whose_branch_conflicts_with_a_moved_base_is_blocked() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then work shared.txt branch
+else ralph task split "$RALPH_TASK_ID" "one" "two" > /dev/null; fi
+"#,
+        );
+    crate::support::finish(project.run_command(&["--once"]), 60);
+    let moved = project
+        .command("sh")
+        .arg("-c")
+        .arg(
+            r#"index=$(mktemp)
+GIT_INDEX_FILE=$index git read-tree main
+blob=$(printf 'base\n' | git hash-object -w --stdin)
+GIT_INDEX_FILE=$index git update-index --add --cacheinfo "100644,$blob,shared.txt"
+tree=$(GIT_INDEX_FILE=$index git write-tree)
+git update-ref refs/heads/main "$(git commit-tree "$tree" -p main -m 'someone else')""#,
+        )
+        .status()
+        .unwrap();
+    assert!(moved.success());
+    let run = crate::support::finish(project.run_command(&[]), 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks[0]["id"], "A");
+    assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
+    let reason = tasks[0]["blocked_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("its branch task/A-feature conflicts with the base in shared.txt"),
+        "{reason}"
+    );
+    // The children wait (no iteration works on them); the base has the
+    // other change only.
+    assert_eq!(tasks[1]["id"], "A.1");
+    assert_eq!(project.calls().len(), 2, "{run:#?}");
+    assert_eq!(project.git(&["show", "main:shared.txt"]), "base");
+}
+
 #[test]
 fn a_failed_verify_run_after_the_queue_drained_fails_the_run() {
     let project = TestProject::new()
