@@ -482,15 +482,28 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
     if group == nix::unistd::getpgrp() {
         return false;
     }
-    // Only a group with a member still at work in this project (the
-    // leader may be gone, its background children not): the id may have
-    // been reused by an unrelated process since.
-    let Ok(project) = std::fs::canonicalize(project_dir) else {
+    // Only a group with a member that is this project's agent or one of
+    // its children (the leader may be gone, its background children not),
+    // as the environment ralph gave the agent says: the id may have been
+    // reused by an unrelated process since.
+    let Ok(project) = std::path::absolute(project_dir) else {
         return false;
     };
-    let ours = live_members(group)
-        .into_iter()
-        .any(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|dir| dir == project));
+    let mut marker = b"RALPH_PROJECT_DIR=".to_vec();
+    marker.extend_from_slice(project.as_os_str().as_encoded_bytes());
+    let marked = || {
+        live_members(group).into_iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(|var| var == marker))
+        })
+    };
+    // A member in the middle of an exec shows no environment: look again.
+    let ours = (0..3).any(|look| {
+        if look > 0 {
+            std::thread::sleep(TICK);
+        }
+        marked()
+    });
     if !ours || !group_alive(group) {
         return false;
     }
@@ -559,9 +572,9 @@ mod tests {
     use super::*;
     use std::os::unix::process::CommandExt;
 
-    /// A group whose leader exited but whose background child still works
-    /// in the project is stopped; one at work elsewhere, or ralph's own, is
-    /// left alone.
+    /// A group whose leader exited but whose background child, an agent of
+    /// the project's, lives on is stopped; one of another project's, or
+    /// ralph's own, is left alone.
     #[cfg(target_os = "linux")]
     #[test]
     fn a_leftover_group_without_its_leader_is_stopped() {
@@ -571,12 +584,24 @@ mod tests {
         let leftover = |dir: &Path| {
             let mut leader = std::process::Command::new("sh")
                 .args(["-c", "sleep 30 > /dev/null 2>&1 &"])
-                .current_dir(dir)
+                .env("RALPH_PROJECT_DIR", dir)
                 .process_group(0)
                 .spawn()
                 .unwrap();
             let group = Pid::from_raw(leader.id() as i32);
             assert!(leader.wait().unwrap().success());
+            // Until the child is `sleep` (mid-exec, its environment reads
+            // as nothing).
+            let asleep = || {
+                live_members(group).into_iter().any(|pid| {
+                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|comm| comm.trim_end() == "sleep")
+                })
+            };
+            let until = Instant::now() + Duration::from_secs(5);
+            while !asleep() && Instant::now() < until {
+                std::thread::sleep(TICK);
+            }
             std::fs::write(&file, group.as_raw().to_string()).unwrap();
             group
         };
