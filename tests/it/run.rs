@@ -508,21 +508,9 @@ fn failed_verifications_in_a_row_reach_the_failure_budget() {
     assert_eq!(project.calls().len(), 4, "{run:#?}");
 }
 
-/// Somebody moved the base between two runs with a change to a file the
-/// task changed too: the squash would conflict, so the base is left as it
-/// is and the task gets the conflicting paths and the way out.
-#[test]
-fn a_task_whose_branch_conflicts_with_a_moved_base_is_told_how_to_merge() {
-    let project = TestProject::new()
-        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
-        .git_init()
-        .agent(
-            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then work shared.txt branch
-else ralph task complete "$RALPH_TASK_ID" > /dev/null; fi
-"#,
-        );
-    crate::support::finish(project.run_command(&["--once"]), 60);
-    // A commit on main made without touching the working tree.
+/// Somebody else's commit on `main` adding `shared.txt` ("base"), made
+/// without touching the working tree (which may be on a task branch).
+fn move_base(project: &TestProject) {
     let moved = project
         .command("sh")
         .arg("-c")
@@ -537,6 +525,23 @@ git update-ref refs/heads/main "$(git commit-tree "$tree" -p main -m 'someone el
         .status()
         .unwrap();
     assert!(moved.success());
+}
+
+/// Somebody moved the base between two runs with a change to a file the
+/// task changed too: the squash would conflict, so the base is left as it
+/// is and the task gets the conflicting paths and the way out.
+#[test]
+fn a_task_whose_branch_conflicts_with_a_moved_base_is_told_how_to_merge() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then work shared.txt branch
+else ralph task complete "$RALPH_TASK_ID" > /dev/null; fi
+"#,
+        );
+    crate::support::finish(project.run_command(&["--once"]), 60);
+    move_base(&project);
     let mut command = project.run_command(&[]);
     command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
     let run = crate::support::finish(command, 60);
@@ -598,20 +603,7 @@ else ralph task split "$RALPH_TASK_ID" "one" "two" > /dev/null; fi
 "#,
         );
     crate::support::finish(project.run_command(&["--once"]), 60);
-    let moved = project
-        .command("sh")
-        .arg("-c")
-        .arg(
-            r#"index=$(mktemp)
-GIT_INDEX_FILE=$index git read-tree main
-blob=$(printf 'base\n' | git hash-object -w --stdin)
-GIT_INDEX_FILE=$index git update-index --add --cacheinfo "100644,$blob,shared.txt"
-tree=$(GIT_INDEX_FILE=$index git write-tree)
-git update-ref refs/heads/main "$(git commit-tree "$tree" -p main -m 'someone else')""#,
-        )
-        .status()
-        .unwrap();
-    assert!(moved.success());
+    move_base(&project);
     let run = crate::support::finish(project.run_command(&[]), 60);
     assert_eq!(run.code, 10, "{run:#?}");
     let tasks = project.json_lines("tasks.jsonl");
