@@ -1,9 +1,8 @@
 //! The task files as lines of text: parsing that keeps every byte, and
 //! edits that rewrite only the lines they change.
 
-use std::fmt;
 use std::mem::MaybeUninit;
-use std::ops::{Deref, Range};
+use std::ops::Range;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -54,45 +53,7 @@ impl LineText {
     }
 }
 
-impl Deref for LineText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl fmt::Debug for LineText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for LineText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl PartialEq for LineText {
-    fn eq(&self, other: &LineText) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for LineText {}
-
-impl PartialEq<str> for LineText {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for LineText {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+super::text::str_like!(LineText);
 
 /// One line of `tasks.jsonl`: its exact text and, unless blank, its task.
 #[derive(Clone, Debug)]

@@ -174,14 +174,6 @@ impl Clone for Text {
     }
 }
 
-impl Deref for Text {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 impl AsRef<str> for Text {
     fn as_ref(&self) -> &str {
         self.as_str()
@@ -200,43 +192,61 @@ impl From<&str> for Text {
     }
 }
 
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
+/// `Deref` to `str`, `Debug` and `Display` as the string, and equality by
+/// the string, for a type with an `as_str` (a task's strings, a line's
+/// text).
+macro_rules! str_like {
+    ($type:ty) => {
+        impl std::ops::Deref for $type {
+            type Target = str;
 
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+            fn deref(&self) -> &str {
+                self.as_str()
+            }
+        }
 
-impl PartialEq for Text {
-    fn eq(&self, other: &Text) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
+        impl std::fmt::Debug for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(self.as_str(), f)
+            }
+        }
 
-impl Eq for Text {}
+        impl std::fmt::Display for $type {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
 
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
+        impl PartialEq for $type {
+            fn eq(&self, other: &$type) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
 
-impl PartialEq<&str> for Text {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+        impl Eq for $type {}
 
-impl PartialEq<String> for Text {
-    fn eq(&self, other: &String) -> bool {
-        self.as_str() == other
-    }
+        impl PartialEq<str> for $type {
+            fn eq(&self, other: &str) -> bool {
+                self.as_str() == other
+            }
+        }
+
+        impl PartialEq<&str> for $type {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+
+        impl PartialEq<String> for $type {
+            fn eq(&self, other: &String) -> bool {
+                self.as_str() == other
+            }
+        }
+    };
 }
+pub(super) use str_like;
+
+str_like!(Text);
 
 #[cfg(test)]
 mod tests {
