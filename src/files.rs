@@ -553,11 +553,7 @@ pub fn map_leased(path: &Path) -> io::Result<Option<(Mapped, Stamp)>> {
         other => other?,
     };
     let size = file.metadata()?.len();
-    if size < BIG_READ as u64
-        || !lease_break_is_slow()
-        || !local_leases(&file)
-        || !crate::lease::hold_read(&file)
-    {
+    if size < BIG_READ as u64 || !crate::lease::hold_read(&file) {
         return Ok(None);
     }
     // Under the lease: the size and stamp of the bytes that stay.
@@ -593,34 +589,6 @@ pub fn map_leased(path: &Path) -> io::Result<Option<(Mapped, Stamp)>> {
         },
         stamp,
     )))
-}
-
-/// Whether `file` is on a local file system whose leases see every writer
-/// (not a network or FUSE one, where a writer elsewhere is not seen).
-fn local_leases(file: &File) -> bool {
-    use nix::sys::statfs::{
-        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, fstatfs,
-    };
-    fstatfs(file).is_ok_and(|fs| {
-        [
-            EXT4_SUPER_MAGIC,
-            XFS_SUPER_MAGIC,
-            BTRFS_SUPER_MAGIC,
-            TMPFS_MAGIC,
-        ]
-        .contains(&fs.filesystem_type())
-    })
-}
-
-/// Whether a writer waits at least 5 s for a lease (the default is 45).
-fn lease_break_is_slow() -> bool {
-    static SLOW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SLOW.get_or_init(|| {
-        fs::read_to_string("/proc/sys/fs/lease-break-time")
-            .ok()
-            .and_then(|text| text.trim().parse::<u64>().ok())
-            .is_some_and(|seconds| seconds >= 5)
-    })
 }
 
 /// The smallest file `read_or_empty` reads with two threads.

@@ -24,33 +24,36 @@ pub fn nobody_writing(path: &Path) -> bool {
 /// cannot tell (see `nobody_writing`).
 pub fn writing(path: &Path) -> Option<bool> {
     let file = File::open(path).ok()?;
-    catch_sigio();
-    let fd = file.as_raw_fd();
-    // SAFETY: plain fcntl calls on a descriptor we own.
-    if unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) } == 0 {
-        // SAFETY: as above.
-        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
-        return Some(false);
+    match take(&file, libc::F_RDLCK) {
+        Ok(()) => {
+            let_go(&file);
+            Some(false)
+        }
+        Err(err) => (err.raw_os_error() == Some(libc::EAGAIN)).then_some(true),
     }
-    (std::io::Error::last_os_error().raw_os_error() == Some(libc::EAGAIN)).then_some(true)
 }
 
 /// True when `file` (open for writing) is open nowhere else right now, in
 /// this process or another, for reading or writing: the kernel grants a
 /// write lease only then. False when it is, or the kernel cannot tell.
 pub fn nobody_else_has_open(file: &File) -> bool {
-    lease_granted(file, libc::F_WRLCK)
+    let taken = take(file, libc::F_WRLCK).is_ok();
+    if taken {
+        let_go(file);
+    }
+    taken
 }
 
 /// Takes a read lease on `file` and keeps it until `let_go` (or until the
-/// file is closed and unmapped): while it is held, nobody can open the file for
-/// writing or truncate it (they wait until it is let go of, or for the
-/// system's `lease-break-time`). False when the kernel did not grant it
-/// (somebody has the file open for writing, or see `nobody_writing`).
+/// file is closed and unmapped): while it is held, nobody can open the
+/// file for writing or truncate it (they wait until it is let go of, or
+/// for the system's `lease-break-time`). False when the kernel did not
+/// grant it (somebody has the file open for writing, or see
+/// `nobody_writing`), or when the lease would not hold writers off for
+/// sure: a file system whose leases may miss a writer (network, FUSE), or
+/// a `lease-break-time` under 5 s.
 pub fn hold_read(file: &File) -> bool {
-    catch_sigio();
-    // SAFETY: a plain fcntl call on a descriptor the caller owns.
-    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_RDLCK) == 0 }
+    sure_to_hold(file) && take(file, libc::F_RDLCK).is_ok()
 }
 
 /// Lets go of a lease taken on `file` (see `hold_read`).
@@ -59,18 +62,40 @@ pub fn let_go(file: &File) {
     unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
 }
 
-/// Takes a lease of `kind` on `file` and lets go of it at once: whether the
-/// kernel granted it is the answer.
-fn lease_granted(file: &File, kind: libc::c_int) -> bool {
+/// Takes a lease of `kind` on `file`.
+fn take(file: &File, kind: libc::c_int) -> std::io::Result<()> {
     catch_sigio();
-    let fd = file.as_raw_fd();
-    // SAFETY: plain fcntl calls on a descriptor the caller owns.
-    let taken = unsafe { libc::fcntl(fd, libc::F_SETLEASE, kind) } == 0;
-    if taken {
-        // SAFETY: as above.
-        unsafe { libc::fcntl(fd, libc::F_SETLEASE, libc::F_UNLCK) };
+    // SAFETY: a plain fcntl call on a descriptor the caller owns.
+    match unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, kind) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
     }
-    taken
+}
+
+/// Whether a lease on `file` holds every writer off long enough: a local
+/// file system whose leases see every writer (ext4, xfs, btrfs, tmpfs),
+/// and a writer that waits at least 5 s for one (the default is 45).
+fn sure_to_hold(file: &File) -> bool {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, TMPFS_MAGIC, XFS_SUPER_MAGIC, fstatfs,
+    };
+    static SLOW_BREAK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let slow_break = *SLOW_BREAK.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .is_some_and(|seconds| seconds >= 5)
+    });
+    let local = fstatfs(file).is_ok_and(|fs| {
+        [
+            EXT4_SUPER_MAGIC,
+            XFS_SUPER_MAGIC,
+            BTRFS_SUPER_MAGIC,
+            TMPFS_MAGIC,
+        ]
+        .contains(&fs.filesystem_type())
+    });
+    slow_break && local
 }
 
 fn catch_sigio() {
