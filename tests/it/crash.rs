@@ -21,9 +21,10 @@ const TASKS: [&str; 10] = [
 ];
 
 /// The first task takes a moment, so `mid_agent` finds the agent running;
-/// with `$REC/slow` there, it outlives the run that crashed.
+/// started with `SLOW_AGENT` set (only the run that crashes), it outlives
+/// that run.
 const AGENT: &str = r#"[ "$RALPH_TASK_ID" = A.1 ] && sleep 0.3
-[ "$RALPH_TASK_ID" = A.1 ] && [ -e "$REC/slow" ] && sleep 30
+[ "$RALPH_TASK_ID" = A.1 ] && [ -n "${SLOW_AGENT:-}" ] && sleep 30
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
 ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#;
@@ -113,21 +114,17 @@ fn a_crash_at_every_named_point_loses_nothing() {
     let _alone = crate::support::heavy();
     for point in ralph::fault::POINTS {
         let project = project();
-        let slow = project.aux().join("rec").join("slow");
+        let mut command = project.run_command(&[]);
+        command.env("RALPH_FAULT", point);
         if point == "mid_agent" {
-            std::fs::write(&slow, "").unwrap();
+            command.env("SLOW_AGENT", "1");
         }
-        let crashed = project
-            .run_command(&[])
-            .env("RALPH_FAULT", point)
-            .output()
-            .unwrap();
+        let crashed = command.output().unwrap();
         assert_eq!(
             crashed.status.code(),
             None,
             "{point}: ralph should have aborted: {crashed:?}"
         );
-        let _ = std::fs::remove_file(&slow);
         let again = project.run(&[]);
         assert_eq!(
             again.code, 0,
