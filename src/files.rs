@@ -21,20 +21,19 @@ fn write_atomic_with(
 }
 
 /// The spare of a file ralph rewrites often: `.NAME.spare` beside it.
-pub fn spare_of(path: &Path) -> std::path::PathBuf {
+fn spare_of(path: &Path) -> std::path::PathBuf {
     parent_dir(path).join(format!(".{}.spare", file_name(path)))
 }
 
-/// `write_atomic_with`, keeping the replaced version at `spare` and writing
-/// into `spare` when nobody has it open (see
+/// `write_atomic_with`, keeping the replaced version as a spare beside it
+/// (`.NAME.spare`) and writing into the spare when nobody has it open (see
 /// [`write_atomic_unless_changed`]): for ralph's own files rewritten many
 /// times a run, where making and deleting a file costs more than writing it.
 pub fn write_atomic_reusing(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-    spare: &Path,
 ) -> io::Result<()> {
-    write_atomic_checked(path, write, None, Some(spare)).map(|_| ())
+    write_atomic_checked(path, write, None, Some(&spare_of(path))).map(|_| ())
 }
 
 /// `write_atomic_with` for a file read with stamp `expected`: it replaces
@@ -880,7 +879,7 @@ mod tests {
         let spare = spare_of(&path);
         assert_eq!(spare, dir.path().join(".state.json.spare"));
         let save = |text: &'static str| {
-            write_atomic_reusing(&path, |out| out.write_all(text.as_bytes()), &spare).unwrap();
+            write_atomic_reusing(&path, |out| out.write_all(text.as_bytes())).unwrap();
             assert_eq!(fs::read_to_string(&path).unwrap(), text);
         };
         save("{\"iteration\": 1, \"long\": true}\n");

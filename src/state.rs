@@ -146,7 +146,7 @@ impl StateFile {
             crate::fault::crash_at("mid_state_write");
             Ok(())
         };
-        files::write_atomic_reusing(&self.path, write, &files::spare_of(&self.path))
+        files::write_atomic_reusing(&self.path, write)
     }
 }
 

@@ -342,7 +342,6 @@ pub struct TaskFile {
     index: IdIndex,
     /// The first repeated id in file order: (its line index, the first's).
     duplicate: Option<(usize, usize)>,
-    changed: bool,
 }
 
 impl TaskFile {
@@ -380,7 +379,6 @@ impl TaskFile {
             cut: Some(Vec::new()),
             index,
             duplicate,
-            changed: false,
         })
     }
 
@@ -437,9 +435,10 @@ impl TaskFile {
         })
     }
 
-    /// Whether an edit changed the content since it was parsed.
+    /// Whether an edit changed the content since it was parsed (any edit
+    /// but a removal clears `cut`).
     pub fn is_changed(&self) -> bool {
-        self.changed
+        !matches!(&self.cut, Some(ranges) if ranges.is_empty())
     }
 
     /// Rewrites the task on line `index` through `edit`, keeping its other
@@ -452,7 +451,6 @@ impl TaskFile {
             let id_changed =
                 line.task.as_ref().map(|t| &t.id) != self.lines[index].task.as_ref().map(|t| &t.id);
             self.lines[index] = line;
-            self.changed = true;
             self.cut = None;
             if id_changed {
                 self.reindex();
@@ -472,7 +470,6 @@ impl TaskFile {
             last.end = end;
         }
         self.lines.insert(index, line);
-        self.changed = true;
         self.cut = None;
         self.reindex();
         Ok(())
@@ -505,7 +502,6 @@ impl TaskFile {
             Some(ranges) if cuttable => ranges.push(bytes),
             _ => self.cut = None,
         }
-        self.changed = true;
         if !follow {
             self.reindex();
         }

@@ -266,7 +266,7 @@ impl Store {
                 Ok(())
             };
             // Kept every iteration: into the spare of the last copy.
-            let copied = files::write_atomic_reusing(copy, write, &files::spare_of(copy));
+            let copied = files::write_atomic_reusing(copy, write);
             if copied.is_ok() {
                 return Ok(true);
             }
@@ -278,7 +278,7 @@ impl Store {
             return Ok(false);
         };
         let write = |out: &mut dyn std::io::Write| queue.tasks.write_to(out);
-        files::write_atomic_reusing(copy, write, &files::spare_of(copy)).map_err(io)?;
+        files::write_atomic_reusing(copy, write).map_err(io)?;
         Ok(true)
     }
 
