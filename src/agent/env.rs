@@ -33,6 +33,18 @@ pub struct Host {
     pub is_root: bool,
 }
 
+/// The variable that names the project to the agent, and so marks the
+/// agent's processes as this project's.
+pub(super) const PROJECT_DIR_VAR: &str = "RALPH_PROJECT_DIR";
+
+/// `RALPH_PROJECT_DIR=<dir>` as it stands in an agent's environment
+/// (`/proc/<pid>/environ`) for a project at `dir`.
+pub(super) fn project_marker(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let mut marker = format!("{PROJECT_DIR_VAR}=").into_bytes();
+    marker.extend_from_slice(std::path::absolute(dir)?.as_os_str().as_encoded_bytes());
+    Ok(marker)
+}
+
 impl Host {
     /// Reads the environment, ralph's executable and the user of this process.
     pub fn from_process(project_dir: &Path) -> Result<Host, Error> {
@@ -135,7 +147,7 @@ pub(crate) fn environment(
     );
     set("RALPH_BRANCH", context.branch.clone().into());
     set("RALPH_PROMPT_FILE", prompt_file.as_os_str().to_owned());
-    set("RALPH_PROJECT_DIR", host.project_dir.as_os_str().to_owned());
+    set(PROJECT_DIR_VAR, host.project_dir.as_os_str().to_owned());
     set("RALPH_RUN_ID", context.run_id.clone().into());
     set("RALPH_BIN", host.ralph_bin.as_os_str().to_owned());
     env

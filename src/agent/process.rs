@@ -486,11 +486,9 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
     // its children (the leader may be gone, its background children not),
     // as the environment ralph gave the agent says: the id may have been
     // reused by an unrelated process since.
-    let Ok(project) = std::path::absolute(project_dir) else {
+    let Ok(marker) = super::env::project_marker(project_dir) else {
         return false;
     };
-    let mut marker = b"RALPH_PROJECT_DIR=".to_vec();
-    marker.extend_from_slice(project.as_os_str().as_encoded_bytes());
     let marked = || {
         live_members(group).into_iter().any(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
@@ -584,7 +582,7 @@ mod tests {
         let leftover = |dir: &Path| {
             let mut leader = std::process::Command::new("sh")
                 .args(["-c", "sleep 30 > /dev/null 2>&1 &"])
-                .env("RALPH_PROJECT_DIR", dir)
+                .env(super::super::env::PROJECT_DIR_VAR, dir)
                 .process_group(0)
                 .spawn()
                 .unwrap();
