@@ -128,8 +128,7 @@ impl Repo {
         if self.is_on(branch)? {
             self.checkout_base()?;
         }
-        self.forget_resume_point(id);
-        self.delete_branch(branch)?;
+        self.drop_task_branch(branch, id)?;
         Ok(tip.into())
     }
 
@@ -139,13 +138,15 @@ impl Repo {
         task_ref(RESUME_REF_PREFIX, id)
     }
 
-    /// Removes task `id`'s resume point once its branch goes for good
-    /// (merged and preserved): no iteration resumes it any more. Best
-    /// effort: a ref left behind (a lock held by a `git gc`) is harmless.
-    pub fn forget_resume_point(&self, id: &TaskId) {
+    /// Deletes task `id`'s `branch` for good (merged and preserved), and
+    /// its resume point first: no iteration resumes it any more. The
+    /// resume ref goes best effort: one left behind (a lock held by a
+    /// `git gc`) is harmless.
+    pub(super) fn drop_task_branch(&self, branch: &str, id: &TaskId) -> Result<()> {
         if let Ok(mut reference) = self.git.find_reference(&Repo::resume_ref(id)) {
             let _ = reference.delete();
         }
+        self.delete_branch(branch)
     }
 
     /// Notes `branch`'s tip under [`Repo::resume_ref`] before an iteration,
@@ -182,7 +183,7 @@ impl Repo {
         Ok(true)
     }
 
-    pub(super) fn delete_branch(&self, branch: &str) -> Result<()> {
+    fn delete_branch(&self, branch: &str) -> Result<()> {
         self.git
             .find_branch(branch, BranchType::Local)
             .and_then(|mut found| found.delete())

@@ -196,8 +196,7 @@ impl Repo {
             .doing(&format!("commit the squash on {}", self.base))?;
         crate::fault::crash_at("after_squash_commit");
         self.checkout_carrying_queue(&self.base)?;
-        self.forget_resume_point(id);
-        self.delete_branch(branch)?;
+        self.drop_task_branch(branch, id)?;
         let merged = Merged {
             commit: commit.into(),
             tip: tip.into(),

@@ -214,11 +214,7 @@ impl Engine<'_> {
                 self.repo.preserve_and_delete_branch(&branch, &id)?;
                 self.merged_task(&id, None, "its squash had landed; branch removed")
             }
-            (None, true) => {
-                // A crash between the branch's removal and its resume ref's.
-                self.repo.forget_resume_point(&id);
-                self.merged_task(&id, None, "its squash had landed")
-            }
+            (None, true) => self.merged_task(&id, None, "its squash had landed"),
             (branch, false) => self.land(&id, &title, branch.as_deref(), &trailers),
         }
     }
