@@ -248,16 +248,13 @@ impl Engine<'_> {
             Squash::Conflict(paths) => {
                 // No iteration works on a container: the task waits for a
                 // person, and its children with it (they build on its work).
-                *self
-                    .state
-                    .failures
-                    .entry("merge_conflict".into())
-                    .or_default() += 1;
                 let reason = format!(
                     "its branch {branch} conflicts with the base in {}; merge it into {} by hand (resolving the conflict) and delete it, then set the task pending again: its children wait for it",
                     paths.join(", "),
                     self.repo.base()
                 );
+                self.count_failure("merge_conflict");
+                self.record(Some(id), "split", "merge_conflict", &reason, Map::new())?;
                 return self.block(id, &reason);
             }
         };
@@ -278,6 +275,11 @@ impl Engine<'_> {
 
     /// A failure outside the agent (verification, conflict): evidence for
     /// the next iteration, the task active again, blocked at the limit.
+    /// Counts a failure of `class` for `result.json`.
+    fn count_failure(&mut self, class: &str) {
+        *self.state.failures.entry(class.to_owned()).or_default() += 1;
+    }
+
     pub(super) fn task_failed(
         &mut self,
         id: &TaskId,
@@ -285,7 +287,7 @@ impl Engine<'_> {
         summary: &str,
         tail: &str,
     ) -> Result<(), Error> {
-        *self.state.failures.entry(class.to_owned()).or_default() += 1;
+        self.count_failure(class);
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.consecutive_failures += 1;
         entry.last_failed = true;

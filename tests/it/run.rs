@@ -609,11 +609,15 @@ else ralph task split "$RALPH_TASK_ID" "one" "two" > /dev/null; fi
     let tasks = project.json_lines("tasks.jsonl");
     assert_eq!(tasks[0]["id"], "A");
     assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
-    let reason = tasks[0]["blocked_reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("its branch task/A-feature conflicts with the base in shared.txt"),
-        "{reason}"
+    assert_eq!(
+        tasks[0]["blocked_reason"],
+        "its branch task/A-feature conflicts with the base in shared.txt; merge it into main by hand (resolving the conflict) and delete it, then set the task pending again: its children wait for it"
     );
+    assert_eq!(
+        phases(&project, "A").last().map(String::as_str),
+        Some("block/blocked")
+    );
+    assert!(phases(&project, "A").contains(&"split/merge_conflict".to_owned()));
     // The children wait (no iteration works on them); the base has the
     // other change only.
     assert_eq!(tasks[1]["id"], "A.1");
