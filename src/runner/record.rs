@@ -69,10 +69,10 @@ impl Engine<'_> {
             verify_run,
             ..RunResult::ended(
                 &self.root,
-                status,
-                reason.to_owned(),
                 self.state.run_id.clone(),
                 self.state.started.clone(),
+                status,
+                reason.to_owned(),
             )
         };
         self.save_state()?;

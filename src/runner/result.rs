@@ -112,17 +112,17 @@ impl RunResult {
     /// The result of a run that failed its checks before any iteration
     /// (invalid tasks or config, a dirty tree, a missing agent).
     pub fn not_started(root: &Path, run_id: String, started: String, reason: String) -> RunResult {
-        RunResult::ended(root, RunStatus::Failed, reason, run_id, started)
+        RunResult::ended(root, run_id, started, RunStatus::Failed, reason)
     }
 
     /// A run ended now with `status`, counting what `tasks.jsonl` at `root`
     /// has left (nothing when it does not load); no iterations yet.
     pub fn ended(
         root: &Path,
-        status: RunStatus,
-        reason: String,
         run_id: String,
         started: String,
+        status: RunStatus,
+        reason: String,
     ) -> RunResult {
         let counts = crate::task::Store::open(root)
             .load()
