@@ -84,7 +84,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
     }
     let _ = write!(
         out,
-        "\nLook next:\n  cd {}\n  cat ralph.log                    one line per iteration\n  {} status\n                                   the last run and its recent events\n  ls .ralph/prompts .ralph/logs    every prompt the agent got, and what it printed\n  git log refs/ralph/tasks/A.1     a task's full history before its squash\n",
+        "\nLook next:\n  cd {}\n  cat ralph.log                    one line per iteration and per merge\n  {} status\n                                   the last run and its recent events\n  ls .ralph/prompts .ralph/logs    every prompt the agent got, and what it printed\n  git log refs/ralph/tasks/A.1     a task's full history before its squash\n",
         folder.display(),
         bin.display()
     );

@@ -55,14 +55,16 @@ fn the_demo_runs_the_sample_project_to_the_end() {
             .unwrap();
     assert_eq!(result["status"], "drained");
     assert_eq!(result["failures"]["exit"], 1);
-    assert!(run.stdout.contains(&format!("cd {}", folder.display())));
     // What to type next works from the demo's folder: ralph by its path.
     let bin = std::fs::canonicalize(RALPH).unwrap();
-    assert!(
-        run.stdout
-            .contains(&format!("\n  {} status\n", bin.display())),
-        "{}",
-        run.stdout
+    let next = run.stdout.split_once("\nLook next:\n").unwrap().1;
+    assert_eq!(
+        next,
+        format!(
+            "  cd {}\n  cat ralph.log                    one line per iteration and per merge\n  {} status\n                                   the last run and its recent events\n  ls .ralph/prompts .ralph/logs    every prompt the agent got, and what it printed\n  git log refs/ralph/tasks/A.1     a task's full history before its squash\n",
+            folder.display(),
+            bin.display()
+        )
     );
     // --dir and --json are not the demo's: a usage error, not ignored.
     let wrong = p.ralph(&["demo", "--dir", "elsewhere"]);
