@@ -191,7 +191,7 @@ fn read_run(source: &Arc<Source>, run: &str, lines: &mut Slots) -> RunReport {
         };
         report.hashes.push(line_hash(&task));
         // A range of the file's text: the line shares it.
-        let text = Span::of(source, text).unwrap_or_else(|| Span::own(text.to_owned()));
+        let text = Span::of_or_own(source, text);
         lines.push(Line {
             text: LineText(text),
             end,

@@ -230,10 +230,12 @@ impl Queue {
         Ok(())
     }
 
-    /// Line indexes of every task below the task `id` on line `index` of
+    /// Line indexes of every task below the task on line `index` of
     /// `tasks.jsonl` (none below a leaf: the file is valid).
-    fn descendants(&self, id: &TaskId, index: usize) -> Vec<usize> {
-        if self.task_at(index).leaf {
+    fn descendants(&self, index: usize) -> Vec<usize> {
+        let task = self.task_at(index);
+        let id = &task.id;
+        if task.leaf {
             debug_assert!(
                 !self
                     .tasks
@@ -378,7 +380,7 @@ impl Queue {
             });
         };
         let open_children: Vec<String> = self
-            .descendants(id, index)
+            .descendants(index)
             .into_iter()
             .filter_map(|i| self.tasks.lines()[i].task.as_ref())
             .map(|task| task.id.to_string())
@@ -407,7 +409,7 @@ impl Queue {
                 changes.push(Change::Archived(id.clone()));
             }
             // Descendants left over from a crash are archived already.
-            let mut remove = self.descendants(&id, index);
+            let mut remove = self.descendants(index);
             remove.push(index);
             remove.sort_unstable();
             for line in remove.into_iter().rev() {

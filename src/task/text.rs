@@ -87,12 +87,10 @@ impl Deref for Contents {
 /// when the string is a slice of it (no escapes were decoded), a copy
 /// otherwise.
 pub fn text_from(source: Option<&Arc<Source>>, value: Cow<'_, str>) -> Text {
-    if let (Some(source), Cow::Borrowed(value)) = (source, &value)
-        && let Some(span) = Span::of(source, value)
-    {
-        return Text(span);
+    match (source, value) {
+        (Some(source), Cow::Borrowed(value)) => Text(Span::of_or_own(source, value)),
+        (_, value) => Text(Span::own(value.into_owned())),
     }
-    Text(Span::own(value.into_owned()))
 }
 
 /// A range of a source's text, 16 bytes (a queue holds some 400k of
@@ -126,6 +124,12 @@ impl Span {
             start,
             len,
         })
+    }
+
+    /// `value` as a range of `source` when it is a slice of it (see
+    /// `Span::of`), otherwise as its own copy.
+    pub fn of_or_own(source: &Arc<Source>, value: &str) -> Span {
+        Span::of(source, value).unwrap_or_else(|| Span::own(value.to_owned()))
     }
 
     /// `text` as its own source.

@@ -72,9 +72,6 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
 #[test]
 fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
     let repo = GitRepo::new();
-    repo.write("README.md", "hi\n");
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "first"]);
     let wt = repo.sibling("wt");
     repo.git(&[
         "worktree",
@@ -104,9 +101,6 @@ fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
 #[test]
 fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
     let repo = GitRepo::new();
-    repo.write("README.md", "hi\n");
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-q", "-m", "first"]);
     std::fs::write(repo.path().join(".git/index.lock"), "").unwrap();
     // A git process at work here (as a person's `git commit` waiting for
     // its editor): this one waits for its input.
