@@ -360,7 +360,7 @@ impl TaskFile {
 
     /// Parses a mapped file (see [`files::map_leased`]): its lines share
     /// the mapping, so it lasts, and the lease with it, as long as they do.
-    pub fn parse_mapped(name: &str, mapped: files::Mapped) -> Result<TaskFile> {
+    pub(crate) fn parse_mapped(name: &str, mapped: files::Mapped) -> Result<TaskFile> {
         match Contents::mapped(mapped) {
             Ok(text) => TaskFile::parse_text(name, Arc::new(text)),
             Err((bytes, err)) => Err(utf8_error(name, &bytes, err)),

@@ -101,7 +101,7 @@ impl Patch {
     /// without open children and records them as archived: no id is
     /// repeated or orphaned, every dep stays known (live or archived), and
     /// removing tasks adds no cycle.
-    pub fn keeps_valid(&self) -> bool {
+    pub(crate) fn keeps_valid(&self) -> bool {
         matches!(self, Patch::Archive { .. })
     }
 }

@@ -84,7 +84,7 @@ impl Queue {
     }
 
     /// `parse_owned` for a mapped `tasks.jsonl` (see [`TaskFile::parse_mapped`]).
-    pub fn parse_mapped(tasks: crate::files::Mapped, done: &[u8]) -> Result<Queue> {
+    pub(crate) fn parse_mapped(tasks: crate::files::Mapped, done: &[u8]) -> Result<Queue> {
         Queue::checked(TaskFile::parse_mapped(TASKS_FILE, tasks)?, done)
     }
 
