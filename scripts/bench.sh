@@ -1,59 +1,93 @@
 #!/usr/bin/env bash
-# ralph against the shell recipes it replaces, on the same files, in one run.
+# Benchmarks of ralph against the jq recipes it replaces (targets of issue 14).
 #
-#   scripts/bench.sh            # build --release, generate data, measure all
-#   RUNS=9 LOOP_RUNS=5 scripts/bench.sh
-#   ONLY="next archive" scripts/bench.sh      # a subset: next archive loop memory
+#   scripts/bench.sh                                  # cargo build --release, measure all parts
+#   RALPH=target/release/ralph BEFORE=/tmp/ralph-old scripts/bench.sh   # two binaries, same turns
+#   ONLY="next add" SIZES="1000 10000" RUNS=11 WORK=/tmp/bench scripts/bench.sh
 #
-# Needs bash, git, jq, grep, /usr/bin/time. Every number is a median of
-# RUNS runs (timed with bash's $EPOCHREALTIME, the commands compared taking
-# turns); ratios are ralph / recipe from the same run.
-# Results go to stdout and to target/bench/results.md.
+# Parts (ONLY): next, add, complete (`ralph task ...` at each of SIZES tasks,
+# against jq), archive (one task of ARCHIVE_TASKS, against the seed's
+# grep/jq recipe), loop (ralph's own time per iteration of `ralph run`).
+# RALPH is the binary under test; BEFORE, when set, is timed too, in the same
+# turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
+# LOOP_TASKS (50), ARCHIVE_TASKS (10000), SEED (42), WORK (target/bench).
+#
+# Method: seeded data (`ralph bench-gen`, src/bench_data.rs). The commands
+# compared take turns (cat, ralph, before, jq, cat, ralph, ...), a warm-up
+# round then RUNS rounds, each run timed whole, process start to exit, with
+# bash's $EPOCHREALTIME; the time to start bash (`bash -c :`, in the same
+# turns) is subtracted and every cell is a median. Commands that change the
+# file get a fresh copy before each run (untimed, ending in `sync`). Each
+# command's outcome is checked once before it is timed. Needs bash, git, jq,
+# coreutils and awk. Results go to stdout and to $WORK/results.md.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-RUNS=${RUNS:-7}
-LOOP_RUNS=${LOOP_RUNS:-5}
+RUNS=${RUNS:-11}
+LOOP_RUNS=${LOOP_RUNS:-3}
 LOOP_TASKS=${LOOP_TASKS:-50}
-ONLY=${ONLY:-"next archive loop memory"}
+ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
+ONLY=${ONLY:-"next add complete archive loop"}
+SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
+BEFORE=${BEFORE:-}
+TITLE="bench task"
+SHA=0123456789abcdef0123456789abcdef01234567
 if [ -z "${RALPH:-}" ]; then
     (cd "$ROOT" && cargo build --release --quiet)
     RALPH=${CARGO_TARGET_DIR:-$ROOT/target}/release/ralph
 fi
-RALPH=$(cd "$(dirname "$RALPH")" && pwd)/$(basename "$RALPH")
+absolute() { printf '%s/%s\n' "$(cd "$(dirname "$1")" && pwd)" "$(basename "$1")"; }
+RALPH=$(absolute "$RALPH")
+BINS=("$RALPH")
+if [ -n "$BEFORE" ]; then
+    BEFORE=$(absolute "$BEFORE")
+    BINS+=("$BEFORE")
+fi
 
 mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
 RESULTS=$WORK/results.md
 : > "$RESULTS"
 say() { printf '%s\n' "$*" | tee -a "$RESULTS"; }
+warn() { printf 'bench: %s\n' "$*" >&2; }
 
 # Pinned git identity and no user config, so runs are comparable.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1
 export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.com
 export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 
-# median MS...: the middle value (mean of the two middle ones when even).
+# median NUMBER...: the middle value (mean of the two middle ones when even).
 median() {
     printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
 }
-
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+ms() { awk -v v="$1" 'BEGIN { printf "%.1f ms", v }'; }
+# yes_if CONDITION A B: "yes" when A CONDITION B holds (awk syntax), else "no".
+yes_if() { awk -v a="$2" -v b="$3" "BEGIN { print (a $1 b) ? \"yes\" : \"no\" }"; }
+# join SEP WORD...: the words with SEP between them.
+join() {
+    local sep=$1 out=$2
+    shift 2
+    for word; do out+=$sep$word; done
+    printf '%s' "$out"
+}
+mib() { awk -v b="$(wc -c < "$1")" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 
 # time_interleaved PREPARE COMMAND...: the median wall time in ms of each
-# COMMAND (run by bash, output discarded), printed in order. The commands
-# take turns, run after run, so a machine whose speed drifts (a shared one)
-# slows them alike and their ratios hold; the time to start bash (`bash -c
-# :`, timed in the same turns) is subtracted from each. PREPARE runs
-# untimed before every command; the first round is a warm-up.
+# COMMAND (run by bash in the current folder, output discarded), one a line,
+# in order. The commands take turns, run after run, so a machine whose speed
+# drifts (a shared one) slows them alike and their ratios hold; the time to
+# start bash (`bash -c :`, timed in the same turns) is subtracted from each.
+# PREPARE runs untimed before every command; the first round is a warm-up.
 time_interleaved() {
     local prepare=$1
     shift
     local commands=(":" "$@") times=() i k start end spawn
     for ((i = -1; i < RUNS; i++)); do
         for k in "${!commands[@]}"; do
-            [ -n "$prepare" ] && bash -c "$prepare"
+            [ -z "$prepare" ] || bash -c "$prepare"
             start=$EPOCHREALTIME
             bash -c "${commands[k]}" > /dev/null 2>&1 || true
             end=$EPOCHREALTIME
@@ -69,56 +103,63 @@ time_interleaved() {
     done
 }
 
-# gen DIR N WHERE: a project folder with generated task files.
-gen() {
-    mkdir -p "$1"
-    "$RALPH" bench-gen --dir "$1" --tasks "$2" --seed "$SEED" --pending-at "$3"
+# dataset N: the path of a seeded tasks.jsonl of N tasks, one pending leaf
+# (the last line), generated once per run.
+dataset() {
+    local dir=$WORK/data/$1
+    if [ ! -f "$dir/tasks.jsonl" ]; then
+        mkdir -p "$dir"
+        "$RALPH" bench-gen --dir "$dir" --tasks "$1" --seed "$SEED" --pending-at last >&2
+        # (To stderr: the caller reads the path from stdout.)
+        say "data: $1 tasks, $(mib "$dir/tasks.jsonl"), cksum $(cksum < "$dir/tasks.jsonl" | cut -d' ' -f1)" >&2
+        say "" >&2
+    fi
+    printf '%s\n' "$dir/tasks.jsonl"
 }
 
-machine() {
-    local cpu
-    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
-    say "machine: $cpu, $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr)"
-    say "tools: $(git --version), jq $(jq --version), $(grep --version | head -1); commands timed in turns (see time_interleaved)"
-    say "ralph: $("$RALPH" --version) ($RALPH); runs per measurement: $RUNS (loop: $LOOP_RUNS)"
-    say ""
+# workdir NAME N: a fresh folder $WORK/NAME-N holding orig.jsonl (dataset N),
+# tasks.jsonl and an empty tasks-done.jsonl; cd into it.
+workdir() {
+    local orig
+    orig=$(dataset "$2")
+    rm -rf "${WORK:?}/$1-$2" && mkdir -p "$WORK/$1-$2" && cd "$WORK/$1-$2"
+    cp "$orig" orig.jsonl && cp orig.jsonl tasks.jsonl && : > tasks-done.jsonl
 }
 
-bench_next() {
-    say "## 1. Next workable task, 100k tasks"
-    say ""
-    say "| pending leaf at | file | cat (floor) | ralph task next | grep pipeline | jq | ralph/grep | ralph/jq | ralph/cat |"
-    say "|---|---|---|---|---|---|---|---|---|"
-    local where dir cat ralph grep jq size
-    for where in last middle; do
-        dir=$WORK/next-$where
-        gen "$dir" 100000 "$where"
-        cd "$dir"
-        # The three must agree on the task.
-        local want got_grep got_jq
-        want=$("$RALPH" task next | cut -d' ' -f1)
-        got_grep=$(grep '"leaf":true' tasks.jsonl | grep '"status":"pending"' | head -1 | jq -r .id)
-        got_jq=$(jq -c 'select(.leaf and .status=="pending")' tasks.jsonl | head -1 | jq -r .id)
-        if [ "$want" != "$got_grep" ] || [ "$want" != "$got_jq" ]; then
-            echo "disagreement: ralph $want, grep $got_grep, jq $got_jq" >&2
-            exit 1
-        fi
-        size=$(($(wc -c < tasks.jsonl) / 1024 / 1024))
-        { read -r cat; read -r ralph; read -r grep; read -r jq; } < <(time_interleaved "" \
-            "cat tasks.jsonl > /dev/null" \
-            "'$RALPH' task next > /dev/null" \
-            "grep '\"leaf\":true' tasks.jsonl | grep '\"status\":\"pending\"' | head -1" \
-            "jq -c 'select(.leaf and .status==\"pending\")' tasks.jsonl | head -1")
-        say "| $where ($want) | ${size} MiB | $(printf %.1f "$cat") ms | $(printf %.1f "$ralph") ms | $(printf %.1f "$grep") ms | $(printf %.1f "$jq") ms | $(ratio "$ralph" "$grep") | $(ratio "$ralph" "$jq") | $(ratio "$ralph" "$cat") |"
-        cd "$ROOT"
-    done
-    say ""
-}
+# The fresh copy before each run of a command that changes the file. `sync`:
+# no command waits for the disk writes of the copy or of the command before
+# it (an fsync in ordered mode can have to). .ralph/ (the lock, the spare of
+# the last write) stays, as it does between two commands in use.
+PREPARE="cp orig.jsonl tasks.jsonl && : > tasks-done.jsonl && sync"
 
-# The seed's archive: grep the line, add fields with jq, append, grep -v.
+# The jq recipes, as a person would write them. Each reads the variables set
+# before it (title, id, sha).
+next_recipe() {
+    cat <<'EOF'
+jq -c 'select(.leaf and .status=="pending")' tasks.jsonl | head -1
+EOF
+}
+# Add: one pass of jq for the highest top-level id (letters, A..Z, AA..:
+# bijective base 26) plus one, then append the new line. (ralph also counts
+# the ids of tasks-done.jsonl, empty here, and validates the whole file.)
+add_recipe() {
+    cat <<'EOF'
+id=$(jq -rn '[inputs | .id | select(contains(".") | not) | reduce explode[] as $c (0; . * 26 + $c - 64)]
+    | (max // 0) + 1
+    | [recurse(if . > 0 then (. - 1) / 26 | floor else empty end) | select(. > 0) | (. - 1) % 26 + 65]
+    | reverse | implode' tasks.jsonl)
+jq -nc --arg id "$id" --arg t "$title" '{id: $id, title: $t, status: "pending", leaf: true, created: (now | todate)}' >> tasks.jsonl
+EOF
+}
+complete_recipe() {
+    cat <<'EOF'
+jq -c --arg id "$id" 'if .id == $id then .status = "complete" else . end' tasks.jsonl > tasks.jsonl.tmp && mv tasks.jsonl.tmp tasks.jsonl
+EOF
+}
+# The seed's archive: grep the line, add fields with jq, append, grep -v, mv.
 archive_recipe() {
     cat <<'EOF'
-id=$1 sha=$2 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 line=$(grep -F "\"id\":\"$id\"," tasks.jsonl)
 printf '%s\n' "$line" | jq -c --arg t "$now" --arg c "$sha" '. + {status: "complete", completed: $t, commit: $c}' >> tasks-done.jsonl
 # (grep -v exits 1 when no line is left: the last task was archived.)
@@ -126,38 +167,165 @@ printf '%s\n' "$line" | jq -c --arg t "$now" --arg c "$sha" '. + {status: "compl
 EOF
 }
 
-bench_archive() {
-    say "## 2. Archive one task out of 100k"
-    say ""
-    local dir=$WORK/archive
-    gen "$dir/orig" 100000 last
-    archive_recipe > "$WORK/archive.sh"
-    cd "$dir"
-    # A leaf in the middle whose parent keeps other children.
-    local id sha=0123456789abcdef0123456789abcdef01234567
-    id=$(head -n 50003 orig/tasks.jsonl | tail -1 | jq -r .id)
-    # `sync`: no command waits for the disk writes of the copy or of the
-    # command before it (an fsync in ordered mode can have to).
-    local prepare="cp orig/tasks.jsonl tasks.jsonl && : > tasks-done.jsonl && sync"
-    # Same outcome from both.
-    bash -c "$prepare" && "$RALPH" task archive "$id" --commit "$sha" > /dev/null
-    local ralph_lines recipe_lines
-    ralph_lines=$(wc -l < tasks.jsonl)
-    bash -c "$prepare" && bash "$WORK/archive.sh" "$id" "$sha"
-    recipe_lines=$(wc -l < tasks.jsonl)
-    if [ "$ralph_lines" != "$recipe_lines" ] || [ "$(wc -l < tasks-done.jsonl)" != 1 ]; then
-        echo "archive outcomes differ: $ralph_lines vs $recipe_lines lines" >&2
-        exit 1
+# recipe NAME ID: the recipe's text with its variables set, for bash -c.
+recipe() {
+    printf "title='%s' id='%s' sha=%s\n" "$TITLE" "$2" "$SHA"
+    "${1}_recipe"
+}
+
+# status_of ID: the status of ID in tasks.jsonl.
+status_of() { jq -r --arg id "$1" 'select(.id == $id) | .status' tasks.jsonl; }
+
+# targets N RALPH_MS JQ_MS: issue 14's targets for a task command at N tasks.
+targets() {
+    case $1 in
+        1000) printf '≤ 10 ms: %s' "$(yes_if '<=' "$2" 10)" ;;
+        10000) printf '≤ 25 ms: %s; ≥ 5x faster than jq: %s' "$(yes_if '<=' "$2" 25)" "$(yes_if '>=' "$3" "$(awk -v r="$2" 'BEGIN { print 5 * r }')")" ;;
+        100000) printf 'faster than jq: %s' "$(yes_if '<' "$2" "$3")" ;;
+        *) printf '(none at this size)' ;;
+    esac
+}
+
+# header "| a | RALPH | b |": say the table's header, RALPH standing for the
+# ralph column (with the before columns when BEFORE is set), and its rule.
+header() {
+    local cols=ralph line
+    [ -z "$BEFORE" ] || cols="ralph | before | ralph/before"
+    line=${1/RALPH/$cols}
+    say "$line"
+    say "$(printf '%s\n' "$line" | awk -F'|' '{ s = "|"; for (i = 2; i < NF; i++) s = s "---|"; print s }')"
+}
+
+# ralph_cells RALPH_MS [BEFORE_MS]: the ralph cells of a row.
+ralph_cells() {
+    if [ -n "$BEFORE" ]; then
+        printf '%s | %s | %s' "$(ms "$1")" "$(ms "$2")" "$(ratio "$1" "$2")"
+    else
+        ms "$1"
     fi
-    local ralph recipe
-    { read -r ralph; read -r recipe; } < <(time_interleaved "$prepare" \
-        "'$RALPH' task archive '$id' --commit $sha" \
-        "bash '$WORK/archive.sh' '$id' $sha")
-    say "| task | ralph task archive | seed recipe (grep, jq, grep -v, mv) | ralph/recipe |"
-    say "|---|---|---|---|"
-    say "| $id | $(printf %.1f "$ralph") ms | $(printf %.1f "$recipe") ms | $(ratio "$ralph" "$recipe") |"
+}
+
+# bench_task PART: `ralph task PART` against the jq recipe at each of SIZES.
+bench_task() {
+    local part=$1 n id bin got want notes=() ok
+    for n in $SIZES; do dataset "$n" > /dev/null; done
+    say "## ralph task $part, against jq"
     say ""
-    say "ralph fsyncs the archive and the new tasks.jsonl (and the folder); the recipe does not."
+    case $part in
+        next) say "ralph: \`ralph task next\`; jq: \`$(next_recipe)\`. The file is not changed: no fresh copy." ;;
+        add) say "ralph: \`ralph task add '$TITLE'\`; jq: the highest top-level id plus one (one jq pass; bijective base 26 in jq), then \`jq -nc ... >> tasks.jsonl\` (see add_recipe in the script). A fresh copy of the file before each run." ;;
+        complete) say "ralph: \`ralph task complete ID\` (ID: the one pending leaf, the last line); jq: \`jq -c --arg id ID 'if .id == \$id then .status = \"complete\" else . end' tasks.jsonl > tmp && mv tmp tasks.jsonl\`. A fresh copy of the file before each run." ;;
+    esac
+    say ""
+    header "| tasks | file | cat (floor) | RALPH | jq | jq/ralph | targets (ralph) |"
+    for n in $SIZES; do
+        workdir "$part" "$n"
+        # The one pending leaf: the file's last line.
+        id=$(tail -1 orig.jsonl | jq -r .id)
+        # Each command's outcome, checked once, with jq reading the result.
+        ok=yes
+        case $part in
+            next)
+                want=$(bash -c "$(recipe next "$id")" | jq -r .id)
+                for bin in "${BINS[@]}"; do
+                    got=$("$bin" task next | cut -d' ' -f1) || got="(failed)"
+                    [ "$got" = "$want" ] || { ok=no; notes+=("$n tasks: $bin names $got, jq $want"); }
+                done
+                ;;
+            add)
+                bash -c "$PREPARE" && bash -c "$(recipe add "$id")"
+                want=$(tail -1 tasks.jsonl | jq -r 'select(.title == "'"$TITLE"'") | .id')
+                for bin in "${BINS[@]}"; do
+                    bash -c "$PREPARE"
+                    got=$("$bin" task add "$TITLE") || got="(failed)"
+                    if [ "$got" != "$want" ] || [ "$(jq -r --arg id "$got" 'select(.id == $id) | .title' tasks.jsonl)" != "$TITLE" ] \
+                        || [ "$(wc -l < tasks.jsonl)" != $(($(wc -l < orig.jsonl) + 1)) ]; then
+                        ok=no
+                        notes+=("$n tasks: $bin added $got, jq $want")
+                    fi
+                done
+                ;;
+            complete)
+                bash -c "$PREPARE" && bash -c "$(recipe complete "$id")"
+                [ "$(status_of "$id")" = complete ] || { ok=no; notes+=("$n tasks: jq left $id $(status_of "$id")"); }
+                for bin in "${BINS[@]}"; do
+                    bash -c "$PREPARE"
+                    "$bin" task complete "$id" > /dev/null || true
+                    if [ "$(status_of "$id")" != complete ] || [ "$(wc -l < tasks.jsonl)" != "$(wc -l < orig.jsonl)" ]; then
+                        ok=no
+                        notes+=("$n tasks: $bin left $id $(status_of "$id")")
+                    fi
+                done
+                want=$id
+                ;;
+        esac
+        [ "$ok" = no ] || notes+=("$n tasks: outcomes agree ($part: $want)")
+        local prepare=$PREPARE commands=("cat tasks.jsonl > /dev/null")
+        [ "$part" != next ] || prepare=""
+        for bin in "${BINS[@]}"; do
+            case $part in
+                next) commands+=("'$bin' task next") ;;
+                add) commands+=("'$bin' task add '$TITLE'") ;;
+                complete) commands+=("'$bin' task complete '$id'") ;;
+            esac
+        done
+        commands+=("$(recipe "$part" "$id")")
+        local t=()
+        mapfile -t t < <(time_interleaved "$prepare" "${commands[@]}")
+        local cat=${t[0]} ralph=${t[1]} before="" jq=${t[-1]}
+        [ -z "$BEFORE" ] || before=${t[2]}
+        say "| $n | $(mib orig.jsonl) | $(ms "$cat") | $(ralph_cells "$ralph" "$before") | $(ms "$jq") | $(ratio "$jq" "$ralph")x | $(targets "$n" "$ralph" "$jq") |"
+        cd "$ROOT"
+    done
+    say ""
+    say "Checked once per size: $(join '; ' "${notes[@]}")."
+    say ""
+}
+
+bench_next() { bench_task next; }
+bench_add() { bench_task add; }
+bench_complete() { bench_task complete; }
+
+bench_archive() {
+    local n=$ARCHIVE_TASKS id bin lines want ok=yes notes=()
+    dataset "$n" > /dev/null
+    say "## ralph task archive, one task of $n"
+    say ""
+    say "ralph: \`ralph task archive ID --commit SHA\` (ID: a leaf near the middle line); the seed's recipe: grep the line, add fields with jq and append it to tasks-done.jsonl, grep -v the rest into a new file, mv (see archive_recipe in the script). A fresh copy of the files before each run."
+    say ""
+    workdir archive "$n"
+    # A leaf in the middle whose parent keeps other children.
+    id=$(head -n $((n / 2 + 3)) orig.jsonl | tail -1 | jq -r .id)
+    # Same outcome from all: one line fewer, one line archived.
+    want=$(($(wc -l < orig.jsonl) - 1))
+    for bin in "${BINS[@]}" recipe; do
+        bash -c "$PREPARE"
+        if [ "$bin" = recipe ]; then
+            bash -c "$(recipe archive "$id")" || true
+        else
+            "$bin" task archive "$id" --commit "$SHA" > /dev/null || true
+        fi
+        lines=$(wc -l < tasks.jsonl)
+        if [ "$lines" != "$want" ] || [ "$(wc -l < tasks-done.jsonl)" != 1 ] \
+            || [ "$(jq -r .id tasks-done.jsonl)" != "$id" ]; then
+            ok=no
+            notes+=("$bin left $lines lines and $(wc -l < tasks-done.jsonl) archived")
+        fi
+    done
+    [ "$ok" = no ] || notes+=("outcomes agree ($want lines left, $id archived)")
+    local commands=("cat tasks.jsonl > /dev/null")
+    for bin in "${BINS[@]}"; do
+        commands+=("'$bin' task archive '$id' --commit $SHA")
+    done
+    commands+=("$(recipe archive "$id")")
+    local t=()
+    mapfile -t t < <(time_interleaved "$PREPARE" "${commands[@]}")
+    local cat=${t[0]} ralph=${t[1]} before="" jq=${t[-1]}
+    [ -z "$BEFORE" ] || before=${t[2]}
+    header "| task | file | cat (floor) | RALPH | seed recipe (grep, jq, grep -v, mv) | recipe/ralph | target (ralph) |"
+    say "| $id | $(mib orig.jsonl) | $(ms "$cat") | $(ralph_cells "$ralph" "$before") | $(ms "$jq") | $(ratio "$jq" "$ralph")x | ≤ 30 ms: $(yes_if '<=' "$ralph" 30) |"
+    say ""
+    say "Checked once: $(join '; ' "${notes[@]}"). ralph fsyncs the archive, the new tasks.jsonl and the folder; the recipe does not."
     say ""
     cd "$ROOT"
 }
@@ -189,7 +357,7 @@ make_repo() {
 }
 
 write_agent() {
-    # The agent both loops run: edit one file, commit, mark the task complete.
+    # The agent: edit one file, commit, mark the task complete.
     cat > "$1" <<'EOF'
 #!/bin/sh
 set -eu
@@ -203,41 +371,8 @@ EOF
     chmod +x "$1"
 }
 
-write_loop() {
-    # The loop with the git CLI and the seed's recipes. Appends the time spent
-    # in the agent (ms) to agent-ms.
-    cat > "$1" <<'EOF'
-#!/usr/bin/env bash
-set -euo pipefail
-agent=$1 archive=$2
-while :; do
-    # (grep -m1 ends the pipe early: not a failure.)
-    line=$(grep '"leaf":true' tasks.jsonl | grep -m1 -E '"status":"(pending|active)"' || true)
-    [ -n "$line" ] || break
-    id=$(printf '%s' "$line" | jq -r .id)
-    title=$(printf '%s' "$line" | jq -r .title)
-    branch="task/$id"
-    git checkout -q -b "$branch"
-    jq -c --arg id "$id" 'if .id == $id then .status = "active" else . end' tasks.jsonl > tasks.jsonl.tmp
-    mv tasks.jsonl.tmp tasks.jsonl
-    start=$EPOCHREALTIME
-    RALPH_TASK_ID=$id RALPH_TASK_TITLE=$title "$agent" < /dev/null > /dev/null
-    end=$EPOCHREALTIME
-    awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", (e - s) * 1000 }' >> agent-ms
-    status=$(grep -F "\"id\":\"$id\"," tasks.jsonl | jq -r .status)
-    [ "$status" = complete ] || { echo "agent did not complete $id" >&2; exit 1; }
-    git checkout -q main
-    git merge -q --squash "$branch" > /dev/null
-    git commit -q -m "[$id] $title" -m "Completes: $id"
-    bash "$archive" "$id" "$(git rev-parse HEAD)"
-    git branch -q -D "$branch"
-done
-EOF
-    chmod +x "$1"
-}
-
 # fresh_copy FROM TO: a copy of the repository, with its index's stat data
-# refreshed (a copy has new inode numbers) so neither loop starts by
+# refreshed (a copy has new inode numbers) so the run does not start by
 # rehashing every file; then cd into it.
 fresh_copy() {
     rm -rf "$2" && cp -a "$1" "$2"
@@ -245,93 +380,76 @@ fresh_copy() {
     git update-index -q --refresh || true
 }
 
+# The loop: ralph's own time per iteration is the whole `ralph run` (process
+# start to exit) minus the agent's time (the `duration_ms` of its iteration
+# events: spawning the agent, feeding it the prompt and reading its output
+# included), divided by the tasks (one iteration each).
 bench_loop() {
-    say "## 3. Loop overhead: $LOOP_TASKS tasks, 10,000 files, 1,000 commits"
+    local n=$LOOP_TASKS dir=$WORK/loop
+    say "## Loop: ralph's own time per iteration, $n tasks, 10,000 files, 1,000 commits"
     say ""
-    local dir=$WORK/loop
+    say "Own time: the whole \`ralph run\` minus its agent's time (\`duration_ms\` of the iteration events in .ralph/events.ndjson), divided by the $n tasks (one iteration each). The agent appends to a file, commits, and marks the task complete with jq. Each run starts from a fresh copy of the repository."
+    say ""
     rm -rf "$dir" && mkdir -p "$dir"
     make_repo "$dir/template"
     write_agent "$dir/agent.sh"
-    write_loop "$dir/loop.sh"
-    archive_recipe > "$dir/archive.sh"
-    local i start end walls_r=() walls_b=() agents_r=() agents_b=() wall agent
+    local i b start end wall agent iters
+    local -a walls agents owns raw
     for ((i = 0; i < LOOP_RUNS; i++)); do
-        # ralph
-        fresh_copy "$dir/template" "$dir/run"
-        start=$EPOCHREALTIME
-        "$RALPH" run --quiet --max-iterations $((LOOP_TASKS + 5)) --agent-cmd "$dir/agent.sh" > /dev/null 2>&1 \
-            || { echo "ralph run failed: $(cat .ralph/result.json)" >&2; exit 1; }
-        end=$EPOCHREALTIME
-        [ "$(wc -l < tasks-done.jsonl)" = "$LOOP_TASKS" ] || { echo "ralph archived $(wc -l < tasks-done.jsonl) tasks" >&2; exit 1; }
-        wall=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", (e - s) * 1000 }')
-        agent=$(jq -s '[.[] | select(.phase == "iteration") | .duration_ms] | add' .ralph/events.ndjson)
-        walls_r+=("$wall") agents_r+=("$agent")
-        # git CLI script
-        fresh_copy "$dir/template" "$dir/run"
-        start=$EPOCHREALTIME
-        "$dir/loop.sh" "$dir/agent.sh" "$dir/archive.sh"
-        end=$EPOCHREALTIME
-        [ "$(wc -l < tasks-done.jsonl)" = "$LOOP_TASKS" ] || { echo "script archived $(wc -l < tasks-done.jsonl) tasks" >&2; exit 1; }
-        wall=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", (e - s) * 1000 }')
-        agent=$(awk '{ s += $1 } END { printf "%.3f", s }' agent-ms)
-        walls_b+=("$wall") agents_b+=("$agent")
-        cd "$ROOT"
+        for b in "${!BINS[@]}"; do
+            fresh_copy "$dir/template" "$dir/run"
+            start=$EPOCHREALTIME
+            if ! "${BINS[b]}" run --quiet --max-iterations $((n + 5)) --agent-cmd "$dir/agent.sh" > /dev/null 2>&1; then
+                warn "ralph run failed (${BINS[b]}): $(cat .ralph/result.json 2> /dev/null)"
+                exit 1
+            fi
+            end=$EPOCHREALTIME
+            [ "$(wc -l < tasks-done.jsonl)" = "$n" ] || { warn "${BINS[b]} archived $(wc -l < tasks-done.jsonl) of $n tasks"; exit 1; }
+            iters=$(jq -s '[.[] | select(.phase == "iteration")] | length' .ralph/events.ndjson)
+            [ "$iters" = "$n" ] || warn "${BINS[b]}: $iters iterations for $n tasks"
+            wall=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", (e - s) * 1000 }')
+            agent=$(jq -s '[.[] | select(.phase == "iteration") | .duration_ms] | add' .ralph/events.ndjson)
+            walls[b]+="$wall " agents[b]+="$agent "
+            owns[b]+="$(awk -v w="$wall" -v a="$agent" -v n="$n" 'BEGIN { printf "%.3f", (w - a) / n }') "
+            raw[b]+="$(printf %.0f "$wall") "
+            cd "$ROOT"
+        done
     done
-    local wr wb ar ab n=$LOOP_TASKS
-    wr=$(median "${walls_r[@]}") wb=$(median "${walls_b[@]}")
-    ar=$(median "${agents_r[@]}") ab=$(median "${agents_b[@]}")
-    say "| | whole run | per task | agent per task | own share per task |"
-    say "|---|---|---|---|---|"
-    say "| ralph run | $(printf %.0f "$wr") ms | $(ratio "$wr" "$n") ms | $(ratio "$ar" "$n") ms | $(awk -v w="$wr" -v a="$ar" -v n="$n" 'BEGIN { printf "%.2f", (w - a) / n }') ms |"
-    say "| git CLI script | $(printf %.0f "$wb") ms | $(ratio "$wb" "$n") ms | $(ratio "$ab" "$n") ms | $(awk -v w="$wb" -v a="$ab" -v n="$n" 'BEGIN { printf "%.2f", (w - a) / n }') ms |"
+    say "| binary | whole run | per task | agent per task | own time per iteration | target ≤ 100 ms |"
+    say "|---|---|---|---|---|---|"
+    local w a o name own=()
+    for b in "${!BINS[@]}"; do
+        # shellcheck disable=SC2086 # one number per word
+        w=$(median ${walls[b]}) a=$(median ${agents[b]}) o=$(median ${owns[b]})
+        own[b]=$o
+        name=ralph
+        ((b == 0)) || name=before
+        say "| $name | $(printf %.0f "$w") ms | $(ratio "$w" "$n") ms | $(ratio "$a" "$n") ms | $(printf %.1f "$o") ms | $(yes_if '<=' "$o" 100) |"
+    done
     say ""
-    say "ralph/script, whole run: $(ratio "$wr" "$wb") (raw ralph runs, ms: ${walls_r[*]}; script: ${walls_b[*]})"
+    [ -z "$BEFORE" ] || say "Own time per iteration, ralph/before: $(ratio "${own[0]}" "${own[1]}")."
+    say "Medians of $LOOP_RUNS runs (own time: the median of each run's own time). Raw whole runs, ms: ralph ${raw[0]% }${BEFORE:+; before ${raw[1]% }}."
     say ""
 }
 
-bench_memory() {
-    say "## 4. Peak memory (max RSS)"
+machine() {
+    local cpu
+    cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
+    say "# ralph benchmarks ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
     say ""
-    say "| tasks | tasks.jsonl | ralph task next | ratio | ralph run --once | ratio |"
-    say "|---|---|---|---|---|---|"
-    # This agent marks the task with `ralph task complete` ($RALPH_BIN), not
-    # jq: /usr/bin/time reports the largest process of the tree, and jq
-    # holds a large file in memory many times over.
-    local n dir size next run agent=$WORK/mem-agent.sh
-    cat > "$agent" <<'EOF'
-#!/bin/sh
-set -eu
-cat > /dev/null
-printf '%s\n' "$RALPH_TASK_ID" >> notes.txt
-git add notes.txt
-git commit -q -m "work on $RALPH_TASK_ID"
-"$RALPH_BIN" task complete "$RALPH_TASK_ID" > /dev/null
-EOF
-    chmod +x "$agent"
-    for n in 100000 1000000; do
-        dir=$WORK/mem-$n
-        rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
-        git init -q -b main .
-        "$RALPH" init --agent claude > /dev/null 2>&1
-        printf 'tasks.jsonl\ntasks-done.jsonl\n' >> .gitignore
-        printf 'pause_between_iterations: 0ms\nretry_backoff: 0ms\n' > config/ralph.yaml
-        printf 'notes\n' > notes.txt
-        git add -A && git commit -q -m init
-        gen "$dir" "$n" last
-        size=$(wc -c < tasks.jsonl)
-        # (run exits 10 here: the other 99,999 tasks are blocked.)
-        /usr/bin/time -f %M -o "$WORK/rss" "$RALPH" task next > /dev/null
-        next=$(tail -1 "$WORK/rss")
-        /usr/bin/time -f %M -o "$WORK/rss" "$RALPH" run --once --quiet --agent-cmd "$agent" > /dev/null 2>&1 || true
-        run=$(tail -1 "$WORK/rss")
-        say "| $n | $((size / 1048576)) MiB | $((next / 1024)) MiB | $(ratio $((next * 1024)) "$size") | $((run / 1024)) MiB | $(ratio $((run * 1024)) "$size") |"
-        cd "$ROOT"
-    done
+    say "machine: $cpu, $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg)"
+    say "tools: $(git --version), $(jq --version), $(bash --version | head -1 | sed 's/ (.*//')"
+    say "ralph: $("$RALPH" --version) ($RALPH, cksum $(cksum < "$RALPH" | cut -d' ' -f1))"
+    [ -z "$BEFORE" ] || say "before: $("$BEFORE" --version) ($BEFORE, cksum $(cksum < "$BEFORE" | cut -d' ' -f1))"
+    say "runs per cell: median of $RUNS (loop: $LOOP_RUNS), commands timed in turns, bash start subtracted; seed $SEED"
     say ""
 }
 
 machine
 for part in $ONLY; do
-    "bench_$part"
+    case $part in
+        next | add | complete | archive | loop) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop)" && exit 2 ;;
+    esac
 done
 echo "results: $RESULTS" >&2

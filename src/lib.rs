@@ -17,7 +17,7 @@ pub mod files;
 pub mod fuzzing;
 pub mod git;
 pub mod init;
-pub mod lease;
+pub mod platform;
 pub mod project;
 pub mod prompt;
 pub mod redact;

@@ -140,13 +140,12 @@ impl StateFile {
         }
         let mut text = serde_json::to_string_pretty(state).expect("the state serializes");
         text.push('\n');
-        // Saved a few times an iteration: into the spare of the last save.
-        let write = |file: &mut dyn std::io::Write| {
-            file.write_all(text.as_bytes())?;
+        let write = |file: &mut std::fs::File| {
+            std::io::Write::write_all(file, text.as_bytes())?;
             crate::fault::crash_at("mid_state_write");
             Ok(())
         };
-        files::write_atomic_reusing(&self.path, write)
+        files::write_atomic_with(&self.path, write)
     }
 }
 

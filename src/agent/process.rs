@@ -490,10 +490,9 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
         return false;
     };
     let marked = || {
-        live_members(group).into_iter().any(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|environ| environ.split(|&byte| byte == 0).any(|var| var == marker))
-        })
+        live_members(group)
+            .into_iter()
+            .any(|pid| crate::platform::environment_has(pid, &marker) == Some(true))
     };
     // A member in the middle of an exec shows no environment: look again.
     let ours = (0..3).any(|look| {
@@ -527,42 +526,16 @@ fn group_alive(group: Pid) -> bool {
     }
 }
 
-#[cfg(target_os = "linux")]
+/// Whether a member of the group is still running; when the system
+/// cannot tell, the group is taken as alive (it is signalled again).
 fn live_member(group: Pid) -> bool {
-    // Without /proc, assume the group lives (it is signalled again).
-    std::fs::read_dir("/proc").is_err() || !live_members(group).is_empty()
+    crate::platform::group_members(group.as_raw()).is_none_or(|members| !members.is_empty())
 }
 
-/// The processes of `group` that are not zombies (from /proc).
-#[cfg(target_os = "linux")]
+/// The processes of `group` that are not zombies (none when the system
+/// cannot tell).
 fn live_members(group: Pid) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let group = group.as_raw().to_string();
-    entries
-        .flatten()
-        .filter_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
-            let (_, fields) = stat.rsplit_once(')')?;
-            let mut fields = fields.split_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            let pgrp = fields.nth(1).unwrap_or("");
-            (pgrp == group && state != "Z" && state != "X").then_some(pid)
-        })
-        .collect()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn live_member(_group: Pid) -> bool {
-    true
-}
-
-#[cfg(not(target_os = "linux"))]
-fn live_members(group: Pid) -> Vec<u32> {
-    vec![group.as_raw() as u32]
+    crate::platform::group_members(group.as_raw()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -573,7 +546,6 @@ mod tests {
     /// A group whose leader exited but whose background child, an agent of
     /// the project's, lives on is stopped; one of another project's, or
     /// ralph's own, is left alone.
-    #[cfg(target_os = "linux")]
     #[test]
     fn a_leftover_group_without_its_leader_is_stopped() {
         let project = assert_fs::TempDir::new().unwrap();
@@ -583,17 +555,17 @@ mod tests {
             let mut leader = std::process::Command::new("sh")
                 .args(["-c", "sleep 30 > /dev/null 2>&1 &"])
                 .env(super::super::env::PROJECT_DIR_VAR, dir)
+                .env("RALPH_TEST_ASLEEP", "1")
                 .process_group(0)
                 .spawn()
                 .unwrap();
             let group = Pid::from_raw(leader.id() as i32);
             assert!(leader.wait().unwrap().success());
-            // Until the child is `sleep` (mid-exec, its environment reads
-            // as nothing).
+            // Until the child's environment can be read (mid-exec, it
+            // reads as nothing).
             let asleep = || {
                 live_members(group).into_iter().any(|pid| {
-                    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                        .is_ok_and(|comm| comm.trim_end() == "sleep")
+                    crate::platform::environment_has(pid, b"RALPH_TEST_ASLEEP=1") == Some(true)
                 })
             };
             let until = Instant::now() + Duration::from_secs(5);

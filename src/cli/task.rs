@@ -108,8 +108,7 @@ pub struct ArchiveArgs {
 
 /// Runs one `ralph task` command.
 pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
-    // Each command is over in moments: a big file is mapped, not read.
-    let store = Store::open(&context.root).mapping();
+    let store = Store::open(&context.root);
     let json = context.json;
     // Warnings about the files themselves go to stderr ahead of the output.
     let warnings = std::cell::RefCell::new(String::new());
@@ -126,14 +125,8 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
         }
         Ok(changes)
     };
-    // A one-shot command's queue lives until the process exits: freeing a
-    // big queue's strings one by one took longer than most commands' work.
-    // What it loaded, to let go of the lease on a mapped file once the
-    // output is made (a reader of the output, `less`, may take its time).
-    let loaded = std::cell::Cell::new(None);
-    let load = || -> Result<&'static Queue, Error> {
-        let queue: &'static Queue = Box::leak(Box::new(store.load()?));
-        loaded.set(Some(queue));
+    let load = || -> Result<Queue, Error> {
+        let queue = store.load()?;
         if let Some(torn) = queue.done.torn() {
             let _ = writeln!(
                 warnings.borrow_mut(),
@@ -155,10 +148,10 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
                 }))?;
                 added(&store, &changes, json)?
             }
-            TaskCommand::List(args) => list(load()?, &args, json)?,
-            TaskCommand::Tree => tree(load()?, json),
-            TaskCommand::Next => next(load()?, json)?,
-            TaskCommand::Show(args) => show(load()?, &args.id, json)?,
+            TaskCommand::List(args) => list(&load()?, &args, json)?,
+            TaskCommand::Tree => tree(&load()?, json),
+            TaskCommand::Next => next(&load()?, json)?,
+            TaskCommand::Show(args) => show(&load()?, &args.id, json)?,
             TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
             TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
             TaskCommand::Complete(args) => {
@@ -185,14 +178,9 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
                 })?,
                 json,
             ),
-            TaskCommand::Validate => validate(load()?, json),
+            TaskCommand::Validate => validate(&load()?, json),
         })
     })();
-    if let Some(queue) = loaded.get() {
-        // SAFETY: the outcome is made (it holds copies, no borrows) and
-        // nothing reads the leaked queue again.
-        unsafe { queue.tasks.let_go() };
-    }
     let mut outcome = outcome?;
     outcome.stderr.insert_str(0, &warnings.into_inner());
     Ok(outcome)

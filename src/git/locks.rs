@@ -24,7 +24,7 @@ impl super::Repo {
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
-        if git_at_work_in(&[self.workdir(), git_dir, common_dir]) {
+        if crate::platform::git_at_work_in(&[self.workdir(), git_dir, common_dir]) {
             return Ok(Vec::new());
         }
         let mut removed = Vec::new();
@@ -71,22 +71,4 @@ fn lock_files(git_dir: &Path, common_dir: &Path) -> Vec<PathBuf> {
     }
     found.sort();
     found
-}
-
-/// Whether a running `git` process has its working folder in one of
-/// `places` (Linux's `/proc`; elsewhere, never).
-fn git_at_work_in(places: &[&Path]) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    let places: Vec<PathBuf> = places
-        .iter()
-        .filter_map(|place| place.canonicalize().ok())
-        .collect();
-    entries.flatten().any(|entry| {
-        let dir = entry.path();
-        std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| comm.trim_end() == "git")
-            && std::fs::read_link(dir.join("cwd"))
-                .is_ok_and(|cwd| places.iter().any(|place| cwd.starts_with(place)))
-    })
 }

@@ -16,7 +16,6 @@ mod locks;
 mod slug;
 mod squash;
 mod tree;
-mod watch;
 mod work;
 mod worktree;
 
@@ -140,9 +139,6 @@ pub struct Repo {
     project: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
-    /// What changed in the working tree since the last leftovers scan,
-    /// once [`Repo::watch_changes`] started watching.
-    watch: std::cell::RefCell<Option<worktree::Watching>>,
 }
 
 impl Repo {
@@ -197,7 +193,6 @@ impl Repo {
             queue,
             project: dir.to_owned(),
             runtime,
-            watch: std::cell::RefCell::new(None),
         };
         repo.base = repo.resolve_base(options.base_branch.as_deref())?;
         Ok(repo)

@@ -104,7 +104,7 @@ impl Engine<'_> {
                 title: title.as_str().into(),
                 status: Status::Active,
                 leaf: true,
-                deps: Box::default(),
+                deps: Vec::new(),
                 body: None,
                 blocked_reason: None,
             },

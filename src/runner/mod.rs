@@ -69,7 +69,6 @@ pub fn run(
     options: &RunOptions,
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
-    return_big_buffers();
     let run_id = format!(
         "{}-{}",
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
@@ -95,19 +94,6 @@ pub fn run(
             let _ = RunResult::not_started(root, run_id, started, err.to_string()).save(root);
             Err(err)
         }
-    }
-}
-
-/// Makes every allocation of 1 MiB or more a mapping of its own, given back
-/// to the system when freed. By default glibc raises that threshold to the
-/// size of the first big block freed (a queue's file buffer), after which
-/// such blocks come from the heap and stay in the process once freed: a
-/// long run that loads the queue again and again then holds old loads'
-/// memory next to the new one.
-fn return_big_buffers() {
-    // SAFETY: mallopt only changes a malloc tuning parameter.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
     }
 }
 

@@ -1,8 +1,6 @@
 //! Dotted task ids (`A`, `A.1`, `A.1.2`) and the allocation of new ones.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use smol_str::SmolStr;
 
@@ -65,48 +63,6 @@ impl std::str::FromStr for TaskId {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         TaskId::parse(text)
-    }
-}
-
-/// A map keyed by id strings, with a hasher made for short keys (FxHash):
-/// ids come from the project's own files, so there is no attacker to
-/// defend against, and SipHash was a tenth of the time to load a queue.
-pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
-/// FxHash, as in rustc: one multiply per eight bytes.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct IdHasher(u64);
-
-impl IdHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
     }
 }
 

@@ -7,15 +7,12 @@ pub mod id;
 mod model;
 mod patch;
 mod queue;
-mod scan;
 mod store;
-mod text;
 
 pub use error::{Error, Result};
-pub use file::{DoneLog, Line, LineEnd, LineText, TaskFile, Torn};
+pub use file::{DoneLog, Line, LineEnd, TaskFile, Torn};
 pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
 pub use queue::{Counts, DONE_FILE, Queue, TASKS_FILE, TreeNode};
 pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store, lock_queue};
-pub use text::Text;

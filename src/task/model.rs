@@ -7,8 +7,6 @@ use std::borrow::Cow;
 use std::fmt;
 
 use super::id::TaskId;
-use super::text::{Source, Text, text_from};
-use std::sync::Arc;
 
 /// Where a task stands. `in_progress` and `done` are read as aliases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -84,17 +82,17 @@ pub struct Task {
     /// The dotted id.
     pub id: TaskId,
     /// One-line description.
-    pub title: Text,
+    pub title: String,
     /// Where the task stands.
     pub status: Status,
     /// Whether the task is workable (`true`) or only organises children.
     pub leaf: bool,
     /// Ids that must be done (archived or complete) before this task starts.
-    pub deps: Box<[TaskId]>,
+    pub deps: Vec<TaskId>,
     /// Details for the prompt.
-    pub body: Option<Text>,
+    pub body: Option<String>,
     /// Why the task is blocked, when it is.
-    pub blocked_reason: Option<Text>,
+    pub blocked_reason: Option<String>,
 }
 
 /// The known fields of a line, typed loosely so each problem gets its own
@@ -262,29 +260,6 @@ impl Raw<'_> {
 impl Task {
     /// Reads a task from one line of JSON text, or says what is wrong with it.
     pub fn from_json(text: &str) -> Result<Task, String> {
-        Task::read(text, None)
-    }
-
-    /// Reads a task from `text`, a line of `source` (when given): its
-    /// strings are ranges of the source rather than copies.
-    pub(super) fn read(text: &str, source: Option<&Arc<Source>>) -> Result<Task, String> {
-        // The fast path answers for the lines it fully understands; serde
-        // reads the rest and words every problem.
-        match super::scan::task(text, source) {
-            Some(task) => Ok(task),
-            None => Task::from_json_slow(text, source),
-        }
-    }
-
-    /// `from_json` through serde alone, for checking the fast path against
-    /// it (fuzzing, tests).
-    #[doc(hidden)]
-    pub fn from_json_serde(text: &str) -> Result<Task, String> {
-        Task::from_json_slow(text, None)
-    }
-
-    /// `from_json` through serde alone.
-    pub(super) fn from_json_slow(text: &str, source: Option<&Arc<Source>>) -> Result<Task, String> {
         // serde skips unknown fields of any depth, but cannot read a line
         // deeper than its limit back as an object to edit it: refuse such a
         // line here, so every command agrees about it.
@@ -298,7 +273,7 @@ impl Task {
             Raw::Str(id) => TaskId::parse(&id)?,
             other => return Err(mistyped("id", "a string", &other)),
         };
-        let title = text_from(source, required_string(raw.title, "title")?);
+        let title = required_string(raw.title, "title")?.into_owned();
         let status = match required(raw.status, "status")? {
             Raw::Str(status) => Status::parse(&status).ok_or_else(|| unknown_status(&status))?,
             other => return Err(mistyped("status", "a string", &other)),
@@ -331,9 +306,9 @@ impl Task {
             }
             Some(other) => return Err(mistyped("deps", "an array of id strings", &other)),
         };
-        let body = optional_str(raw.body, "body")?.map(|body| text_from(source, body));
-        let blocked_reason = optional_str(raw.blocked_reason, "blocked_reason")?
-            .map(|reason| text_from(source, reason));
+        let body = optional_str(raw.body, "body")?.map(Cow::into_owned);
+        let blocked_reason =
+            optional_str(raw.blocked_reason, "blocked_reason")?.map(Cow::into_owned);
         for (value, name) in [
             (raw.notes, "notes"),
             (raw.created, "created"),
@@ -353,7 +328,7 @@ impl Task {
             title,
             status,
             leaf,
-            deps: deps.into(),
+            deps,
             body,
             blocked_reason,
         })

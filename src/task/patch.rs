@@ -95,17 +95,6 @@ pub enum Change {
     },
 }
 
-impl Patch {
-    /// Whether applying the patch to a valid queue always leaves it valid,
-    /// so checking it again can be skipped. Archiving only removes tasks
-    /// without open children and records them as archived: no id is
-    /// repeated or orphaned, every dep stays known (live or archived), and
-    /// removing tasks adds no cycle.
-    pub(crate) fn keeps_valid(&self) -> bool {
-        matches!(self, Patch::Archive { .. })
-    }
-}
-
 impl Queue {
     /// Applies `patch` to a valid queue (as every load and parse leaves
     /// it); `now` is the RFC 3339 time stamped on new records. On error the
@@ -231,20 +220,9 @@ impl Queue {
     }
 
     /// Line indexes of every task below the task on line `index` of
-    /// `tasks.jsonl` (none below a leaf: the file is valid).
+    /// `tasks.jsonl`.
     fn descendants(&self, index: usize) -> Vec<usize> {
-        let task = self.task_at(index);
-        let id = &task.id;
-        if task.leaf {
-            debug_assert!(
-                !self
-                    .tasks
-                    .tasks()
-                    .any(|(_, task)| id.is_ancestor_of(task.id.as_str())),
-                "leaf {id} has children: the queue was not validated"
-            );
-            return Vec::new();
-        }
+        let id = &self.task_at(index).id;
         self.tasks
             .tasks()
             .filter(|(_, task)| id.is_ancestor_of(task.id.as_str()))
@@ -252,18 +230,11 @@ impl Queue {
             .collect()
     }
 
-    /// Whether a task below `id` is still open. Siblings usually sit next
-    /// to each other: the search starts at line `near` and wraps around.
-    fn has_open_descendant(&self, id: &TaskId, near: usize) -> bool {
-        let lines = self.tasks.lines();
-        let near = near.min(lines.len());
-        lines[near..]
-            .iter()
-            .chain(&lines[..near])
-            .filter_map(|line| line.task.as_ref())
-            .any(|task| {
-                id.is_ancestor_of(task.id.as_str()) && !self.done.contains(task.id.as_str())
-            })
+    /// Whether a task below `id` is still open.
+    fn has_open_descendant(&self, id: &TaskId) -> bool {
+        self.tasks.tasks().any(|(_, task)| {
+            id.is_ancestor_of(task.id.as_str()) && !self.done.contains(task.id.as_str())
+        })
     }
 
     /// The line index just past the last line of `parent`'s subtree.
@@ -417,7 +388,7 @@ impl Queue {
             }
             if let Some(parent) = id.parent()
                 && let Some(parent_index) = self.tasks.position(parent.as_str())
-                && !self.has_open_descendant(&parent, index)
+                && !self.has_open_descendant(&parent)
             {
                 current = Some((parent, parent_index));
             }

@@ -69,28 +69,11 @@ pub struct TreeNode {
     pub children: Vec<TreeNode>,
 }
 
-/// Files of this many lines or more are validated by two threads.
-const BIG_TO_SHARE: usize = 10_000;
-
 impl Queue {
     /// Parses and validates both files' bytes.
     pub fn parse(tasks: &[u8], done: &[u8]) -> Result<Queue> {
-        Queue::parse_owned(tasks.to_vec(), done)
-    }
-
-    /// `parse`, keeping the bytes of `tasks.jsonl` rather than a copy.
-    pub fn parse_owned(tasks: Vec<u8>, done: &[u8]) -> Result<Queue> {
-        Queue::checked(TaskFile::parse_owned(TASKS_FILE, tasks)?, done)
-    }
-
-    /// `parse_owned` for a mapped `tasks.jsonl` (see [`TaskFile::parse_mapped`]).
-    pub(crate) fn parse_mapped(tasks: crate::files::Mapped, done: &[u8]) -> Result<Queue> {
-        Queue::checked(TaskFile::parse_mapped(TASKS_FILE, tasks)?, done)
-    }
-
-    fn checked(tasks: TaskFile, done: &[u8]) -> Result<Queue> {
         let queue = Queue {
-            tasks,
+            tasks: TaskFile::parse(TASKS_FILE, tasks)?,
             done: DoneLog::parse(DONE_FILE, done)?,
         };
         queue.validate()?;
@@ -115,41 +98,16 @@ impl Queue {
                 ),
             ));
         }
-        // A big file's cycles are looked for on a second thread meanwhile
-        // (when there is a core for it and a thread to be had); a problem
-        // with a line is still reported first.
-        if self.tasks.lines().len() < BIG_TO_SHARE || crate::files::cores() < 2 {
-            self.check_lines()?;
-            return self.check_cycles();
-        }
-        std::thread::scope(|scope| {
-            let cycles = std::thread::Builder::new()
-                .name("cycles".into())
-                .spawn_scoped(scope, || self.check_cycles());
-            self.check_lines()?;
-            match cycles {
-                Ok(cycles) => cycles.join().expect("checking does not panic"),
-                Err(_) => self.check_cycles(),
-            }
-        })
+        self.check_lines()?;
+        self.check_cycles()
     }
 
     /// Checks each task's parent and deps.
     fn check_lines(&self) -> Result<()> {
-        // Children usually follow their parent and each other: the last
-        // parent found answers most lookups without the index.
-        let mut last_parent: Option<(&str, usize)> = None;
         for (index, task) in self.tasks.tasks() {
             let id = task.id.as_str();
             if let Some(parent) = id::parent_of(id) {
-                let position = match last_parent {
-                    Some((last, at)) if last == parent => Some(at),
-                    _ => self.tasks.position(parent),
-                };
-                if let Some(at) = position {
-                    last_parent = Some((parent, at));
-                }
-                match position {
+                match self.tasks.position(parent) {
                     Some(parent_index) => {
                         let parent_task = self.task_at(parent_index);
                         if parent_task.leaf {
@@ -662,11 +620,12 @@ mod tests {
         );
     }
 
-    /// A big file is checked on two threads: a bad line still wins over a
-    /// cycle found earlier in the file, and a cycle alone is still found.
+    /// Each line is checked before cycles are looked for: a bad line wins
+    /// over a cycle earlier in the file, and a cycle alone is still found.
     #[test]
-    fn a_big_file_reports_a_bad_line_before_a_cycle() {
-        let filler: String = (0..BIG_TO_SHARE + 2_000)
+    fn a_bad_line_is_reported_before_a_cycle() {
+        const FILLER: usize = 20;
+        let filler: String = (0..FILLER)
             .map(|n| line(&format!("T{n}"), "pending", true, ""))
             .collect();
         let cycle = [
@@ -679,14 +638,14 @@ mod tests {
             err(&format!("{cycle}{filler}{bad}"), ""),
             format!(
                 "tasks.jsonl:{}: parent \"Q\" of task \"Q.1\" does not exist; add the parent or fix the id",
-                BIG_TO_SHARE + 2_003
+                FILLER + 3
             )
         );
         assert_eq!(
             err(&format!("{filler}{cycle}"), ""),
             format!(
                 "tasks.jsonl:{}: dependency cycle A -> B -> A; remove one of these deps",
-                BIG_TO_SHARE + 2_001
+                FILLER + 1
             )
         );
     }

@@ -4,7 +4,6 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use super::error::{Error, Result};
 use super::file::Torn;
@@ -19,41 +18,16 @@ pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
 /// The short lock every queue write holds, relative to the project root.
 pub const LOCK_FILE: &str = ".ralph/tasks.lock";
 
-/// Scratch space for the next version of `tasks.jsonl`, relative to the
-/// project root: it holds an old version between writes (see
-/// [`files::write_atomic_unless_changed`]).
-pub const SPARE_FILE: &str = ".ralph/tasks.jsonl.spare";
-
 /// The task files of one project.
 #[derive(Clone, Debug)]
 pub struct Store {
     root: PathBuf,
-    /// The stamps of `tasks.jsonl` and `tasks-done.jsonl` the last time
-    /// they loaded without an error (shared by clones: it is about the
-    /// files on disk).
-    valid: Arc<Mutex<Option<(Stamp, Stamp)>>>,
-    /// Whether a big `tasks.jsonl` is mapped rather than read (see
-    /// [`Store::mapping`]).
-    map: bool,
 }
 
 impl Store {
     /// The store of the project rooted at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Store {
-        Store {
-            root: root.into(),
-            valid: Arc::default(),
-            map: false,
-        }
-    }
-
-    /// This store, mapping a big `tasks.jsonl` into memory when it loads
-    /// (see [`files::map_leased`]) instead of reading it: no copy of its
-    /// bytes, but until the queue loaded is dropped (and its tasks'
-    /// strings with it), anybody opening the file for writing waits. For
-    /// a command that is over in moments, never for the loop.
-    pub fn mapping(self) -> Store {
-        Store { map: true, ..self }
+        Store { root: root.into() }
     }
 
     /// The project root.
@@ -80,30 +54,9 @@ impl Store {
 
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
         let path = self.tasks_path();
-        let done_path = self.done_path();
-        let done_stamp = Stamp::of(&done_path).map_err(|source| Error::Io {
-            path: done_path.clone(),
-            source,
-        })?;
-        let done = self.read(&done_path)?;
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        // Under the lease, nobody is writing it: it has settled.
-        let mapped = match self.map {
-            true => files::map_leased(&path).map_err(io)?,
-            false => None,
-        };
-        let (queue, stamp) = match mapped {
-            Some((tasks, stamp)) => (Queue::parse_mapped(tasks, &done), stamp),
-            None => {
-                files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done)).map_err(io)?
-            }
-        };
-        let valid = queue.is_ok() && Stamp::of(&done_path).ok() == Some(done_stamp);
-        *self.valid.lock().expect("no panic while holding it") =
-            valid.then_some((stamp, done_stamp));
+        let done = self.read(&self.done_path())?;
+        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse(&tasks, &done))
+            .map_err(|source| Error::Io { path, source })?;
         Ok((queue?, stamp))
     }
 
@@ -123,14 +76,8 @@ impl Store {
         for _ in 0..ATTEMPTS {
             let (mut queue, stamp) = self.load_stamped()?;
             let changes = queue.apply(patch, now)?;
-            if patch.keeps_valid() {
-                // Checked in debug builds, so every test that archives
-                // checks the claim.
-                debug_assert!(queue.validate().is_ok(), "{patch:?} left the queue invalid");
-            } else {
-                queue.validate()?;
-            }
-            let written = self.write(queue, stamp)?;
+            queue.validate()?;
+            let written = self.write(&queue, stamp)?;
             if written.appended {
                 on_disk.extend(
                     changes
@@ -143,11 +90,6 @@ impl Store {
             if written.replaced {
                 return Ok(with_earlier(changes, on_disk));
             }
-            // Again: the queue just written is gone before the next loads
-            // (never two in memory).
-            if let Some(freeing) = written.freeing {
-                let _ = freeing.join();
-            }
         }
         Err(Error::KeepsChanging { attempts: ATTEMPTS })
     }
@@ -157,66 +99,23 @@ impl Store {
     /// cleaned up by repeating the archive. `tasks.jsonl` is replaced only
     /// when it still has `stamp` (otherwise `replaced` is false: apply the
     /// patch again to what is there now).
-    ///
-    /// The records are appended and fsynced on a helper thread while the
-    /// new `tasks.jsonl` is written; it replaces the old one only after
-    /// they are on disk. Takes the queue: once its lines are written, a big
-    /// one is freed on a helper thread while the disk catches up (`fsync`),
-    /// not after.
-    fn write(&self, queue: Queue, stamp: Stamp) -> Result<Written> {
+    fn write(&self, queue: &Queue, stamp: Stamp) -> Result<Written> {
         let appended = queue.done.pending_text();
-        let torn = queue.done.torn().cloned();
+        let torn = self.append(&appended, queue.done.torn())?;
         let mut written = Written {
             appended: !appended.is_empty(),
-            torn: None,
+            torn,
             replaced: true,
-            freeing: None,
         };
-        if !queue.tasks.is_changed() {
-            written.torn = self.append(&appended, torn.as_ref())?;
-            return Ok(written);
+        if queue.tasks.is_changed() {
+            // The records are on disk, the new file is not in place.
+            crate::fault::crash_at("mid_queue_write");
+            let path = self.tasks_path();
+            let bytes = queue.tasks.render();
+            written.replaced = files::write_atomic_unless_changed(&path, bytes.as_bytes(), stamp)
+                .map_err(|source| Error::Io { path, source })?;
         }
-        let path = self.tasks_path();
-        let spare = self.root.join(SPARE_FILE);
-        std::thread::scope(|scope| {
-            let records = scope.spawn(|| self.append(&appended, torn.as_ref()));
-            let mut records = Some(records);
-            let mut appending = None;
-            let mut freeing = None;
-            let write = |out: &mut dyn std::io::Write| {
-                queue.tasks.write_to(out)?;
-                // Done with a mapped file's bytes: whoever waits to write
-                // it goes on now, before the swap, so the check after the
-                // swap sees their write.
-                // SAFETY: the queue is only dropped after this.
-                unsafe { queue.tasks.let_go() };
-                freeing = free_in_background(queue);
-                let result = records
-                    .take()
-                    .expect("written once")
-                    .join()
-                    .expect("appending does not panic");
-                let failed = result.is_err();
-                appending = Some(result);
-                if failed {
-                    // Not this file's error: reported below.
-                    return Err(std::io::Error::other("appending the archive failed"));
-                }
-                // The records are on disk, the new file is not in place.
-                crate::fault::crash_at("mid_queue_write");
-                Ok(())
-            };
-            let replaced = files::write_atomic_unless_changed(&path, write, stamp, &spare);
-            // A write that failed before it joined the helper: wait for it
-            // (nothing is replaced, but its records may be on disk).
-            if let Some(records) = records {
-                appending = Some(records.join().expect("appending does not panic"));
-            }
-            written.freeing = freeing;
-            written.torn = appending.expect("joined")?;
-            written.replaced = replaced.map_err(|source| Error::Io { path, source })?;
-            Ok(written)
-        })
+        Ok(written)
     }
 
     /// Appends archive records `text` (fsynced), after moving the
@@ -238,47 +137,22 @@ impl Store {
     /// Copies `tasks.jsonl` to `copy` when it is valid (a copy to put back
     /// if something deletes or breaks it). Returns whether it did.
     pub fn keep_copy(&self, copy: &Path) -> Result<bool> {
-        let path = self.tasks_path();
-        if let Some(dir) = copy.parent() {
-            fs::create_dir_all(dir).map_err(|source| Error::Io {
-                path: dir.to_owned(),
-                source,
-            })?;
-        }
-        let io = |source| Error::Io {
-            path: copy.to_owned(),
-            source,
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| Error::Io { path, source }
         };
-        // Both files as they were at the last load that found them valid:
-        // copy the bytes without loading the queue again (a second queue in
-        // memory, while the loop holds one, doubled a run's peak).
-        let known = *self.valid.lock().expect("no panic while holding it");
-        if let Some((tasks_stamp, done_stamp)) = known
-            && Stamp::of(&self.done_path()).ok() == Some(done_stamp)
-            && let Ok(mut file) = File::open(&path)
-            && Stamp::of_file(&file).ok() == Some(tasks_stamp)
-        {
-            let write = |out: &mut dyn std::io::Write| {
-                std::io::copy(&mut file, out)?;
-                if Stamp::of_file(&file)? != tasks_stamp {
-                    return Err(std::io::Error::other("changed while copied"));
-                }
-                Ok(())
-            };
-            // Kept every iteration: into the spare of the last copy.
-            let copied = files::write_atomic_reusing(copy, write);
-            if copied.is_ok() {
-                return Ok(true);
-            }
-        }
-        let bytes = self.read(&path)?;
+        let bytes = self.read(&self.tasks_path())?;
         let done = self.read(&self.done_path())?;
-        // The parsed file writes back its bytes as read (one copy in memory).
-        let Ok(queue) = Queue::parse_owned(bytes, &done) else {
+        if Queue::parse(&bytes, &done).is_err() {
             return Ok(false);
-        };
-        let write = |out: &mut dyn std::io::Write| queue.tasks.write_to(out);
-        files::write_atomic_reusing(copy, write).map_err(io)?;
+        }
+        if files::read_or_empty(copy).ok().as_ref() == Some(&bytes) {
+            return Ok(true);
+        }
+        if let Some(dir) = copy.parent() {
+            fs::create_dir_all(dir).map_err(io(dir))?;
+        }
+        files::write_atomic(copy, &bytes).map_err(io(copy))?;
         Ok(true)
     }
 
@@ -349,20 +223,6 @@ pub fn lock_queue(root: &Path) -> std::io::Result<File> {
     Ok(file)
 }
 
-/// Frees a big queue on a thread of its own (a 100k-task queue takes a few
-/// milliseconds to free), returned for whoever must wait for the memory;
-/// a small one right here. A process that exits meanwhile needs no freeing.
-fn free_in_background(queue: Queue) -> Option<std::thread::JoinHandle<()>> {
-    const BIG: usize = 10_000;
-    if queue.tasks.lines().len() < BIG {
-        return None;
-    }
-    std::thread::Builder::new()
-        .name("free".into())
-        .spawn(move || drop(queue))
-        .ok()
-}
-
 /// What `Store::write` did.
 struct Written {
     /// Archive records were appended.
@@ -371,8 +231,6 @@ struct Written {
     torn: Option<Change>,
     /// `tasks.jsonl` was replaced (or needed no change).
     replaced: bool,
-    /// The thread freeing the queue written, if a big one.
-    freeing: Option<std::thread::JoinHandle<()>>,
 }
 
 /// The changes of the attempt that succeeded, with what earlier attempts
@@ -399,58 +257,6 @@ fn with_earlier(changes: Vec<Change>, earlier: Vec<Change>) -> Vec<Change> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An `>>` that waits for a `ralph task` command's lease on a big file
-    /// is tied to that version of the file: a write that swaps a new
-    /// version in meanwhile waits for the append, sees it and applies its
-    /// change again on top, so the appended line is kept.
-    #[test]
-    fn an_append_waiting_for_a_lease_is_kept_across_another_write() {
-        use crate::task::{Patch, Status, TaskId};
-        let dir = assert_fs::TempDir::new().unwrap();
-        let line = |n: usize| {
-            format!(
-                "{{\"id\":\"T{n}\",\"title\":\"{}\",\"status\":\"pending\",\"leaf\":true}}\n",
-                "t".repeat(200)
-            )
-        };
-        let text: String = (0..25_000).map(line).collect();
-        fs::write(dir.path().join(TASKS_FILE), &text).unwrap();
-        let reader = Store::open(dir.path()).mapping();
-        let held = reader.load().unwrap();
-        assert!(matches!(
-            crate::lease::writing(&reader.tasks_path()),
-            Some(false)
-        ));
-        let mut append = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "printf '%s' '{}' >> \"$0\"",
-                line(25_000).trim_end().to_owned() + "\n"
-            ))
-            .arg(reader.tasks_path())
-            .spawn()
-            .unwrap();
-        // The append waits for the lease; the reader lets go a little later.
-        while crate::lease::writing(&reader.tasks_path()) != Some(true) {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let let_go = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            drop(held);
-        });
-        let writer = Store::open(dir.path());
-        let start = Patch::SetStatus {
-            id: TaskId::parse("T7").unwrap(),
-            status: Status::Active,
-        };
-        writer.apply(&start, "2026-01-01T00:00:00Z").unwrap();
-        let_go.join().unwrap();
-        assert!(append.wait().unwrap().success());
-        let queue = writer.load().unwrap();
-        assert!(queue.get("T25000").is_some(), "the append was lost");
-        assert_eq!(queue.get("T7").unwrap().status, Status::Active);
-    }
 
     #[test]
     fn a_retry_reports_what_earlier_attempts_archived_and_moved() {

@@ -210,8 +210,8 @@ fn a_clean_token_comes_only_from_a_tree_left_clean() {
 }
 
 /// A repository with files in folders, one ignored folder holding a file
-/// tracked anyway, watched from the claim on.
-fn watched() -> (GitRepo, Repo) {
+/// tracked anyway, on a claimed task's branch.
+fn layout() -> (GitRepo, Repo) {
     let repo = project();
     repo.write("src/a/one.txt", "one\n");
     repo.write("src/b/two.txt", "two\n");
@@ -221,7 +221,6 @@ fn watched() -> (GitRepo, Repo) {
     repo.git(&["add", "-f", "build/kept.txt"]);
     repo.git(&["commit", "-q", "-m", "layout"]);
     let git = open(&repo);
-    git.watch_changes().unwrap();
     git.preflight().unwrap();
     git.claim(&id("A"), TITLE).unwrap();
     (repo, git)
@@ -232,8 +231,8 @@ fn wip_files(repo: &GitRepo) -> String {
 }
 
 #[test]
-fn a_watched_tree_sees_a_head_moved_with_its_index() {
-    let (repo, git) = watched();
+fn a_tree_sees_a_head_moved_with_its_index() {
+    let (repo, git) = layout();
     repo.write("src/a/new.txt", "new\n");
     assert!(
         git.commit_leftovers(BRANCH, &id("A"), 1)
@@ -251,8 +250,8 @@ fn a_watched_tree_sees_a_head_moved_with_its_index() {
 }
 
 #[test]
-fn a_watched_tree_commits_every_kind_of_leftover() {
-    let (repo, git) = watched();
+fn a_tree_commits_every_kind_of_leftover() {
+    let (repo, git) = layout();
     // Edits, a new folder tree, a deletion, a tracked file in an ignored
     // folder, and an ignored file (left out).
     repo.write("src/a/one.txt", "changed\n");
@@ -275,9 +274,9 @@ fn a_watched_tree_commits_every_kind_of_leftover() {
 }
 
 #[test]
-fn a_watched_tree_falls_back_to_a_full_scan_when_paths_cannot_tell() {
-    let (repo, git) = watched();
-    // A folder moved: its watches name the old place.
+fn a_tree_commits_moves_index_only_changes_and_revealed_files() {
+    let (repo, git) = layout();
+    // A folder moved.
     std::fs::rename(repo.path().join("src/a"), repo.path().join("src/moved")).unwrap();
     repo.write("src/moved/four.txt", "four\n");
     git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();

@@ -1,0 +1,55 @@
+//! Linux: `renameat2` and `/proc`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
+    match renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE) {
+        Ok(()) => Ok(true),
+        // A file system that cannot swap (some network ones).
+        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => Ok(false),
+        Err(err) => Err(err.into()),
+    }
+}
+
+pub fn group_members(group: i32) -> Option<Vec<u32>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let group = group.to_string();
+    let members = entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and parens.
+            let (_, fields) = stat.rsplit_once(')')?;
+            let mut fields = fields.split_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let pgrp = fields.nth(1).unwrap_or("");
+            (pgrp == group && state != "Z" && state != "X").then_some(pid)
+        })
+        .collect();
+    Some(members)
+}
+
+pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    Some(environ.split(|&byte| byte == 0).any(|var| var == entry))
+}
+
+pub fn git_at_work_in(places: &[&Path]) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    let places: Vec<PathBuf> = places
+        .iter()
+        .filter_map(|place| place.canonicalize().ok())
+        .collect();
+    entries.flatten().any(|entry| {
+        let dir = entry.path();
+        std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| comm.trim_end() == "git")
+            && std::fs::read_link(dir.join("cwd"))
+                .is_ok_and(|cwd| places.iter().any(|place| cwd.starts_with(place)))
+    })
+}

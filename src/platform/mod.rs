@@ -1,0 +1,103 @@
+//! The few calls that differ between operating systems, each behind one
+//! function: Linux gets its system calls (`linux.rs`); macOS and every
+//! other Unix get a portable version (`portable.rs`) that uses only POSIX
+//! calls and the `ps` command. The cargo feature `portable` forces the
+//! portable version on Linux too, so CI builds and tests it.
+
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod linux;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+use linux as imp;
+
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+mod portable;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+use portable as imp;
+
+use std::io;
+use std::path::Path;
+
+/// Swaps the files at `a` and `b` in one step. `Ok(false)`: this system
+/// or file system cannot, and nothing was done.
+pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    imp::exchange(a, b)
+}
+
+/// The processes of process group `group` that are still running (not
+/// zombies), or `None` when this system cannot tell.
+pub fn group_members(group: i32) -> Option<Vec<u32>> {
+    imp::group_members(group)
+}
+
+/// Whether the environment of process `pid` holds the entry `entry`
+/// (`NAME=value`), or `None` when it cannot be read.
+pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
+    imp::environment_has(pid, entry)
+}
+
+/// Whether a running `git` process may be at work in one of `places`.
+/// Where the working folder of a process cannot be read, any `git`
+/// process counts.
+pub fn git_at_work_in(places: &[&Path]) -> bool {
+    imp::git_at_work_in(places)
+}
+
+/// Whether process `pid` is running (a zombie counts: it still holds its
+/// id).
+pub fn alive(pid: u32) -> bool {
+    // 0 would name our own group.
+    let Ok(pid @ 1..) = i32::try_from(pid) else {
+        return false;
+    };
+    use nix::errno::Errno;
+    // EPERM: it runs, as somebody else.
+    matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Ok(()) | Err(Errno::EPERM)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exchange_swaps_two_files_or_says_it_cannot() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, "a").unwrap();
+        std::fs::write(&b, "b").unwrap();
+        // Linux swaps (on the local file systems tests run on); the
+        // portable version never does.
+        let native = cfg!(all(target_os = "linux", not(feature = "portable")));
+        assert_eq!(exchange(&a, &b).unwrap(), native);
+        let (now_a, now_b) = if native { ("b", "a") } else { ("a", "b") };
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), now_a);
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), now_b);
+    }
+
+    #[test]
+    fn a_group_and_its_environment_are_seen() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .env("RALPH_PLATFORM_TEST", "yes")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Until `sleep` has replaced the spawning process.
+        let seen = (0..100).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            environment_has(pid, b"RALPH_PLATFORM_TEST=yes") == Some(true)
+        });
+        assert!(seen, "the child's environment was not read");
+        assert_eq!(environment_has(pid, b"RALPH_PLATFORM_TEST=no"), Some(false));
+        assert_eq!(group_members(pid as i32), Some(vec![pid]));
+        assert!(alive(pid));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!alive(pid));
+        assert_eq!(group_members(pid as i32), Some(vec![]));
+    }
+}
