@@ -2,16 +2,15 @@
 //! keys are an error naming the key.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::error::Exit;
+use crate::exit::Exit;
 use crate::files::{self, TextError};
 
-/// File name of the settings, relative to the project root.
-pub const SETTINGS_FILE: &str = "config/ralph.yaml";
+pub use crate::paths::SETTINGS_FILE;
 
 /// The agent presets ralph knows.
 pub const PRESETS: [&str; 8] = [
@@ -175,8 +174,8 @@ impl Settings {
     }
 
     /// Loads the project's settings; a missing file gives the defaults.
-    pub fn load(root: &Path) -> Result<Settings, Error> {
-        let path = root.join(SETTINGS_FILE);
+    pub fn load(paths: &crate::paths::Paths) -> Result<Settings, Error> {
+        let path = paths.settings();
         match files::read_text(&path) {
             Ok(text) => Settings::parse(&text),
             Err(TextError::Missing) => Ok(Settings::default()),

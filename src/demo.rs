@@ -1,6 +1,7 @@
 //! `ralph demo`: a sample project and a scripted agent (`ralph demo-agent`)
 //! that shows the whole loop without a network or a model.
 
+use crate::paths::Paths;
 use std::io::Read;
 use std::path::Path;
 
@@ -18,13 +19,14 @@ pub const BASE: &str = "main";
 /// Creates the sample project in the empty or missing folder `dir`: ralph's
 /// defaults, the sample tasks, settings that run the demo agent `agent`
 /// quickly, and a git repository with a first commit.
-pub fn create(dir: &Path, agent: &str) -> Result<(), Error> {
+pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
+    let dir = paths.root();
     let io = |path: &Path| {
         let path = path.to_owned();
         move |source| Error::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    crate::init::init(dir, false, None).map_err(io(dir))?;
+    crate::init::init(paths, false, None).map_err(io(dir))?;
     let settings = settings(agent);
     for (name, text) in [
         ("README.md", README),
@@ -86,9 +88,9 @@ impl AgentTurn {
     }
 }
 
-/// One iteration of the scripted agent in the project at `root`: prints
+/// One iteration of the scripted agent in the project at `paths`: prints
 /// what it does and returns the exit code.
-pub fn agent(root: &Path, turn: &AgentTurn) -> Result<(String, i32), Error> {
+pub fn agent(paths: &Paths, turn: &AgentTurn) -> Result<(String, i32), Error> {
     // Read the prompt like a real agent, though the script ignores it.
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     let id = TaskId::parse(&turn.task_id).map_err(|message| {
@@ -96,7 +98,7 @@ pub fn agent(root: &Path, turn: &AgentTurn) -> Result<(String, i32), Error> {
             "RALPH_TASK_ID: {message}; run the demo agent through `ralph demo`"
         ))
     })?;
-    let store = Store::open(root);
+    let store = Store::open(paths);
     let now = crate::clock::now();
     let set = |status| {
         store.apply(
@@ -137,7 +139,7 @@ pub fn agent(root: &Path, turn: &AgentTurn) -> Result<(String, i32), Error> {
             1,
         ));
     }
-    let file = root.join("work").join(format!("{id}.md"));
+    let file = paths.join("work").join(format!("{id}.md"));
     let role = if turn.role.is_empty() {
         "no role"
     } else {
@@ -158,7 +160,7 @@ pub fn agent(root: &Path, turn: &AgentTurn) -> Result<(String, i32), Error> {
         source,
     })?;
     let repo = Repo::open(
-        root,
+        paths,
         &git::Options {
             base_branch: Some(BASE.to_owned()),
             ..git::Options::default()

@@ -9,8 +9,7 @@ use serde_json::{Map, Value};
 use crate::files;
 use crate::redact::redact_json;
 
-/// Path of the event log, relative to the project root.
-pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
+pub use crate::paths::EVENTS_FILE;
 
 /// One transition of the loop.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -44,9 +43,9 @@ pub struct EventLog {
 
 impl EventLog {
     /// The event log of the project at `root`.
-    pub fn open(root: &Path) -> EventLog {
+    pub fn open(paths: &crate::paths::Paths) -> EventLog {
         EventLog {
-            path: root.join(EVENTS_FILE),
+            path: paths.events(),
         }
     }
 
@@ -122,7 +121,7 @@ mod tests {
     #[test]
     fn appends_and_reads_back_skipping_a_torn_line() {
         let dir = assert_fs::TempDir::new().unwrap();
-        let log = EventLog::open(dir.path());
+        let log = EventLog::open(&crate::paths::Paths::new(dir.path()));
         log.append(&event("one")).unwrap();
         // A crash mid-append leaves half a line.
         files::append_durable(&dir.path().join(EVENTS_FILE), b"{\"timestamp\":\"2026").unwrap();

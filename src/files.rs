@@ -29,11 +29,12 @@ pub fn write_atomic_with(
 /// (writing nothing) when someone changed it, so the caller can apply its
 /// change to the new content instead of overwriting it.
 ///
-/// Where the system can swap two files in one step (Linux), the check is
-/// made again after the swap: a file renamed over the target in the
-/// instant between the check and the swap (`jq ... && mv`) is put back,
-/// never lost. Elsewhere that instant is a small window (see README,
-/// "Platforms").
+/// The check is made again after the new file is swapped in: a write to
+/// the version replaced in the instant between the check and the swap
+/// (`>>`, an editor writing in place) is seen and that version put back,
+/// never lost. Where the system swaps in one step (Linux), so is a file
+/// renamed over the target in that instant (`jq ... && mv`); elsewhere,
+/// that rename is lost in a window of microseconds (README, "Platforms").
 pub fn write_atomic_unless_changed(path: &Path, bytes: &[u8], expected: Stamp) -> io::Result<bool> {
     let write = |file: &mut File| file.write_all(bytes);
     write_then(path, write, |temp| replace_if(temp, path, expected))
@@ -243,6 +244,22 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> io::Result<()> {
         sync_dir(parent_dir(path))?;
     }
     Ok(())
+}
+
+/// Takes the exclusive lock on `path` (created, with its folder, if
+/// missing), waiting for the holder; released when the returned file is
+/// dropped, and by the system if the process dies.
+pub fn lock(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    file.lock()?;
+    Ok(file)
 }
 
 /// Reads `path`, treating a missing file as empty.

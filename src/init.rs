@@ -1,8 +1,6 @@
 //! `ralph init`: the shipped defaults, embedded in the binary, and writing
 //! the ones a project is missing.
 
-use std::path::Path;
-
 use crate::files;
 
 /// Whether `--force` may replace a file.
@@ -93,14 +91,19 @@ pub struct Report {
 /// Writes the shipped files missing under `root` (all defaults with
 /// `force`), with `agent` as the preset in `config/ralph.yaml`, and adds
 /// ralph's runtime paths to `.gitignore`.
-pub fn init(root: &Path, force: bool, agent: Option<&str>) -> std::io::Result<Report> {
+pub fn init(
+    paths: &crate::paths::Paths,
+    force: bool,
+    agent: Option<&str>,
+) -> std::io::Result<Report> {
+    let root = paths.root();
     let mut report = Report {
         files: Vec::new(),
         ignored: Vec::new(),
         in_git: root.ancestors().any(|dir| dir.join(".git").exists()),
     };
     for file in SHIPPED {
-        let path = root.join(file.path);
+        let path = paths.join(file.path);
         let exists = path.exists();
         let action = match (exists, force, file.ownership) {
             (false, _, _) => Action::Created,
@@ -120,7 +123,7 @@ pub fn init(root: &Path, force: bool, agent: Option<&str>) -> std::io::Result<Re
         }
         report.files.push((file.path, action));
     }
-    let gitignore = root.join(".gitignore");
+    let gitignore = paths.join(".gitignore");
     let existing = files::read_or_empty(&gitignore)?;
     let existing = String::from_utf8_lossy(&existing);
     let present = |entry: &str| {

@@ -11,12 +11,14 @@ pub mod config;
 pub mod demo;
 pub mod error;
 pub mod events;
+pub mod exit;
 pub mod fault;
 pub mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod git;
 pub mod init;
+pub mod paths;
 pub mod platform;
 pub mod project;
 pub mod prompt;
@@ -27,7 +29,8 @@ pub mod state;
 pub mod task;
 pub mod text;
 
-pub use error::{Error, Exit};
+pub use error::Error;
+pub use exit::Exit;
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> std::process::ExitCode {

@@ -1,20 +1,19 @@
 //! The prompt: `working.md`, the chosen role's file, and the task context
 //! rendered from a minijinja template.
 
-use std::path::{Path, PathBuf};
+use crate::paths::Paths;
+use std::path::PathBuf;
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
 
-use crate::error::Exit;
+use crate::exit::Exit;
 use crate::files::{self, TextError};
 use crate::roles::{self, Decision};
 use crate::task::{Queue, Task, TaskId};
 
-/// The base prompt, relative to the project root.
-pub const WORKING_FILE: &str = "working.md";
-/// The task-context template a project may provide, relative to its root.
-pub const CONTEXT_TEMPLATE: &str = "templates/context.md.j2";
+pub use crate::paths::CONTEXT_TEMPLATE;
+pub use crate::paths::WORKING_FILE;
 /// The shipped task-context template.
 pub const DEFAULT_CONTEXT_TEMPLATE: &str = include_str!("../templates/context.md.j2");
 /// Separator between the parts of the prompt (the seed's composition).
@@ -204,8 +203,8 @@ pub fn bounded_tail(text: &str, max: usize) -> &str {
 }
 
 /// The project's context template, or the shipped one: (name, text).
-pub fn context_template(root: &Path) -> Result<(String, String), Error> {
-    let path = root.join(CONTEXT_TEMPLATE);
+pub fn context_template(paths: &Paths) -> Result<(String, String), Error> {
+    let path = paths.context_template();
     match files::read_text(&path) {
         Ok(text) => Ok((CONTEXT_TEMPLATE.to_owned(), text)),
         Err(TextError::Missing) => Ok((
@@ -258,11 +257,11 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
 }
 
 /// Builds the whole prompt for `context` in the project at `root`.
-pub fn build(root: &Path, decision: &Decision, context: &PromptContext) -> Result<String, Error> {
-    let working_path = root.join(WORKING_FILE);
+pub fn build(paths: &Paths, decision: &Decision, context: &PromptContext) -> Result<String, Error> {
+    let working_path = paths.working();
     let working = match files::read_text(&working_path) {
         Ok(text) => text,
-        Err(TextError::Missing) => return Err(Error::NoWorkingFile(root.to_owned())),
+        Err(TextError::Missing) => return Err(Error::NoWorkingFile(paths.root().to_owned())),
         Err(TextError::NotUtf8 { line, message }) => {
             return Err(Error::Template {
                 file: WORKING_FILE.to_owned(),
@@ -278,10 +277,10 @@ pub fn build(root: &Path, decision: &Decision, context: &PromptContext) -> Resul
         }
     };
     let role_text = match &decision.fired {
-        Some(fired) => Some(roles::read_role(root, &fired.role)?),
+        Some(fired) => Some(roles::read_role(paths, &fired.role)?),
         None => None,
     };
-    let (name, template) = context_template(root)?;
+    let (name, template) = context_template(paths)?;
     let rendered = render_context(&name, &template, context)?;
     Ok(compose(&working, role_text.as_deref(), &rendered))
 }

@@ -2,15 +2,14 @@
 //! runs, written atomically after every transition.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::files;
 use crate::prompt::Evidence;
 
-/// Path of the state file, relative to the project root.
-pub const STATE_FILE: &str = ".ralph/state.json";
+pub use crate::paths::STATE_FILE;
 
 /// The loop's state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -103,9 +102,9 @@ pub enum Loaded {
 
 impl StateFile {
     /// The state file of the project at `root`.
-    pub fn open(root: &Path) -> StateFile {
+    pub fn open(paths: &crate::paths::Paths) -> StateFile {
         StateFile {
-            path: root.join(STATE_FILE),
+            path: paths.state(),
         }
     }
 
@@ -173,7 +172,7 @@ mod tests {
     #[test]
     fn saves_loads_and_quarantines() {
         let dir = assert_fs::TempDir::new().unwrap();
-        let file = StateFile::open(dir.path());
+        let file = StateFile::open(&crate::paths::Paths::new(dir.path()));
         assert_eq!(file.load().unwrap().1, Loaded::Fresh);
         let mut state = State {
             run_id: "r1".into(),

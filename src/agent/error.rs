@@ -7,7 +7,7 @@ use super::classify::FailureClass;
 use super::preset::Preset;
 use super::spec::MAX_ARG_BYTES;
 use crate::config::PRESETS;
-use crate::error::Exit;
+use crate::exit::Exit;
 
 /// What can stop ralph from running an agent at all.
 #[derive(Debug, thiserror::Error)]

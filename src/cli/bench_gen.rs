@@ -31,7 +31,7 @@ pub fn run(args: &BenchGenArgs, context: &Context) -> Result<Outcome, Error> {
         pending_at: args.pending_at,
     };
     for (name, bytes) in [(TASKS_FILE, tasks_jsonl(&spec)), (DONE_FILE, String::new())] {
-        let path = context.root.join(name);
+        let path = context.paths.join(name);
         std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })?;
     }
     Ok(Outcome::default())

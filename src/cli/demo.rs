@@ -9,7 +9,8 @@ use clap::Args;
 use super::{Context, Outcome};
 use crate::config::Settings;
 use crate::demo;
-use crate::error::{Error, Exit};
+use crate::error::Error;
+use crate::exit::Exit;
 use crate::git::{self, Repo};
 use crate::runner::{self, RunOptions};
 
@@ -24,7 +25,7 @@ pub struct DemoArgs {
 /// Runs `ralph demo`.
 pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
     let folder = match &args.folder {
-        Some(folder) => context.root.join(folder),
+        Some(folder) => context.paths.join(folder),
         None => std::env::temp_dir().join(format!(
             "ralph-demo-{}",
             chrono::Utc::now().format("%Y%m%d-%H%M%S-%f")
@@ -54,8 +55,12 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
             source: std::io::Error::other("the path of ralph cannot be quoted"),
         })?
     );
+    let folder = crate::paths::Paths::new(folder);
     demo::create(&folder, &agent)?;
-    eprintln!("ralph demo: a sample project in {}", folder.display());
+    eprintln!(
+        "ralph demo: a sample project in {}",
+        folder.root().display()
+    );
     let options = RunOptions {
         settings: Settings::load(&folder)?,
         agent_cmd: None,
@@ -85,7 +90,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
     let _ = write!(
         out,
         "\nLook next:\n  cd {}\n  cat ralph.log                    one line per iteration and per merge\n  {} status\n                                   the last run and its recent events\n  ls .ralph/prompts .ralph/logs    every prompt the agent got, and what it printed\n  git log refs/ralph/tasks/A.1     a task's full history before its squash\n",
-        folder.display(),
+        folder.root().display(),
         bin.display()
     );
     Ok(Outcome {
@@ -97,7 +102,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
 
 /// Runs one iteration of the scripted demo agent in the current project.
 pub fn agent(context: &Context) -> Result<Outcome, Error> {
-    let (said, code) = demo::agent(&context.root, &demo::AgentTurn::from_env())?;
+    let (said, code) = demo::agent(&context.paths, &demo::AgentTurn::from_env())?;
     Ok(Outcome {
         stdout: said,
         stderr: String::new(),

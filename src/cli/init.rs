@@ -24,8 +24,8 @@ pub struct InitArgs {
 /// Runs `ralph init` in the folder named by `--dir`, or the current one.
 pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
     let report =
-        init(&context.root, args.force, args.agent.as_deref()).map_err(|source| Error::Io {
-            path: context.root.clone(),
+        init(&context.paths, args.force, args.agent.as_deref()).map_err(|source| Error::Io {
+            path: context.paths.root().to_owned(),
             source,
         })?;
     let mut outcome = Outcome::default();
@@ -42,7 +42,7 @@ pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
         let _ = writeln!(
             outcome.stderr,
             "note: {} is not in a git repository yet; `ralph run` needs one: git init && git add -A && git commit -m start",
-            context.root.display()
+            context.paths.root().display()
         );
     }
     if context.json {

@@ -9,6 +9,7 @@ mod run;
 mod status;
 mod stop;
 mod task;
+use crate::paths::Paths;
 use crate::text;
 
 use std::io::Write;
@@ -83,11 +84,11 @@ impl Outcome {
     }
 }
 
-/// What every command gets from the edge: the project root and the clock.
+/// What every command gets from the edge: the project paths and the clock.
 #[derive(Debug, Clone)]
 pub struct Context {
-    /// The project root.
-    pub root: PathBuf,
+    /// The project paths.
+    pub paths: Paths,
     /// The current time, RFC 3339 in UTC, for records written now.
     pub now: String,
     /// Whether to print JSON.
@@ -144,7 +145,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         _ => crate::project::find_root(cli.dir.as_deref(), &cwd)?,
     };
     let context = Context {
-        root,
+        paths: crate::paths::Paths::new(root),
         now: crate::clock::now(),
         json: cli.json,
     };

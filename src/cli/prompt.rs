@@ -6,7 +6,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Context, Outcome, current_task, to_json};
-use crate::error::{Error, Exit};
+use crate::error::Error;
+use crate::exit::Exit;
 use crate::prompt;
 use crate::roles;
 use crate::runner;
@@ -22,7 +23,7 @@ pub struct PromptArgs {
 
 /// Runs `ralph prompt`.
 pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
-    let queue = Store::open(&context.root).load()?;
+    let queue = Store::open(&context.paths).load()?;
     let Some(task) = current_task(&queue, args.task.as_ref())? else {
         return Ok(Outcome {
             stderr: "no workable task to build a prompt for; pass --task ID\n".to_owned(),
@@ -30,8 +31,8 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
             ..Outcome::default()
         });
     };
-    let triggers = roles::load(&context.root)?;
-    let (state, iterations, measures) = runner::context::observe(&context.root, task)?;
+    let triggers = roles::load(&context.paths)?;
+    let (state, iterations, measures) = runner::context::observe(&context.paths, task)?;
     let decision = triggers.choose(&runner::context::trigger_context(
         task, &state, iterations, &measures,
     ))?;
@@ -43,7 +44,7 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
         iterations,
         measures.branch.as_deref(),
     );
-    let text = prompt::build(&context.root, &decision, &variables)?;
+    let text = prompt::build(&context.paths, &decision, &variables)?;
     let why = match &decision.fired {
         Some(fired) => format!(
             "role: {} (trigger {}: {})",

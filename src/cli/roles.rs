@@ -39,8 +39,8 @@ pub fn run(command: &RolesCommand, context: &Context) -> Result<Outcome, Error> 
 }
 
 fn check(context: &Context) -> Result<Outcome, Error> {
-    let triggers = roles::load(&context.root)?;
-    let missing = !context.root.join(ROLES_FILE).exists();
+    let triggers = roles::load(&context.paths)?;
+    let missing = !context.paths.roles_config().exists();
     if context.json {
         let list: Vec<Value> = triggers
             .list
@@ -83,13 +83,13 @@ fn check(context: &Context) -> Result<Outcome, Error> {
 }
 
 fn which(args: &WhichArgs, context: &Context) -> Result<Outcome, Error> {
-    let triggers = roles::load(&context.root)?;
-    let queue = Store::open(&context.root).load()?;
+    let triggers = roles::load(&context.paths)?;
+    let queue = Store::open(&context.paths).load()?;
     let task = current_task(&queue, args.task.as_ref())?;
     let mut trigger_context = match task {
         Some(task) => {
             let (state, iterations, measures) =
-                crate::runner::context::observe(&context.root, task)?;
+                crate::runner::context::observe(&context.paths, task)?;
             crate::runner::context::trigger_context(task, &state, iterations, &measures)
         }
         None => TriggerContext::default(),

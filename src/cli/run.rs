@@ -10,7 +10,8 @@ use serde_json::json;
 use super::{Context, Outcome, to_json};
 use crate::agent::{self, Spec};
 use crate::config::{PRESETS, Settings, parse_duration};
-use crate::error::{Error, Exit};
+use crate::error::Error;
+use crate::exit::Exit;
 use crate::runner::{self, RunOptions};
 
 const SETTINGS_HELP: &str = "\
@@ -74,7 +75,7 @@ pub(super) fn interrupt_flag() -> &'static AtomicBool {
 
 /// Runs `ralph run`.
 pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
-    let mut settings = Settings::load(&context.root)?;
+    let mut settings = Settings::load(&context.paths)?;
     settings.apply_env(|name| std::env::var(name).ok())?;
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
@@ -100,7 +101,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     if args.dry_run {
         return dry_run(&options, context);
     }
-    let result = runner::run(&context.root, &options, interrupt_flag())?;
+    let result = runner::run(&context.paths, &options, interrupt_flag())?;
     let mut outcome = Outcome::default();
     if context.json {
         outcome.stdout = to_json(&result);
@@ -118,7 +119,7 @@ fn kill_grace() -> Duration {
 }
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
-    let plan = runner::plan::plan(&context.root, options)?;
+    let plan = runner::plan::plan(&context.paths, options)?;
     let spec = Spec::new(
         &options.settings.agent,
         options.agent_cmd.as_deref(),

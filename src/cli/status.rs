@@ -8,7 +8,7 @@ use super::{Context, Outcome, to_json};
 use crate::error::Error;
 use crate::events::EventLog;
 use crate::runner::lock;
-use crate::runner::result::{RESULT_FILE, RunResult};
+use crate::runner::result::RunResult;
 use crate::task::Store;
 use crate::text::safe;
 
@@ -17,19 +17,19 @@ const RECENT: usize = 5;
 
 /// Runs `ralph status`.
 pub fn run(context: &Context) -> Result<Outcome, Error> {
-    let root = &context.root;
+    let paths = &context.paths;
     let io = |path: &str| {
-        let path = root.join(path);
+        let path = paths.join(path);
         move |source| Error::Io { path, source }
     };
-    let holder = lock::live_holder(root).map_err(io(lock::RUN_LOCK))?;
-    let state = crate::state::StateFile::open(root).peek();
-    let queue = Store::open(root).load()?;
+    let holder = lock::live_holder(paths).map_err(io(lock::RUN_LOCK))?;
+    let state = crate::state::StateFile::open(paths).peek();
+    let queue = Store::open(paths).load()?;
     let counts = queue.counts();
-    let (events, _) = EventLog::open(root)
+    let (events, _) = EventLog::open(paths)
         .tail(RECENT)
         .map_err(io(crate::events::EVENTS_FILE))?;
-    let result: Option<RunResult> = std::fs::read(root.join(RESULT_FILE))
+    let result: Option<RunResult> = std::fs::read(paths.result())
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
     let current = state.current_task.as_deref().and_then(|id| queue.get(id));

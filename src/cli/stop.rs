@@ -6,10 +6,10 @@ use crate::runner::{STOP_FILE, lock};
 
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
 pub fn run(context: &Context) -> Result<Outcome, Error> {
-    let path = context.root.join(STOP_FILE);
+    let path = context.paths.stop();
     std::fs::write(&path, b"").map_err(|source| Error::Io { path, source })?;
-    let live = lock::live_holder(&context.root).map_err(|source| Error::Io {
-        path: context.root.join(lock::RUN_LOCK),
+    let live = lock::live_holder(&context.paths).map_err(|source| Error::Io {
+        path: context.paths.run_lock(),
         source,
     })?;
     let message = match live {

@@ -7,7 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::text::safe;
 use super::{Context, Outcome, to_json};
-use crate::error::{Error, Exit};
+use crate::error::Error;
+use crate::exit::Exit;
 use crate::task::{Change, Counts, NewTask, Patch, Queue, Status, Store, TaskId, TreeNode};
 
 /// The `ralph task` subcommands.
@@ -108,7 +109,7 @@ pub struct ArchiveArgs {
 
 /// Runs one `ralph task` command.
 pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
-    let store = Store::open(&context.root);
+    let store = Store::open(&context.paths);
     let json = context.json;
     // Warnings about the files themselves go to stderr ahead of the output.
     let warnings = std::cell::RefCell::new(String::new());

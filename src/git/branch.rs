@@ -5,7 +5,6 @@ use git2::BranchType;
 use super::error::{Context, Error, Result};
 use super::slug::{self, branch_name};
 use super::{Clean, CommitId, PRESERVED_REF_PREFIX, Repo};
-use crate::task::TaskId;
 
 /// The task branch a claim checked out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,7 +18,7 @@ pub struct Claim {
 impl Repo {
     /// The task branch that exists for `id`, if any: the one named after
     /// `title` when it exists, else the first (by name) of the others.
-    pub fn find_task_branch(&self, id: &TaskId, title: &str) -> Result<Option<String>> {
+    pub fn find_task_branch(&self, id: &str, title: &str) -> Result<Option<String>> {
         let wanted = branch_name(&self.prefix, id, title);
         if self.branch_exists(&wanted)? {
             return Ok(Some(wanted));
@@ -44,16 +43,16 @@ impl Repo {
     /// Claims task `id`: reuses its existing branch (a resume) or creates
     /// `<prefix><id>-<slug>` from the base tip, then checks it out, carrying
     /// the queue files over. Refuses a dirty working tree.
-    pub fn claim(&self, id: &TaskId, title: &str) -> Result<Claim> {
+    pub fn claim(&self, id: &str, title: &str) -> Result<Claim> {
         self.claim_from(id, title, None)
     }
 
     /// [`Repo::claim`] from a tree known to be clean: no scan.
-    pub fn claim_clean(&self, id: &TaskId, title: &str, clean: Clean) -> Result<Claim> {
+    pub fn claim_clean(&self, id: &str, title: &str, clean: Clean) -> Result<Claim> {
         self.claim_from(id, title, Some(clean))
     }
 
-    fn claim_from(&self, id: &TaskId, title: &str, clean: Option<Clean>) -> Result<Claim> {
+    fn claim_from(&self, id: &str, title: &str, clean: Option<Clean>) -> Result<Claim> {
         self.check_no_operation()?;
         let existing = self.find_task_branch(id, title)?;
         if let Some(branch) = &existing
@@ -112,14 +111,14 @@ impl Repo {
     /// The ref that keeps task `id`'s branch tip after its squash:
     /// `refs/ralph/tasks/<id>` (`-task` appended to an id ending in `.lock`,
     /// which no ref may end in).
-    pub fn preserved_ref(id: &TaskId) -> String {
+    pub fn preserved_ref(id: &str) -> String {
         task_ref(PRESERVED_REF_PREFIX, id)
     }
 
     /// Keeps `branch`'s tip under [`Repo::preserved_ref`] and deletes the
     /// branch, checking out the base first when it is checked out: how a
     /// task whose branch has nothing to merge is closed. Returns the tip.
-    pub fn preserve_and_delete_branch(&self, branch: &str, id: &TaskId) -> Result<CommitId> {
+    pub fn preserve_and_delete_branch(&self, branch: &str, id: &str) -> Result<CommitId> {
         let tip = self.tip(branch)?.id();
         let preserved = Repo::preserved_ref(id);
         self.git
@@ -134,7 +133,7 @@ impl Repo {
 
     /// The ref that holds task `id`'s branch tip as it was before the
     /// current iteration: `refs/ralph/resume/<id>`.
-    pub fn resume_ref(id: &TaskId) -> String {
+    pub fn resume_ref(id: &str) -> String {
         task_ref(RESUME_REF_PREFIX, id)
     }
 
@@ -142,7 +141,7 @@ impl Repo {
     /// its resume point first: no iteration resumes it any more. The
     /// resume ref goes best effort: one left behind (a lock held by a
     /// `git gc`) is harmless.
-    pub(super) fn drop_task_branch(&self, branch: &str, id: &TaskId) -> Result<()> {
+    pub(super) fn drop_task_branch(&self, branch: &str, id: &str) -> Result<()> {
         if let Ok(mut reference) = self.git.find_reference(&Repo::resume_ref(id)) {
             let _ = reference.delete();
         }
@@ -151,7 +150,7 @@ impl Repo {
 
     /// Notes `branch`'s tip under [`Repo::resume_ref`] before an iteration,
     /// so a branch the agent deletes can be put back.
-    pub fn keep_resume_point(&self, branch: &str, id: &TaskId) -> Result<()> {
+    pub fn keep_resume_point(&self, branch: &str, id: &str) -> Result<()> {
         let tip = self.tip(branch)?.id();
         let name = Repo::resume_ref(id);
         self.git
@@ -167,7 +166,7 @@ impl Repo {
 
     /// Recreates `branch` at its resume point when it no longer exists (the
     /// agent deleted it). Returns whether it did; HEAD is left alone.
-    pub fn restore_deleted_branch(&self, branch: &str, id: &TaskId) -> Result<bool> {
+    pub fn restore_deleted_branch(&self, branch: &str, id: &str) -> Result<bool> {
         if self.branch_exists(branch)? {
             return Ok(false);
         }
@@ -197,7 +196,7 @@ const RESUME_REF_PREFIX: &str = "refs/ralph/resume/";
 
 /// `prefix` + `id`, with `-task` appended to an id ending in `.lock`, which
 /// no ref may end in.
-fn task_ref(prefix: &str, id: &TaskId) -> String {
+fn task_ref(prefix: &str, id: &str) -> String {
     let name = format!("{prefix}{id}");
     if name.ends_with(".lock") {
         name + "-task"

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::Exit;
+use crate::exit::Exit;
 
 /// How many dirty paths an error message names before it says "and N more".
 const DIRTY_NAMED: usize = 10;

@@ -33,7 +33,7 @@ pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_w
 pub use work::{LeftBranch, Leftovers};
 pub use worktree::Clean;
 
-use crate::task::{DONE_FILE, RUNTIME_DIR, TASKS_FILE};
+use crate::paths::{DONE_FILE, LOG_FILE, Paths, RUNTIME_DIR, STOP_FILE, TASKS_FILE};
 use error::{Context, io_error};
 
 /// The branch prefix when none is configured.
@@ -45,7 +45,7 @@ pub const WIP_SUBJECT_PREFIX: &str = "ralph: wip ";
 /// ralph's runtime files, relative to the project: never committed by ralph,
 /// and while untracked never counted as uncommitted work, even when not in
 /// `.gitignore`.
-pub const RUNTIME_PATHS: [&str; 3] = [RUNTIME_DIR, "ralph.log", ".stop"];
+pub const RUNTIME_PATHS: [&str; 3] = [RUNTIME_DIR, LOG_FILE, STOP_FILE];
 
 /// The git settings of `config/ralph.yaml`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,19 +135,21 @@ pub struct Repo {
     prefix: String,
     identity: Identity,
     queue: Vec<QueueFile>,
-    /// The project folder, where the queue lock lives.
-    project: PathBuf,
+    /// The queue lock, held across checkouts so no queue write lands in
+    /// the middle of one.
+    queue_lock: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
 }
 
 impl Repo {
-    /// Opens the repository holding the project folder `dir` (which may be
+    /// Opens the repository holding the project at `paths` (which may be
     /// a subfolder of the checkout or a linked worktree) and resolves the
     /// base branch: the configured one, which must exist, or the branch
     /// checked out now, which must not be a task branch. The identity comes
     /// from git's config, falling back to `ralph <ralph@localhost>`.
-    pub fn open(dir: &Path, options: &Options) -> Result<Repo> {
+    pub fn open(paths: &Paths, options: &Options) -> Result<Repo> {
+        let dir = paths.root();
         let git = git2::Repository::discover(dir).map_err(|source| {
             if source.code() == ErrorCode::NotFound {
                 Error::NotARepository {
@@ -191,7 +193,7 @@ impl Repo {
             prefix,
             identity,
             queue,
-            project: dir.to_owned(),
+            queue_lock: paths.queue_lock(),
             runtime,
         };
         repo.base = repo.resolve_base(options.base_branch.as_deref())?;

@@ -5,7 +5,6 @@ use git2::{Index, Oid};
 
 use super::error::{Context, Result};
 use super::{Clean, CommitId, Repo, WIP_SUBJECT_PREFIX};
-use crate::task::TaskId;
 
 /// What merging a task branch into the base would give, without doing it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +44,7 @@ pub struct Merged {
 /// The squash commit's message (DESIGN.md section 6): the subject
 /// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
 /// own wip commits left out), then the trailer `Completes: <id>`.
-pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
+pub fn squash_message(id: &str, title: &str, subjects: &[String]) -> String {
     squash_message_with(id, title, subjects, &[format!("Completes: {id}")])
 }
 
@@ -53,7 +52,7 @@ pub fn squash_message(id: &TaskId, title: &str, subjects: &[String]) -> String {
 /// the commit finishes (a parent archived with its last child), or
 /// `Split-into:` when a task became a container.
 pub fn squash_message_with(
-    id: &TaskId,
+    id: &str,
     title: &str,
     subjects: &[String],
     trailers: &[String],
@@ -130,7 +129,7 @@ impl Repo {
     /// `refs/ralph/tasks/<id>`, checks out the base (clean) and deletes the
     /// branch. A conflict or an empty branch changes nothing (see
     /// [`Squash`]). Refuses a dirty working tree.
-    pub fn squash_into_base(&self, branch: &str, id: &TaskId, title: &str) -> Result<Squash> {
+    pub fn squash_into_base(&self, branch: &str, id: &str, title: &str) -> Result<Squash> {
         self.squash_into_base_with(branch, id, title, &[format!("Completes: {id}")])
     }
 
@@ -139,7 +138,7 @@ impl Repo {
     pub fn squash_into_base_with(
         &self,
         branch: &str,
-        id: &TaskId,
+        id: &str,
         title: &str,
         trailers: &[String],
     ) -> Result<Squash> {
@@ -153,7 +152,7 @@ impl Repo {
     pub fn squash_clean(
         &self,
         branch: &str,
-        id: &TaskId,
+        id: &str,
         title: &str,
         trailers: &[String],
         clean: Clean,
@@ -322,10 +321,6 @@ fn conflict_paths(index: &Index) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
-    fn id(text: &str) -> TaskId {
-        TaskId::parse(text).unwrap()
-    }
-
     #[test]
     fn the_message_lists_subjects_without_wip_commits() {
         let subjects = [
@@ -334,7 +329,7 @@ mod tests {
             "Wire sessions".to_owned(),
         ];
         assert_eq!(
-            squash_message(&id("A.1.1"), "choose session library", &subjects),
+            squash_message("A.1.1", "choose session library", &subjects),
             "[A.1.1] choose session library\n\n- Add session module\n- Wire sessions\n\nCompletes: A.1.1\n"
         );
     }
@@ -343,15 +338,15 @@ mod tests {
     fn a_message_without_subjects_has_only_the_trailer_after_the_title() {
         let wip = ["ralph: wip B iteration 1".to_owned()];
         assert_eq!(
-            squash_message(&id("B"), "  multi\nline   title ", &wip),
+            squash_message("B", "  multi\nline   title ", &wip),
             "[B] multi line title\n\nCompletes: B\n"
         );
-        assert_eq!(squash_message(&id("C"), "", &[]), "[C]\n\nCompletes: C\n");
+        assert_eq!(squash_message("C", "", &[]), "[C]\n\nCompletes: C\n");
         assert_eq!(
-            squash_message(&id("D"), "evil\u{1b}[31m\ttitle", &[]),
+            squash_message("D", "evil\u{1b}[31m\ttitle", &[]),
             "[D] evil\\u{1b}[31m title\n\nCompletes: D\n"
         );
-        let long = squash_message(&id("E"), &"x".repeat(100_000), &[]);
+        let long = squash_message("E", &"x".repeat(100_000), &[]);
         assert_eq!(
             long.lines().next().unwrap().len(),
             "[E] ".len() + MAX_SUBJECT_TITLE + 3

@@ -10,7 +10,6 @@ use git2::{Delta, DiffOptions, Sort};
 use super::error::{Context, Error, Result};
 use super::worktree::Uncommitted;
 use super::{BranchCommit, Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
-use crate::task::TaskId;
 
 /// What [`Repo::commit_leftovers`] found and did after an iteration.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -105,7 +104,7 @@ impl Repo {
     /// uncommitted there, apart from ralph's own files and ignored paths, as
     /// `ralph: wip <id> iteration <n>`. Fails only when a merge, rebase or
     /// similar is in progress, or the branch is gone.
-    pub fn commit_leftovers(&self, branch: &str, id: &TaskId, iteration: u64) -> Result<Leftovers> {
+    pub fn commit_leftovers(&self, branch: &str, id: &str, iteration: u64) -> Result<Leftovers> {
         self.check_no_operation()?;
         let task_tip = self.tip(branch)?.id();
         let found = self.head()?;

@@ -14,7 +14,6 @@ use git2::{
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
-use crate::task::LOCK_FILE;
 
 /// A queue file's content in a commit: its blob and mode.
 type Version = (Oid, FileMode);
@@ -220,7 +219,7 @@ impl Repo {
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
     /// a writer to finish; released when the returned file is dropped.
     fn lock_queue(&self) -> Result<File> {
-        crate::task::lock_queue(&self.project).map_err(io_error(&self.project.join(LOCK_FILE)))
+        crate::files::lock(&self.queue_lock).map_err(io_error(&self.queue_lock))
     }
 
     /// What each queue file's entry in a commit on the base must be: its

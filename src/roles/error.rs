@@ -2,10 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::error::Exit;
+use crate::exit::Exit;
 
-/// File name of the trigger configuration, relative to the project root.
-pub const ROLES_FILE: &str = "config/roles.yaml";
+pub use crate::paths::ROLES_FILE;
 
 /// What can go wrong loading triggers or role files.
 #[derive(Debug, thiserror::Error)]

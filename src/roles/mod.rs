@@ -6,7 +6,7 @@ mod normalize;
 mod triggers;
 mod vars;
 
-use std::path::Path;
+use crate::paths::Paths;
 
 use crate::files::TextError;
 
@@ -15,12 +15,11 @@ pub use normalize::normalize;
 pub use triggers::{Decision, Fired, Trigger, Triggers};
 pub use vars::{FUNCTIONS, TriggerContext, VARIABLES, VarType};
 
-/// Folder of role files, relative to the project root.
-pub const ROLES_DIR: &str = "roles";
+pub use crate::paths::ROLES_DIR;
 
 /// Loads the project's triggers; a missing `config/roles.yaml` means none.
-pub fn load(root: &Path) -> Result<Triggers, Error> {
-    let path = root.join(ROLES_FILE);
+pub fn load(paths: &Paths) -> Result<Triggers, Error> {
+    let path = paths.roles_config();
     let yaml = match crate::files::read_text(&path) {
         Ok(text) => text,
         Err(TextError::Missing) => String::new(),
@@ -32,17 +31,12 @@ pub fn load(root: &Path) -> Result<Triggers, Error> {
         }
         Err(TextError::Io(source)) => return Err(Error::Io { path, source }),
     };
-    Triggers::parse(&yaml, |role| role_path(root, role).is_file())
-}
-
-/// Path of the file of `role`.
-pub fn role_path(root: &Path, role: &str) -> std::path::PathBuf {
-    root.join(ROLES_DIR).join(format!("{role}.md"))
+    Triggers::parse(&yaml, |role| paths.role(role).is_file())
 }
 
 /// Reads the text of `role`.
-pub fn read_role(root: &Path, role: &str) -> Result<String, Error> {
-    let path = role_path(root, role);
+pub fn read_role(paths: &Paths, role: &str) -> Result<String, Error> {
+    let path = paths.role(role);
     match crate::files::read_text(&path) {
         Ok(text) => Ok(text),
         Err(TextError::NotUtf8 { line, message }) => Err(Error::File {
@@ -64,7 +58,7 @@ mod tests {
     #[test]
     fn a_role_file_gone_since_the_check_is_named_without_a_line() {
         let dir = assert_fs::TempDir::new().unwrap();
-        let err = read_role(dir.path(), "reviewer").unwrap_err();
+        let err = read_role(&Paths::new(dir.path()), "reviewer").unwrap_err();
         assert_eq!(err.to_string(), "roles/reviewer.md: the role file is gone");
         assert_eq!(
             err.hint().unwrap(),

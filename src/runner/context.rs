@@ -3,6 +3,7 @@
 //! `ralph roles which` and `ralph run --dry-run`, so they agree.
 
 use crate::git::Repo;
+use crate::paths::Paths;
 use crate::prompt::{self, PromptContext};
 use crate::roles::{Decision, TriggerContext};
 use crate::state::State;
@@ -44,19 +45,16 @@ impl Measures {
 /// What the next iteration on `task` would see, read without changing
 /// anything: the state, the number of iterations the run has done (0 when
 /// no run is live: the next iteration starts a run), and the branch's work.
-pub fn observe(
-    root: &std::path::Path,
-    task: &Task,
-) -> Result<(State, u64, Measures), crate::error::Error> {
-    let state = crate::state::StateFile::open(root).peek();
-    let live = super::lock::live_holder(root).ok().flatten().is_some();
+pub fn observe(paths: &Paths, task: &Task) -> Result<(State, u64, Measures), crate::error::Error> {
+    let state = crate::state::StateFile::open(paths).peek();
+    let live = super::lock::live_holder(paths).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
-    let settings = crate::config::Settings::load(root)?;
+    let settings = crate::config::Settings::load(paths)?;
     let branch = state
         .tasks
         .get(task.id.as_str())
         .and_then(|p| p.branch.clone());
-    let measures = match super::engine::open_repo(root, &settings, state.base.as_deref()) {
+    let measures = match super::engine::open_repo(paths, &settings, state.base.as_deref()) {
         Ok(repo) => Measures::of(&repo, task, branch.as_deref())?,
         // Not a repository (yet): no branch work to measure.
         Err(_) => Measures::default(),

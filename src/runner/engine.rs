@@ -2,7 +2,8 @@
 //! (state, events, `ralph.log`) and keeps the queue, the branch and the
 //! base consistent whatever the agent did.
 
-use std::path::{Path, PathBuf};
+use crate::paths::Paths;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,7 @@ use serde_json::Map;
 use super::RunError;
 use super::STOP_FILE;
 use super::decide::{self, Before, Budgets, Candidate, Ending, Step};
-use super::iteration::{AGENT_GROUP_FILE, Next};
+use super::iteration::Next;
 use super::lock::{LockError, RunLock};
 use super::result::{RunResult, RunStatus, TaskOutcome};
 use super::ui::Ui;
@@ -44,7 +45,7 @@ pub struct RunOptions {
 
 /// The loop over one project.
 pub struct Engine<'a> {
-    pub(super) root: PathBuf,
+    pub(super) paths: Paths,
     pub(super) options: &'a RunOptions,
     pub(super) store: Store,
     pub(super) repo: Repo,
@@ -76,15 +77,15 @@ impl<'a> Engine<'a> {
     /// Checks everything a run needs before any agent runs: the triggers,
     /// the queue, the repository, the agent. `state` is the loaded state.
     pub fn prepare(
-        root: &Path,
+        paths: &Paths,
         options: &'a RunOptions,
         interrupted: &'a AtomicBool,
         run_id: String,
         lock: RunLock,
     ) -> Result<Engine<'a>, Error> {
         let settings = &options.settings;
-        let triggers = roles::load(root)?;
-        let store = Store::open(root);
+        let triggers = roles::load(paths)?;
+        let store = Store::open(paths);
         let torn = store.load()?.done.torn().map(|t| t.line);
         // A write cut short by a crash leaves its temp file beside the file.
         for file in [
@@ -93,14 +94,14 @@ impl<'a> Engine<'a> {
             VALID_QUEUE,
             super::result::RESULT_FILE,
         ] {
-            let _ = crate::files::remove_stale_temps(&root.join(file));
+            let _ = crate::files::remove_stale_temps(&paths.join(file));
         }
-        let state_file = StateFile::open(root);
+        let state_file = StateFile::open(paths);
         let (mut state, loaded) = state_file.load().map_err(|source| Error::Io {
-            path: root.join(crate::state::STATE_FILE),
+            path: paths.state(),
             source,
         })?;
-        let ui = Ui::new(root, options.quiet);
+        let ui = Ui::new(paths, options.quiet);
         if let Some(line) = torn {
             ui.line(&crate::task::Torn::ignored_warning(line));
         }
@@ -112,10 +113,10 @@ impl<'a> Engine<'a> {
         }
         // An agent that outlived a ralph killed with -9 must not keep
         // changing the tree under this run.
-        if agent::stop_leftover_group(&root.join(AGENT_GROUP_FILE), root, options.kill_grace) {
+        if agent::stop_leftover_group(&paths.agent_group(), paths.root(), options.kill_grace) {
             ui.line("stopped the agent a previous run left running");
         }
-        let repo = open_repo(root, settings, state.base.as_deref())?;
+        let repo = open_repo(paths, settings, state.base.as_deref())?;
         if let Some(warning) = repo.identity().warning() {
             ui.line(&format!("warning: {warning}"));
         }
@@ -135,7 +136,7 @@ impl<'a> Engine<'a> {
         }
         let clean = repo.preflight()?;
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
-        let host = Host::from_process(root)?;
+        let host = Host::from_process(paths.root())?;
         agent::preflight(&spec, &host)?;
         state.run_id = run_id;
         state.started = now();
@@ -155,7 +156,7 @@ impl<'a> Engine<'a> {
             retry_backoff: settings.retry_backoff,
         };
         Ok(Engine {
-            root: root.to_owned(),
+            paths: paths.to_owned(),
             options,
             store,
             repo,
@@ -164,7 +165,7 @@ impl<'a> Engine<'a> {
             host,
             state_file,
             state,
-            events: EventLog::open(root),
+            events: EventLog::open(paths),
             ui,
             interrupted,
             budgets,
@@ -280,7 +281,7 @@ impl<'a> Engine<'a> {
             }
             let seen = Before {
                 interrupted: self.interrupted.load(Ordering::SeqCst),
-                stop_requested: self.root.join(STOP_FILE).exists(),
+                stop_requested: self.paths.stop().exists(),
                 iterations: self.state.iteration,
                 complete: first_complete(&queue).map(|task| self.candidate(task)),
                 next: queue.next().map(|task| self.candidate(task)),
@@ -333,7 +334,7 @@ impl<'a> Engine<'a> {
 
     /// Keeps the run lock held even when `.ralph/` was deleted under it.
     fn hold_lock(&mut self) -> Result<(), Error> {
-        match self.lock.reassert(&self.root) {
+        match self.lock.reassert(&self.paths) {
             Ok(false) => Ok(()),
             Ok(true) => {
                 self.ui
@@ -391,7 +392,7 @@ impl<'a> Engine<'a> {
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(Some(interrupted()));
         }
-        if self.root.join(STOP_FILE).exists() {
+        if self.paths.stop().exists() {
             return Ok(Some(self.stopped()));
         }
         Ok(None)
@@ -399,7 +400,7 @@ impl<'a> Engine<'a> {
 
     /// The run's end when `.stop` asked for it (which is removed).
     fn stopped(&self) -> (RunStatus, String) {
-        let _ = std::fs::remove_file(self.root.join(STOP_FILE));
+        let _ = std::fs::remove_file(self.paths.stop());
         (
             RunStatus::Stopped,
             format!("{STOP_FILE} asked the run to stop"),
@@ -422,8 +423,7 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// The last valid `tasks.jsonl`, kept before each iteration.
-pub const VALID_QUEUE: &str = ".ralph/tasks.jsonl.valid";
+pub use crate::paths::VALID_QUEUE;
 
 /// The prompt and log files of the iteration numbered `iteration` over all
 /// runs (so a later run never overwrites them), on task `id`.
@@ -438,7 +438,7 @@ pub(super) fn iteration_files(iteration: u64, id: &TaskId) -> (PathBuf, PathBuf)
 /// Opens the project's repository with the settings' base and prefix; a
 /// run resumed on a task branch uses the base it recorded.
 pub fn open_repo(
-    root: &Path,
+    paths: &Paths,
     settings: &Settings,
     recorded_base: Option<&str>,
 ) -> Result<Repo, Error> {
@@ -446,7 +446,7 @@ pub fn open_repo(
         base_branch: settings.base_branch.clone(),
         branch_prefix: settings.branch_prefix.clone(),
     };
-    match Repo::open(root, &options) {
+    match Repo::open(paths, &options) {
         Err(git::Error::OnTaskBranch { .. })
             if settings.base_branch.is_none() && recorded_base.is_some() =>
         {
@@ -454,7 +454,7 @@ pub fn open_repo(
                 base_branch: recorded_base.map(str::to_owned),
                 ..options
             };
-            Ok(Repo::open(root, &options)?)
+            Ok(Repo::open(paths, &options)?)
         }
         other => Ok(other?),
     }

@@ -1,6 +1,7 @@
 //! One iteration: claim the task, pick the role, compose the prompt, run
 //! the agent, see what it left behind, judge it and act on the verdict.
 
+use crate::paths::Paths;
 use std::path::PathBuf;
 
 use serde_json::{Map, json};
@@ -17,9 +18,6 @@ use crate::git::CommitId;
 use crate::prompt::{self, Evidence};
 use crate::roles::Fired;
 use crate::task::{Patch, Queue, Status, Task, TaskId};
-
-/// Where the agent's process group is noted while it runs.
-pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
 
 /// How the loop should go on after a step: `None` carries on, `Some` ends
 /// the run with this status and reason.
@@ -49,9 +47,9 @@ impl Turn {
         self.fired.as_ref().map(|f| f.role.clone())
     }
 
-    fn log_name(&self, root: &std::path::Path) -> String {
+    fn log_name(&self, paths: &Paths) -> String {
         self.log_file
-            .strip_prefix(root)
+            .strip_prefix(paths.root())
             .unwrap_or(&self.log_file)
             .display()
             .to_string()
@@ -140,7 +138,7 @@ impl Engine<'_> {
             self.state.iteration,
             Some(&claim.branch),
         );
-        let text = prompt::build(&self.root, &decision, &variables)?;
+        let text = prompt::build(&self.paths, &decision, &variables)?;
         let fired = decision.fired;
 
         self.state.iteration += 1;
@@ -156,7 +154,7 @@ impl Engine<'_> {
         entry.iterations += 1;
         let task_iteration = entry.iterations;
         let (prompt_file, log_file) = iteration_files(self.state.total_iterations, id);
-        let log_file = self.root.join(log_file);
+        let log_file = self.paths.join(log_file);
         self.save_file(&prompt_file, text.as_bytes())?;
         self.keep_valid_queue()?;
         self.save_state()?;
@@ -203,7 +201,7 @@ impl Engine<'_> {
             branch: turn.branch.clone(),
             run_id: self.state.run_id.clone(),
         };
-        let group_file = self.root.join(AGENT_GROUP_FILE);
+        let group_file = self.paths.agent_group();
         let request = agent::Request {
             context: &context,
             prompt: &turn.prompt,
@@ -341,7 +339,7 @@ impl Engine<'_> {
         );
         receipt.insert("exit".into(), json!(outcome.status.to_string()));
         receipt.insert("output_bytes".into(), json!(outcome.output_bytes));
-        receipt.insert("log".into(), json!(turn.log_name(&self.root)));
+        receipt.insert("log".into(), json!(turn.log_name(&self.paths)));
         let commits = self
             .repo
             .commits_since_base(&turn.branch)
@@ -438,7 +436,7 @@ impl Engine<'_> {
                     summary: format!(
                         "{summary} (exit: {}, log: {})",
                         outcome.status,
-                        turn.log_name(&self.root)
+                        turn.log_name(&self.paths)
                     ),
                     output_tail: Some(outcome.tail.clone()).filter(|t| !t.is_empty()),
                 });

@@ -1,14 +1,14 @@
 //! `.ralph/lock`: one `ralph run` per project, held as an OS lock so a
 //! crash never leaves it stale.
 
+use crate::paths::Paths;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-/// Path of the run lock, relative to the project root.
-pub const RUN_LOCK: &str = ".ralph/lock";
+pub use crate::paths::RUN_LOCK;
 
 /// Who holds the run lock.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -39,8 +39,8 @@ pub enum LockError {
 
 impl RunLock {
     /// Takes the lock for this run, or reports who holds it.
-    pub fn acquire(root: &Path, holder: &Holder) -> Result<RunLock, LockError> {
-        let path = root.join(RUN_LOCK);
+    pub fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
+        let path = paths.run_lock();
         let io = |err| LockError::Io(path.clone(), err);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
@@ -71,9 +71,9 @@ impl RunLock {
     /// Takes the lock again when `.ralph/lock` was deleted under it (an
     /// agent removed `.ralph/`): a lock on a deleted file keeps no second
     /// run out. Returns whether it had to.
-    pub fn reassert(&mut self, root: &Path) -> Result<bool, LockError> {
+    pub fn reassert(&mut self, paths: &Paths) -> Result<bool, LockError> {
         use std::os::unix::fs::MetadataExt;
-        let path = root.join(RUN_LOCK);
+        let path = paths.run_lock();
         let held = self
             .file
             .metadata()
@@ -83,14 +83,14 @@ impl RunLock {
         if same {
             return Ok(false);
         }
-        *self = RunLock::acquire(root, &self.holder)?;
+        *self = RunLock::acquire(paths, &self.holder)?;
         Ok(true)
     }
 }
 
-/// The live run holding the lock of the project at `root`, if any.
-pub fn live_holder(root: &Path) -> std::io::Result<Option<Holder>> {
-    let path = root.join(RUN_LOCK);
+/// The live run holding the lock of the project at `paths`, if any.
+pub fn live_holder(paths: &Paths) -> std::io::Result<Option<Holder>> {
+    let path = paths.run_lock();
     let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -118,19 +118,20 @@ mod tests {
     #[test]
     fn a_second_lock_sees_the_first_holder_until_it_is_dropped() {
         let dir = assert_fs::TempDir::new().unwrap();
+        let paths = Paths::new(dir.path());
         let holder = Holder {
             pid: 42,
             since: "2026-01-01T00:00:00Z".into(),
             run_id: "r1".into(),
         };
-        let lock = RunLock::acquire(dir.path(), &holder).unwrap();
-        match RunLock::acquire(dir.path(), &Holder::default()) {
+        let lock = RunLock::acquire(&paths, &holder).unwrap();
+        match RunLock::acquire(&paths, &Holder::default()) {
             Err(LockError::Held(Some(found))) => assert_eq!(found, holder),
             other => panic!("expected the lock to be held, got {other:?}"),
         }
-        assert_eq!(live_holder(dir.path()).unwrap(), Some(holder));
+        assert_eq!(live_holder(&paths).unwrap(), Some(holder));
         drop(lock);
-        assert_eq!(live_holder(dir.path()).unwrap(), None);
-        RunLock::acquire(dir.path(), &Holder::default()).unwrap();
+        assert_eq!(live_holder(&paths).unwrap(), None);
+        RunLock::acquire(&paths, &Holder::default()).unwrap();
     }
 }

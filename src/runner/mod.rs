@@ -14,16 +14,16 @@ pub mod result;
 pub mod ui;
 pub mod verify;
 
-use std::path::Path;
+use crate::paths::Paths;
 use std::sync::atomic::AtomicBool;
 
-use crate::error::{Error, Exit};
+use crate::error::Error;
+use crate::exit::Exit;
 
 pub use engine::{Engine, RunOptions};
 pub use result::{RunResult, RunStatus};
 
-/// The stop file, relative to the project root.
-pub const STOP_FILE: &str = ".stop";
+pub use crate::paths::STOP_FILE;
 
 /// Failures of the loop itself.
 #[derive(Debug, thiserror::Error)]
@@ -63,9 +63,9 @@ impl RunError {
     }
 }
 
-/// Runs the loop in the project at `root` under the run lock.
+/// Runs the loop in the project at `paths` under the run lock.
 pub fn run(
-    root: &Path,
+    paths: &Paths,
     options: &RunOptions,
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
@@ -79,19 +79,19 @@ pub fn run(
         since: crate::clock::now(),
         run_id: run_id.clone(),
     };
-    let lock = match lock::RunLock::acquire(root, &holder) {
+    let lock = match lock::RunLock::acquire(paths, &holder) {
         Ok(lock) => lock,
         Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
         Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
     };
     let started = holder.since.clone();
-    match Engine::prepare(root, options, interrupted, run_id.clone(), lock) {
+    match Engine::prepare(paths, options, interrupted, run_id.clone(), lock) {
         Ok(engine) => engine.run(),
         Err(err) => {
             // A run that cannot start still says why in result.json; the
             // error itself is what the person sees, so a failure to write
             // the result must not hide it.
-            let _ = RunResult::not_started(root, run_id, started, err.to_string()).save(root);
+            let _ = RunResult::not_started(paths, run_id, started, err.to_string()).save(paths);
             Err(err)
         }
     }

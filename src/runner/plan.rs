@@ -1,6 +1,6 @@
 //! `ralph run --dry-run`: the next iteration worked out without running it.
 
-use std::path::Path;
+use crate::paths::Paths;
 
 use super::context::{self, Measures};
 use super::engine::{RunOptions, first_complete, open_repo};
@@ -33,14 +33,14 @@ pub struct Plan {
 }
 
 /// Works out the next iteration without running anything or writing a file.
-pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
-    let triggers = roles::load(root)?;
-    let queue = Store::open(root).load()?;
-    let state = crate::state::StateFile::open(root).peek();
+pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
+    let triggers = roles::load(paths)?;
+    let queue = Store::open(paths).load()?;
+    let state = crate::state::StateFile::open(paths).peek();
     let Some(task) = first_complete(&queue).or_else(|| queue.next()) else {
         return Ok(Plan::default());
     };
-    let repo = open_repo(root, &options.settings, state.base.as_deref()).ok();
+    let repo = open_repo(paths, &options.settings, state.base.as_deref()).ok();
     let measures = match &repo {
         Some(repo) => {
             let recorded = state
@@ -56,7 +56,7 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
     });
     let decision = triggers.choose(&context::trigger_context(task, &state, 0, &measures))?;
     let variables = context::prompt_context(&queue, task, &decision, &state, 0, Some(&branch));
-    let text = prompt::build(root, &decision, &variables)?;
+    let text = prompt::build(paths, &decision, &variables)?;
     let model = decision.fired.as_ref().and_then(|f| f.model.clone());
     let spec = Spec::new(
         &options.settings.agent,
@@ -64,7 +64,7 @@ pub fn plan(root: &Path, options: &RunOptions) -> Result<Plan, Error> {
         model.as_deref(),
     )?;
     let (prompt_file, _) = super::engine::iteration_files(state.total_iterations + 1, &task.id);
-    let prompt_file = root.join(prompt_file);
+    let prompt_file = paths.join(prompt_file);
     let invocation = spec.invocation(&prompt_file, &text)?;
     let mut argv = vec![invocation.program.clone()];
     argv.extend(

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 
-use super::engine::{Engine, VALID_QUEUE, now, seconds};
+use super::engine::{Engine, now, seconds};
 use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
 use crate::error::Error;
@@ -39,7 +39,7 @@ impl Engine<'_> {
     ) -> Result<(CommandResult, bool), Error> {
         let result = verify::run(
             command,
-            &self.root,
+            self.paths.root(),
             self.options.settings.agent.timeout,
             self.interrupted,
         )?;
@@ -68,7 +68,7 @@ impl Engine<'_> {
             outcomes: std::mem::take(&mut self.outcomes),
             verify_run,
             ..RunResult::ended(
-                &self.root,
+                &self.paths,
                 self.state.run_id.clone(),
                 self.state.started.clone(),
                 status,
@@ -76,8 +76,8 @@ impl Engine<'_> {
             )
         };
         self.save_state()?;
-        result.save(&self.root).map_err(|source| Error::Io {
-            path: self.root.join(super::result::RESULT_FILE),
+        result.save(&self.paths).map_err(|source| Error::Io {
+            path: self.paths.result(),
             source,
         })?;
         self.record(None, "run", status.as_str(), reason, Map::new())?;
@@ -120,7 +120,7 @@ impl Engine<'_> {
             extra,
         };
         self.events.append(&event).map_err(|source| Error::Io {
-            path: self.root.join(crate::events::EVENTS_FILE),
+            path: self.paths.events(),
             source,
         })
     }
@@ -130,13 +130,13 @@ impl Engine<'_> {
         self.state_file
             .save(&self.state)
             .map_err(|source| Error::Io {
-                path: self.root.join(crate::state::STATE_FILE),
+                path: self.paths.state(),
                 source,
             })
     }
 
     pub(super) fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
-        let path = self.root.join(relative);
+        let path = self.paths.join(relative);
         let io = |source| Error::Io {
             path: path.clone(),
             source,
@@ -152,7 +152,7 @@ impl Engine<'_> {
     /// (the agent broke it last time) leaves the copy alone: it is the
     /// copy the agent needs to repair it.
     pub(super) fn keep_valid_queue(&self) -> Result<(), Error> {
-        self.store.keep_copy(&self.root.join(VALID_QUEUE))?;
+        self.store.keep_copy(&self.paths.valid_queue())?;
         Ok(())
     }
 
@@ -160,8 +160,6 @@ impl Engine<'_> {
     /// agent deleted it: removing the whole queue is never a task's work.
     /// Returns whether it did.
     pub(super) fn restore_deleted_queue(&self) -> Result<bool, Error> {
-        Ok(self
-            .store
-            .restore_if_deleted(&self.root.join(VALID_QUEUE))?)
+        Ok(self.store.restore_if_deleted(&self.paths.valid_queue())?)
     }
 }

@@ -1,15 +1,14 @@
 //! `.ralph/result.json`: how a run ended, written on every exit path.
 
+use crate::paths::Paths;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Exit;
+use crate::exit::Exit;
 use crate::files;
 
-/// Path of the result file, relative to the project root.
-pub const RESULT_FILE: &str = ".ralph/result.json";
+pub use crate::paths::RESULT_FILE;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,20 +110,25 @@ pub struct RunResult {
 impl RunResult {
     /// The result of a run that failed its checks before any iteration
     /// (invalid tasks or config, a dirty tree, a missing agent).
-    pub fn not_started(root: &Path, run_id: String, started: String, reason: String) -> RunResult {
-        RunResult::ended(root, run_id, started, RunStatus::Failed, reason)
+    pub fn not_started(
+        paths: &Paths,
+        run_id: String,
+        started: String,
+        reason: String,
+    ) -> RunResult {
+        RunResult::ended(paths, run_id, started, RunStatus::Failed, reason)
     }
 
-    /// A run ended now with `status`, counting what `tasks.jsonl` at `root`
+    /// A run ended now with `status`, counting what `tasks.jsonl` at `paths`
     /// has left (nothing when it does not load); no iterations yet.
     pub fn ended(
-        root: &Path,
+        paths: &Paths,
         run_id: String,
         started: String,
         status: RunStatus,
         reason: String,
     ) -> RunResult {
-        let counts = crate::task::Store::open(root)
+        let counts = crate::task::Store::open(paths)
             .load()
             .map(|queue| queue.counts())
             .unwrap_or_default();
@@ -145,8 +149,8 @@ impl RunResult {
     }
 
     /// Writes `result.json` atomically.
-    pub fn save(&self, root: &Path) -> std::io::Result<()> {
-        let path = root.join(RESULT_FILE);
+    pub fn save(&self, paths: &Paths) -> std::io::Result<()> {
+        let path = paths.result();
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }

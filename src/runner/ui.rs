@@ -2,16 +2,16 @@
 //! plain lines otherwise, and `ralph.log`, a line per iteration. Secrets
 //! are masked in all of them.
 
+use crate::paths::Paths;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::redact::redact;
 
-/// The human log, relative to the project root.
-pub const LOG_FILE: &str = "ralph.log";
+pub use crate::paths::LOG_FILE;
 
 /// The run's output to a person.
 pub struct Ui {
@@ -21,8 +21,8 @@ pub struct Ui {
 }
 
 impl Ui {
-    /// Output for the project at `root`; `quiet` keeps only the summary.
-    pub fn new(root: &Path, quiet: bool) -> Ui {
+    /// Output for the project at `paths`; `quiet` keeps only the summary.
+    pub fn new(paths: &Paths, quiet: bool) -> Ui {
         let live = !quiet && std::io::stderr().is_terminal();
         let bar = live.then(|| {
             let bar = ProgressBar::new_spinner();
@@ -36,7 +36,7 @@ impl Ui {
         Ui {
             bar,
             quiet,
-            log: root.join(LOG_FILE),
+            log: paths.log(),
         }
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::error::Exit;
+use crate::exit::Exit;
 
 /// What can go wrong reading, validating or changing the task files.
 #[derive(Debug, thiserror::Error)]

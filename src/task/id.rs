@@ -52,6 +52,16 @@ impl TaskId {
     }
 }
 
+/// An id reads as the string it is, so code that only names tasks (git's
+/// branch and ref names) takes a plain `&str`.
+impl std::ops::Deref for TaskId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -15,4 +15,4 @@ pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
 pub use queue::{Counts, DONE_FILE, Queue, TASKS_FILE, TreeNode};
-pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store, lock_queue};
+pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store};

@@ -8,10 +8,8 @@ use super::file::{DoneLog, TaskFile};
 use super::id::{self, TaskId};
 use super::model::{Status, Task};
 
-/// File name of the active queue, relative to the project root.
-pub const TASKS_FILE: &str = "tasks.jsonl";
-/// File name of the archive, relative to the project root.
-pub const DONE_FILE: &str = "tasks-done.jsonl";
+pub use crate::paths::DONE_FILE;
+pub use crate::paths::TASKS_FILE;
 
 /// `tasks.jsonl` and `tasks-done.jsonl`, parsed and checked.
 #[derive(Clone, Debug)]

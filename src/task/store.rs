@@ -8,41 +8,36 @@ use std::path::{Path, PathBuf};
 use super::error::{Error, Result};
 use super::file::Torn;
 use super::patch::{Change, Patch};
-use super::queue::{DONE_FILE, Queue, TASKS_FILE};
+use super::queue::{DONE_FILE, Queue};
 use crate::files::{self, Stamp};
+use crate::paths::Paths;
 
-/// Folder for ralph's runtime files, relative to the project root.
-pub const RUNTIME_DIR: &str = ".ralph";
-/// Where torn lines cut off the archive are kept, relative to the project root.
-pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
-/// The short lock every queue write holds, relative to the project root.
-pub const LOCK_FILE: &str = ".ralph/tasks.lock";
+pub use crate::paths::LOCK_FILE;
+pub use crate::paths::QUARANTINE_DIR;
+pub use crate::paths::RUNTIME_DIR;
 
 /// The task files of one project.
 #[derive(Clone, Debug)]
 pub struct Store {
-    root: PathBuf,
+    paths: Paths,
 }
 
 impl Store {
-    /// The store of the project rooted at `root`.
-    pub fn open(root: impl Into<PathBuf>) -> Store {
-        Store { root: root.into() }
-    }
-
-    /// The project root.
-    pub fn root(&self) -> &Path {
-        &self.root
+    /// The store of the project at `paths`.
+    pub fn open(paths: &Paths) -> Store {
+        Store {
+            paths: paths.clone(),
+        }
     }
 
     /// Path of `tasks.jsonl`.
     pub fn tasks_path(&self) -> PathBuf {
-        self.root.join(TASKS_FILE)
+        self.paths.tasks()
     }
 
     /// Path of `tasks-done.jsonl`.
     pub fn done_path(&self) -> PathBuf {
-        self.root.join(DONE_FILE)
+        self.paths.done()
     }
 
     /// Reads and validates both files without locking: ralph's writers
@@ -175,7 +170,7 @@ impl Store {
     /// Complete records are never touched.
     fn quarantine(&self, torn: &Torn) -> Result<Change> {
         let io = |path: PathBuf| move |source| Error::Io { path, source };
-        let dir = self.root.join(QUARANTINE_DIR);
+        let dir = self.paths.quarantine_dir();
         fs::create_dir_all(&dir).map_err(io(dir.clone()))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let kept = dir.join(format!("{DONE_FILE}.line{}.{stamp}.torn", torn.line));
@@ -189,7 +184,10 @@ impl Store {
         file.sync_all().map_err(io(path))?;
         Ok(Change::TornLineMoved {
             line: torn.line,
-            to: kept.strip_prefix(&self.root).unwrap_or(&kept).to_owned(),
+            to: kept
+                .strip_prefix(self.paths.root())
+                .unwrap_or(&kept)
+                .to_owned(),
         })
     }
 
@@ -202,25 +200,9 @@ impl Store {
 
     /// Takes the exclusive queue lock, waiting for another writer to finish.
     fn lock(&self) -> Result<File> {
-        lock_queue(&self.root).map_err(|source| Error::Io {
-            path: self.root.join(LOCK_FILE),
-            source,
-        })
+        let path = self.paths.queue_lock();
+        files::lock(&path).map_err(|source| Error::Io { path, source })
     }
-}
-
-/// Takes the queue lock `.ralph/tasks.lock` of the project at `root`,
-/// waiting for the holder; released when the returned file is dropped, and
-/// by the OS if the process dies. Every writer of the queue files holds it.
-pub fn lock_queue(root: &Path) -> std::io::Result<File> {
-    fs::create_dir_all(root.join(RUNTIME_DIR))?;
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(root.join(LOCK_FILE))?;
-    file.lock()?;
-    Ok(file)
 }
 
 /// What `Store::write` did.

@@ -40,7 +40,7 @@ fn open(repo: &GitRepo) -> Repo {
 }
 
 fn open_with(repo: &GitRepo, options: &Options) -> Repo {
-    Repo::open(repo.path(), options)
+    Repo::open(&ralph::paths::Paths::new(repo.path()), options)
         .expect("open the repository")
         .with_identity(identity())
 }

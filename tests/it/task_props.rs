@@ -107,7 +107,7 @@ proptest! {
     #[test]
     fn random_operations_keep_the_queue_consistent(ops in proptest::collection::vec(op(), 1..40)) {
         let dir = assert_fs::TempDir::new().unwrap();
-        let store = Store::open(dir.path());
+        let store = Store::open(&ralph::paths::Paths::new(dir.path()));
         let mut created = BTreeSet::new();
         for (step, op) in ops.iter().enumerate() {
             let queue = store.load().unwrap();

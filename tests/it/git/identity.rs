@@ -5,7 +5,7 @@ use super::*;
 #[test]
 fn the_identity_comes_from_the_repository_config() {
     let repo = GitRepo::new();
-    let identity = Repo::open(repo.path(), &Options::default())
+    let identity = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default())
         .unwrap()
         .identity()
         .clone();
@@ -18,7 +18,7 @@ fn a_missing_identity_falls_back_to_ralph_with_a_warning() {
     let repo = project();
     repo.git(&["config", "--unset", "user.name"]);
     repo.git(&["config", "--unset", "user.email"]);
-    let git = Repo::open(repo.path(), &Options::default()).unwrap();
+    let git = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default()).unwrap();
     let identity = git.identity().clone();
     assert_eq!(
         (

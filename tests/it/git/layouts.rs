@@ -16,9 +16,12 @@ fn a_project_in_a_subfolder_has_its_queue_files_there() {
     repo.write("app/tasks.jsonl", TASKS);
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "tasks"]);
-    let git = Repo::open(&repo.path().join("app"), &Options::default())
-        .unwrap()
-        .with_identity(identity());
+    let git = Repo::open(
+        &ralph::paths::Paths::new(repo.path().join("app")),
+        &Options::default(),
+    )
+    .unwrap()
+    .with_identity(identity());
     repo.write("app/tasks.jsonl", "");
     repo.write("app/.ralph/lock", "");
     git.preflight().unwrap();
@@ -45,7 +48,7 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
         "master",
     ]);
 
-    let git = Repo::open(&wt, &Options::default())
+    let git = Repo::open(&ralph::paths::Paths::new(&wt), &Options::default())
         .unwrap()
         .with_identity(identity());
     assert_eq!(git.base(), "feature");
@@ -85,7 +88,7 @@ fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
     let own = common.join("worktrees/wt");
     std::fs::write(own.join("index.lock"), "").unwrap();
     std::fs::write(common.join("refs/heads/feature.lock"), "").unwrap();
-    let git = Repo::open(&wt, &Options::default()).unwrap();
+    let git = Repo::open(&ralph::paths::Paths::new(&wt), &Options::default()).unwrap();
     let removed = git.clear_stale_locks().unwrap();
     assert_eq!(
         removed,
@@ -111,7 +114,7 @@ fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let git = Repo::open(repo.path(), &Options::default()).unwrap();
+    let git = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default()).unwrap();
     let removed = git.clear_stale_locks();
     drop(live.stdin.take());
     live.wait().unwrap();

@@ -6,7 +6,9 @@ use super::*;
 fn outside_a_repository_open_says_so() {
     isolate_libgit2_config();
     let temp = assert_fs::TempDir::new().unwrap();
-    let err = Repo::open(temp.path(), &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(temp.path()), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -24,7 +26,9 @@ fn a_bare_repository_is_refused() {
     let repo = GitRepo::new();
     let bare = repo.sibling("bare.git");
     repo.git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
-    let err = Repo::open(&bare, &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(&bare), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -40,7 +44,9 @@ fn a_bare_repository_is_refused() {
 #[test]
 fn a_repository_without_commits_is_refused() {
     let repo = GitRepo::empty("main");
-    let err = Repo::open(repo.path(), &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -63,7 +69,9 @@ fn a_configured_base_must_exist() {
         base_branch: Some("release".to_owned()),
         ..Options::default()
     };
-    let err = Repo::open(repo.path(), &missing).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &missing)
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -77,7 +85,9 @@ fn a_configured_base_must_exist() {
 fn a_task_branch_is_not_taken_for_the_base() {
     let repo = GitRepo::new();
     repo.git(&["switch", "-q", "-c", "task/A-x"]);
-    let err = Repo::open(repo.path(), &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -100,7 +110,9 @@ fn a_branch_prefix_must_make_valid_names() {
         branch_prefix: "bad..prefix/".to_owned(),
         ..Options::default()
     };
-    let err = Repo::open(repo.path(), &options).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &options)
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (
@@ -121,7 +133,9 @@ fn a_detached_head_is_refused() {
         ),
         30,
     );
-    let err = Repo::open(repo.path(), &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(report(err), expected);
     let options = Options {
         base_branch: Some("main".to_owned()),
@@ -169,7 +183,9 @@ fn a_rebase_in_progress_is_refused() {
             .status
             .success()
     );
-    let err = Repo::open(repo.path(), &Options::default()).err().unwrap();
+    let err = Repo::open(&ralph::paths::Paths::new(repo.path()), &Options::default())
+        .err()
+        .unwrap();
     assert_eq!(
         report(err),
         (

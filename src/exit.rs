@@ -1,0 +1,26 @@
+//! The exit codes ralph documents: a leaf every module's errors map to.
+
+/// The process exit codes ralph documents (DESIGN.md section 7 and 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The command did what was asked.
+    Success = 0,
+    /// Nothing to do: `ralph task next` found no workable task.
+    NothingToDo = 1,
+    /// The command line was wrong.
+    Usage = 2,
+    /// Work remains that needs a person.
+    NeedsPerson = 10,
+    /// A failure that may pass: I/O, a held lock, an agent that keeps failing.
+    Transient = 20,
+    /// Invalid input: a malformed task file, config or argument value.
+    InvalidInput = 30,
+    /// Interrupted by a signal.
+    Interrupted = 130,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit as u8)
+    }
+}
