@@ -1,6 +1,7 @@
 //! Tasks: the model, dotted ids, the queue's rules, patches and the store
 //! that alone writes the task files.
 
+mod done;
 mod error;
 mod file;
 pub mod id;
@@ -9,8 +10,9 @@ mod patch;
 mod queue;
 mod store;
 
+pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};
-pub use file::{DoneLog, Line, LineEnd, TaskFile, Torn};
+pub use file::{Line, LineEnd, TaskFile};
 pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};

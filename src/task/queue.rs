@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use super::done::DoneLog;
 use super::error::{Error, Result};
-use super::file::{DoneLog, TaskFile};
+use super::file::TaskFile;
 use super::id::{self, TaskId};
 use super::model::{Status, Task};
 

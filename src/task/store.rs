@@ -5,8 +5,8 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use super::done::Torn;
 use super::error::{Error, Result};
-use super::file::Torn;
 use super::patch::{Change, Patch};
 use super::queue::{DONE_FILE, Queue};
 use crate::files::{self, Stamp};
