@@ -87,9 +87,12 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         };
     }
     let ours = Stamp::of(temp)?;
-    if !platform::exchange(temp, path)? {
-        fs::rename(temp, path)?;
-        return Ok(true);
+    match platform::exchange(temp, path) {
+        Ok(true) => {}
+        Ok(false) => return fs::rename(temp, path).map(|()| true),
+        // Deleted since the check: a change like any other.
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
     }
     // `temp` now holds the version replaced. A writer that opened it just
     // before the swap (`>>`, an editor writing in place) may still be

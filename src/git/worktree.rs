@@ -36,7 +36,8 @@ pub(super) struct Uncommitted {
 /// module makes one (after a scan, or after its own commits and
 /// checkouts of a clean tree), and each use consumes it; a caller that ran
 /// anything else in between (a verify command) drops it and lets the next
-/// step scan. A 10,000-file tree takes tens of milliseconds to scan.
+/// step scan (the scan is a large part of an iteration's own time on a
+/// big tree; docs/BENCHMARKS.md).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Clean(());
 

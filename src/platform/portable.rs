@@ -13,9 +13,11 @@ pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     let mut name = b.as_os_str().to_owned();
     name.push(format!(".swap-{}", std::process::id()));
     let old = PathBuf::from(name);
-    if std::fs::hard_link(b, &old).is_err() {
+    match std::fs::hard_link(b, &old) {
+        Ok(()) => {}
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(err),
         // No hard links here: the caller renames.
-        return Ok(false);
+        Err(_) => return Ok(false),
     }
     if let Err(err) = std::fs::rename(a, b) {
         let _ = std::fs::remove_file(&old);

@@ -12,8 +12,8 @@ pub const MAX_LEN: usize = 200;
 /// A validated task id: segments of ASCII letters, digits, `-` or `_`,
 /// separated by single dots. The part before the last dot is the parent.
 ///
-/// Ids are short, so they are kept inline (up to 23 bytes) with no
-/// allocation: a queue of 100k tasks holds some 120k of them.
+/// Ids are short, so they are kept inline (up to 23 bytes), cheap to copy
+/// into the index and the tree.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TaskId(SmolStr);
 
