@@ -24,7 +24,7 @@ pub fn write_atomic_with(
     write_then(path, write, |temp| fs::rename(temp, path).map(|()| true)).map(|_| ())
 }
 
-/// `write_atomic` for a file read with stamp `expected`: it replaces the
+/// `write_atomic_with` for a file read with stamp `expected`: it replaces the
 /// file only while it still is that version, and returns `Ok(false)`
 /// (writing nothing) when someone changed it, so the caller can apply its
 /// change to the new content instead of overwriting it.
@@ -35,8 +35,11 @@ pub fn write_atomic_with(
 /// never lost. Where the system swaps in one step (Linux), so is a file
 /// renamed over the target in that instant (`jq ... && mv`); elsewhere,
 /// that rename is lost in a window of microseconds (README, "Platforms").
-pub fn write_atomic_unless_changed(path: &Path, bytes: &[u8], expected: Stamp) -> io::Result<bool> {
-    let write = |file: &mut File| file.write_all(bytes);
+pub fn write_atomic_unless_changed(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+    expected: Stamp,
+) -> io::Result<bool> {
     write_then(path, write, |temp| replace_if(temp, path, expected))
 }
 
@@ -95,10 +98,10 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
         Err(err) => return Err(err),
     }
     // `temp` now holds the version replaced. A writer that opened it just
-    // before the swap (`>>`, an editor writing in place) may still be
-    // writing: a file changed in the last moments gets a short grace.
+    // before the swap without truncating it (`>>`) writes a moment later:
+    // a file changed in the last moments, so in use, gets a short grace.
     if expected.age() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(1));
     }
     if Stamp::of(temp)? == expected {
         return Ok(true);
@@ -168,7 +171,9 @@ impl Stamp {
 /// of the settled bytes (even an error: a torn read is never reported as
 /// one) and the stamp they belong to.
 pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::Result<(T, Stamp)> {
-    const FRESH: Duration = Duration::from_millis(10);
+    // A tool rewriting a file in place truncates it and writes the new
+    // bytes a moment later (microseconds for a shell's `>`).
+    const FRESH: Duration = Duration::from_millis(2);
     let mut last = None;
     for _ in 0..20 {
         let before = Stamp::of(path)?;
@@ -352,6 +357,7 @@ mod tests {
 
     #[test]
     fn a_checked_write_never_replaces_a_file_changed_since_it_was_read() {
+        let ours = |file: &mut File| file.write_all(b"ours\n");
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("tasks.jsonl");
         fs::write(&path, "read\n").unwrap();
@@ -359,22 +365,22 @@ mod tests {
         // Someone else's `mv` lands after our read.
         fs::write(dir.path().join("other"), "theirs\n").unwrap();
         fs::rename(dir.path().join("other"), &path).unwrap();
-        assert!(!write_atomic_unless_changed(&path, b"ours\n", stamp).unwrap());
+        assert!(!write_atomic_unless_changed(&path, ours, stamp).unwrap());
         assert_eq!(fs::read(&path).unwrap(), b"theirs\n");
         // Read again, the write goes through.
         let stamp = Stamp::of(&path).unwrap();
-        assert!(write_atomic_unless_changed(&path, b"ours\n", stamp).unwrap());
+        assert!(write_atomic_unless_changed(&path, ours, stamp).unwrap());
         assert_eq!(fs::read(&path).unwrap(), b"ours\n");
         // A file that appeared where there was none is not replaced either.
         let fresh = dir.path().join("new.jsonl");
         let none = Stamp::of(&fresh).unwrap();
         fs::write(&fresh, "created\n").unwrap();
-        assert!(!write_atomic_unless_changed(&fresh, b"ours\n", none).unwrap());
+        assert!(!write_atomic_unless_changed(&fresh, ours, none).unwrap());
         assert_eq!(fs::read(&fresh).unwrap(), b"created\n");
         // And where there still is none, it is created.
         let other = dir.path().join("other.jsonl");
         let none = Stamp::of(&other).unwrap();
-        assert!(write_atomic_unless_changed(&other, b"ours\n", none).unwrap());
+        assert!(write_atomic_unless_changed(&other, ours, none).unwrap());
         assert_eq!(fs::read(&other).unwrap(), b"ours\n");
         assert_eq!(
             fs::read_dir(dir.path()).unwrap().count(),

@@ -2,12 +2,18 @@
 //! saved corpora also run as ordinary tests (`tests/it/fuzz_corpus.rs`).
 
 use crate::roles::Triggers;
-use crate::task::{Patch, Queue, Status, TaskFile};
+use crate::task::{Patch, Queue, Status, Task, TaskFile};
 
 /// Parsing any bytes as `tasks.jsonl` never panics; a file that parses
 /// renders back to the same bytes, validates or fails cleanly, and a status
 /// change on its first task rewrites that line only.
 pub fn task_file(data: &[u8]) {
+    // The typed reading of a line agrees with the one that words errors.
+    if let Ok(text) = std::str::from_utf8(data) {
+        for line in text.lines() {
+            assert_eq!(Task::from_json(line), Task::from_raw(line), "line {line:?}");
+        }
+    }
     let Ok(file) = TaskFile::parse("tasks.jsonl", data) else {
         return;
     };

@@ -16,6 +16,7 @@ mod locks;
 mod slug;
 mod squash;
 mod tree;
+
 mod work;
 mod worktree;
 
@@ -140,6 +141,9 @@ pub struct Repo {
     queue_lock: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
+    /// What changed in the working tree since the last leftovers scan,
+    /// once [`Repo::watch_changes`] started watching.
+    watch: std::cell::RefCell<Option<worktree::Watching>>,
 }
 
 impl Repo {
@@ -195,6 +199,7 @@ impl Repo {
             queue,
             queue_lock: paths.queue_lock(),
             runtime,
+            watch: std::cell::RefCell::new(None),
         };
         repo.base = repo.resolve_base(options.base_branch.as_deref())?;
         Ok(repo)

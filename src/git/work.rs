@@ -199,7 +199,13 @@ impl Repo {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
                 }
-                other => return other,
+                other => {
+                    if other.is_ok() {
+                        // Everything the watch reported is committed now.
+                        self.settle_watch();
+                    }
+                    return other;
+                }
             }
         }
     }

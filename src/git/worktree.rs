@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use git2::build::{CheckoutBuilder, TreeUpdateBuilder};
@@ -14,6 +15,7 @@ use git2::{
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
+use crate::platform::Watch;
 
 /// A queue file's content in a commit: its blob and mode.
 type Version = (Oid, FileMode);
@@ -28,6 +30,15 @@ pub(super) struct Uncommitted {
     /// Ralph's own files that are staged (an agent's `git add -A` takes a
     /// queue temp file or `.ralph/` along): a commit unstages them.
     pub own_staged: Vec<String>,
+}
+
+/// The watch of the working tree, and HEAD's tree when it last settled: a
+/// HEAD that moved since (`git reset HEAD~1` moves the index along and
+/// writes no file) may differ from the files on disk in paths the watch
+/// never saw written.
+pub(super) struct Watching {
+    changes: Watch,
+    head_tree: Option<Oid>,
 }
 
 /// What a scan of the working tree that found nothing uncommitted (apart
@@ -69,7 +80,17 @@ impl Repo {
     /// when a file changes or vanishes while the tree is scanned (a
     /// person's temp file renamed over tasks.jsonl).
     fn scan(&self) -> Result<git2::Statuses<'_>> {
+        self.scan_paths(&[])
+    }
+
+    /// [`Repo::scan`] of `paths` (and what lies below them) only; all of
+    /// the tree when `paths` is empty.
+    fn scan_paths(&self, paths: &[Vec<u8>]) -> Result<git2::Statuses<'_>> {
         let mut options = StatusOptions::new();
+        options.disable_pathspec_match(true);
+        for path in paths {
+            options.pathspec(path.as_slice());
+        }
         options
             .include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -91,10 +112,104 @@ impl Repo {
         }
     }
 
+    /// Watches the working tree from now on, so that the scan after each
+    /// iteration ([`Repo::commit_leftovers`]) looks only at the paths that
+    /// changed since the one before (see `watch.rs`). The first such scan
+    /// after this covers everything changed since this call: a full scan
+    /// (the run's preflight) should follow it.
+    pub fn watch_changes(&self) -> Result<()> {
+        let index = self.git.index().doing("read the index")?;
+        let watch = Watch::start(self.workdir(), &|rel| self.unwatched(&index, rel));
+        *self.watch.borrow_mut() = watch.map(|changes| Watching {
+            changes,
+            head_tree: self.head_tree_id(),
+        });
+        Ok(())
+    }
+
+    /// HEAD's tree, if it has one (an unborn branch has none).
+    fn head_tree_id(&self) -> Option<Oid> {
+        let tree = self.git.head().and_then(|head| head.peel_to_tree());
+        tree.ok().map(|tree| tree.id())
+    }
+
+    /// Whether the folder `rel` need not be watched: ignored, and holding
+    /// no tracked file.
+    fn unwatched(&self, index: &Index, rel: &[u8]) -> bool {
+        let path = Path::new(std::ffi::OsStr::from_bytes(rel));
+        let mut prefix = rel.to_vec();
+        prefix.push(b'/');
+        self.git.is_path_ignored(path).unwrap_or(false)
+            && index
+                .find_prefix(Path::new(std::ffi::OsStr::from_bytes(&prefix)))
+                .is_err()
+    }
+
+    /// The paths changed since the last settled leftovers scan, when the
+    /// watch can vouch for them: no watch, a lost one, or an index that
+    /// differs from HEAD (`git rm --cached`, `git reset --soft` touch no
+    /// file of the tree) mean a full scan. When HEAD moved, the paths its
+    /// tree changed are looked at too.
+    fn watched_changes(&self) -> Result<Option<Vec<Vec<u8>>>> {
+        let mut watch = self.watch.borrow_mut();
+        let Some(watching) = watch.as_mut() else {
+            return Ok(None);
+        };
+        let mut index = self.git.index().doing("read the index")?;
+        index.read(false).doing("read the index")?;
+        let pending =
+            (watching.changes).pending(self.workdir(), &|rel| self.unwatched(&index, rel));
+        let Some(mut paths) = pending else {
+            return Ok(None);
+        };
+        if index.has_conflicts() {
+            return Ok(None);
+        }
+        let head_tree = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_tree())
+            .doing("read HEAD's tree")?;
+        let index_tree = index.write_tree().doing("compare the index with HEAD")?;
+        if index_tree != head_tree.id() {
+            return Ok(None);
+        }
+        match watching.head_tree {
+            Some(settled) if settled == head_tree.id() => {}
+            Some(settled) => {
+                let settled = self.git.find_tree(settled).doing("read the settled tree")?;
+                paths.extend(self.changed_paths(&settled, &head_tree)?);
+                paths.sort();
+                paths.dedup();
+            }
+            None => return Ok(None),
+        }
+        Ok(Some(paths))
+    }
+
+    /// A leftovers scan left the tree clean: the watch starts afresh.
+    pub(super) fn settle_watch(&self) {
+        if let Some(watching) = self.watch.borrow_mut().as_mut() {
+            watching.changes.settled();
+            watching.head_tree = self.head_tree_id();
+        }
+    }
+
     /// What a commit of leftovers takes: the working tree's changes
-    /// against the index, and whether anything is staged.
+    /// against the index, and whether anything is staged. Only the paths the
+    /// watch saw change are looked at, when it can vouch for the rest.
     pub(super) fn uncommitted_paths(&self) -> Result<Uncommitted> {
-        let statuses = self.scan()?;
+        let statuses = match self.watched_changes()? {
+            Some(paths) if paths.is_empty() => {
+                return Ok(Uncommitted {
+                    paths: Vec::new(),
+                    staged: false,
+                    own_staged: Vec::new(),
+                });
+            }
+            Some(paths) => self.scan_paths(&paths)?,
+            None => self.scan()?,
+        };
         let worktree = Status::WT_NEW
             | Status::WT_MODIFIED
             | Status::WT_DELETED

@@ -1,5 +1,7 @@
 //! Linux: `renameat2` and `/proc`.
 
+pub use super::inotify::Watch;
+
 use std::io;
 use std::path::{Path, PathBuf};
 

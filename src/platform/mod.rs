@@ -1,9 +1,12 @@
 //! The few calls that differ between operating systems, each behind one
-//! function: Linux gets its system calls (`linux.rs`); macOS and every
-//! other Unix get a portable version (`portable.rs`) that uses only POSIX
-//! calls and the `ps` command. The cargo feature `portable` forces the
+//! function (or, for the working-tree watch, one type): Linux gets its
+//! system calls (`linux.rs`, `inotify.rs`); macOS and every other Unix get
+//! a portable version (`portable.rs`) that uses only POSIX calls and the
+//! `ps` and `lsof` commands. The cargo feature `portable` forces the
 //! portable version on Linux too, so CI builds and tests it.
 
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod inotify;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod linux;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
@@ -16,6 +19,10 @@ use portable as imp;
 
 use std::io;
 use std::path::Path;
+
+/// The changes to a working tree since the last scan: inotify on Linux;
+/// elsewhere it never starts, and every scan is a full one.
+pub use imp::Watch;
 
 /// Swaps the files at `a` and `b`: in one step on Linux, in three
 /// elsewhere (see `portable.rs`). `Ok(false)`: this system or file system

@@ -9,6 +9,25 @@ use std::process::{Command, Stdio};
 /// renamed over `b` between the first two steps is lost. But a write into
 /// the old `b` (an append, an editor writing in place) lands in the file
 /// that ends up at `a`, where the caller looks for it.
+/// No watch: every scan of the working tree is a full one.
+pub struct Watch;
+
+impl Watch {
+    pub fn start(_workdir: &Path, _ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
+        None
+    }
+
+    pub fn pending(
+        &mut self,
+        _workdir: &Path,
+        _ignored: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<Vec<Vec<u8>>> {
+        None
+    }
+
+    pub fn settled(&mut self) {}
+}
+
 pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     let mut name = b.as_os_str().to_owned();
     name.push(format!(".swap-{}", std::process::id()));

@@ -134,6 +134,9 @@ impl<'a> Engine<'a> {
         {
             repo.commit_leftovers(&branch, &id, state.iteration)?;
         }
+        // Watched from before the preflight's full scan, so the scan after
+        // each iteration need only look at what changed since.
+        repo.watch_changes()?;
         let clean = repo.preflight()?;
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.root())?;

@@ -1,8 +1,7 @@
 //! `tasks-done.jsonl`: the append-only archive, read for its ids, with
 //! records queued for appending and a torn last line set aside.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -26,7 +25,7 @@ pub struct DoneLog {
     text: String,
     /// A last line cut short by a crash during an append, ignored.
     torn: Option<Torn>,
-    ids: HashMap<String, DoneEntry>,
+    ids: FxHashMap<String, DoneEntry>,
     order: Vec<String>,
     /// Records queued for appending, as (id, JSON line).
     appended: Vec<(String, String)>,
@@ -93,7 +92,7 @@ impl DoneLog {
         let text = std::str::from_utf8(bytes).map_err(|err| utf8_error(name, bytes, err))?;
         let (_, lines) = split_lines(name, text)?;
         let base = text.as_ptr() as usize;
-        let mut ids = HashMap::with_capacity(lines.len());
+        let mut ids = FxHashMap::default();
         let mut order = Vec::with_capacity(lines.len());
         for (index, (line, _)) in lines.iter().enumerate() {
             if is_blank(line) {

@@ -1,13 +1,15 @@
 //! `tasks.jsonl` as lines of text: parsing that keeps every byte, and
 //! edits that rewrite only the lines they change.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
-use smol_str::SmolStr;
+use std::ops::Range;
+
+use rustc_hash::FxHashMap;
 
 use super::error::{Error, Result};
+use super::id::TaskId;
 use super::model::{Task, parse_map};
+use std::collections::hash_map::Entry;
 
 /// How a line ends; kept so untouched lines are written back as they were.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,12 +35,21 @@ impl LineEnd {
 /// One line of `tasks.jsonl`: its exact text and, unless blank, its task.
 #[derive(Clone, Debug)]
 pub struct Line {
-    /// The text without its line ending (and without a leading BOM).
-    pub text: String,
+    /// The text without its line ending (and without a leading BOM): see
+    /// [`TaskFile::line_text`].
+    text: LineText,
     /// The line ending as found.
     pub end: LineEnd,
     /// The task on this line; `None` for a blank line.
     pub task: Option<Task>,
+}
+
+/// Where a line's text is: in the file's text as read (no copy per line),
+/// or its own once an edit made it.
+#[derive(Clone, Debug)]
+enum LineText {
+    Read(Range<usize>),
+    Own(String),
 }
 
 const BOM: &str = "\u{feff}";
@@ -103,9 +114,13 @@ pub(super) fn is_blank(text: &str) -> bool {
 pub struct TaskFile {
     name: String,
     bom: bool,
+    /// The file's text as read, which unedited lines are ranges of.
+    text: String,
     lines: Vec<Line>,
-    /// Line index of each id's first occurrence.
-    index: HashMap<SmolStr, usize>,
+    /// Line index of each id's first occurrence (FxHash: the ids are the
+    /// project's own, with no attacker to guard against, and SipHash was a
+    /// tenth of the time to load a queue).
+    index: FxHashMap<TaskId, usize>,
     /// The first repeated id in file order: (its line index, the first's).
     duplicate: Option<(usize, usize)>,
     /// Whether an edit changed the lines since they were parsed.
@@ -115,14 +130,21 @@ pub struct TaskFile {
 impl TaskFile {
     /// Parses the file's bytes; `name` is used in error messages.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<TaskFile> {
-        let text = std::str::from_utf8(bytes).map_err(|err| utf8_error(name, bytes, err))?;
-        let (bom, split) = split_lines(name, text)?;
+        TaskFile::parse_owned(name, bytes.to_vec())
+    }
+
+    /// `parse`, keeping the bytes as the file's text rather than a copy.
+    pub fn parse_owned(name: &str, bytes: Vec<u8>) -> Result<TaskFile> {
+        let text = String::from_utf8(bytes)
+            .map_err(|err| utf8_error(name, err.as_bytes(), err.utf8_error()))?;
+        let (bom, split) = split_lines(name, &text)?;
         let mut lines = Vec::with_capacity(split.len());
-        for (number, (text, end)) in split.into_iter().enumerate() {
-            let task = if is_blank(text) {
+        for (number, (line, end)) in split.into_iter().enumerate() {
+            let start = line.as_ptr() as usize - text.as_ptr() as usize;
+            let task = if is_blank(line) {
                 None
             } else {
-                let task = Task::from_json(text).map_err(|message| Error::Malformed {
+                let task = Task::from_json(line).map_err(|message| Error::Malformed {
                     file: name.to_owned(),
                     line: number + 1,
                     message,
@@ -130,7 +152,7 @@ impl TaskFile {
                 Some(task)
             };
             lines.push(Line {
-                text: text.to_owned(),
+                text: LineText::Read(start..start + line.len()),
                 end,
                 task,
             });
@@ -138,8 +160,9 @@ impl TaskFile {
         let mut file = TaskFile {
             name: name.to_owned(),
             bom,
+            text,
             lines,
-            index: HashMap::new(),
+            index: FxHashMap::default(),
             duplicate: None,
             changed: false,
         };
@@ -149,14 +172,17 @@ impl TaskFile {
 
     fn reindex(&mut self) {
         self.index.clear();
+        self.index.reserve(self.lines.len());
         self.duplicate = None;
         for (position, line) in self.lines.iter().enumerate() {
             let Some(task) = &line.task else { continue };
-            let id = SmolStr::new(task.id.as_str());
-            if let Some(&first) = self.index.get(&id) {
-                self.duplicate = self.duplicate.or(Some((position, first)));
-            } else {
-                self.index.insert(id, position);
+            match self.index.entry(task.id.clone()) {
+                Entry::Occupied(first) => {
+                    self.duplicate = self.duplicate.or(Some((position, *first.get())));
+                }
+                Entry::Vacant(slot) => {
+                    slot.insert(position);
+                }
             }
         }
     }
@@ -198,7 +224,7 @@ impl TaskFile {
 
     /// The full JSON object on line `index`, unknown fields and key order kept.
     pub fn object(&self, index: usize) -> Result<Map<String, Value>> {
-        parse_map(&self.lines[index].text).map_err(|message| Error::Malformed {
+        parse_map(self.line_text(index)).map_err(|message| Error::Malformed {
             file: self.name.clone(),
             line: index + 1,
             message,
@@ -216,7 +242,7 @@ impl TaskFile {
         let mut object = self.object(index)?;
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
-        if line.text != self.lines[index].text {
+        if self.text_of(&line) != self.line_text(index) {
             self.lines[index] = line;
             self.changed = true;
             self.reindex();
@@ -253,17 +279,36 @@ impl TaskFile {
         self.reindex();
     }
 
+    /// The text of line `index`, without its ending.
+    pub fn line_text(&self, index: usize) -> &str {
+        self.text_of(&self.lines[index])
+    }
+
+    fn text_of<'a>(&'a self, line: &'a Line) -> &'a str {
+        match &line.text {
+            LineText::Read(range) => &self.text[range.clone()],
+            LineText::Own(text) => text,
+        }
+    }
+
     /// The file's bytes: untouched lines exactly as read.
     pub fn render(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::with_capacity(self.text.len() + 256);
+        self.write_to(&mut out)
+            .expect("writing to memory does not fail");
+        String::from_utf8(out).expect("lines are UTF-8")
+    }
+
+    /// Writes the file's bytes (what `render` returns) to `out`.
+    pub fn write_to(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         if self.bom {
-            out.push_str(BOM);
+            out.write_all(BOM.as_bytes())?;
         }
         for line in &self.lines {
-            out.push_str(&line.text);
-            out.push_str(line.end.as_str());
+            out.write_all(self.text_of(line).as_bytes())?;
+            out.write_all(line.end.as_str().as_bytes())?;
         }
-        out
+        Ok(())
     }
 
     /// New lines end like the file's first line (LF for an empty file).
@@ -282,7 +327,7 @@ impl TaskFile {
             message,
         })?;
         Ok(Line {
-            text,
+            text: LineText::Own(text),
             end,
             task: Some(task),
         })

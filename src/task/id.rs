@@ -62,6 +62,23 @@ impl std::ops::Deref for TaskId {
     }
 }
 
+/// Maps keyed by id are looked up with a plain `&str` (the hash and
+/// equality of an id are its string's).
+impl std::borrow::Borrow<str> for TaskId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A checked id, read without a copy: a string with an escape is refused
+/// (a valid id needs none; the caller reads such a line another way).
+impl<'de> serde::Deserialize<'de> for TaskId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<TaskId, D::Error> {
+        let text = <&str>::deserialize(deserializer)?;
+        TaskId::parse(text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

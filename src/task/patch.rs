@@ -436,7 +436,7 @@ mod tests {
         let order: Vec<&str> = q.tasks.tasks().map(|(_, t)| t.id.as_str()).collect();
         assert_eq!(order, ["A", "A.1", "A.2", "B"]);
         assert_eq!(
-            q.tasks.lines()[1].text,
+            q.tasks.line_text(1),
             r#"{"id":"A.1","title":"a1","status":"pending","leaf":true,"created":"2026-01-02T03:04:05Z"}"#
         );
         q.validate().unwrap();
@@ -663,7 +663,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            q.tasks.lines()[1].text,
+            q.tasks.line_text(1),
             r#"{"id":"A.1","title":"a","status":"active","leaf":true}"#
         );
     }

@@ -71,8 +71,13 @@ pub struct TreeNode {
 impl Queue {
     /// Parses and validates both files' bytes.
     pub fn parse(tasks: &[u8], done: &[u8]) -> Result<Queue> {
+        Queue::parse_owned(tasks.to_vec(), done)
+    }
+
+    /// `parse`, keeping the bytes of `tasks.jsonl` rather than a copy.
+    pub fn parse_owned(tasks: Vec<u8>, done: &[u8]) -> Result<Queue> {
         let queue = Queue {
-            tasks: TaskFile::parse(TASKS_FILE, tasks)?,
+            tasks: TaskFile::parse_owned(TASKS_FILE, tasks)?,
             done: DoneLog::parse(DONE_FILE, done)?,
         };
         queue.validate()?;

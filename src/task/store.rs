@@ -50,7 +50,7 @@ impl Store {
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
         let path = self.tasks_path();
         let done = self.read(&self.done_path())?;
-        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse(&tasks, &done))
+        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
             .map_err(|source| Error::Io { path, source })?;
         Ok((queue?, stamp))
     }
@@ -106,8 +106,12 @@ impl Store {
             // The records are on disk, the new file is not in place.
             crate::fault::crash_at("mid_queue_write");
             let path = self.tasks_path();
-            let bytes = queue.tasks.render();
-            written.replaced = files::write_atomic_unless_changed(&path, bytes.as_bytes(), stamp)
+            let write = |file: &mut File| {
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+                queue.tasks.write_to(&mut out)?;
+                std::io::Write::flush(&mut out)
+            };
+            written.replaced = files::write_atomic_unless_changed(&path, write, stamp)
                 .map_err(|source| Error::Io { path, source })?;
         }
         Ok(written)

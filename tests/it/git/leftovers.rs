@@ -210,7 +210,8 @@ fn a_clean_token_comes_only_from_a_tree_left_clean() {
 }
 
 /// A repository with files in folders, one ignored folder holding a file
-/// tracked anyway, on a claimed task's branch.
+/// tracked anyway, on a claimed task's branch, its working tree watched
+/// (on Linux; elsewhere every scan is a full one: the same answers).
 fn layout() -> (GitRepo, Repo) {
     let repo = project();
     repo.write("src/a/one.txt", "one\n");
@@ -221,6 +222,7 @@ fn layout() -> (GitRepo, Repo) {
     repo.git(&["add", "-f", "build/kept.txt"]);
     repo.git(&["commit", "-q", "-m", "layout"]);
     let git = open(&repo);
+    git.watch_changes().unwrap();
     git.preflight().unwrap();
     git.claim(&id("A"), TITLE).unwrap();
     (repo, git)
