@@ -37,8 +37,8 @@ pub struct Host {
 /// agent's processes as this project's.
 pub(super) const PROJECT_DIR_VAR: &str = "RALPH_PROJECT_DIR";
 
-/// `RALPH_PROJECT_DIR=<dir>` as it stands in an agent's environment
-/// (`/proc/<pid>/environ`) for a project at `dir`.
+/// `RALPH_PROJECT_DIR=<dir>` as it stands in an agent's environment (see
+/// `platform::environment_has`) for a project at `dir`.
 pub(super) fn project_marker(dir: &Path) -> std::io::Result<Vec<u8>> {
     let mut marker = format!("{PROJECT_DIR_VAR}=").into_bytes();
     marker.extend_from_slice(std::path::absolute(dir)?.as_os_str().as_encoded_bytes());

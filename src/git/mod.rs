@@ -16,7 +16,6 @@ mod locks;
 mod slug;
 mod squash;
 mod tree;
-
 mod work;
 mod worktree;
 

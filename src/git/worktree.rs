@@ -114,7 +114,8 @@ impl Repo {
 
     /// Watches the working tree from now on, so that the scan after each
     /// iteration ([`Repo::commit_leftovers`]) looks only at the paths that
-    /// changed since the one before (see `watch.rs`). The first such scan
+    /// changed since the one before (`platform::Watch`: Linux only;
+    /// elsewhere every scan is a full one). The first such scan
     /// after this covers everything changed since this call: a full scan
     /// (the run's preflight) should follow it.
     pub fn watch_changes(&self) -> Result<()> {

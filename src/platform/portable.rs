@@ -1,14 +1,10 @@
-//! Any Unix (macOS among them): plain `rename`, and `ps` for processes.
+//! Any Unix (macOS among them): a swap through a hard link, `ps` for
+//! processes and `lsof` for their working folders; no tree watch.
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Swaps in three steps: a second name for `b` (a hard link), `a` renamed
-/// over `b`, then that second name renamed to `a`. Not atomic: a file
-/// renamed over `b` between the first two steps is lost. But a write into
-/// the old `b` (an append, an editor writing in place) lands in the file
-/// that ends up at `a`, where the caller looks for it.
 /// No watch: every scan of the working tree is a full one.
 pub struct Watch;
 
@@ -28,6 +24,11 @@ impl Watch {
     pub fn settled(&mut self) {}
 }
 
+/// Swaps in three steps: a second name for `b` (a hard link), `a` renamed
+/// over `b`, then that second name renamed to `a`. Not atomic: a file
+/// renamed over `b` between the first two steps is lost. But a write into
+/// the old `b` (an append, an editor writing in place) lands in the file
+/// that ends up at `a`, where the caller looks for it.
 pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     let mut name = b.as_os_str().to_owned();
     name.push(format!(".swap-{}", std::process::id()));
