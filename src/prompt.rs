@@ -239,7 +239,7 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
             id: task.id.to_string(),
             title: task.title.to_string(),
             status: task.status.to_string(),
-            body: task.body.as_deref().map(str::to_owned),
+            body: queue.body(task.id.as_str()),
             depth: task.id.depth(),
             branch: None,
         },

@@ -103,8 +103,6 @@ impl Engine<'_> {
                 status: Status::Active,
                 leaf: true,
                 deps: Vec::new(),
-                body: None,
-                blocked_reason: None,
             },
         };
         let claim = match self.clean.take() {

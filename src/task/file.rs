@@ -174,15 +174,23 @@ impl TaskFile {
         self.index.clear();
         self.index.reserve(self.lines.len());
         self.duplicate = None;
-        for (position, line) in self.lines.iter().enumerate() {
-            let Some(task) = &line.task else { continue };
-            match self.index.entry(task.id.clone()) {
-                Entry::Occupied(first) => {
-                    self.duplicate = self.duplicate.or(Some((position, *first.get())));
-                }
-                Entry::Vacant(slot) => {
-                    slot.insert(position);
-                }
+        for position in 0..self.lines.len() {
+            self.index_line(position);
+        }
+    }
+
+    /// Adds line `position`'s task to the index, or notes it as a repeat
+    /// of an earlier line's id.
+    fn index_line(&mut self, position: usize) {
+        let Some(task) = &self.lines[position].task else {
+            return;
+        };
+        match self.index.entry(task.id.clone()) {
+            Entry::Occupied(first) => {
+                self.duplicate = self.duplicate.or(Some((position, *first.get())));
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(position);
             }
         }
     }
@@ -243,9 +251,13 @@ impl TaskFile {
         edit(&mut object);
         let line = self.line_from(object, self.lines[index].end, index)?;
         if self.text_of(&line) != self.line_text(index) {
+            let id = |line: &Line| line.task.as_ref().map(|task| task.id.clone());
+            let moved = id(&line) != id(&self.lines[index]);
             self.lines[index] = line;
             self.changed = true;
-            self.reindex();
+            if moved {
+                self.reindex();
+            }
         }
         Ok(())
     }
@@ -262,7 +274,12 @@ impl TaskFile {
         }
         self.lines.insert(index, line);
         self.changed = true;
-        self.reindex();
+        if index + 1 == self.lines.len() {
+            // Appended: no other line moved.
+            self.index_line(index);
+        } else {
+            self.reindex();
+        }
         Ok(())
     }
 
@@ -344,7 +361,7 @@ mod tests {
         {\"leaf\":true,  \"id\":\"A.2\", \"status\":\"pending\",\"title\":\"two\"}";
 
     #[test]
-    fn the_index_follows_removals_as_a_fresh_parse_would() {
+    fn the_index_follows_edits_as_a_fresh_parse_would() {
         let text: String = (0..300)
             .map(|n| {
                 if n % 7 == 3 {
@@ -371,6 +388,37 @@ mod tests {
             }
         }
         assert_eq!(file.position("T0"), None);
+        // Inserts at the end and in the middle, an edit of a title and one
+        // of an id, and a repeated id appended.
+        let task = |id: &str| {
+            parse_map(&format!(
+                "{{\"id\":\"{id}\",\"title\":\"t\",\"status\":\"pending\",\"leaf\":true}}"
+            ))
+            .unwrap()
+        };
+        let end = file.lines().len();
+        file.insert(end, task("N1")).unwrap();
+        file.insert(10, task("N2")).unwrap();
+        let at = file.position("T20").unwrap();
+        file.edit(at, |object| {
+            object.insert("title".into(), "new".into());
+        })
+        .unwrap();
+        file.edit(at, |object| {
+            object.insert("id".into(), "N3".into());
+        })
+        .unwrap();
+        let end = file.lines().len();
+        file.insert(end, task("T30")).unwrap();
+        let fresh = TaskFile::parse("tasks.jsonl", file.render().as_bytes()).unwrap();
+        for id in (0..300)
+            .map(|n| format!("T{n}"))
+            .chain(["N1", "N2", "N3"].map(String::from))
+        {
+            assert_eq!(file.position(&id), fresh.position(&id), "{id}");
+        }
+        assert_eq!(file.first_duplicate(), fresh.first_duplicate());
+        assert!(file.first_duplicate().is_some());
     }
 
     /// Every order of removing every line of a few odd files: what is

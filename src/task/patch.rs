@@ -95,6 +95,20 @@ pub enum Change {
     },
 }
 
+impl Patch {
+    /// Whether applying the patch to a valid queue always leaves it valid,
+    /// so the store need not check every line again: a status or a block
+    /// reason takes part in no rule, and archiving removes only tasks
+    /// without open children, recording them as archived (no id repeated
+    /// or orphaned, every dep still known, no cycle added).
+    pub(crate) fn keeps_valid(&self) -> bool {
+        matches!(
+            self,
+            Patch::SetStatus { .. } | Patch::Block { .. } | Patch::Archive { .. }
+        )
+    }
+}
+
 impl Queue {
     /// Applies `patch` to a valid queue (as every load and parse leaves
     /// it); `now` is the RFC 3339 time stamped on new records. On error the

@@ -249,6 +249,12 @@ impl Queue {
         self.tasks.get(id)
     }
 
+    /// The `body` of live task `id`, if it has one (details for the prompt).
+    pub fn body(&self, id: &str) -> Option<String> {
+        let object = self.tasks.object(self.tasks.position(id)?).ok()?;
+        object.get("body")?.as_str().map(str::to_owned)
+    }
+
     /// Whether `id` is done: archived, or marked complete.
     pub fn is_done(&self, id: &str) -> bool {
         self.done.contains(id)
