@@ -35,6 +35,18 @@ pub fn group_members(group: i32) -> Option<Vec<u32>> {
     Some(members)
 }
 
+/// The state letter of process `pid` (`/proc/<pid>/stat`).
+fn state(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ...`; comm may hold spaces and parens.
+    let (_, fields) = stat.rsplit_once(')')?;
+    fields.split_whitespace().next().map(str::to_owned)
+}
+
+pub fn zombie(pid: u32) -> bool {
+    state(pid).is_some_and(|state| state == "Z" || state == "X")
+}
+
 pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     Some(environ.split(|&byte| byte == 0).any(|var| var == entry))

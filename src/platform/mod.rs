@@ -50,8 +50,8 @@ pub fn git_at_work_in(places: &[&Path]) -> bool {
     imp::git_at_work_in(places)
 }
 
-/// Whether process `pid` is running (a zombie counts: it still holds its
-/// id).
+/// Whether process `pid` is running. A zombie is not: a process killed
+/// with its agent may never be reaped (an init that reaps no orphans).
 pub fn alive(pid: u32) -> bool {
     // 0 would name our own group.
     let Ok(pid @ 1..) = i32::try_from(pid) else {
@@ -59,10 +59,11 @@ pub fn alive(pid: u32) -> bool {
     };
     use nix::errno::Errno;
     // EPERM: it runs, as somebody else.
-    matches!(
+    let signalled = matches!(
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
         Ok(()) | Err(Errno::EPERM)
-    )
+    );
+    signalled && !imp::zombie(pid.unsigned_abs())
 }
 
 #[cfg(test)]
@@ -102,6 +103,12 @@ mod tests {
         assert_eq!(group_members(pid as i32), Some(vec![pid]));
         assert!(alive(pid));
         child.kill().unwrap();
+        // Killed, not yet reaped: a zombie, which does not count.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while alive(pid) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive(pid), "a zombie counts as alive");
         child.wait().unwrap();
         assert!(!alive(pid));
         assert_eq!(group_members(pid as i32), Some(vec![]));

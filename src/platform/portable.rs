@@ -76,6 +76,11 @@ pub fn group_members(group: i32) -> Option<Vec<u32>> {
     Some(members)
 }
 
+pub fn zombie(pid: u32) -> bool {
+    ps(&["-o", "stat=", "-p", &pid.to_string()])
+        .is_some_and(|state| state.trim_start().starts_with(['Z', 'X']))
+}
+
 pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     // BSD-style `e`: the command line followed by the environment, split
     // by spaces (both procps and macOS's ps read it so).

@@ -87,15 +87,6 @@ impl<'a> Engine<'a> {
         let triggers = roles::load(paths)?;
         let store = Store::open(paths);
         let torn = store.load()?.done.torn().map(|t| t.line);
-        // A write cut short by a crash leaves its temp file beside the file.
-        for file in [
-            crate::task::TASKS_FILE,
-            crate::state::STATE_FILE,
-            VALID_QUEUE,
-            super::result::RESULT_FILE,
-        ] {
-            let _ = crate::files::remove_stale_temps(&paths.join(file));
-        }
         let state_file = StateFile::open(paths);
         let (mut state, loaded) = state_file.load().map_err(|source| Error::Io {
             path: paths.state(),
@@ -115,6 +106,17 @@ impl<'a> Engine<'a> {
         // changing the tree under this run.
         if agent::stop_leftover_group(&paths.agent_group(), paths.root(), options.kill_grace) {
             ui.line("stopped the agent a previous run left running");
+        }
+        // A write cut short by a crash leaves its temp file beside the file
+        // (looked for once the leftover agent, which may have been writing
+        // one with `ralph task`, is stopped).
+        for file in [
+            crate::task::TASKS_FILE,
+            crate::state::STATE_FILE,
+            VALID_QUEUE,
+            super::result::RESULT_FILE,
+        ] {
+            let _ = crate::files::remove_stale_temps(&paths.join(file));
         }
         let repo = open_repo(paths, settings, state.base.as_deref())?;
         if let Some(warning) = repo.identity().warning() {
