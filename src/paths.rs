@@ -77,11 +77,6 @@ impl Paths {
         self.join(DONE_FILE)
     }
 
-    /// `.ralph/`.
-    pub fn runtime_dir(&self) -> PathBuf {
-        self.join(RUNTIME_DIR)
-    }
-
     /// `.ralph/tasks.lock`.
     pub fn queue_lock(&self) -> PathBuf {
         self.join(LOCK_FILE)

@@ -435,8 +435,8 @@ pub use crate::paths::VALID_QUEUE;
 pub(super) fn iteration_files(iteration: u64, id: &TaskId) -> (PathBuf, PathBuf) {
     let name = format!("{iteration}-{id}");
     (
-        PathBuf::from(format!(".ralph/prompts/{name}.md")),
-        PathBuf::from(format!(".ralph/logs/{name}.log")),
+        PathBuf::from(format!("{}/{name}.md", crate::paths::PROMPTS_DIR)),
+        PathBuf::from(format!("{}/{name}.log", crate::paths::LOGS_DIR)),
     )
 }
 
