@@ -30,16 +30,6 @@ impl Store {
         }
     }
 
-    /// Path of `tasks.jsonl`.
-    pub fn tasks_path(&self) -> PathBuf {
-        self.paths.tasks()
-    }
-
-    /// Path of `tasks-done.jsonl`.
-    pub fn done_path(&self) -> PathBuf {
-        self.paths.done()
-    }
-
     /// Reads and validates both files without locking: ralph's writers
     /// replace `tasks.jsonl` atomically, and a file still being rewritten in
     /// place (an editor) is read once it has settled.
@@ -48,8 +38,8 @@ impl Store {
     }
 
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
-        let path = self.tasks_path();
-        let done = self.read(&self.done_path())?;
+        let path = self.paths.tasks();
+        let done = self.read(&self.paths.done())?;
         let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
             .map_err(|source| Error::Io { path, source })?;
         Ok((queue?, stamp))
@@ -110,7 +100,7 @@ impl Store {
         if queue.tasks.is_changed() {
             // The records are on disk, the new file is not in place.
             crate::fault::crash_at("mid_queue_write");
-            let path = self.tasks_path();
+            let path = self.paths.tasks();
             let write = |file: &mut File| {
                 let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
                 queue.tasks.write_to(&mut out)?;
@@ -132,7 +122,7 @@ impl Store {
             Some(torn) => Some(self.quarantine(torn)?),
             None => None,
         };
-        let path = self.done_path();
+        let path = self.paths.done();
         files::append_durable(&path, text.as_bytes())
             .map_err(|source| Error::Io { path, source })?;
         Ok(moved)
@@ -145,8 +135,8 @@ impl Store {
             let path = path.to_owned();
             move |source| Error::Io { path, source }
         };
-        let bytes = self.read(&self.tasks_path())?;
-        let done = self.read(&self.done_path())?;
+        let bytes = self.read(&self.paths.tasks())?;
+        let done = self.read(&self.paths.done())?;
         if Queue::parse(&bytes, &done).is_err() {
             return Ok(false);
         }
@@ -165,7 +155,7 @@ impl Store {
     /// Returns whether it did.
     pub fn restore_if_deleted(&self, copy: &Path) -> Result<bool> {
         let _lock = self.lock()?;
-        let path = self.tasks_path();
+        let path = self.paths.tasks();
         if path.exists() || !copy.exists() {
             return Ok(false);
         }
@@ -184,7 +174,7 @@ impl Store {
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let kept = dir.join(format!("{DONE_FILE}.line{}.{stamp}.torn", torn.line));
         files::write_atomic(&kept, &torn.bytes).map_err(io(kept.clone()))?;
-        let path = self.done_path();
+        let path = self.paths.done();
         let file = OpenOptions::new()
             .write(true)
             .open(&path)

@@ -2,6 +2,7 @@
 //! invariants (unique ids across both files, nothing lost or duplicated,
 //! parents consistent), and a refused operation writes nothing.
 
+use ralph::paths::Paths;
 use std::collections::{BTreeSet, HashMap};
 
 use proptest::prelude::*;
@@ -62,12 +63,12 @@ fn patch_for(op: &Op, live: &[TaskId], step: usize) -> Option<Patch> {
     })
 }
 
-fn check_invariants(store: &Store, created: &BTreeSet<String>) {
+fn check_invariants(store: &Store, paths: &Paths, created: &BTreeSet<String>) {
     let queue = store.load().expect("the files stay valid");
     let live: Vec<&str> = queue.tasks.tasks().map(|(_, t)| t.id.as_str()).collect();
     let live_set: BTreeSet<&str> = live.iter().copied().collect();
     assert_eq!(live.len(), live_set.len(), "duplicate live id");
-    let done_text = std::fs::read_to_string(store.done_path()).unwrap_or_default();
+    let done_text = std::fs::read_to_string(paths.done()).unwrap_or_default();
     let done_lines = crate::support::ids(&done_text);
     let done_set: BTreeSet<&str> = done_lines.iter().map(String::as_str).collect();
     assert_eq!(done_lines.len(), done_set.len(), "an id archived twice");
@@ -107,13 +108,14 @@ proptest! {
     #[test]
     fn random_operations_keep_the_queue_consistent(ops in proptest::collection::vec(op(), 1..40)) {
         let dir = assert_fs::TempDir::new().unwrap();
-        let store = Store::open(&ralph::paths::Paths::new(dir.path()));
+        let paths = Paths::new(dir.path());
+        let store = Store::open(&paths);
         let mut created = BTreeSet::new();
         for (step, op) in ops.iter().enumerate() {
             let queue = store.load().unwrap();
             let live: Vec<TaskId> = queue.tasks.tasks().map(|(_, t)| t.id.clone()).collect();
             let Some(patch) = patch_for(op, &live, step) else { continue };
-            let before = (std::fs::read(store.tasks_path()).ok(), std::fs::read(store.done_path()).ok());
+            let before = (std::fs::read(paths.tasks()).ok(), std::fs::read(paths.done()).ok());
             match store.apply(&patch, "2026-01-01T00:00:00Z") {
                 Ok(changes) => {
                     for change in changes {
@@ -125,11 +127,11 @@ proptest! {
                     }
                 }
                 Err(_) => {
-                    let after = (std::fs::read(store.tasks_path()).ok(), std::fs::read(store.done_path()).ok());
+                    let after = (std::fs::read(paths.tasks()).ok(), std::fs::read(paths.done()).ok());
                     prop_assert_eq!(before, after, "a refused {:?} wrote something", patch);
                 }
             }
-            check_invariants(&store, &created);
+            check_invariants(&store, &paths, &created);
         }
     }
 }
