@@ -8,6 +8,7 @@
 //! bookkeeping commit.
 
 mod branch;
+mod cli;
 mod error;
 mod history;
 mod identity;

@@ -122,6 +122,11 @@ impl<'a> Engine<'a> {
         if let Some(warning) = repo.identity().warning() {
             ui.line(&format!("warning: {warning}"));
         }
+        for (file, rule) in repo.ignored_queue_files() {
+            ui.line(&format!(
+                "warning: {file} is ignored by git ({rule}), so ralph's commits leave it out and its changes never reach the base's history; add `!{file}` to .gitignore to keep them"
+            ));
+        }
         for lock in repo.clear_stale_locks()? {
             ui.line(&format!(
                 "removed a stale {} (a git process died holding it)",

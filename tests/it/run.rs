@@ -221,6 +221,8 @@ fn a_run_without_a_git_identity_says_who_it_commits_as() {
     project.git(&["config", "--unset", "user.name"]);
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
+    // Tracked queue files: no word about ignore rules.
+    assert!(!run.stderr.contains("ignored by git"), "{}", run.stderr);
     assert!(
         run.stderr.lines().any(|line| line
             == "warning: git user.name or user.email is not configured; ralph commits as ralph <author@example.com> (set them with `git config user.name ...` and `git config user.email ...`)"),
@@ -231,6 +233,38 @@ fn a_run_without_a_git_identity_says_who_it_commits_as() {
         project.git(&["log", "-1", "--format=%an <%ae>", "main"]),
         "ralph <author@example.com>"
     );
+}
+
+/// Queue files matched by `.gitignore` work, but their changes never
+/// reach the base: the run says so at its start, naming the rule.
+#[test]
+fn ignored_queue_files_are_named_with_their_gitignore_rule() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let ignore = project.read(".gitignore");
+    std::fs::write(
+        project.path().join(".gitignore"),
+        format!("{ignore}*.jsonl\n"),
+    )
+    .unwrap();
+    project.git(&["rm", "-q", "--cached", "tasks.jsonl", "tasks-done.jsonl"]);
+    project.git(&["commit", "-q", "-am", "ignore the queue"]);
+    let line = ignore.lines().count() + 1;
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    for file in ["tasks.jsonl", "tasks-done.jsonl"] {
+        let warning = format!(
+            "warning: {file} is ignored by git (.gitignore:{line}: *.jsonl), so ralph's commits leave it out and its changes never reach the base's history; add `!{file}` to .gitignore to keep them"
+        );
+        assert!(run.stderr.lines().any(|l| l == warning), "{}", run.stderr);
+    }
+    // As the warning says: the task is merged, its archive record is not.
+    assert_eq!(project.json_lines("tasks-done.jsonl").len(), 1);
+    let files = project.git(&["ls-tree", "--name-only", "main"]);
+    assert!(files.lines().any(|f| f == "A.txt"), "{files}");
+    assert!(!files.lines().any(|f| f.ends_with(".jsonl")), "{files}");
 }
 
 #[test]
