@@ -45,6 +45,14 @@ pub enum Error {
         /// Repository-relative paths, as `git status` names them.
         paths: Vec<String>,
     },
+    /// The base branch is checked out in another worktree.
+    #[error("the base branch {base} is checked out in another worktree, {}; ralph commits each task onto it, which would leave that worktree's files behind", worktree.display())]
+    BaseInOtherWorktree {
+        /// The base branch.
+        base: String,
+        /// The other worktree's folder.
+        worktree: PathBuf,
+    },
     /// The configured base branch does not exist.
     #[error("base branch {name:?} does not exist")]
     NoSuchBase {
@@ -116,6 +124,10 @@ impl Error {
             Error::Dirty { .. } => {
                 "commit or stash them (`git stash -u`), or list them in .gitignore; only tasks.jsonl and tasks-done.jsonl may stay modified".to_owned()
             }
+            Error::BaseInOtherWorktree { worktree, .. } => format!(
+                "run ralph in that worktree, or switch it to another branch (`git -C {} switch --detach`), or set base_branch in config/ralph.yaml to a branch no other worktree has checked out",
+                worktree.display()
+            ),
             Error::NoSuchBase { .. } => {
                 "create that branch, or set base_branch in config/ralph.yaml to an existing one".to_owned()
             }

@@ -233,8 +233,9 @@ impl Repo {
     }
 
     /// Checks the repository is ready for a run: no merge, rebase or other
-    /// operation in progress, HEAD on a branch, and no uncommitted changes
-    /// apart from the queue files, ralph's runtime files and ignored paths.
+    /// operation in progress, HEAD on a branch, the base branch checked out
+    /// in no other worktree, and no uncommitted changes apart from the
+    /// queue files, ralph's runtime files and ignored paths.
     pub fn preflight(&self) -> Result<Clean> {
         self.check_no_operation()?;
         if let Head::Detached(id) = self.head()? {
@@ -242,6 +243,7 @@ impl Repo {
                 short: id.short().to_owned(),
             });
         }
+        self.check_base_free()?;
         self.check_clean()
     }
 

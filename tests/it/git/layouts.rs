@@ -126,3 +126,46 @@ fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
         [std::path::PathBuf::from(".git/index.lock")]
     );
 }
+
+/// The base checked out in another worktree: the preflight refuses before
+/// anything is committed, naming that worktree and the ways out; the
+/// worktree that has the base checked out runs as usual.
+#[test]
+fn a_base_checked_out_in_another_worktree_is_refused_up_front() {
+    let repo = GitRepo::new();
+    let wt = repo.sibling("wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        wt.to_str().unwrap(),
+    ]);
+    let main_before = repo.git(&["rev-parse", "main"]);
+    let on_main = Options {
+        base_branch: Some("main".to_owned()),
+        ..Options::default()
+    };
+    let git = Repo::open(&ralph::paths::Paths::new(&wt), &on_main).unwrap();
+    let err = git.preflight().err().unwrap();
+    let main = repo.path().canonicalize().unwrap();
+    assert_eq!(
+        report(err),
+        (
+            format!(
+                "error: the base branch main is checked out in another worktree, {0}; ralph commits each task onto it, which would leave that worktree's files behind\nhint: run ralph in that worktree, or switch it to another branch (`git -C {0} switch --detach`), or set base_branch in config/ralph.yaml to a branch no other worktree has checked out",
+                main.display()
+            ),
+            30
+        )
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), main_before);
+    // Where main is checked out, and with the worktree's own branch as
+    // the base, the preflight passes.
+    open_with(&repo, &on_main).preflight().unwrap();
+    Repo::open(&ralph::paths::Paths::new(&wt), &Options::default())
+        .unwrap()
+        .preflight()
+        .unwrap();
+}
