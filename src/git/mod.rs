@@ -247,6 +247,29 @@ impl Repo {
         self.check_clean()
     }
 
+    /// With HEAD detached at the base's tip or a commit before it (a CI
+    /// checkout; `open` refuses a detached HEAD unless the base is
+    /// configured), checks the base out, as a person would before a run.
+    /// Returns the commit HEAD was detached at; `None` when HEAD is on a
+    /// branch, or detached elsewhere (the preflight then refuses: that
+    /// commit would be left behind).
+    pub fn leave_detached_head(&self) -> Result<Option<CommitId>> {
+        let Head::Detached(at) = self.head()? else {
+            return Ok(None);
+        };
+        self.check_no_operation()?;
+        let head = git2::Oid::from_str(at.as_str()).doing("read HEAD")?;
+        let base = self.tip(&self.base)?.id();
+        let behind = head == base
+            || (self.git.graph_descendant_of(base, head)).doing("compare HEAD with the base")?;
+        if !behind {
+            return Ok(None);
+        }
+        self.check_clean()?;
+        self.checkout_carrying_queue(&self.base)?;
+        Ok(Some(at))
+    }
+
     /// Where HEAD points now.
     pub fn head(&self) -> Result<Head> {
         let head = self.git.head().map_err(|source| match source.code() {

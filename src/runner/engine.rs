@@ -133,6 +133,13 @@ impl<'a> Engine<'a> {
                 lock.display()
             ));
         }
+        if let Some(at) = repo.leave_detached_head()? {
+            ui.line(&format!(
+                "HEAD was detached at {}; checked out the base branch {}",
+                at.short(),
+                repo.base()
+            ));
+        }
         // A run killed mid-iteration leaves the agent's work uncommitted on
         // its branch: keep it before checking the tree is clean.
         if let (Some(task), Head::Branch(branch)) = (state.current_task.clone(), repo.head()?)

@@ -267,6 +267,48 @@ fn ignored_queue_files_are_named_with_their_gitignore_rule() {
     assert!(!files.lines().any(|f| f.ends_with(".jsonl")), "{files}");
 }
 
+/// A CI-style checkout (HEAD detached at the base's tip) with the base
+/// configured: ralph checks the base out and runs. HEAD detached at a
+/// commit the base lacks is still refused: switching would leave it.
+#[test]
+fn a_detached_head_at_the_configured_base_is_checked_out_and_run() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let run_on_main = || {
+        let mut command = project.run_command(&[]);
+        command.env("RALPH_BASE_BRANCH", "main");
+        crate::support::finish(command, 60)
+    };
+    project.git(&["switch", "-q", "--detach"]);
+    std::fs::write(project.path().join("notes.txt"), "a commit off the base\n").unwrap();
+    project.git(&["add", "notes.txt"]);
+    project.git(&["commit", "-q", "-m", "off the base"]);
+    let short = project.git(&["rev-parse", "--short=7", "HEAD"]);
+    let refused = run_on_main();
+    assert_eq!(refused.code, 30, "{refused:#?}");
+    assert!(
+        refused
+            .stderr
+            .starts_with(&format!("error: HEAD is detached at {short}; ")),
+        "{refused:#?}"
+    );
+    project.git(&["switch", "-q", "--detach", "main"]);
+    let tip = project.git(&["rev-parse", "--short=7", "main"]);
+    let run = run_on_main();
+    assert_eq!(run.code, 0, "{run:#?}");
+    let said = format!("HEAD was detached at {tip}; checked out the base branch main");
+    assert!(
+        run.stderr.lines().any(|line| line == said),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(project.git(&["symbolic-ref", "--short", "HEAD"]), "main");
+    let files = project.git(&["ls-tree", "--name-only", "main"]);
+    assert!(files.lines().any(|f| f == "A.txt"), "{files}");
+}
+
 #[test]
 fn a_stop_file_ends_the_run_before_an_iteration_and_is_removed() {
     let project = TestProject::new()
