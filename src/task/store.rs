@@ -98,13 +98,15 @@ impl Store {
             replaced: true,
         };
         if queue.tasks.is_changed() {
-            // The records are on disk, the new file is not in place.
-            crate::fault::crash_at("mid_queue_write");
             let path = self.paths.tasks();
             let write = |file: &mut File| {
                 let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
                 queue.tasks.write_to(&mut out)?;
-                std::io::Write::flush(&mut out)
+                std::io::Write::flush(&mut out)?;
+                // The records are on disk, the new file is written but not
+                // in place.
+                crate::fault::crash_at("mid_queue_write");
+                Ok(())
             };
             written.replaced = files::write_atomic_unless_changed(&path, write, stamp)
                 .map_err(|source| Error::Io { path, source })?;
