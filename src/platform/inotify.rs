@@ -11,6 +11,9 @@
 //! change status without being touched). Without inotify (no instance or
 //! watch left) every scan is a full one, as before.
 
+// Built only where inotify exists (see `mod.rs`).
+#![cfg(target_os = "linux")]
+
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

@@ -1,5 +1,8 @@
 //! Linux: `renameat2` and `/proc`.
 
+// Built only where these calls exist (see `mod.rs`).
+#![cfg(target_os = "linux")]
+
 pub use super::inotify::Watch;
 
 use std::io;
