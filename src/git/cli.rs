@@ -2,7 +2,7 @@
 //! depends on more than libgit2 reports (docs/GIT.md).
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use super::Repo;
 use super::error::{Error, Result};
@@ -11,18 +11,9 @@ impl Repo {
     /// `git args` in the working tree: its standard output, or `None`
     /// when there is no `git` command or it fails.
     fn git_output(&self, args: &[&str]) -> Option<String> {
-        let output = Command::new("git")
-            .arg("-C")
-            .arg(self.workdir())
-            .args(args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+        let mut command = Command::new("git");
+        command.arg("-C").arg(self.workdir()).args(args);
+        crate::platform::stdout_of(&mut command)
     }
 
     /// Fails when the base branch is checked out in another worktree of

@@ -50,6 +50,16 @@ pub fn git_at_work_in(places: &[&Path]) -> bool {
     imp::git_at_work_in(places)
 }
 
+/// The standard output of `command` (no input, its errors dropped) when it
+/// ran and exited 0; `None` otherwise, the command missing included.
+pub(crate) fn stdout_of(command: &mut std::process::Command) -> Option<String> {
+    use std::process::Stdio;
+    let output = (command.stdin(Stdio::null()).stderr(Stdio::null()))
+        .output()
+        .ok()?;
+    (output.status.success()).then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
 /// Whether process `pid` is running. A zombie is not: a process killed
 /// with its agent may never be reaped (an init that reaps no orphans).
 pub fn alive(pid: u32) -> bool {

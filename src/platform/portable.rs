@@ -49,16 +49,7 @@ pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
 
 /// `ps` with `args`, its output when it ran and succeeded.
 fn ps(args: &[&str]) -> Option<String> {
-    let output = Command::new("ps")
-        .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    super::stdout_of(Command::new("ps").args(args))
 }
 
 pub fn group_members(group: i32) -> Option<Vec<u32>> {

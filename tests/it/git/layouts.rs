@@ -74,16 +74,7 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
 
 #[test]
 fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
-    let repo = GitRepo::new();
-    let wt = repo.sibling("wt");
-    repo.git(&[
-        "worktree",
-        "add",
-        "-q",
-        "-b",
-        "feature",
-        wt.to_str().unwrap(),
-    ]);
+    let (repo, wt) = with_feature_worktree();
     let common = repo.path().join(".git");
     let own = common.join("worktrees/wt");
     std::fs::write(own.join("index.lock"), "").unwrap();
@@ -132,16 +123,7 @@ fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
 /// worktree that has the base checked out runs as usual.
 #[test]
 fn a_base_checked_out_in_another_worktree_is_refused_up_front() {
-    let repo = GitRepo::new();
-    let wt = repo.sibling("wt");
-    repo.git(&[
-        "worktree",
-        "add",
-        "-q",
-        "-b",
-        "feature",
-        wt.to_str().unwrap(),
-    ]);
+    let (repo, wt) = with_feature_worktree();
     let main_before = repo.git(&["rev-parse", "main"]);
     let on_main = Options {
         base_branch: Some("main".to_owned()),
@@ -168,4 +150,20 @@ fn a_base_checked_out_in_another_worktree_is_refused_up_front() {
         .unwrap()
         .preflight()
         .unwrap();
+}
+
+/// A repository on `main` with a linked worktree `wt` beside it, on a new
+/// branch `feature`.
+fn with_feature_worktree() -> (GitRepo, std::path::PathBuf) {
+    let repo = GitRepo::new();
+    let wt = repo.sibling("wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "feature",
+        wt.to_str().unwrap(),
+    ]);
+    (repo, wt)
 }
