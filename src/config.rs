@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer};
 use crate::exit::Exit;
 use crate::files::{self, TextError};
 
-pub use crate::paths::SETTINGS_FILE;
+use crate::paths::SETTINGS_FILE;
 
 /// The agent presets ralph knows.
 pub const PRESETS: [&str; 8] = [

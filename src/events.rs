@@ -9,8 +9,6 @@ use serde_json::{Map, Value};
 use crate::files;
 use crate::redact::redact_json;
 
-pub use crate::paths::EVENTS_FILE;
-
 /// One transition of the loop.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -124,7 +122,11 @@ mod tests {
         let log = EventLog::open(&crate::paths::Paths::new(dir.path()));
         log.append(&event("one")).unwrap();
         // A crash mid-append leaves half a line.
-        files::append_durable(&dir.path().join(EVENTS_FILE), b"{\"timestamp\":\"2026").unwrap();
+        files::append_durable(
+            &dir.path().join(crate::paths::EVENTS_FILE),
+            b"{\"timestamp\":\"2026",
+        )
+        .unwrap();
         log.append(&event("two")).unwrap();
         let (events, skipped) = log.tail(10).unwrap();
         assert_eq!(

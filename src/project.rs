@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::task::TASKS_FILE;
+use crate::paths::TASKS_FILE;
 
 /// The project root: `dir` when given (it must exist), otherwise the nearest
 /// folder at or above `cwd` holding `tasks.jsonl` or `.git`, otherwise `cwd`.

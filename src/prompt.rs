@@ -12,8 +12,8 @@ use crate::files::{self, TextError};
 use crate::roles::{self, Decision};
 use crate::task::{Queue, Task, TaskId};
 
-pub use crate::paths::CONTEXT_TEMPLATE;
-pub use crate::paths::WORKING_FILE;
+use crate::paths::CONTEXT_TEMPLATE;
+use crate::paths::WORKING_FILE;
 /// The shipped task-context template.
 pub const DEFAULT_CONTEXT_TEMPLATE: &str = include_str!("../templates/context.md.j2");
 /// Separator between the parts of the prompt (the seed's composition).

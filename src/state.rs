@@ -9,8 +9,6 @@ use serde::{Deserialize, Serialize};
 use crate::files;
 use crate::prompt::Evidence;
 
-pub use crate::paths::STATE_FILE;
-
 /// The loop's state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -181,7 +179,7 @@ mod tests {
         state.tasks.entry("A".into()).or_default().iterations = 3;
         file.save(&state).unwrap();
         assert_eq!(file.load().unwrap().0, state);
-        std::fs::write(dir.path().join(STATE_FILE), "{ torn").unwrap();
+        std::fs::write(dir.path().join(crate::paths::STATE_FILE), "{ torn").unwrap();
         let (fresh, loaded) = file.load().unwrap();
         assert_eq!(fresh, State::default());
         assert_eq!(

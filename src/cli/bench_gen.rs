@@ -6,7 +6,7 @@ use clap::Args;
 use super::{Context, Outcome};
 use crate::bench_data::{PendingAt, Spec, tasks_jsonl};
 use crate::error::Error;
-use crate::task::{DONE_FILE, TASKS_FILE};
+use crate::paths::{DONE_FILE, TASKS_FILE};
 
 /// Arguments of `ralph bench-gen`.
 #[derive(Debug, Args)]

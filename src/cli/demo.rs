@@ -82,7 +82,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
     for commit in repo.base_log(20)? {
         let _ = writeln!(out, "  {} {}", commit.id.short(), commit.subject);
     }
-    let done = std::fs::read_to_string(folder.join(crate::task::DONE_FILE)).unwrap_or_default();
+    let done = std::fs::read_to_string(folder.join(crate::paths::DONE_FILE)).unwrap_or_default();
     let _ = writeln!(out, "\ntasks-done.jsonl:");
     for line in done.lines() {
         let _ = writeln!(out, "  {line}");

@@ -173,7 +173,7 @@ fn current_task<'q>(
         Some(id) => queue.get(id.as_str()).map(Some).ok_or_else(|| {
             crate::task::Error::NotFound {
                 id: id.to_string(),
-                place: crate::task::TASKS_FILE,
+                place: crate::paths::TASKS_FILE,
             }
             .into()
         }),

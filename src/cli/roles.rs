@@ -7,7 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::{Context, Outcome, current_task, to_json};
 use crate::error::Error;
-use crate::roles::{self, ROLES_FILE, TriggerContext};
+use crate::paths::ROLES_FILE;
+use crate::roles::{self, TriggerContext};
 use crate::task::{Store, TaskId};
 
 /// The `ralph roles` subcommands.

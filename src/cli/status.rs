@@ -22,13 +22,13 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         let path = paths.join(path);
         move |source| Error::Io { path, source }
     };
-    let holder = lock::live_holder(paths).map_err(io(lock::RUN_LOCK))?;
+    let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
     let state = crate::state::StateFile::open(paths).peek();
     let queue = Store::open(paths).load()?;
     let counts = queue.counts();
     let (events, _) = EventLog::open(paths)
         .tail(RECENT)
-        .map_err(io(crate::events::EVENTS_FILE))?;
+        .map_err(io(crate::paths::EVENTS_FILE))?;
     let result: Option<RunResult> = std::fs::read(paths.result())
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());

@@ -2,7 +2,8 @@
 
 use super::{Context, Outcome};
 use crate::error::Error;
-use crate::runner::{STOP_FILE, lock};
+use crate::paths::STOP_FILE;
+use crate::runner::lock;
 
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
 pub fn run(context: &Context) -> Result<Outcome, Error> {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::exit::Exit;
 
-pub use crate::paths::ROLES_FILE;
+use crate::paths::ROLES_FILE;
 
 /// What can go wrong loading triggers or role files.
 #[derive(Debug, thiserror::Error)]

@@ -10,12 +10,12 @@ use crate::paths::Paths;
 
 use crate::files::TextError;
 
-pub use error::{Error, ROLES_FILE};
+pub use error::Error;
 pub use normalize::normalize;
 pub use triggers::{Decision, Fired, Trigger, Triggers};
 pub use vars::{FUNCTIONS, TriggerContext, VARIABLES, VarType};
 
-pub use crate::paths::ROLES_DIR;
+use crate::paths::ROLES_DIR;
 
 /// Loads the project's triggers; a missing `config/roles.yaml` means none.
 pub fn load(paths: &Paths) -> Result<Triggers, Error> {

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde_json::Map;
 
 use super::RunError;
-use super::STOP_FILE;
 use super::decide::{self, Before, Budgets, Candidate, Ending, Step};
 use super::iteration::Next;
 use super::lock::{LockError, RunLock};
@@ -21,6 +20,7 @@ use crate::config::Settings;
 use crate::error::Error;
 use crate::events::EventLog;
 use crate::git::{self, Head, Repo};
+use crate::paths::STOP_FILE;
 use crate::roles::{self, Triggers};
 use crate::state::{Loaded, State, StateFile, TaskProgress};
 use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
@@ -111,10 +111,10 @@ impl<'a> Engine<'a> {
         // (looked for once the leftover agent, which may have been writing
         // one with `ralph task`, is stopped).
         for file in [
-            crate::task::TASKS_FILE,
-            crate::state::STATE_FILE,
+            crate::paths::TASKS_FILE,
+            crate::paths::STATE_FILE,
             VALID_QUEUE,
-            super::result::RESULT_FILE,
+            crate::paths::RESULT_FILE,
         ] {
             let _ = crate::files::remove_stale_temps(&paths.join(file));
         }
@@ -440,7 +440,7 @@ impl<'a> Engine<'a> {
     }
 }
 
-pub use crate::paths::VALID_QUEUE;
+use crate::paths::VALID_QUEUE;
 
 /// The prompt and log files of the iteration numbered `iteration` over all
 /// runs (so a later run never overwrites them), on task `id`.

@@ -8,8 +8,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::paths::RUN_LOCK;
-
 /// Who holds the run lock.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Holder {

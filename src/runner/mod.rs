@@ -23,8 +23,6 @@ use crate::exit::Exit;
 pub use engine::{Engine, RunOptions};
 pub use result::{RunResult, RunStatus};
 
-pub use crate::paths::STOP_FILE;
-
 /// Failures of the loop itself.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

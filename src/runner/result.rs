@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 use crate::exit::Exit;
 use crate::files;
 
-pub use crate::paths::RESULT_FILE;
-
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

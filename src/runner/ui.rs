@@ -11,8 +11,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::redact::redact;
 
-pub use crate::paths::LOG_FILE;
-
 /// The run's output to a person.
 pub struct Ui {
     bar: Option<ProgressBar>,

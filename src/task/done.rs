@@ -48,7 +48,7 @@ impl Torn {
     pub fn ignored_warning(line: usize) -> String {
         format!(
             "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) is ignored; the next archive moves it to {}",
-            super::store::QUARANTINE_DIR
+            crate::paths::QUARANTINE_DIR
         )
     }
 }

@@ -16,5 +16,5 @@ pub use file::{Line, LineEnd, TaskFile};
 pub use id::TaskId;
 pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
-pub use queue::{Counts, DONE_FILE, Queue, TASKS_FILE, TreeNode};
-pub use store::{LOCK_FILE, QUARANTINE_DIR, RUNTIME_DIR, Store};
+pub use queue::{Counts, Queue, TreeNode};
+pub use store::Store;

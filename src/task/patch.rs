@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use super::error::{Error, Result};
 use super::id::TaskId;
 use super::model::Status;
-use super::queue::{DONE_FILE, Queue, TASKS_FILE};
+use super::queue::Queue;
+use crate::paths::{DONE_FILE, TASKS_FILE};
 
 /// A new task for `Patch::Add`.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -9,8 +9,8 @@ use super::file::TaskFile;
 use super::id::{self, TaskId};
 use super::model::{Status, Task};
 
-pub use crate::paths::DONE_FILE;
-pub use crate::paths::TASKS_FILE;
+use crate::paths::DONE_FILE;
+use crate::paths::TASKS_FILE;
 
 /// `tasks.jsonl` and `tasks-done.jsonl`, parsed and checked.
 #[derive(Clone, Debug)]

@@ -8,13 +8,11 @@ use std::path::{Path, PathBuf};
 use super::done::Torn;
 use super::error::{Error, Result};
 use super::patch::{Change, Patch};
-use super::queue::{DONE_FILE, Queue};
+use super::queue::Queue;
 use crate::files::{self, Stamp};
 use crate::paths::Paths;
 
-pub use crate::paths::LOCK_FILE;
-pub use crate::paths::QUARANTINE_DIR;
-pub use crate::paths::RUNTIME_DIR;
+use crate::paths::DONE_FILE;
 
 /// The task files of one project.
 #[derive(Clone, Debug)]
