@@ -393,21 +393,42 @@ mod tests {
     fn a_settled_read_waits_out_a_rewrite_in_place() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("tasks.jsonl");
-        fs::write(&path, "").unwrap();
-        // An editor that truncates, then writes a moment later.
-        let writer = {
-            let path = path.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(3));
-                fs::write(&path, "whole\n").unwrap();
-            })
+        // Stamped in the future: fresh however slow the machine.
+        let soon = std::time::SystemTime::now() + Duration::from_secs(3600);
+        let write = |text: &str| {
+            fs::write(&path, text).unwrap();
+            File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(soon)
+                .unwrap();
         };
-        let (bytes, stamp) = read_settled(&path, |bytes| bytes).unwrap();
-        writer.join().unwrap();
-        let (now, now_stamp) = read_settled(&path, |bytes| bytes).unwrap();
-        assert_eq!(now, b"whole\n");
-        // Whatever the first read saw, its bytes belong to its stamp.
-        assert_eq!(bytes == now, stamp == now_stamp);
+        write("");
+        // The editor's write lands just after ralph read the truncated file.
+        let mut reads = Vec::new();
+        let (bytes, stamp) = read_settled(&path, |bytes| {
+            if reads.is_empty() {
+                write("whole\n");
+            }
+            reads.push(bytes.clone());
+            bytes
+        })
+        .unwrap();
+        assert_eq!(reads, [b"".to_vec(), b"whole\n".to_vec()]);
+        assert_eq!(bytes, b"whole\n");
+        assert_eq!(stamp, Stamp::of(&path).unwrap());
+        // A file not fresh is taken as read.
+        fs::write(&path, "old\n").unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+        let mut calls = 0;
+        read_settled(&path, |_| calls += 1).unwrap();
+        assert_eq!(calls, 1);
     }
 
     #[test]
