@@ -63,17 +63,17 @@ pub(crate) fn stdout_of(command: &mut std::process::Command) -> Option<String> {
 /// Whether process `pid` is running. A zombie is not: a process killed
 /// with its agent may never be reaped (an init that reaps no orphans).
 pub fn alive(pid: u32) -> bool {
+    use nix::errno::Errno;
     // 0 would name our own group.
-    let Ok(pid @ 1..) = i32::try_from(pid) else {
+    let Ok(raw @ 1..) = i32::try_from(pid) else {
         return false;
     };
-    use nix::errno::Errno;
     // EPERM: it runs, as somebody else.
     let signalled = matches!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
         Ok(()) | Err(Errno::EPERM)
     );
-    signalled && !imp::zombie(pid.unsigned_abs())
+    signalled && !imp::zombie(pid)
 }
 
 #[cfg(test)]
