@@ -1,13 +1,203 @@
-//! Questions put to the user's own `git` command, where the answer
-//! depends on more than libgit2 reports (docs/GIT.md).
+//! The user's own `git` command: what the repository's configuration
+//! governs (filters, LFS, sparse checkouts, submodules, hooks, signing)
+//! goes through it, and questions whose answer depends on more than
+//! libgit2 reports (docs/GIT.md has the table).
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use super::Repo;
-use super::error::{Error, Result};
+use super::error::{Context, Error, Result};
+use super::{CommitId, Repo};
+
+/// How long a lock another git process holds (an IDE's `git status`) is
+/// waited for before the run stops.
+pub(super) const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// What a `git` command that ran to its end printed.
+pub(super) struct Ran {
+    /// Whether it exited 0.
+    pub success: bool,
+    /// Its exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Its standard output.
+    pub stdout: Vec<u8>,
+    /// Its standard error and output together, as a person would see them
+    /// (hooks print to either).
+    pub said: String,
+}
 
 impl Repo {
+    /// `git` in the working tree, committing as ralph's identity, never
+    /// asking for a password on a terminal, and aimed at this repository
+    /// whatever `GIT_DIR` the caller's environment has.
+    pub(super) fn git_command(&self) -> Command {
+        let mut command = Command::new("git");
+        command.arg("-C").arg(self.workdir());
+        for name in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"] {
+            command.env_remove(name);
+        }
+        let identity = &self.identity;
+        for role in ["AUTHOR", "COMMITTER"] {
+            command.env(format!("GIT_{role}_NAME"), &identity.name);
+            command.env(format!("GIT_{role}_EMAIL"), &identity.email);
+            if let Some(time) = identity.time {
+                let offset = time.offset_minutes.unsigned_abs();
+                let sign = if time.offset_minutes < 0 { '-' } else { '+' };
+                let date = format!(
+                    "@{} {sign}{:02}{:02}",
+                    time.seconds,
+                    offset / 60,
+                    offset % 60
+                );
+                command.env(format!("GIT_{role}_DATE"), date);
+            }
+        }
+        command.env("GIT_TERMINAL_PROMPT", "0");
+        command
+    }
+
+    /// Runs `git args` with `input` on its standard input, waiting out a
+    /// lock file another git process holds (backing off, up to
+    /// [`LOCK_WAIT`]). A command that fails otherwise is handed back as it
+    /// ran: the caller decides (a hook's rejection is a task's failure).
+    pub(super) fn run_git(&self, args: &[&str], input: &[u8], action: &str) -> Result<Ran> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        loop {
+            let ran = self.run_git_once(args, input, action)?;
+            match held_lock(&ran) {
+                Some(lock) if !ran.success => {
+                    if started.elapsed() >= LOCK_WAIT {
+                        return Err(locked(lock));
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(500));
+                }
+                _ => return Ok(ran),
+            }
+        }
+    }
+
+    /// [`Repo::run_git`] for a command that must succeed.
+    pub(super) fn git_ok(&self, args: &[&str], input: &[u8], action: &str) -> Result<Vec<u8>> {
+        let ran = self.run_git(args, input, action)?;
+        if ran.success {
+            Ok(ran.stdout)
+        } else {
+            Err(Error::Command {
+                action: action.to_owned(),
+                said: ran.said,
+            })
+        }
+    }
+
+    fn run_git_once(&self, args: &[&str], input: &[u8], action: &str) -> Result<Ran> {
+        let failed = |source: std::io::Error| Error::Command {
+            action: action.to_owned(),
+            said: format!("cannot run git: {source}"),
+        };
+        let mut child = self
+            .git_command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(failed)?;
+        let mut stdin = child.stdin.take().expect("stdin is piped");
+        let input = input.to_vec();
+        // Fed from a thread: a hook may print more than a pipe holds
+        // before git reads all of its input.
+        let feeder = std::thread::spawn(move || stdin.write_all(&input));
+        let output = child.wait_with_output().map_err(failed)?;
+        let _ = feeder.join();
+        let mut said = String::from_utf8_lossy(&output.stderr).into_owned();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        if !output.status.success() && !stdout.trim().is_empty() {
+            said.push_str(&stdout);
+        }
+        Ok(Ran {
+            success: output.status.success(),
+            code: output.status.code(),
+            stdout: output.stdout,
+            said: said.trim_end().to_owned(),
+        })
+    }
+
+    /// Stages `paths` (modified, deleted or new files) through the user's
+    /// git, so its filters, LFS and `core.autocrlf`
+    /// apply and a submodule is staged as its commit.
+    pub(super) fn stage(&self, paths: &[Vec<u8>]) -> Result<()> {
+        let mut list = Vec::new();
+        for path in paths {
+            list.extend_from_slice(path);
+            list.push(0);
+        }
+        // `git add --all` of a tracked file in an ignored folder stages it
+        // but fails; `update-index` stages exactly the paths given.
+        let args = ["update-index", "--add", "--remove", "-z", "--stdin"];
+        self.git_ok(&args, &list, "stage the leftovers")?;
+        Ok(())
+    }
+
+    /// Whether the index differs from HEAD (submodules by their commit).
+    pub(super) fn has_staged_changes(&self) -> Result<bool> {
+        let args = ["diff", "--cached", "--quiet", "--ignore-submodules=dirty"];
+        let ran = self.run_git(&args, b"", "compare the index with HEAD")?;
+        match ran.code {
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            _ => Err(Error::Command {
+                action: "compare the index with HEAD".to_owned(),
+                said: ran.said,
+            }),
+        }
+    }
+
+    /// `git commit` of the index with `message` (taken verbatim), adding
+    /// `extra` arguments: the user's git signs it when configured, and
+    /// runs the hooks unless `extra` has `--no-verify`. The commit made, or
+    /// what git and its hooks printed when it refused.
+    pub(super) fn commit_index(
+        &self,
+        message: &str,
+        extra: &[&str],
+    ) -> Result<std::result::Result<CommitId, String>> {
+        let mut args = vec!["commit", "--quiet", "--cleanup=verbatim", "--file=-"];
+        args.extend_from_slice(extra);
+        let ran = self.run_git(&args, message.as_bytes(), "commit")?;
+        if !ran.success {
+            return Ok(Err(ran.said));
+        }
+        let head = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .doing("read the new commit")?;
+        Ok(Ok(head.id().into()))
+    }
+
+    /// Waits while git's index lock exists (another git process is
+    /// changing the index), backing off, up to [`LOCK_WAIT`]; libgit2
+    /// fails at once on a lock. A lock older than any git command left by
+    /// a dead process is removed by [`Repo::clear_stale_locks`] at the
+    /// start of a run.
+    pub(super) fn wait_for_index_lock(&self) -> Result<()> {
+        let lock = self.git.path().join("index.lock");
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        while lock.exists() {
+            if started.elapsed() >= LOCK_WAIT {
+                return Err(locked(lock));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(500));
+        }
+        Ok(())
+    }
+
     /// `git args` in the working tree: its standard output, or `None`
     /// when there is no `git` command or it fails.
     fn git_output(&self, args: &[&str]) -> Option<String> {
@@ -67,4 +257,22 @@ impl Repo {
             })
             .collect()
     }
+}
+
+/// The lock file a failed git command names (`Unable to create
+/// '.../index.lock': File exists.`, `cannot lock ref ...`), if any.
+fn held_lock(ran: &Ran) -> Option<PathBuf> {
+    let said = &ran.said;
+    let start = said.find("Unable to create '")? + "Unable to create '".len();
+    let end = said[start..].find("': File exists")? + start;
+    Some(PathBuf::from(&said[start..end]))
+}
+
+/// The error for `lock`, still held after [`LOCK_WAIT`].
+fn locked(lock: PathBuf) -> Error {
+    let age = std::fs::metadata(&lock)
+        .and_then(|meta| meta.modified())
+        .ok()
+        .and_then(|modified| modified.elapsed().ok());
+    Error::Locked { lock, age }
 }

@@ -77,6 +77,43 @@ pub enum Error {
         /// The prefix as configured.
         prefix: String,
     },
+    /// The index has unmerged paths (a conflict left unresolved).
+    #[error("the index has unmerged paths: {}", list_paths(paths))]
+    Unmerged {
+        /// The conflicted paths.
+        paths: Vec<String>,
+    },
+    /// Another git process holds a lock file longer than ralph waits.
+    #[error("{} is held by another git process{}", lock.display(), age.map(|age| format!(" (for {}s)", age.as_secs())).unwrap_or_default())]
+    Locked {
+        /// The lock file.
+        lock: PathBuf,
+        /// How old it is.
+        age: Option<std::time::Duration>,
+    },
+    /// `commit.gpgsign` (or `gpg.format`) asks for signed commits and git
+    /// cannot sign one.
+    #[error("commit.gpgsign is set but git cannot sign a commit: {said}")]
+    Signing {
+        /// What git said.
+        said: String,
+    },
+    /// A hook rejected one of ralph's bookkeeping commits.
+    #[error("a git hook rejected the commit {subject:?}: {said}")]
+    HookRejected {
+        /// The commit's subject.
+        subject: String,
+        /// What the hook printed.
+        said: String,
+    },
+    /// A `git` command failed.
+    #[error("git: {action}: {said}")]
+    Command {
+        /// What ralph was doing.
+        action: String,
+        /// What git printed.
+        said: String,
+    },
     /// A libgit2 operation failed.
     #[error("git: {action}: {}", source.message())]
     Git {
@@ -100,7 +137,12 @@ impl Error {
     /// invalid input a person fixes; I/O and libgit2 failures are transient.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Git { .. } | Error::Io { .. } => Exit::Transient,
+            Error::Git { .. }
+            | Error::Io { .. }
+            | Error::Command { .. }
+            | Error::Locked { .. }
+            | Error::Signing { .. }
+            | Error::HookRejected { .. } => Exit::Transient,
             _ => Exit::InvalidInput,
         }
     }
@@ -137,7 +179,22 @@ impl Error {
             Error::InvalidPrefix { .. } => {
                 "use letters, digits, `-` and `/` (the default is `task/`)".to_owned()
             }
-            Error::NoSuchBranch { .. } | Error::Git { .. } | Error::Io { .. } => return None,
+            Error::Unmerged { .. } => {
+                "resolve the conflicts and `git add` the files, then `git commit`; or give up the merge (`git merge --abort`, `git reset --merge`)".to_owned()
+            }
+            Error::Locked { .. } => {
+                "wait for that git command to finish and run ralph again; if no git process is running, remove the lock file".to_owned()
+            }
+            Error::Signing { .. } => {
+                "make signing work (`git config user.signingkey ...`, a key your gpg or ssh agent has), or unset commit.gpgsign for this repository".to_owned()
+            }
+            Error::HookRejected { .. } => {
+                "ralph's bookkeeping commits carry only tasks.jsonl and tasks-done.jsonl: let the hook pass them, or commit the two files by hand".to_owned()
+            }
+            Error::NoSuchBranch { .. }
+            | Error::Git { .. }
+            | Error::Io { .. }
+            | Error::Command { .. } => return None,
         };
         Some(hint)
     }
@@ -182,48 +239,9 @@ fn list_paths(paths: &[String]) -> String {
 /// Shorthand for results of this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Whether a libgit2 error comes from a file changing or vanishing while
-/// it was read (a person's edit next to ralph's scan): worth trying again.
-/// Other file errors (no permission, a full disk) are not.
-pub(super) fn is_transient(err: &git2::Error) -> bool {
-    let file = matches!(
-        err.class(),
-        git2::ErrorClass::Os | git2::ErrorClass::Filesystem
-    );
-    file && (err.code() == git2::ErrorCode::NotFound
-        || err.message().contains("changed before we could read it")
-        || err.message().contains("error reading file for hashing"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_a_file_that_changed_or_vanished_is_worth_another_try() {
-        use git2::{ErrorClass, ErrorCode};
-        let error = |code, class, message| git2::Error::new(code, class, message);
-        assert!(is_transient(&error(
-            ErrorCode::NotFound,
-            ErrorClass::Os,
-            "could not find 'a.txt' to stat"
-        )));
-        assert!(is_transient(&error(
-            ErrorCode::GenericError,
-            ErrorClass::Filesystem,
-            "file changed before we could read it"
-        )));
-        assert!(!is_transient(&error(
-            ErrorCode::GenericError,
-            ErrorClass::Os,
-            "failed to open 'a.txt': Permission denied"
-        )));
-        assert!(!is_transient(&error(
-            ErrorCode::NotFound,
-            ErrorClass::Reference,
-            "reference 'refs/heads/x' not found"
-        )));
-    }
 
     #[test]
     fn a_long_dirty_list_names_ten_paths_and_counts_the_rest() {

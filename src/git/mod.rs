@@ -374,12 +374,11 @@ impl Repo {
             .doing(&format!("read the tip of {branch}"))
     }
 
-    /// Whether ralph owns `path`, whose `git status` is `status`: a queue
-    /// file always; a runtime file or a queue temp only while it is not in
-    /// HEAD (untracked, or staged as new by an agent's `git add -A`): a
-    /// tracked one is the project's, and a checkout would overwrite it.
-    fn is_own(&self, path: &str, status: git2::Status) -> bool {
-        let not_in_head = status.intersects(git2::Status::WT_NEW | git2::Status::INDEX_NEW);
+    /// Whether ralph owns `path`: a queue file always; a runtime file or a
+    /// queue temp only while it is `not_in_head` (untracked, or staged as
+    /// new by an agent's `git add -A`): a tracked one is the project's, and
+    /// a checkout would overwrite it.
+    fn is_own(&self, path: &str, not_in_head: bool) -> bool {
         self.is_queue_file(path)
             || (not_in_head && (self.is_queue_temp(path) || self.is_runtime_file(path)))
     }

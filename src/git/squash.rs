@@ -239,7 +239,7 @@ impl Repo {
             .doing(&format!("commit the queue files on {}", self.base))?;
         // HEAD moved with the base: the index entries of the queue files
         // follow, so they read as committed.
-        let mut real = self.git.index().doing("read the index")?;
+        let mut real = self.index()?;
         for file in &self.queue {
             self.unstage(&mut real, &tree, &file.rel)?;
         }

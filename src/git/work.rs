@@ -2,9 +2,6 @@
 //! commits after an iteration, and getting back to the branch when the
 //! agent left it.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-
 use git2::{Delta, DiffOptions, Sort};
 
 use super::error::{Context, Error, Result};
@@ -188,13 +185,13 @@ impl Repo {
     /// ralph's own files and ignored paths; `None` when there was nothing.
     /// The tree is clean afterwards.
     fn commit_wip(&self, message: &str) -> Result<(Option<CommitId>, Clean)> {
-        // Files changing while they are staged (a person rewriting
-        // tasks.jsonl next to the scan) fail the scan: stage again.
+        // A file deleted between the scan and its staging (a person's temp
+        // file renamed over tasks.jsonl): scan again.
         let mut attempt = 0;
         loop {
             match self.commit_wip_once(message) {
-                Err(Error::Git { source, .. })
-                    if attempt < 20 && super::error::is_transient(&source) =>
+                Err(Error::Command { said, .. })
+                    if attempt < 20 && said.contains("did not match any file") =>
                 {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(20));
@@ -210,63 +207,55 @@ impl Repo {
         }
     }
 
+    /// One scan, the staging of what it found through the user's git, and
+    /// a `git commit --no-verify`: an agent's work is never lost to a hook
+    /// (the squash commit on the base runs them).
     fn commit_wip_once(&self, message: &str) -> Result<(Option<CommitId>, Clean)> {
-        let head = self
+        let head_tree = self
             .git
             .head()
-            .and_then(|head| head.peel_to_commit())
-            .doing("read HEAD's commit")?;
-        let head_tree = head.tree().doing("read HEAD's tree")?;
+            .and_then(|head| head.peel_to_tree())
+            .doing("read HEAD's tree")?;
         // One scan of the tree finds what to stage and what to drop; ralph's
         // own files and ignored paths stay out.
         let Uncommitted {
             paths,
             staged,
             own_staged,
+            unmerged,
         } = self.uncommitted_paths()?;
-        let mut index = self.git.index().doing("read the index")?;
-        index.read(false).doing("read the index")?;
+        if !unmerged.is_empty() {
+            return Err(Error::Unmerged { paths: unmerged });
+        }
+        self.wait_for_index_lock()?;
+        let mut index = self.index()?;
+        // The agent may have staged a queue file itself: those never enter
+        // a branch commit made by ralph.
         let mut changed = false;
         let queue = self.queue.iter().map(|file| file.rel.as_str());
         for path in queue.chain(own_staged.iter().map(String::as_str)) {
             changed |= self.unstage(&mut index, &head_tree, path)?;
         }
-        if paths.is_empty() && !staged && !changed {
-            // The agent committed everything: no tree to write.
+        if changed {
+            index.write().doing("write the index")?;
+        }
+        if paths.is_empty() && !staged {
+            // The agent committed everything.
             return Ok((None, Clean::new()));
         }
-        for (path, deleted) in paths {
-            let path = Path::new(std::ffi::OsStr::from_bytes(&path));
-            if deleted {
-                index.remove_path(path).doing("stage deleted files")?;
-            } else {
-                index.add_path(path).doing("stage the leftovers")?;
-            }
+        if !paths.is_empty() {
+            self.stage(&paths)?;
         }
-        // The agent may have staged a queue file itself (unstaged above);
-        // those never enter a branch commit made by ralph.
-        let tree_id = index.write_tree().doing("write the leftovers' tree")?;
-        index.write().doing("write the index")?;
-        if tree_id == head_tree.id() {
+        if !self.has_staged_changes()? {
             return Ok((None, Clean::new()));
         }
-        let tree = self
-            .git
-            .find_tree(tree_id)
-            .doing("read the leftovers' tree")?;
-        let signature = self.identity.signature()?;
-        let commit = self
-            .git
-            .commit(
-                Some("HEAD"),
-                &signature,
-                &signature,
-                message,
-                &tree,
-                &[&head],
-            )
-            .doing("commit the leftovers")?;
-        Ok((Some(commit.into()), Clean::new()))
+        match self.commit_index(message, &["--no-verify"])? {
+            Ok(commit) => Ok((Some(commit), Clean::new())),
+            Err(said) => Err(Error::Command {
+                action: "commit the leftovers".to_owned(),
+                said,
+            }),
+        }
     }
 
     /// Commits reachable from `to` but not from `from`, oldest first.

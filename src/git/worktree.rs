@@ -8,10 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use git2::build::{CheckoutBuilder, TreeUpdateBuilder};
-use git2::{
-    CheckoutNotificationType, ErrorCode, FileMode, Index, IndexEntry, IndexTime, Oid, Status,
-    StatusOptions,
-};
+use git2::{CheckoutNotificationType, ErrorCode, FileMode, Index, IndexEntry, IndexTime, Oid};
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
@@ -22,14 +19,17 @@ type Version = (Oid, FileMode);
 
 /// What a leftovers commit has to take (see [`Repo::uncommitted_paths`]).
 pub(super) struct Uncommitted {
-    /// Changed files of the working tree, as (path, deleted), ralph's own
-    /// files left out. Bytes, as git keeps them: a name need not be UTF-8.
-    pub paths: Vec<(Vec<u8>, bool)>,
+    /// Changed files of the working tree (modified, deleted, untracked),
+    /// ralph's own files left out. Bytes, as git keeps them: a name need
+    /// not be UTF-8.
+    pub paths: Vec<Vec<u8>>,
     /// Whether the index holds staged changes, apart from ralph's own files.
     pub staged: bool,
     /// Ralph's own files that are staged (an agent's `git add -A` takes a
     /// queue temp file or `.ralph/` along): a commit unstages them.
     pub own_staged: Vec<String>,
+    /// Paths with a conflict in the index: nothing can be committed.
+    pub unmerged: Vec<String>,
 }
 
 /// The watch of the working tree, and HEAD's tree when it last settled: a
@@ -59,57 +59,101 @@ impl Clean {
     }
 }
 
+/// One line of `git status --porcelain -z`: a path and its two status
+/// letters, the index's against HEAD and the working tree's against the
+/// index (`?` both for an untracked file).
+struct Entry {
+    path: Vec<u8>,
+    index: u8,
+    tree: u8,
+}
+
+impl Entry {
+    /// Not in HEAD: untracked, or staged as new.
+    fn is_new(&self) -> bool {
+        self.index == b'?' || self.index == b'A'
+    }
+
+    /// A conflict (`UU`, `AA`, `DU`, ...).
+    fn is_unmerged(&self) -> bool {
+        matches!(
+            (self.index, self.tree),
+            (b'U', _) | (_, b'U') | (b'A', b'A') | (b'D', b'D')
+        )
+    }
+
+    fn is_staged(&self) -> bool {
+        !matches!(self.index, b' ' | b'?')
+    }
+
+    fn is_changed_in_tree(&self) -> bool {
+        self.tree != b' '
+    }
+
+    fn path(&self) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(&self.path)
+    }
+}
+
+/// Paths beyond which a scan of what the watch saw is a full scan (one
+/// command line holds them all).
+const MAX_SCANNED_PATHS: usize = 2000;
+
 impl Repo {
     /// The paths `git status` would list, apart from ralph's own files:
     /// modified, staged, deleted, conflicted and untracked (not ignored).
     pub fn uncommitted_changes(&self) -> Result<Vec<String>> {
-        let statuses = self.scan()?;
-        let mut paths: Vec<String> = statuses
+        let mut paths: Vec<String> = self
+            .scan(&[])?
             .iter()
-            .filter(|entry| !entry.status().is_ignored())
-            .filter_map(|entry| {
-                let path = String::from_utf8_lossy(entry.path_bytes()).into_owned();
-                (!self.is_own(&path, entry.status())).then_some(path)
-            })
+            .filter(|entry| !self.is_own(&entry.path(), entry.is_new()))
+            .map(|entry| entry.path().into_owned())
             .collect();
         paths.dedup();
         Ok(paths)
     }
 
-    /// `git status` with untracked files, without ignored ones, tried again
-    /// when a file changes or vanishes while the tree is scanned (a
-    /// person's temp file renamed over tasks.jsonl).
-    fn scan(&self) -> Result<git2::Statuses<'_>> {
-        self.scan_paths(&[])
-    }
-
-    /// [`Repo::scan`] of `paths` (and what lies below them) only; all of
-    /// the tree when `paths` is empty.
-    fn scan_paths(&self, paths: &[Vec<u8>]) -> Result<git2::Statuses<'_>> {
-        let mut options = StatusOptions::new();
-        options.disable_pathspec_match(true);
-        for path in paths {
-            options.pathspec(path.as_slice());
+    /// `git status` of the working tree (or of `paths` and what lies below
+    /// them), with untracked files, without ignored ones and without a
+    /// submodule's own uncommitted files (they are that repository's; a
+    /// submodule checked out at another commit is listed): the user's git
+    /// applies its filters, LFS, sparse checkout and `core.autocrlf`, and
+    /// refreshes the index's file stats as it goes.
+    fn scan(&self, paths: &[Vec<u8>]) -> Result<Vec<Entry>> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut args: Vec<&std::ffi::OsStr> = [
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--ignore-submodules=dirty",
+            "--no-renames",
+            "--",
+        ]
+        .iter()
+        .map(std::ffi::OsStr::new)
+        .collect();
+        args.extend(paths.iter().map(|path| std::ffi::OsStr::from_bytes(path)));
+        let action = "read the working tree's status";
+        let output = self
+            .git_command()
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|source| Error::Command {
+                action: action.to_owned(),
+                said: format!("cannot run git: {source}"),
+            })?;
+        if !output.status.success() {
+            return Err(Error::Command {
+                action: action.to_owned(),
+                said: String::from_utf8_lossy(&output.stderr)
+                    .trim_end()
+                    .to_owned(),
+            });
         }
-        options
-            .include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .renames_head_to_index(false)
-            // Saves refreshed file stats in the index, so the next scan does
-            // not hash every file again (a checkout copied elsewhere, or
-            // touched, has stale stats for all of them).
-            .update_index(true);
-        let mut attempt = 0;
-        loop {
-            match self.git.statuses(Some(&mut options)) {
-                Err(err) if attempt < 20 && super::error::is_transient(&err) => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                other => return other.doing("read the working tree's status"),
-            }
-        }
+        Ok(parse_status(&output.stdout))
     }
 
     /// Watches the working tree from now on, so that the scan after each
@@ -119,7 +163,7 @@ impl Repo {
     /// after this covers everything changed since this call: a full scan
     /// (the run's preflight) should follow it.
     pub fn watch_changes(&self) -> Result<()> {
-        let index = self.git.index().doing("read the index")?;
+        let index = self.index()?;
         let watch = Watch::start(self.workdir(), &|rel| self.unwatched(&index, rel));
         *self.watch.borrow_mut() = watch.map(|changes| Watching {
             changes,
@@ -156,8 +200,7 @@ impl Repo {
         let Some(watching) = watch.as_mut() else {
             return Ok(None);
         };
-        let mut index = self.git.index().doing("read the index")?;
-        index.read(false).doing("read the index")?;
+        let mut index = self.index()?;
         let pending =
             (watching.changes).pending(self.workdir(), &|rel| self.unwatched(&index, rel));
         let Some(mut paths) = pending else {
@@ -200,52 +243,36 @@ impl Repo {
     /// against the index, and whether anything is staged. Only the paths the
     /// watch saw change are looked at, when it can vouch for the rest.
     pub(super) fn uncommitted_paths(&self) -> Result<Uncommitted> {
-        let statuses = match self.watched_changes()? {
-            Some(paths) if paths.is_empty() => {
-                return Ok(Uncommitted {
-                    paths: Vec::new(),
-                    staged: false,
-                    own_staged: Vec::new(),
-                });
-            }
-            Some(paths) => self.scan_paths(&paths)?,
-            None => self.scan()?,
+        let entries = match self.watched_changes()? {
+            Some(paths) if paths.is_empty() => Vec::new(),
+            Some(paths) if paths.len() <= MAX_SCANNED_PATHS => self.scan(&paths)?,
+            _ => self.scan(&[])?,
         };
-        let worktree = Status::WT_NEW
-            | Status::WT_MODIFIED
-            | Status::WT_DELETED
-            | Status::WT_TYPECHANGE
-            | Status::WT_RENAMED;
-        let index = Status::INDEX_NEW
-            | Status::INDEX_MODIFIED
-            | Status::INDEX_DELETED
-            | Status::INDEX_TYPECHANGE
-            | Status::INDEX_RENAMED
-            | Status::CONFLICTED;
-        let mut paths = Vec::new();
-        let mut staged = false;
-        let mut own_staged = Vec::new();
-        for entry in statuses.iter() {
-            let status = entry.status();
-            let path = String::from_utf8_lossy(entry.path_bytes());
-            let own = self.is_own(&path, status);
-            if status.intersects(index) {
+        let mut uncommitted = Uncommitted {
+            paths: Vec::new(),
+            staged: false,
+            own_staged: Vec::new(),
+            unmerged: Vec::new(),
+        };
+        for entry in entries {
+            let path = entry.path();
+            let own = self.is_own(&path, entry.is_new());
+            if entry.is_unmerged() {
+                uncommitted.unmerged.push(path.into_owned());
+                continue;
+            }
+            if entry.is_staged() {
                 if own {
-                    own_staged.push(path.to_string());
+                    uncommitted.own_staged.push(path.into_owned());
                 } else {
-                    staged = true;
+                    uncommitted.staged = true;
                 }
             }
-            if status.intersects(worktree) && !own {
-                let deleted = status.contains(Status::WT_DELETED);
-                paths.push((entry.path_bytes().to_vec(), deleted));
+            if entry.is_changed_in_tree() && !own {
+                uncommitted.paths.push(entry.path);
             }
         }
-        Ok(Uncommitted {
-            paths,
-            staged,
-            own_staged,
-        })
+        Ok(uncommitted)
     }
 
     /// Fails with [`Error::Dirty`] naming the uncommitted paths, if any.
@@ -274,6 +301,9 @@ impl Repo {
     /// The checkout is git's safe one: a file changed on disk since HEAD's
     /// commit is never overwritten ([`Error::Dirty`] names it instead).
     fn checkout_leaving_queue(&self, branch: &str) -> Result<()> {
+        self.wait_for_index_lock()?;
+        // libgit2's checkout works on the index it read last.
+        self.index()?;
         let target = self.tip(branch)?;
         let target_tree = target.tree().doing(&format!("read the tree of {branch}"))?;
         let current_tree = self
@@ -320,7 +350,7 @@ impl Repo {
         }
         // The queue files' index entries follow the new HEAD, so `git status`
         // compares their bytes on disk with the branch's version.
-        let mut index = self.git.index().doing("open the index")?;
+        let mut index = self.index()?;
         let mut changed = false;
         for file in &self.queue {
             changed |= self.unstage(&mut index, &target_tree, &file.rel)?;
@@ -331,6 +361,14 @@ impl Repo {
         self.git
             .set_head(&format!("refs/heads/{branch}"))
             .doing(&format!("point HEAD at {branch}"))
+    }
+
+    /// The index as it is on disk now: the user's git changes it too, and
+    /// libgit2 keeps the copy it read last (checkouts use that one).
+    pub(super) fn index(&self) -> Result<Index> {
+        let mut index = self.git.index().doing("open the index")?;
+        index.read(false).doing("read the index")?;
+        Ok(index)
     }
 
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
@@ -477,6 +515,19 @@ fn entry(rel: &str, mode: u32, id: git2::Oid) -> IndexEntry {
         flags_extended: 0,
         path: rel.as_bytes().to_vec(),
     }
+}
+
+/// The entries of `git status --porcelain=v1 -z --no-renames` output:
+/// `XY path` records ended by NUL.
+fn parse_status(out: &[u8]) -> Vec<Entry> {
+    out.split(|&byte| byte == 0)
+        .filter(|record| record.len() > 3)
+        .map(|record| Entry {
+            index: record[0],
+            tree: record[1],
+            path: record[3..].to_vec(),
+        })
+        .collect()
 }
 
 fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
