@@ -28,6 +28,10 @@ pub enum Squash {
     /// The merge conflicts on these paths: nothing was committed, the base
     /// is untouched and the task branch is checked out.
     Conflict(Vec<String>),
+    /// A hook (`pre-commit`, `commit-msg`) refused the commit; what it
+    /// printed. Nothing was committed, the base is untouched and the task
+    /// branch is checked out with its work.
+    Rejected(String),
 }
 
 /// A task branch squashed into the base.
@@ -125,10 +129,11 @@ impl Repo {
     /// Squashes task `id`'s `branch` into the base: ONE commit on the base,
     /// its single parent the base tip, with the tree of `git merge --squash`
     /// plus the queue files' bytes on disk, and the message of
-    /// [`squash_message`]. Then keeps the branch tip under
-    /// `refs/ralph/tasks/<id>`, checks out the base (clean) and deletes the
-    /// branch. A conflict or an empty branch changes nothing (see
-    /// [`Squash`]). Refuses a dirty working tree.
+    /// [`squash_message`], made by the user's `git commit` (hooks, signing).
+    /// Then keeps the branch tip under `refs/ralph/tasks/<id>` and deletes
+    /// the branch, with the base checked out. A conflict, an empty branch or
+    /// a hook's refusal changes nothing (see [`Squash`]). Refuses a dirty
+    /// working tree.
     pub fn squash_into_base(&self, branch: &str, id: &str, title: &str) -> Result<Squash> {
         self.squash_into_base_with(branch, id, title, &[format!("Completes: {id}")])
     }
@@ -148,7 +153,8 @@ impl Repo {
     }
 
     /// [`Repo::squash_into_base_with`] from a tree known to be clean: no
-    /// scan. The tree is still clean after it, whatever the outcome.
+    /// scan. Hands the tree's cleanliness back when nothing ran in it (a
+    /// hook may write files).
     pub fn squash_clean(
         &self,
         branch: &str,
@@ -156,16 +162,40 @@ impl Repo {
         title: &str,
         trailers: &[String],
         clean: Clean,
-    ) -> Result<(Squash, Clean)> {
+    ) -> Result<(Squash, Option<Clean>)> {
+        let squash = self.squash_commit(branch, id, title, trailers)?;
+        if let Squash::Merged(_) = squash {
+            crate::fault::crash_at("after_squash_commit");
+            self.drop_task_branch(branch, id)?;
+        }
+        let clean = match squash {
+            Squash::Empty | Squash::Conflict(_) => Some(clean),
+            Squash::Merged(_) | Squash::Rejected(_) => None,
+        };
+        Ok((squash, clean))
+    }
+
+    /// The squash commit of [`Repo::squash_clean`] alone: with
+    /// [`Squash::Merged`], the base is checked out at the new commit and the
+    /// task branch still exists (its tip preserved): the caller archives
+    /// the task, then [`Repo::amend_with_queue_files`] and
+    /// [`Repo::preserve_and_delete_branch`]. The tree must be clean.
+    pub fn squash_commit(
+        &self,
+        branch: &str,
+        id: &str,
+        title: &str,
+        trailers: &[String],
+    ) -> Result<Squash> {
         self.check_no_operation()?;
         let (tree, base, tip) = match self.merge_in_memory(branch, true)? {
             Merge::Tree { tree, base, tip } => (tree, base, tip),
-            Merge::Empty => return Ok((Squash::Empty, clean)),
+            Merge::Empty => return Ok(Squash::Empty),
             Merge::Conflict(paths) => {
                 if !self.is_on(branch)? {
                     self.checkout_carrying_queue(branch)?;
                 }
-                return Ok((Squash::Conflict(paths), clean));
+                return Ok(Squash::Conflict(paths));
             }
         };
         let subjects: Vec<String> = self
@@ -174,40 +204,83 @@ impl Repo {
             .map(|commit| commit.subject)
             .collect();
         let message = squash_message_with(id, title, &subjects, trailers);
-        let tree = self.git.find_tree(tree).doing("read the merged tree")?;
-        let base = self.git.find_commit(base).doing("read the base's tip")?;
-        let signature = self.identity.signature()?;
         // The tip is preserved before anything else, so no crash loses it.
         let preserved_ref = Repo::preserved_ref(id);
         self.git
             .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
             .doing(&format!("create {preserved_ref}"))?;
-        let commit = self
+        if !self.is_on(branch)? {
+            self.checkout_carrying_queue(branch)?;
+        }
+        let tree = self.git.find_tree(tree).doing("read the merged tree")?;
+        let branch_tree = self
+            .tip(branch)?
+            .tree()
+            .doing(&format!("read the tree of {branch}"))?;
+        // The merge, staged and checked out on the base, is committed by
+        // the user's git: its hooks judge it, its signing signs it.
+        self.switch_tree(&branch_tree, &tree, false)?;
+        self.point_head_at(&self.base)?;
+        match self.commit_index(&message, &[])? {
+            Ok(commit) => Ok(Squash::Merged(Merged {
+                commit,
+                tip: tip.into(),
+                preserved_ref,
+            })),
+            Err(said) => {
+                // Back to the task branch, as it was.
+                self.switch_tree(&tree, &branch_tree, true)?;
+                self.point_head_at(branch)?;
+                if is_git_failure(&said) {
+                    return Err(super::Error::Command {
+                        action: format!("commit the squash on {}", self.base),
+                        said,
+                    });
+                }
+                Ok(Squash::Rejected(said))
+            }
+        }
+    }
+
+    /// Amends the commit at the base's tip (the squash just made, checked
+    /// out) with the queue files' bytes on disk and `trailers` it lacks:
+    /// the archive record goes into the task's own commit. Skips the hooks,
+    /// which passed that commit already; signs when the user signs.
+    pub fn amend_with_queue_files(&self, trailers: &[String]) -> Result<CommitId> {
+        let head = self
             .git
-            .commit(
-                Some(&format!("refs/heads/{}", self.base)),
-                &signature,
-                &signature,
-                &message,
-                &tree,
-                &[&base],
-            )
-            .doing(&format!("commit the squash on {}", self.base))?;
-        crate::fault::crash_at("after_squash_commit");
-        self.checkout_carrying_queue(&self.base)?;
-        self.drop_task_branch(branch, id)?;
-        let merged = Merged {
-            commit: commit.into(),
-            tip: tip.into(),
-            preserved_ref,
-        };
-        Ok((Squash::Merged(merged), clean))
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .doing("read the squash commit")?;
+        let mut message = String::from_utf8_lossy(head.message_bytes()).into_owned();
+        for trailer in trailers {
+            if !message.lines().any(|line| line == trailer) {
+                if !message.ends_with('\n') {
+                    message.push('\n');
+                }
+                message.push_str(trailer);
+                message.push('\n');
+            }
+        }
+        let tree = head.tree().doing("read the squash commit's tree")?;
+        let files = self.committable_queue_files(&tree)?;
+        let mut args = vec!["--amend", "--no-verify", "--only", "--"];
+        args.extend(files.iter().map(String::as_str));
+        self.commit_index(&message, &args)?
+            .map_err(|said| super::Error::Command {
+                action: format!(
+                    "add the archive record to the squash commit on {}",
+                    self.base
+                ),
+                said,
+            })
     }
 
     /// Commits the queue files' bytes on disk, and nothing else, on the
     /// base (checking it out first, carrying them over): the bookkeeping
     /// of a blocked task when nothing is merged. `None` when they match the
-    /// base already. Refuses a dirty working tree.
+    /// base already. Made by the user's `git commit`: hooks and signing
+    /// apply. Refuses a dirty working tree.
     pub fn commit_queue_files(&self, message: &str) -> Result<Option<CommitId>> {
         self.checkout_base()?;
         let base = self.tip(&self.base)?;
@@ -221,30 +294,20 @@ impl Repo {
         if tree_id == base_tree.id() {
             return Ok(None);
         }
-        let tree = self
-            .git
-            .find_tree(tree_id)
-            .doing("read the queue files' tree")?;
-        let signature = self.identity.signature()?;
-        let commit = self
-            .git
-            .commit(
-                Some(&format!("refs/heads/{}", self.base)),
-                &signature,
-                &signature,
-                message,
-                &tree,
-                &[&base],
-            )
-            .doing(&format!("commit the queue files on {}", self.base))?;
-        // HEAD moved with the base: the index entries of the queue files
-        // follow, so they read as committed.
-        let mut real = self.index()?;
-        for file in &self.queue {
-            self.unstage(&mut real, &tree, &file.rel)?;
+        let files = self.committable_queue_files(&base_tree)?;
+        let mut args = vec!["--only", "--"];
+        args.extend(files.iter().map(String::as_str));
+        match self.commit_index(message, &args)? {
+            Ok(commit) => Ok(Some(commit)),
+            Err(said) if is_git_failure(&said) => Err(super::Error::Command {
+                action: format!("commit the queue files on {}", self.base),
+                said,
+            }),
+            Err(said) => Err(super::Error::HookRejected {
+                subject: message.lines().next().unwrap_or_default().to_owned(),
+                said,
+            }),
         }
-        real.write().doing("write the index")?;
-        Ok(Some(commit.into()))
     }
 
     /// Merges `branch` into the base in memory. With `queue`, the merged
@@ -301,6 +364,12 @@ impl Repo {
                 .graph_descendant_of(commit, ancestor)
                 .doing("compare the branch with the base")?)
     }
+}
+
+/// Whether a refused `git commit` failed in git itself (signing, a
+/// missing filter, a full disk: `fatal:`) rather than in a hook.
+fn is_git_failure(said: &str) -> bool {
+    said.lines().any(|line| line.starts_with("fatal:"))
 }
 
 fn conflict_paths(index: &Index) -> Result<Vec<String>> {

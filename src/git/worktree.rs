@@ -228,6 +228,25 @@ impl Repo {
             }
             None => return Ok(None),
         }
+        // A file written inside a submodule changes nothing here unless
+        // the submodule moved to another commit: git looks at the gitlink.
+        let gitlinks: Vec<Vec<u8>> = index
+            .iter()
+            .filter(|entry| entry.mode == 0o160000)
+            .map(|entry| entry.path)
+            .collect();
+        if !gitlinks.is_empty() {
+            for path in &mut paths {
+                let inside = gitlinks.iter().find(|link| {
+                    path.starts_with(link) && path.get(link.len()) == Some(&b'/')
+                });
+                if let Some(link) = inside {
+                    *path = link.clone();
+                }
+            }
+            paths.sort();
+            paths.dedup();
+        }
         Ok(Some(paths))
     }
 
@@ -301,9 +320,6 @@ impl Repo {
     /// The checkout is git's safe one: a file changed on disk since HEAD's
     /// commit is never overwritten ([`Error::Dirty`] names it instead).
     fn checkout_leaving_queue(&self, branch: &str) -> Result<()> {
-        self.wait_for_index_lock()?;
-        // libgit2's checkout works on the index it read last.
-        self.index()?;
         let target = self.tip(branch)?;
         let target_tree = target.tree().doing(&format!("read the tree of {branch}"))?;
         let current_tree = self
@@ -311,16 +327,46 @@ impl Repo {
             .head()
             .and_then(|head| head.peel_to_tree())
             .doing("read HEAD's tree")?;
+        self.switch_tree(&current_tree, &target_tree, false)?;
+        self.point_head_at(branch)
+    }
+
+    /// Points HEAD at `branch`, touching no file.
+    pub(super) fn point_head_at(&self, branch: &str) -> Result<()> {
+        self.git
+            .set_head(&format!("refs/heads/{branch}"))
+            .doing(&format!("point HEAD at {branch}"))
+    }
+
+    /// Turns the index and working tree from tree `from` (as checked out)
+    /// into tree `to`, writing only the paths that differ, the queue files
+    /// apart (their index entries follow `to`, so `git status` compares
+    /// their bytes on disk with it). Without `force`, a file changed on disk
+    /// since `from` is never overwritten ([`Error::Dirty`] names it). HEAD
+    /// is left alone.
+    pub(super) fn switch_tree(
+        &self,
+        from: &git2::Tree<'_>,
+        to: &git2::Tree<'_>,
+        force: bool,
+    ) -> Result<()> {
+        self.wait_for_index_lock()?;
+        // libgit2's checkout works on the index it read last.
+        self.index()?;
         let paths: Vec<Vec<u8>> = self
-            .changed_paths(&current_tree, &target_tree)?
+            .changed_paths(from, to)?
             .into_iter()
             .filter(|path| !self.is_queue_file(&String::from_utf8_lossy(path)))
             .collect();
         if !paths.is_empty() {
             let conflicts = RefCell::new(Vec::new());
             let mut checkout = CheckoutBuilder::new();
+            if force {
+                checkout.force();
+            } else {
+                checkout.safe();
+            }
             checkout
-                .safe()
                 .disable_pathspec_match(true)
                 .notify_on(CheckoutNotificationType::CONFLICT)
                 .notify(|_, path, _, _, _| {
@@ -334,9 +380,7 @@ impl Repo {
             for path in &paths {
                 checkout.path(path.as_slice());
             }
-            let result = self
-                .git
-                .checkout_tree(target.as_object(), Some(&mut checkout));
+            let result = self.git.checkout_tree(to.as_object(), Some(&mut checkout));
             drop(checkout);
             match result {
                 Err(err) if err.code() == ErrorCode::Conflict => {
@@ -345,22 +389,35 @@ impl Repo {
                     paths.dedup();
                     return Err(Error::Dirty { paths });
                 }
-                other => other.doing(&format!("check out {branch}"))?,
+                other => other.doing("check out the files")?,
             }
         }
-        // The queue files' index entries follow the new HEAD, so `git status`
-        // compares their bytes on disk with the branch's version.
         let mut index = self.index()?;
         let mut changed = false;
         for file in &self.queue {
-            changed |= self.unstage(&mut index, &target_tree, &file.rel)?;
+            changed |= self.unstage(&mut index, to, &file.rel)?;
         }
         if changed {
             index.write().doing("write the index")?;
         }
-        self.git
-            .set_head(&format!("refs/heads/{branch}"))
-            .doing(&format!("point HEAD at {branch}"))
+        Ok(())
+    }
+
+    /// The queue files a commit on top of `tree` can take: tracked in it,
+    /// or on disk and not ignored.
+    pub(super) fn committable_queue_files(&self, tree: &git2::Tree<'_>) -> Result<Vec<String>> {
+        let mut files = Vec::new();
+        for file in &self.queue {
+            let path = git2_path(&file.rel);
+            let tracked = tree.get_path(path).is_ok();
+            if tracked
+                || (file.abs.exists()
+                    && !self.git.is_path_ignored(path).doing("read .gitignore")?)
+            {
+                files.push(file.rel.clone());
+            }
+        }
+        Ok(files)
     }
 
     /// The index as it is on disk now: the user's git changes it too, and
@@ -373,7 +430,7 @@ impl Repo {
 
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
     /// a writer to finish; released when the returned file is dropped.
-    fn lock_queue(&self) -> Result<File> {
+    pub(super) fn lock_queue(&self) -> Result<File> {
         crate::files::lock(&self.queue_lock).map_err(io_error(&self.queue_lock))
     }
 

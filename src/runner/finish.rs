@@ -9,7 +9,7 @@ use super::result::TaskOutcome;
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
-use crate::task::{Change, Patch, Status, Task, TaskId};
+use crate::task::{Change, Patch, Queue, Status, Task, TaskId};
 
 impl Engine<'_> {
     /// Verify, then squash-merge and archive task `id`.
@@ -40,22 +40,70 @@ impl Engine<'_> {
             return Ok(());
         }
         self.state.phase = "merge".to_owned();
-        if let SquashPreview::Conflict(paths) = self.repo.preview_squash(&branch)? {
-            let summary = format!(
-                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {}`), resolve, commit, then mark the task complete again",
+        let conflict = |paths: &[String], base: &str| {
+            format!(
+                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {base}`), resolve, commit, then mark the task complete again",
                 paths.join(", "),
-                self.repo.base()
-            );
-            return self.task_failed(id, "merge_conflict", &summary, "");
+            )
+        };
+        match self.repo.preview_squash(&branch)? {
+            SquashPreview::Conflict(paths) => {
+                let summary = conflict(&paths, self.repo.base());
+                return self.task_failed(id, "merge_conflict", &summary, "");
+            }
+            SquashPreview::Empty => {
+                let tip = self.repo.branch_tip(&branch)?;
+                let changes = self.archive(id, Some(tip.to_string()))?;
+                crate::fault::crash_at("after_archive");
+                self.state.phase = "squash".to_owned();
+                self.save_state()?;
+                return self.land(id, &task.title, Some(&branch), &completes(&changes));
+            }
+            SquashPreview::Clean => {}
         }
-        // The archive record names the branch tip, which stays reachable
-        // under refs/ralph/tasks/<id> after the squash.
+        // The squash is committed before the task is archived: a hook that
+        // refuses it leaves the task to its agent, with the hook's words.
         let tip = self.repo.branch_tip(&branch)?;
-        let changes = self.archive(id, Some(tip.to_string()))?;
-        crate::fault::crash_at("after_archive");
         self.state.phase = "squash".to_owned();
         self.save_state()?;
-        self.land(id, &task.title, Some(&branch), &completes(&changes))
+        if self.clean.take().is_none() {
+            self.repo.check_clean()?;
+        }
+        let trailers = [format!("Completes: {id}")];
+        match self
+            .repo
+            .squash_commit(&branch, id, &task.title, &trailers)?
+        {
+            Squash::Merged(_) => {}
+            Squash::Rejected(said) => {
+                self.ui.log(
+                    &now(),
+                    &format!("{id}: a git hook refused the squash commit"),
+                );
+                let summary = format!(
+                    "a git hook of the repository refused the squash commit on {} (its output is below); make the work pass it, commit, then mark the task complete again",
+                    self.repo.base()
+                );
+                return self.task_failed(id, "hook_rejected", &summary, &said);
+            }
+            Squash::Conflict(paths) => {
+                let summary = conflict(&paths, self.repo.base());
+                return self.task_failed(id, "merge_conflict", &summary, "");
+            }
+            Squash::Empty => {
+                let changes = self.archive(id, Some(tip.to_string()))?;
+                return self.land(id, &task.title, Some(&branch), &completes(&changes));
+            }
+        }
+        crate::fault::crash_at("after_squash_commit");
+        // The archive record names the branch tip, which stays reachable
+        // under refs/ralph/tasks/<id>; it joins the squash commit.
+        let changes = self.archive(id, Some(tip.to_string()))?;
+        crate::fault::crash_at("after_archive");
+        let commit = self.repo.amend_with_queue_files(&completes(&changes))?;
+        self.repo.preserve_and_delete_branch(&branch, id)?;
+        let detail = format!("squash-merged into {}", self.repo.base());
+        self.merged_task(id, Some(commit.to_string()), &detail)
     }
 
     /// Squashes `branch` into the base, without scanning the tree again
@@ -70,7 +118,7 @@ impl Engine<'_> {
         Ok(match self.clean.take() {
             Some(clean) => {
                 let (squash, clean) = self.repo.squash_clean(branch, id, title, trailers, clean)?;
-                self.clean = Some(clean);
+                self.clean = clean;
                 squash
             }
             None => self
@@ -159,6 +207,14 @@ impl Engine<'_> {
                     }
                     .into());
                 }
+                Squash::Rejected(said) => {
+                    return Err(RunError::HookRejected {
+                        task: id.to_string(),
+                        branch: branch.to_owned(),
+                        said,
+                    }
+                    .into());
+                }
             },
         };
         self.merged_task(id, commit, &detail)
@@ -178,12 +234,15 @@ impl Engine<'_> {
             return Ok(());
         };
         let queue = self.store.load()?;
-        if !queue.done.contains(&task) || queue.get(&task).is_some() {
-            return Ok(());
-        }
         let Ok(id) = TaskId::parse(&task) else {
             return Ok(());
         };
+        if !queue.done.contains(&task) && queue.get(&task).is_some() {
+            return self.recover_squashed_task(&id, &queue);
+        }
+        if !queue.done.contains(&task) || queue.get(&task).is_some() {
+            return Ok(());
+        }
         let record = queue.done.record(&task).unwrap_or_default();
         let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
         let title = text("title").unwrap_or_default();
@@ -219,6 +278,33 @@ impl Engine<'_> {
         }
     }
 
+    /// A crash between a task's squash commit and its archive leaves the
+    /// commit on the base and the task in `tasks.jsonl`: archive it now and
+    /// commit the queue files, never squashing it a second time.
+    fn recover_squashed_task(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
+        let landed = self.state.phase == "squash"
+            && (self.repo).base_has_trailer(&format!("Completes: {id}"), 1000)?;
+        if !landed {
+            return Ok(());
+        }
+        let title = queue.get(id.as_str()).map(|t| t.title.to_string());
+        let title = title.unwrap_or_default();
+        self.ui.line(&format!(
+            "{id}: its squash commit landed before ralph stopped; archiving it"
+        ));
+        let branch = self.task_branch(id, &title)?;
+        let tip = match &branch {
+            Some(branch) => Some(self.repo.preserve_and_delete_branch(branch, id)?),
+            None => None,
+        };
+        self.archive(id, tip.map(|tip| tip.to_string()))?;
+        let message =
+            format!("ralph: archive {id}\n\nIts squash commit landed before ralph stopped.\n");
+        let commit = self.repo.commit_queue_files(&message)?;
+        let detail = "its squash had landed; archived";
+        self.merged_task(id, commit.map(|c| c.to_string()), detail)
+    }
+
     /// The task became a container: merge its branch so far, go on with the children.
     pub(super) fn merge_split(&mut self, id: &TaskId) -> Result<(), Error> {
         let queue = self.store.load()?;
@@ -245,9 +331,9 @@ impl Engine<'_> {
                 self.repo.preserve_and_delete_branch(&branch, id)?;
                 None
             }
+            // No iteration works on a container: the task waits for a
+            // person, and its children with it (they build on its work).
             Squash::Conflict(paths) => {
-                // No iteration works on a container: the task waits for a
-                // person, and its children with it (they build on its work).
                 let reason = format!(
                     "its branch {branch} conflicts with the base in {}; merge it into {} by hand (resolving the conflict) and delete it, then set the task pending again: its children wait for it",
                     paths.join(", "),
@@ -255,6 +341,16 @@ impl Engine<'_> {
                 );
                 self.count_failure("merge_conflict");
                 self.record(Some(id), "split", "merge_conflict", &reason, Map::new())?;
+                return self.block(id, &reason);
+            }
+            Squash::Rejected(said) => {
+                let reason = format!(
+                    "a git hook refused the squash commit of its branch {branch} ({}); make the branch pass it, merge it into {} by hand and delete it, then set the task pending again: its children wait for it",
+                    said.lines().last().unwrap_or_default(),
+                    self.repo.base()
+                );
+                self.count_failure("hook_rejected");
+                self.record(Some(id), "split", "hook_rejected", &reason, Map::new())?;
                 return self.block(id, &reason);
             }
         };

@@ -37,6 +37,17 @@ pub enum RunError {
         /// The uncommitted paths.
         paths: Vec<String>,
     },
+    /// A hook refused the squash commit of a task already archived (by
+    /// its agent, or before a crash): there is no task left to fail.
+    #[error("a git hook refused the squash commit of {task} (archived already): {said}")]
+    HookRejected {
+        /// The task.
+        task: String,
+        /// Its branch, which keeps the work.
+        branch: String,
+        /// What the hook printed.
+        said: String,
+    },
 }
 
 fn holder_text(holder: &Option<lock::Holder>) -> String {
@@ -57,6 +68,7 @@ impl RunError {
         match self {
             RunError::Locked(_) => Some("wait for it to finish, or stop it with `ralph stop` (or Ctrl-C in its terminal)".to_owned()),
             RunError::Stranded { .. } => Some("commit or stash those changes on the right branch, check out the task branch, then run again".to_owned()),
+            RunError::HookRejected { branch, .. } => Some(format!("make the work on {branch} pass the hook, then squash it by hand (`git merge --squash {branch}` on the base, commit) and delete the branch")),
         }
     }
 }

@@ -189,11 +189,12 @@ fn a_crash_after_archiving_a_task_completed_by_hand_still_lands_its_work() {
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
 }
 
-/// A crash after the squash commit, before the branch was deleted: the
-/// next run sees the `Completes:` trailer on the base, says so, and only
+/// A crash after the squash commit, before the task was archived (the
+/// squash is committed first, so a hook may refuse it): the next run sees
+/// the `Completes:` trailer on the base, says so, archives the task and
 /// removes the branch (no second squash).
 #[test]
-fn a_crash_after_the_squash_commit_only_removes_the_branch_next_time() {
+fn a_crash_after_the_squash_commit_archives_without_a_second_squash() {
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"do x","status":"pending","leaf":true}"#)
         .git_init()
@@ -204,20 +205,27 @@ fn a_crash_after_the_squash_commit_only_removes_the_branch_next_time() {
         .output()
         .unwrap();
     assert_eq!(crashed.status.code(), None, "ralph should have aborted");
+    assert!(!project.read("tasks-done.jsonl").contains(r#""id":"A""#));
     let again = project.run(&[]);
     assert_eq!(again.code, 0, "{again:#?}");
     assert!(
         again
             .stderr
-            .contains("A: archived before ralph stopped; finishing its merge\n")
+            .contains("A: its squash commit landed before ralph stopped; archiving it\n")
             && again
                 .stderr
-                .contains("A done: its squash had landed; branch removed\n"),
+                .contains("A done: its squash had landed; archived"),
         "{again:#?}"
     );
+    assert_eq!(project.calls().len(), 1, "the agent ran again");
     let log = project.git(&["log", "main", "--format=%B"]);
     assert_eq!(log.matches("Completes: A").count(), 1, "{log}");
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+    // The archive record reached the base, naming the branch's tip.
+    let done = project.git(&["show", "main:tasks-done.jsonl"]);
+    let tip = project.git(&["rev-parse", "refs/ralph/tasks/A"]);
+    assert!(done.contains(&format!(r#""commit":"{tip}""#)), "{done}");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
 fn finish_run(project: &TestProject) -> crate::support::Run {

@@ -16,3 +16,4 @@ mod support;
 mod task_commands;
 mod task_files;
 mod task_props;
+mod usergit;

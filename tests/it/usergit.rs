@@ -1,0 +1,287 @@
+//! ralph's commits made the way the user's own git makes them: hooks,
+//! signing, clean/smudge filters, LFS, sparse checkouts, submodules, locks
+//! and an agent's unfinished merge, each in a real repository with the real
+//! tool (docs/GIT.md).
+
+use std::path::Path;
+
+use crate::support::TestProject;
+
+/// Writes an executable hook `name` into the project's `.git/hooks/`.
+fn hook(project: &TestProject, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = project.path().join(".git/hooks").join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn one_task(title: &str) -> TestProject {
+    TestProject::new()
+        .task(&format!(
+            r#"{{"id":"A","title":"{title}","status":"pending","leaf":true}}"#
+        ))
+        .git_init()
+}
+
+/// The `class` of each failure event about task A.
+fn failure_classes(project: &TestProject) -> Vec<String> {
+    project
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["task_id"] == "A" && e["status"] != "ok")
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e["phase"].as_str().unwrap(),
+                e["status"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_pre_commit_hook_that_refuses_the_squash_fails_the_task_with_its_output() {
+    let project = one_task("feature");
+    // The team's lint: no file named bad.txt reaches a commit.
+    hook(
+        &project,
+        "pre-commit",
+        "if git diff --cached --name-only | grep -q '^bad.txt$'; then\n  echo 'lint: bad.txt is not allowed' >&2\n  exit 1\nfi\n",
+    );
+    project.script(
+        "agent.sh",
+        r#"case "$RALPH_TASK_ITERATION" in
+1) work bad.txt oops ;;
+*) git rm -q bad.txt && work good.txt fine ;;
+esac
+ralph task complete A > /dev/null
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls().len(), 2);
+    // The second iteration was told why, in the hook's own words.
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(prompt.contains("lint: bad.txt is not allowed"), "{prompt}");
+    assert!(prompt.contains("hook_rejected"), "{prompt}");
+    assert_eq!(failure_classes(&project), ["finish/hook_rejected"]);
+    // The base never had bad.txt; one squash landed, with the archive.
+    assert_eq!(
+        project.git(&["log", "main", "--format=%s"]),
+        "[A] feature\ninitial commit"
+    );
+    let files = project.git(&["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.contains("good.txt") && !files.contains("bad.txt"),
+        "{files}"
+    );
+    assert!(
+        project
+            .git(&["show", "main:tasks-done.jsonl"])
+            .contains(r#""id":"A""#)
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_hook_under_core_hooks_path_is_run_and_leftover_commits_skip_it() {
+    let project = one_task("feature");
+    std::fs::create_dir_all(project.path().join("hooks")).unwrap();
+    let hook_file = project.path().join("hooks/pre-commit");
+    std::fs::write(
+        &hook_file,
+        "#!/bin/sh\necho \"pre-commit ran on $(git symbolic-ref --short HEAD)\" >> \"$HOOK_LOG\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook_file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    project.git(&["add", "hooks"]);
+    project.git(&["commit", "-q", "-m", "hooks"]);
+    project.git(&["config", "core.hooksPath", "hooks"]);
+    // The agent leaves its work uncommitted: ralph's wip commit takes it.
+    project.script(
+        "agent.sh",
+        "echo work > work.txt\nralph task complete A > /dev/null\n",
+    );
+    let log = project.aux().join("hook.log");
+    let mut command = project.run_command(&[]);
+    command.env("HOOK_LOG", &log);
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // Run once, for the squash on main; never for the wip commit.
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        "pre-commit ran on main\n"
+    );
+    assert_eq!(
+        project.git(&["log", "--format=%s", "refs/ralph/tasks/A", "-1"]),
+        "ralph: wip A iteration 1"
+    );
+}
+
+#[test]
+fn a_commit_msg_hook_rewrites_the_squash_message_and_the_archive_joins_it() {
+    let project = one_task("feature");
+    hook(
+        &project,
+        "commit-msg",
+        "printf '\\nChange-Id: I0123456789\\n' >> \"$1\"\n",
+    );
+    project.script(
+        "agent.sh",
+        "work x.txt x\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let message = project.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(message.starts_with("[A] feature\n"), "{message}");
+    assert!(message.contains("Change-Id: I0123456789"), "{message}");
+    assert_eq!(message.matches("Completes: A").count(), 1, "{message}");
+    // One commit for the task, holding its archive record.
+    assert_eq!(
+        project.git(&["log", "main", "--format=%s"]),
+        "[A] feature\ninitial commit"
+    );
+    assert!(
+        project
+            .git(&["show", "main:tasks-done.jsonl"])
+            .contains(r#""id":"A""#)
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+/// A rot13 clean/smudge filter, as git-crypt sets one up: the repository
+/// holds the filtered bytes, the working tree the plain ones.
+fn with_rot13(project: &TestProject) {
+    let rot13 = "tr A-Za-z N-ZA-Mn-za-m";
+    project.git(&["config", "filter.rot13.clean", rot13]);
+    project.git(&["config", "filter.rot13.smudge", rot13]);
+    project.git(&["config", "filter.rot13.required", "true"]);
+    std::fs::write(
+        project.path().join(".gitattributes"),
+        "secret/** filter=rot13\n",
+    )
+    .unwrap();
+    project.git(&["add", ".gitattributes"]);
+    project.git(&["commit", "-q", "-m", "filter secrets"]);
+}
+
+#[test]
+fn a_clean_filter_applies_to_what_ralph_commits() {
+    let project = one_task("secrets");
+    with_rot13(&project);
+    // One secret committed by the agent, one left for ralph's wip commit.
+    project.script("agent.sh", 
+        "mkdir -p secret\nwork secret/agent.txt Hello\necho Attack > secret/left.txt\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // The objects hold the filtered text, on the branch and on main.
+    let blob = |rev: &str| project.git(&["cat-file", "-p", rev]);
+    assert_eq!(blob("main:secret/agent.txt"), "Uryyb");
+    assert_eq!(blob("main:secret/left.txt"), "Nggnpx");
+    assert_eq!(blob("refs/ralph/tasks/A:secret/left.txt"), "Nggnpx");
+    assert_eq!(project.read("secret/left.txt"), "Attack\n");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_missing_filter_driver_stops_the_run_with_gits_message_and_commits_nothing_raw() {
+    let project = one_task("secrets");
+    with_rot13(&project);
+    // The filter is required, and this clone has no driver for it.
+    project.git(&["config", "--unset", "filter.rot13.clean"]);
+    project.git(&["config", "--unset", "filter.rot13.smudge"]);
+    project.script(
+        "agent.sh",
+        "mkdir -p secret\necho Attack > secret/left.txt\n",
+    );
+    let main_before = project.git(&["rev-parse", "main"]);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(run.stderr.contains("rot13"), "{run:#?}");
+    assert_eq!(project.git(&["rev-parse", "main"]), main_before);
+    let branch = project.git(&["log", "--format=%s", "task/A-secrets"]);
+    assert!(!branch.contains("wip"), "{branch}");
+    // The plaintext is still on disk, uncommitted.
+    assert_eq!(project.read("secret/left.txt"), "Attack\n");
+}
+
+#[test]
+fn an_agents_submodule_commit_is_recorded_as_the_gitlink_change() {
+    let project = one_task("bump lib");
+    // A library repository, added as a submodule at libs/sub.
+    let lib = project.aux().join("lib");
+    let git_in = |dir: &Path, args: &[&str]| {
+        let out = project
+            .command("git")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    std::fs::create_dir_all(&lib).unwrap();
+    git_in(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "v1\n").unwrap();
+    git_in(&lib, &["add", "lib.txt"]);
+    git_in(&lib, &["commit", "-q", "-m", "v1"]);
+    let lib_url = lib.to_str().unwrap();
+    project.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        lib_url,
+        "libs/sub",
+    ]);
+    project.git(&["commit", "-q", "-m", "add the submodule"]);
+    // The agent commits inside the submodule and leaves the gitlink
+    // change, and a stray file inside the submodule, uncommitted.
+    project.script("agent.sh", 
+        "cd libs/sub && echo v2 > lib.txt && git commit -q -am v2 && echo scratch > scratch.txt && cd ../..\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let inside = git_in(&project.path().join("libs/sub"), &["rev-parse", "HEAD"]);
+    assert_eq!(
+        project.git(&["rev-parse", "main:libs/sub"]),
+        inside,
+        "the squash records the submodule's new commit"
+    );
+    assert_eq!(
+        project.git(&["diff", "--name-only", "main~1", "main"]),
+        "libs/sub\ntasks-done.jsonl\ntasks.jsonl"
+    );
+}
+
+#[test]
+fn a_sparse_checkout_is_not_dirty_and_its_tasks_merge() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"work","status":"pending","leaf":true}"#)
+        .file("drop/d.txt", "outside the cone\n")
+        .file("keep/k.txt", "inside\n")
+        .git_init();
+    project.git(&["sparse-checkout", "set", "--no-cone", "/*", "!/drop/"]);
+    assert!(!project.path().join("drop/d.txt").exists());
+    project.script(
+        "agent.sh",
+        "echo more >> keep/k.txt\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.git(&["show", "main:keep/k.txt"]), "inside\nmore");
+    // The file outside the checkout is kept in history, absent on disk.
+    assert_eq!(
+        project.git(&["show", "main:drop/d.txt"]),
+        "outside the cone"
+    );
+    assert!(!project.path().join("drop/d.txt").exists());
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
