@@ -53,16 +53,18 @@ impl Repo {
     }
 
     fn claim_from(&self, id: &str, title: &str, clean: Option<Clean>) -> Result<Claim> {
-        self.check_no_operation()?;
         let existing = self.find_task_branch(id, title)?;
+        // On the branch already, even with a merge or rebase of it left
+        // unfinished by the agent: the next iteration is told to finish it.
         if let Some(branch) = &existing
-            && self.is_on(branch)?
+            && (self.is_on(branch)? || self.rebasing(branch))
         {
             return Ok(Claim {
                 branch: branch.clone(),
                 resumed: true,
             });
         }
+        self.check_no_operation()?;
         if clean.is_none() {
             self.check_clean()?;
         }
@@ -90,6 +92,14 @@ impl Repo {
         };
         self.checkout_carrying_queue(&claim.branch)?;
         Ok(claim)
+    }
+
+    /// Whether a rebase of `branch` is under way (HEAD detached meanwhile).
+    fn rebasing(&self, branch: &str) -> bool {
+        ["rebase-merge", "rebase-apply"].iter().any(|dir| {
+            std::fs::read_to_string(self.git.path().join(dir).join("head-name"))
+                .is_ok_and(|name| name.trim() == format!("refs/heads/{branch}"))
+        })
     }
 
     /// Checks out the base branch, carrying the queue files over and leaving

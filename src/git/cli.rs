@@ -206,6 +206,33 @@ impl Repo {
         crate::platform::stdout_of(&mut command)
     }
 
+    /// Fails when the repository asks for signed commits
+    /// (`commit.gpgsign`) and git cannot sign one: a trial signature of
+    /// HEAD's tree with the user's own settings (`user.signingkey`,
+    /// `gpg.format`, `gpg.program`), so the run stops before any agent
+    /// works rather than at its first commit. The trial commit is left
+    /// unreferenced, for git's garbage collection.
+    pub(super) fn check_signing(&self) -> Result<()> {
+        let args = ["config", "--type=bool", "commit.gpgsign"];
+        let ran = self.run_git(&args, b"", "read commit.gpgsign")?;
+        if String::from_utf8_lossy(&ran.stdout).trim() != "true" {
+            return Ok(());
+        }
+        let args = [
+            "commit-tree",
+            "-S",
+            "-m",
+            "ralph: signing check",
+            "HEAD^{tree}",
+        ];
+        let ran = self.run_git(&args, b"", "sign a trial commit")?;
+        if ran.success {
+            Ok(())
+        } else {
+            Err(Error::Signing { said: ran.said })
+        }
+    }
+
     /// Fails when the base branch is checked out in another worktree of
     /// the repository: a commit onto it would leave that worktree's files
     /// behind its branch (git itself refuses to check a branch out twice).

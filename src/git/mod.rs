@@ -234,7 +234,8 @@ impl Repo {
 
     /// Checks the repository is ready for a run: no merge, rebase or other
     /// operation in progress, HEAD on a branch, the base branch checked out
-    /// in no other worktree, and no uncommitted changes apart from the
+    /// in no other worktree, signing working when the repository asks for
+    /// it, and no uncommitted changes apart from the
     /// queue files, ralph's runtime files and ignored paths.
     pub fn preflight(&self) -> Result<Clean> {
         self.check_no_operation()?;
@@ -244,6 +245,7 @@ impl Repo {
             });
         }
         self.check_base_free()?;
+        self.check_signing()?;
         self.check_clean()
     }
 

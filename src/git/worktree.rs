@@ -237,9 +237,9 @@ impl Repo {
             .collect();
         if !gitlinks.is_empty() {
             for path in &mut paths {
-                let inside = gitlinks.iter().find(|link| {
-                    path.starts_with(link) && path.get(link.len()) == Some(&b'/')
-                });
+                let inside = gitlinks
+                    .iter()
+                    .find(|link| path.starts_with(link) && path.get(link.len()) == Some(&b'/'));
                 if let Some(link) = inside {
                     *path = link.clone();
                 }

@@ -158,6 +158,10 @@ pub struct After {
     pub task: TaskAfter,
     /// The agent left the task branch; the evidence sentence.
     pub left_branch: Option<String>,
+    /// The agent left git in a state nothing can be committed in (an
+    /// unmerged index, a merge or rebase in progress): the failure class
+    /// naming it, and the evidence sentence.
+    pub unfinished_git: Option<(String, String)>,
     /// New commits or changed files on the branch in this iteration, or a
     /// status change.
     pub progressed: bool,
@@ -224,6 +228,7 @@ pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
             )),
             _ => None,
         })
+        .or_else(|| seen.unfinished_git.clone())
         .or_else(|| {
             seen.left_branch
                 .clone()
@@ -380,6 +385,7 @@ mod tests {
                 leaf: true,
             },
             left_branch: None,
+            unfinished_git: None,
             progressed: true,
             no_progress_before: 0,
             failures_before: 0,

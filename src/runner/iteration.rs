@@ -233,9 +233,19 @@ impl Engine<'_> {
             ));
         }
         let queue_restored = self.restore_deleted_queue()?;
-        let mut leftovers = self
-            .repo
-            .commit_leftovers(&turn.branch, id, turn.iteration)?;
+        // An unmerged index or an operation in progress is the agent's to
+        // finish: the next iteration is told how, nothing is committed.
+        let mut unfinished_git = None;
+        let mut leftovers = match self.repo.commit_leftovers(&turn.branch, id, turn.iteration) {
+            Err(err) => match unfinished(&err) {
+                Some(failure) => {
+                    unfinished_git = Some(failure);
+                    Default::default()
+                }
+                None => return Err(err.into()),
+            },
+            Ok(leftovers) => leftovers,
+        };
         self.clean = leftovers.clean.take();
         crate::fault::crash_at("after_leftovers");
         match &leftovers.left_branch {
@@ -301,6 +311,7 @@ impl Engine<'_> {
             agent: agent_end(outcome),
             task,
             left_branch: (!evidence.is_empty()).then(|| evidence.join("; ")),
+            unfinished_git,
             progressed: tip_after != turn.tip_before || status_changed,
             no_progress_before: progress.no_progress,
             failures_before: progress.consecutive_failures,
@@ -527,5 +538,34 @@ fn after_word(task: &TaskAfter) -> String {
         TaskAfter::Gone { archived: true } => "archived".to_owned(),
         TaskAfter::Gone { archived: false } => "vanished".to_owned(),
         TaskAfter::InvalidQueue(_) => "invalid_queue".to_owned(),
+    }
+}
+
+/// The failure class and evidence for a git state the agent left that
+/// nothing can be committed in, or `None` for any other error.
+fn unfinished(err: &crate::git::Error) -> Option<(String, String)> {
+    use crate::git::Error;
+    match err {
+        Error::Unmerged { paths } => Some((
+            "unmerged_index".to_owned(),
+            format!(
+                "the agent left conflicts in the index ({}); resolve them and `git add` the files, then commit, or give them up with `git reset --merge`",
+                paths.join(", ")
+            ),
+        )),
+        Error::InProgress { operation, abort } => Some((
+            format!("{}_in_progress", operation.replace([' ', '-'], "_")),
+            format!(
+                "the agent left a {operation} in progress; finish it (resolve, `git add`, then `git {}`), or abandon it with `{abort}`",
+                match *operation {
+                    "rebase" => "rebase --continue",
+                    "cherry-pick" => "cherry-pick --continue",
+                    "revert" => "revert --continue",
+                    "git am" => "am --continue",
+                    _ => "commit",
+                }
+            ),
+        )),
+        _ => None,
     }
 }

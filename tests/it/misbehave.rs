@@ -98,6 +98,9 @@ fn an_agent_that_removes_dot_ralph_does_not_open_the_door_to_a_second_run() {
     assert_eq!(project.json_lines("tasks-done.jsonl").len(), 1);
 }
 
+/// A merge the agent leaves in progress is its next iteration's to finish
+/// (tests/it/usergit.rs); one never finished blocks the task, and the run
+/// stops before its bookkeeping commit, leaving the merge to a person.
 #[test]
 fn an_agent_that_leaves_a_merge_in_progress_stops_the_run_without_losing_it() {
     let project = one_task(r#""merge""#);
@@ -106,13 +109,18 @@ fn an_agent_that_leaves_a_merge_in_progress_stops_the_run_without_losing_it() {
     project.git(&["add", "side.txt"]);
     project.git(&["commit", "-q", "-m", "side work"]);
     project.git(&["checkout", "-q", "main"]);
-    let project = project.agent("work mine.txt mine\ngit merge -q --no-ff --no-commit side\n");
+    let project = project.agent(
+        "if [ \"$RALPH_TASK_ITERATION\" = 1 ]; then work mine.txt mine; git merge -q --no-ff --no-commit side; fi\n",
+    );
     let run = project.run(&[]);
     assert_eq!(run.code, 30, "{run:#?}");
     assert!(
         run.stderr.contains("error: a merge is in progress"),
         "{run:#?}"
     );
+    assert!(project.calls().len() > 1, "{:?}", project.calls());
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(prompt.contains("merge_in_progress"), "{prompt}");
     assert!(
         project.path().join(".git/MERGE_HEAD").exists(),
         "the merge is left for a person"

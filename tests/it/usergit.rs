@@ -285,3 +285,208 @@ fn a_sparse_checkout_is_not_dirty_and_its_tasks_merge() {
     assert!(!project.path().join("drop/d.txt").exists());
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn conflicts_an_agent_leaves_in_the_index_are_its_next_iterations_to_resolve() {
+    let project = one_task("conflict");
+    // A `git stash pop` that conflicts leaves c.txt unmerged, no merge
+    // in progress; the second iteration resolves it.
+    project.script(
+        "agent.sh",
+        r#"case "$RALPH_TASK_ITERATION" in
+1) work c.txt one
+   echo two > c.txt && git stash -q
+   work c.txt three
+   git stash pop -q 2> /dev/null || true ;;
+*) echo resolved > c.txt && git add c.txt && git stash drop -q
+   ralph task complete A > /dev/null ;;
+esac
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls().len(), 2);
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(prompt.contains("unmerged_index"), "{prompt}");
+    assert!(
+        prompt.contains("the agent left conflicts in the index (c.txt)"),
+        "{prompt}"
+    );
+    assert_eq!(failure_classes(&project), ["iteration/unmerged_index"]);
+    assert_eq!(project.git(&["show", "main:c.txt"]), "resolved");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_merge_the_agent_left_in_progress_is_finished_by_the_next_iteration() {
+    let project = one_task("merge");
+    project.git(&["checkout", "-q", "-b", "other"]);
+    std::fs::write(project.path().join("m.txt"), "theirs\n").unwrap();
+    project.git(&["add", "m.txt"]);
+    project.git(&["commit", "-q", "-m", "theirs"]);
+    project.git(&["checkout", "-q", "main"]);
+    project.script(
+        "agent.sh",
+        r#"case "$RALPH_TASK_ITERATION" in
+1) work m.txt ours
+   git merge -q other > /dev/null 2>&1 || true ;;
+*) echo both > m.txt && git add m.txt && git commit -q --no-edit
+   ralph task complete A > /dev/null ;;
+esac
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let prompt = project.read(".ralph/prompts/2-A.md");
+    assert!(prompt.contains("merge_in_progress"), "{prompt}");
+    assert!(prompt.contains("git merge --abort"), "{prompt}");
+    assert_eq!(failure_classes(&project), ["iteration/merge_in_progress"]);
+    assert_eq!(project.git(&["show", "main:m.txt"]), "both");
+}
+
+#[test]
+fn an_index_lock_held_for_a_moment_by_a_live_git_process_is_waited_for() {
+    let project = one_task("locked");
+    // As an IDE's `git status` would: the lock is taken for 1.5 s right
+    // as the agent ends, with its work left for ralph to commit (the
+    // holder in a session of its own: ralph stops the agent's group).
+    project.script(
+        "agent.sh",
+        "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\nsetsid sh -c 'sleep 1.5; rm -f .git/index.lock' > /dev/null 2>&1 &\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.git(&["show", "main:w.txt"]), "work");
+}
+
+#[test]
+fn an_index_lock_that_stays_stops_the_run_naming_it() {
+    let project = one_task("locked");
+    project.script(
+        "agent.sh",
+        "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains(".git/index.lock is held by another git process (for 1"),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr.contains("hint: wait for that git command"),
+        "{run:#?}"
+    );
+    // Nothing lost: the work is on disk, and the next run (the lock gone
+    // stale, no git process at work) commits and merges it.
+    assert_eq!(project.read("w.txt"), "work\n");
+    let again = project.run(&[]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert_eq!(project.git(&["show", "main:w.txt"]), "work");
+}
+
+/// A GnuPG home with a fresh key for the test author, no passphrase.
+fn gpg_home(project: &TestProject) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let home = project.aux().join("gnupg");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let made = std::process::Command::new("gpg")
+        .env("GNUPGHOME", &home)
+        .args(["--batch", "--passphrase", "", "--quick-gen-key"])
+        .args([
+            "Test Author <author@example.com>",
+            "default",
+            "default",
+            "never",
+        ])
+        .output()
+        .expect("gpg is installed (.ci/run installs gnupg)");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    home
+}
+
+#[test]
+fn with_commit_gpgsign_ralphs_commits_are_signed_by_git() {
+    let project = one_task("signed");
+    let home = gpg_home(&project);
+    project.git(&["config", "commit.gpgsign", "true"]);
+    project.git(&["config", "user.signingkey", "author@example.com"]);
+    // Work left uncommitted: the wip commit is ralph's too.
+    project.script(
+        "agent.sh",
+        "echo s > s.txt\nralph task complete A > /dev/null\n",
+    );
+    let mut command = project.run_command(&[]);
+    command.env("GNUPGHOME", &home);
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let verify = |rev: &str| {
+        project
+            .command("git")
+            .env("GNUPGHOME", &home)
+            .args(["verify-commit", rev])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(verify("main"), "the squash commit is not signed");
+    assert!(verify("refs/ralph/tasks/A"), "the wip commit is not signed");
+    assert!(
+        !verify("main~1"),
+        "the test's own commit should be unsigned"
+    );
+}
+
+#[test]
+fn signing_that_cannot_work_is_refused_before_any_agent_runs() {
+    let project = one_task("signed");
+    let home = gpg_home(&project);
+    project.git(&["config", "commit.gpgsign", "true"]);
+    project.git(&["config", "user.signingkey", "nobody@example.com"]);
+    project.script(
+        "agent.sh",
+        "echo s > s.txt\nralph task complete A > /dev/null\n",
+    );
+    let mut command = project.run_command(&[]);
+    command.env("GNUPGHOME", &home);
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("error: commit.gpgsign is set but git cannot sign a commit: "),
+        "{run:#?}"
+    );
+    assert!(run.stderr.contains("No secret key"), "{run:#?}");
+    assert!(run.stderr.contains("hint: make signing work"), "{run:#?}");
+    assert!(project.calls().is_empty());
+}
+
+#[test]
+fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
+    let project = one_task("assets");
+    project.git(&["lfs", "install", "--local"]);
+    project.git(&["lfs", "track", "*.bin"]);
+    project.git(&["add", ".gitattributes"]);
+    project.git(&["commit", "-q", "-m", "track binaries with LFS"]);
+    // 100 kB the agent leaves uncommitted for ralph's wip commit.
+    project.script(
+        "agent.sh",
+        "head -c 100000 /dev/zero | tr '\\0' x > big.bin\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let stored = project.git(&["cat-file", "-p", "main:big.bin"]);
+    assert!(
+        stored.starts_with("version https://git-lfs.github.com/spec/v1"),
+        "{stored}"
+    );
+    assert!(stored.contains("size 100000"), "{stored}");
+    assert_eq!(project.read("big.bin").len(), 100_000);
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
