@@ -156,18 +156,90 @@ impl Repo {
         }
     }
 
-    /// `git commit` of the index with `message` (taken verbatim), adding
-    /// `extra` arguments: the user's git signs it when configured, and
-    /// runs the hooks unless `extra` has `--no-verify`. The commit made, or
-    /// what git and its hooks printed when it refused.
+    /// Whether a commit must be made by the user's `git commit`: git
+    /// signs it (`commit.gpgsign`), or it `runs_hooks` and the repository
+    /// has a commit hook (in `core.hooksPath` or the git folder's
+    /// `hooks/`). Otherwise `git commit` would write the very commit libgit2
+    /// writes (the same tree, parents, identity, time and message), and
+    /// libgit2 writes it in-process: a `git commit` refreshes the whole
+    /// index, 40 ms on 10,000 files (docs/BENCHMARKS.md). Asked at each
+    /// commit: an agent may add a hook during a run.
+    pub(super) fn commits_through_git(&self, runs_hooks: bool) -> bool {
+        self.signs() || (runs_hooks && self.has_commit_hooks())
+    }
+
+    /// Whether git signs commits here (`commit.gpgsign`).
+    fn signs(&self) -> bool {
+        let config = self.git.config().and_then(|mut config| config.snapshot());
+        config.is_ok_and(|config| config.get_bool("commit.gpgsign").unwrap_or(false))
+    }
+
+    /// Whether a `git commit` here runs a hook of the repository's (which
+    /// may refuse it, or write files).
+    pub(super) fn has_commit_hooks(&self) -> bool {
+        let config = self.git.config().and_then(|mut config| config.snapshot());
+        let hooks = match config.and_then(|config| config.get_path("core.hooksPath")) {
+            Ok(dir) if dir.is_relative() => self.workdir().join(dir),
+            Ok(dir) => dir,
+            Err(_) => self.git.commondir().join("hooks"),
+        };
+        [
+            "pre-commit",
+            "prepare-commit-msg",
+            "commit-msg",
+            "post-commit",
+        ]
+        .iter()
+        .any(|name| is_executable(&hooks.join(name)))
+    }
+
+    /// Commits the index on HEAD with `message` (taken verbatim): by the
+    /// user's `git commit` when [`Repo::commits_through_git`] says so
+    /// (signed when configured, with the hooks when `runs_hooks`), else by
+    /// libgit2. The commit made, or what git and its hooks printed when it
+    /// refused.
     pub(super) fn commit_index(
         &self,
         message: &str,
-        extra: &[&str],
+        runs_hooks: bool,
     ) -> Result<std::result::Result<CommitId, String>> {
+        if !self.commits_through_git(runs_hooks) {
+            let tree = self.index()?.write_tree().doing("write the index's tree")?;
+            let tree = self.git.find_tree(tree).doing("read the index's tree")?;
+            let head = self
+                .git
+                .head()
+                .and_then(|head| head.peel_to_commit())
+                .doing("read HEAD's commit")?;
+            let signature = self.identity.signature()?;
+            let commit = self
+                .git
+                .commit(
+                    Some("HEAD"),
+                    &signature,
+                    &signature,
+                    message,
+                    &tree,
+                    &[&head],
+                )
+                .doing("commit")?;
+            return Ok(Ok(commit.into()));
+        }
         let mut args = vec!["commit", "--quiet", "--cleanup=verbatim", "--file=-"];
-        args.extend_from_slice(extra);
-        let ran = self.run_git(&args, message.as_bytes(), "commit")?;
+        if !runs_hooks {
+            args.push("--no-verify");
+        }
+        self.git_commit(&args, message)
+    }
+
+    /// `git args` making a commit with `message` on its standard input:
+    /// the commit HEAD names afterwards, or what git printed.
+    pub(super) fn git_commit(
+        &self,
+        args: &[&str],
+        message: &str,
+    ) -> Result<std::result::Result<CommitId, String>> {
+        let ran = self.run_git(args, message.as_bytes(), "commit")?;
         if !ran.success {
             return Ok(Err(ran.said));
         }
@@ -302,4 +374,11 @@ fn locked(lock: PathBuf) -> Error {
         .ok()
         .and_then(|modified| modified.elapsed().ok());
     Error::Locked { lock, age }
+}
+
+/// Whether `path` is a file git would run as a hook.
+fn is_executable(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }

@@ -153,7 +153,7 @@ impl Repo {
     }
 
     /// [`Repo::squash_into_base_with`] from a tree known to be clean: no
-    /// scan. Hands the tree's cleanliness back when nothing ran in it (a
+    /// scan. Hands the tree's cleanliness back unless a hook ran in it (a
     /// hook may write files).
     pub fn squash_clean(
         &self,
@@ -163,15 +163,11 @@ impl Repo {
         trailers: &[String],
         clean: Clean,
     ) -> Result<(Squash, Option<Clean>)> {
-        let squash = self.squash_commit(branch, id, title, trailers)?;
+        let (squash, clean) = self.squash_commit(branch, id, title, trailers, clean)?;
         if let Squash::Merged(_) = squash {
             crate::fault::crash_at("after_squash_commit");
             self.drop_task_branch(branch, id)?;
         }
-        let clean = match squash {
-            Squash::Empty | Squash::Conflict(_) => Some(clean),
-            Squash::Merged(_) | Squash::Rejected(_) => None,
-        };
         Ok((squash, clean))
     }
 
@@ -179,8 +175,26 @@ impl Repo {
     /// [`Squash::Merged`], the base is checked out at the new commit and the
     /// task branch still exists (its tip preserved): the caller archives
     /// the task, then [`Repo::amend_with_queue_files`] and
-    /// [`Repo::preserve_and_delete_branch`]. The tree must be clean.
+    /// [`Repo::preserve_and_delete_branch`]. Takes the tree's cleanliness
+    /// and hands it back unless a hook ran.
     pub fn squash_commit(
+        &self,
+        branch: &str,
+        id: &str,
+        title: &str,
+        trailers: &[String],
+        clean: Clean,
+    ) -> Result<(Squash, Option<Clean>)> {
+        let hooks = self.has_commit_hooks();
+        let squash = self.squash_commit_of_clean(branch, id, title, trailers)?;
+        let clean = match squash {
+            Squash::Merged(_) | Squash::Rejected(_) if hooks => None,
+            _ => Some(clean),
+        };
+        Ok((squash, clean))
+    }
+
+    fn squash_commit_of_clean(
         &self,
         branch: &str,
         id: &str,
@@ -221,7 +235,7 @@ impl Repo {
         // the user's git: its hooks judge it, its signing signs it.
         self.switch_tree(&branch_tree, &tree, false)?;
         self.point_head_at(&self.base)?;
-        match self.commit_index(&message, &[])? {
+        match self.commit_index(&message, true)? {
             Ok(commit) => Ok(Squash::Merged(Merged {
                 commit,
                 tip: tip.into(),
@@ -263,10 +277,36 @@ impl Repo {
             }
         }
         let tree = head.tree().doing("read the squash commit's tree")?;
+        if !self.commits_through_git(false) {
+            let amended = self.tree_with_queue_files(&tree, &tree)?;
+            let amended = self.git.find_tree(amended).doing("read the amended tree")?;
+            let signature = self.identity.signature()?;
+            let commit = head
+                .amend(
+                    Some("HEAD"),
+                    None,
+                    Some(&signature),
+                    None,
+                    Some(&message),
+                    Some(&amended),
+                )
+                .doing("add the archive record to the squash commit")?;
+            self.queue_entries_follow(&amended)?;
+            return Ok(commit.into());
+        }
         let files = self.committable_queue_files(&tree)?;
-        let mut args = vec!["--amend", "--no-verify", "--only", "--"];
+        let mut args = vec![
+            "commit",
+            "--quiet",
+            "--cleanup=verbatim",
+            "--file=-",
+            "--amend",
+            "--no-verify",
+            "--only",
+            "--",
+        ];
         args.extend(files.iter().map(String::as_str));
-        self.commit_index(&message, &args)?
+        self.git_commit(&args, &message)?
             .map_err(|said| super::Error::Command {
                 action: format!(
                     "add the archive record to the squash commit on {}",
@@ -294,10 +334,39 @@ impl Repo {
         if tree_id == base_tree.id() {
             return Ok(None);
         }
+        if !self.commits_through_git(true) {
+            let tree = self
+                .git
+                .find_tree(tree_id)
+                .doing("read the queue files' tree")?;
+            let signature = self.identity.signature()?;
+            let commit = self
+                .git
+                .commit(
+                    Some(&format!("refs/heads/{}", self.base)),
+                    &signature,
+                    &signature,
+                    message,
+                    &tree,
+                    &[&base],
+                )
+                .doing(&format!("commit the queue files on {}", self.base))?;
+            // HEAD moved with the base: the index entries of the queue
+            // files follow, so they read as committed.
+            self.queue_entries_follow(&tree)?;
+            return Ok(Some(commit.into()));
+        }
         let files = self.committable_queue_files(&base_tree)?;
-        let mut args = vec!["--only", "--"];
+        let mut args = vec![
+            "commit",
+            "--quiet",
+            "--cleanup=verbatim",
+            "--file=-",
+            "--only",
+            "--",
+        ];
         args.extend(files.iter().map(String::as_str));
-        match self.commit_index(message, &args)? {
+        match self.git_commit(&args, message)? {
             Ok(commit) => Ok(Some(commit)),
             Err(said) if is_git_failure(&said) => Err(super::Error::Command {
                 action: format!("commit the queue files on {}", self.base),
@@ -363,6 +432,22 @@ impl Repo {
                 .git
                 .graph_descendant_of(commit, ancestor)
                 .doing("compare the branch with the base")?)
+    }
+}
+
+impl Repo {
+    /// Sets the queue files' index entries to their versions in `tree`
+    /// (HEAD's, just committed), so they read as committed.
+    fn queue_entries_follow(&self, tree: &git2::Tree<'_>) -> Result<()> {
+        let mut index = self.index()?;
+        let mut changed = false;
+        for file in &self.queue {
+            changed |= self.unstage(&mut index, tree, &file.rel)?;
+        }
+        if changed {
+            index.write().doing("write the index")?;
+        }
+        Ok(())
     }
 }
 

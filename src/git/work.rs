@@ -249,7 +249,7 @@ impl Repo {
         if !self.has_staged_changes()? {
             return Ok((None, Clean::new()));
         }
-        match self.commit_index(message, &["--no-verify"])? {
+        match self.commit_index(message, false)? {
             Ok(commit) => Ok((Some(commit), Clean::new())),
             Err(said) => Err(Error::Command {
                 action: "commit the leftovers".to_owned(),

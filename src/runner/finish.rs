@@ -66,14 +66,15 @@ impl Engine<'_> {
         let tip = self.repo.branch_tip(&branch)?;
         self.state.phase = "squash".to_owned();
         self.save_state()?;
-        if self.clean.take().is_none() {
-            self.repo.check_clean()?;
-        }
+        let clean = match self.clean.take() {
+            Some(clean) => clean,
+            None => self.repo.check_clean()?,
+        };
         let trailers = [format!("Completes: {id}")];
-        match self
-            .repo
-            .squash_commit(&branch, id, &task.title, &trailers)?
-        {
+        let (squash, clean) =
+            (self.repo).squash_commit(&branch, id, &task.title, &trailers, clean)?;
+        self.clean = clean;
+        match squash {
             Squash::Merged(_) => {}
             Squash::Rejected(said) => {
                 self.ui.log(

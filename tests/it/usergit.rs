@@ -349,10 +349,11 @@ fn an_index_lock_held_for_a_moment_by_a_live_git_process_is_waited_for() {
     let project = one_task("locked");
     // As an IDE's `git status` would: the lock is taken for 1.5 s right
     // as the agent ends, with its work left for ralph to commit (the
-    // holder in a session of its own: ralph stops the agent's group).
+    // holder in a session of its own, started before the agent ends:
+    // ralph stops the agent's group).
     project.script(
         "agent.sh",
-        "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\nsetsid sh -c 'sleep 1.5; rm -f .git/index.lock' > /dev/null 2>&1 &\n",
+        "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\nsetsid sh -c 'touch .git/held; sleep 1.5; rm -f .git/index.lock' > /dev/null 2>&1 &\nuntil [ -f .git/held ]; do sleep 0.01; done\n",
     );
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
