@@ -19,8 +19,6 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(10);
 pub(super) struct Ran {
     /// Whether it exited 0.
     pub success: bool,
-    /// Its exit code (`None`: killed by a signal).
-    pub code: Option<i32>,
     /// Its standard output.
     pub stdout: Vec<u8>,
     /// Its standard error and output together, as a person would see them
@@ -120,7 +118,6 @@ impl Repo {
         }
         Ok(Ran {
             success: output.status.success(),
-            code: output.status.code(),
             stdout: output.stdout,
             said: said.trim_end().to_owned(),
         })
@@ -140,20 +137,6 @@ impl Repo {
         let args = ["update-index", "--add", "--remove", "-z", "--stdin"];
         self.git_ok(&args, &list, "stage the leftovers")?;
         Ok(())
-    }
-
-    /// Whether the index differs from HEAD (submodules by their commit).
-    pub(super) fn has_staged_changes(&self) -> Result<bool> {
-        let args = ["diff", "--cached", "--quiet", "--ignore-submodules=dirty"];
-        let ran = self.run_git(&args, b"", "compare the index with HEAD")?;
-        match ran.code {
-            Some(0) => Ok(false),
-            Some(1) => Ok(true),
-            _ => Err(Error::Command {
-                action: "compare the index with HEAD".to_owned(),
-                said: ran.said,
-            }),
-        }
     }
 
     /// Whether a commit must be made by the user's `git commit`: git

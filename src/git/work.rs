@@ -246,7 +246,9 @@ impl Repo {
         if !paths.is_empty() {
             self.stage(&paths)?;
         }
-        if !self.has_staged_changes()? {
+        // Nothing staged differs from HEAD (an edit undone): no commit.
+        let staged_tree = self.index()?.write_tree().doing("write the index's tree")?;
+        if staged_tree == head_tree.id() {
             return Ok((None, Clean::new()));
         }
         match self.commit_index(message, false)? {

@@ -250,6 +250,52 @@ impl Repo {
         Ok(Some(paths))
     }
 
+    /// The paths of `paths` (written since the last settled scan, with the
+    /// index matching HEAD) that git might see changed: not ralph's own
+    /// files, and not a tracked file whose size, modification time, inode
+    /// and kind still match its index entry, which is how git itself tells
+    /// an unchanged file without reading it (a file modified in the same
+    /// moment the index was written is looked at, as git does). Saves
+    /// starting `git status` after an iteration whose agent committed
+    /// everything.
+    fn maybe_changed(&self, paths: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>> {
+        use std::os::unix::fs::MetadataExt;
+        let index = self.index()?;
+        let index_written = fs::metadata(self.git.path().join("index"))
+            .map(|meta| (meta.mtime(), meta.mtime_nsec()))
+            .unwrap_or((i64::MAX, 0));
+        let mut left = Vec::new();
+        for path in paths {
+            let file = Path::new(std::ffi::OsStr::from_bytes(&path));
+            let entry = index.get_path(file, 0);
+            if self.is_own(&String::from_utf8_lossy(&path), entry.is_none()) {
+                continue;
+            }
+            let meta = fs::symlink_metadata(self.workdir().join(file));
+            let unchanged = match (&entry, &meta) {
+                (Some(entry), Ok(meta)) => {
+                    let kind = entry.mode & 0o170000;
+                    let same_kind = (kind == 0o100000 && meta.is_file())
+                        || (kind == 0o120000 && meta.file_type().is_symlink());
+                    let racy = (meta.mtime(), meta.mtime_nsec()) >= index_written;
+                    same_kind
+                        && !racy
+                        && entry.file_size == meta.size() as u32
+                        && entry.mtime.seconds() == meta.mtime() as i32
+                        && entry.mtime.nanoseconds() == meta.mtime_nsec() as u32
+                        && entry.ino == meta.ino() as u32
+                }
+                // Neither in the index nor on disk: made and removed.
+                (None, Err(err)) => err.kind() == io::ErrorKind::NotFound,
+                _ => false,
+            };
+            if !unchanged {
+                left.push(path);
+            }
+        }
+        Ok(left)
+    }
+
     /// A leftovers scan left the tree clean: the watch starts afresh.
     pub(super) fn settle_watch(&self) {
         if let Some(watching) = self.watch.borrow_mut().as_mut() {
@@ -263,9 +309,12 @@ impl Repo {
     /// watch saw change are looked at, when it can vouch for the rest.
     pub(super) fn uncommitted_paths(&self) -> Result<Uncommitted> {
         let entries = match self.watched_changes()? {
-            Some(paths) if paths.is_empty() => Vec::new(),
-            Some(paths) if paths.len() <= MAX_SCANNED_PATHS => self.scan(&paths)?,
-            _ => self.scan(&[])?,
+            Some(paths) => match self.maybe_changed(paths)? {
+                paths if paths.is_empty() => Vec::new(),
+                paths if paths.len() <= MAX_SCANNED_PATHS => self.scan(&paths)?,
+                _ => self.scan(&[])?,
+            },
+            None => self.scan(&[])?,
         };
         let mut uncommitted = Uncommitted {
             paths: Vec::new(),
