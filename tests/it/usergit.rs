@@ -491,3 +491,99 @@ fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
     assert_eq!(project.read("big.bin").len(), 100_000);
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
+
+/// A PATH like the test's own, without `git-lfs`: one folder of links to
+/// every other program on it.
+fn path_without_git_lfs(project: &TestProject) -> std::path::PathBuf {
+    let bin = project.aux().join("no-lfs-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name == "git-lfs" || bin.join(&name).exists() {
+                continue;
+            }
+            let _ = std::os::unix::fs::symlink(entry.path(), bin.join(&name));
+        }
+    }
+    bin
+}
+
+#[test]
+fn an_lfs_path_without_git_lfs_stops_the_run_and_commits_no_raw_blob() {
+    let project = one_task("assets");
+    project.git(&["lfs", "install", "--local"]);
+    project.git(&["lfs", "track", "*.bin"]);
+    project.git(&["add", ".gitattributes"]);
+    project.git(&["commit", "-q", "-m", "track binaries with LFS"]);
+    project.script(
+        "agent.sh",
+        "head -c 100000 /dev/zero | tr '\\0' x > big.bin\nralph task complete A > /dev/null\n",
+    );
+    let main_before = project.git(&["rev-parse", "main"]);
+    let mut command = project.run_command(&[]);
+    command.env("PATH", path_without_git_lfs(&project));
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(run.stderr.contains("git-lfs"), "{run:#?}");
+    assert_eq!(project.git(&["rev-parse", "main"]), main_before);
+    let ours = project.git(&["log", "--format=%s", "task/A-assets"]);
+    assert!(!ours.contains("wip"), "{ours}");
+    assert_eq!(project.read("big.bin").len(), 100_000);
+}
+
+#[test]
+fn a_shallow_clone_works() {
+    let origin = one_task("shallow");
+    for n in 1..=3 {
+        std::fs::write(origin.path().join("history.txt"), format!("{n}\n")).unwrap();
+        origin.git(&["add", "history.txt"]);
+        origin.git(&["commit", "-q", "-m", &format!("history {n}")]);
+    }
+    let project = TestProject::new();
+    let url = format!("file://{}", origin.path().display());
+    let target = project.path().to_str().unwrap().to_owned();
+    std::fs::remove_dir_all(project.path()).unwrap();
+    origin.git(&["clone", "-q", "--depth", "1", &url, &target]);
+    project.git(&["config", "user.name", "Test Author"]);
+    project.git(&["config", "user.email", "author@example.com"]);
+    assert_eq!(
+        project.git(&["rev-parse", "--is-shallow-repository"]),
+        "true"
+    );
+    project.script(
+        "agent.sh",
+        "work x.txt x\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        project.git(&["log", "--format=%s", "main"]),
+        "[A] shallow\nhistory 3"
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_skip_worktree_file_changed_on_disk_is_not_ralphs_to_commit() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"work","status":"pending","leaf":true}"#)
+        .file("local.cfg", "shared\n")
+        .git_init();
+    // A person's local override git is told to ignore.
+    project.git(&["update-index", "--skip-worktree", "local.cfg"]);
+    std::fs::write(project.path().join("local.cfg"), "mine\n").unwrap();
+    project.script(
+        "agent.sh",
+        "echo w > w.txt\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.git(&["show", "main:local.cfg"]), "shared");
+    assert_eq!(project.git(&["show", "main:w.txt"]), "w");
+    assert_eq!(project.read("local.cfg"), "mine\n");
+}
