@@ -81,6 +81,7 @@ impl Repo {
                     });
                 }
                 let base = self.tip(&self.base)?;
+                self.wait_for_ref_locks(&[&format!("refs/heads/{branch}")])?;
                 self.git
                     .branch(&branch, &base, false)
                     .doing(&format!("create branch {branch}"))?;
@@ -131,6 +132,7 @@ impl Repo {
     pub fn preserve_and_delete_branch(&self, branch: &str, id: &str) -> Result<CommitId> {
         let tip = self.tip(branch)?.id();
         let preserved = Repo::preserved_ref(id);
+        self.wait_for_ref_locks(&[&preserved])?;
         self.git
             .reference(&preserved, tip, true, "ralph: preserve the task branch")
             .doing(&format!("create {preserved}"))?;
@@ -163,6 +165,7 @@ impl Repo {
     pub fn keep_resume_point(&self, branch: &str, id: &str) -> Result<()> {
         let tip = self.tip(branch)?.id();
         let name = Repo::resume_ref(id);
+        self.wait_for_ref_locks(&[&name])?;
         self.git
             .reference(
                 &name,
@@ -186,6 +189,7 @@ impl Repo {
             .find_reference(&name)
             .and_then(|reference| reference.peel_to_commit())
             .doing(&format!("read {name}"))?;
+        self.wait_for_ref_locks(&[&format!("refs/heads/{branch}")])?;
         self.git
             .branch(branch, &point, false)
             .doing(&format!("recreate branch {branch}"))?;
@@ -193,6 +197,7 @@ impl Repo {
     }
 
     fn delete_branch(&self, branch: &str) -> Result<()> {
+        self.wait_for_ref_locks(&[&format!("refs/heads/{branch}")])?;
         self.git
             .find_branch(branch, BranchType::Local)
             .and_then(|mut found| found.delete())

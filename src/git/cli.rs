@@ -195,6 +195,7 @@ impl Repo {
                 .and_then(|head| head.peel_to_commit())
                 .doing("read HEAD's commit")?;
             let signature = self.identity.signature()?;
+            self.wait_for_head_locks()?;
             let commit = self
                 .git
                 .commit(
@@ -213,6 +214,19 @@ impl Repo {
             args.push("--no-verify");
         }
         self.git_commit(&args, message)
+    }
+
+    /// Waits for the locks a commit on HEAD takes: HEAD's and its branch's.
+    pub(super) fn wait_for_head_locks(&self) -> Result<()> {
+        let branch = self
+            .git
+            .head()
+            .ok()
+            .and_then(|head| head.name().ok().map(str::to_owned));
+        match branch {
+            Some(branch) => self.wait_for_ref_locks(&["HEAD", &branch]),
+            None => self.wait_for_ref_locks(&["HEAD"]),
+        }
     }
 
     /// `git args` making a commit with `message` on its standard input:
@@ -240,17 +254,22 @@ impl Repo {
     /// a dead process is removed by [`Repo::clear_stale_locks`] at the
     /// start of a run.
     pub(super) fn wait_for_index_lock(&self) -> Result<()> {
-        let lock = self.git.path().join("index.lock");
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(10);
-        while lock.exists() {
-            if started.elapsed() >= LOCK_WAIT {
-                return Err(locked(lock));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(500));
+        wait_while_locked(&[self.git.path().join("index.lock")])
+    }
+
+    /// [`Repo::wait_for_index_lock`] for the lock files of the refs
+    /// `names` (`HEAD` is the working tree's; a branch is
+    /// `refs/heads/<name>`, in the repository's shared folder), and of
+    /// `packed-refs`, which a deletion rewrites.
+    pub(super) fn wait_for_ref_locks(&self, names: &[&str]) -> Result<()> {
+        let mut locks = vec![self.git.commondir().join("packed-refs.lock")];
+        for name in names {
+            locks.push(match *name {
+                "HEAD" => self.git.path().join("HEAD.lock"),
+                name => self.git.commondir().join(format!("{name}.lock")),
+            });
         }
-        Ok(())
+        wait_while_locked(&locks)
     }
 
     /// `git args` in the working tree: its standard output, or `None`
@@ -339,6 +358,20 @@ impl Repo {
             })
             .collect()
     }
+}
+
+/// Waits while any of `locks` exists, backing off, up to [`LOCK_WAIT`].
+fn wait_while_locked(locks: &[PathBuf]) -> Result<()> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    while let Some(lock) = locks.iter().find(|lock| lock.exists()) {
+        if started.elapsed() >= LOCK_WAIT {
+            return Err(locked(lock.clone()));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+    Ok(())
 }
 
 /// The lock file a failed git command names (`Unable to create

@@ -220,6 +220,7 @@ impl Repo {
         let message = squash_message_with(id, title, &subjects, trailers);
         // The tip is preserved before anything else, so no crash loses it.
         let preserved_ref = Repo::preserved_ref(id);
+        self.wait_for_ref_locks(&[&preserved_ref])?;
         self.git
             .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
             .doing(&format!("create {preserved_ref}"))?;
@@ -281,6 +282,7 @@ impl Repo {
             let amended = self.tree_with_queue_files(&tree, &tree)?;
             let amended = self.git.find_tree(amended).doing("read the amended tree")?;
             let signature = self.identity.signature()?;
+            self.wait_for_head_locks()?;
             let commit = head
                 .amend(
                     Some("HEAD"),
@@ -340,6 +342,7 @@ impl Repo {
                 .find_tree(tree_id)
                 .doing("read the queue files' tree")?;
             let signature = self.identity.signature()?;
+            self.wait_for_ref_locks(&[&format!("refs/heads/{}", self.base)])?;
             let commit = self
                 .git
                 .commit(

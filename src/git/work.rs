@@ -163,6 +163,7 @@ impl Repo {
                 .graph_descendant_of(head, task_tip)
                 .doing("compare HEAD with the task branch")?;
         if fast_forwarded {
+            self.wait_for_ref_locks(&[&format!("refs/heads/{branch}")])?;
             self.git
                 .reference(
                     &format!("refs/heads/{branch}"),

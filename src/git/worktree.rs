@@ -382,6 +382,7 @@ impl Repo {
 
     /// Points HEAD at `branch`, touching no file.
     pub(super) fn point_head_at(&self, branch: &str) -> Result<()> {
+        self.wait_for_ref_locks(&["HEAD"])?;
         self.git
             .set_head(&format!("refs/heads/{branch}"))
             .doing(&format!("point HEAD at {branch}"))

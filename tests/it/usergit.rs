@@ -361,6 +361,24 @@ fn an_index_lock_held_for_a_moment_by_a_live_git_process_is_waited_for() {
 }
 
 #[test]
+fn a_ref_lock_held_for_a_moment_is_waited_for() {
+    let project = one_task("locked");
+    // Someone's `git fetch` or `git update-ref` holds main's lock as the
+    // squash is about to land on main.
+    project.script(
+        "agent.sh",
+        "work w.txt work\nralph task complete A > /dev/null\ntouch .git/refs/heads/main.lock\nsetsid sh -c 'touch .git/held; sleep 1.5; rm -f .git/refs/heads/main.lock' > /dev/null 2>&1 &\nuntil [ -f .git/held ]; do sleep 0.01; done\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.git(&["show", "main:w.txt"]), "work");
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[A] locked"
+    );
+}
+
+#[test]
 fn an_index_lock_that_stays_stops_the_run_naming_it() {
     let project = one_task("locked");
     project.script(
