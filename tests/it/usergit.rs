@@ -605,3 +605,58 @@ fn a_skip_worktree_file_changed_on_disk_is_not_ralphs_to_commit() {
     assert_eq!(project.git(&["show", "main:w.txt"]), "w");
     assert_eq!(project.read("local.cfg"), "mine\n");
 }
+
+#[test]
+fn with_ssh_signing_ralphs_commits_carry_an_ssh_signature() {
+    let project = one_task("signed");
+    let key = project.aux().join("id_ed25519");
+    let made = std::process::Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "author@example.com",
+            "-f",
+        ])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen is installed (.ci/run installs openssh-client)");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    project.git(&["config", "gpg.format", "ssh"]);
+    project.git(&["config", "commit.gpgsign", "true"]);
+    project.git(&["config", "user.signingkey", key.to_str().unwrap()]);
+    project.script(
+        "agent.sh",
+        "echo s > s.txt\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // Verified against the key itself as the only allowed signer.
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = project.aux().join("allowed_signers");
+    std::fs::write(&allowed, format!("author@example.com {public}")).unwrap();
+    project.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        allowed.to_str().unwrap(),
+    ]);
+    for rev in ["main", "refs/ralph/tasks/A"] {
+        let verified = project
+            .command("git")
+            .args(["verify-commit", rev])
+            .output()
+            .unwrap();
+        assert!(
+            verified.status.success(),
+            "{rev}: {}",
+            String::from_utf8_lossy(&verified.stderr)
+        );
+    }
+}
