@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// How many times, 10 ms apart, a lock found held is tried again before
+/// it counts as another run's.
+const PROBE_TRIES: u32 = 20;
+
 /// Who holds the run lock.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Holder {
@@ -50,10 +54,22 @@ impl RunLock {
             .write(true)
             .open(&path)
             .map_err(io)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(LockError::Held(read_holder(&mut file))),
-            Err(TryLockError::Error(err)) => return Err(io(err)),
+        // `live_holder` (a `ralph task` asking whether a run is live) takes
+        // the lock for an instant to find out: only a lock still held a
+        // moment later is a run's.
+        let mut tries = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if tries < PROBE_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(LockError::Held(read_holder(&mut file)));
+                }
+                Err(TryLockError::Error(err)) => return Err(io(err)),
+            }
         }
         let text = serde_json::to_string(holder).expect("a holder serializes");
         file.set_len(0).map_err(io)?;

@@ -259,13 +259,19 @@ fn fifty_kill_9s_at_random_moments_lose_nothing() {
             .run_command(&["--quiet"])
             .env("RALPH_MAX_ITERATIONS_PER_TASK", "1000")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         let moment = std::time::Duration::from_millis(20 + random.next() % 430);
         std::thread::sleep(moment);
-        if child.try_wait().unwrap().is_some() {
+        if let Some(status) = child.try_wait().unwrap() {
             // It finished before the kill: the queue drained.
+            let mut said = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut said).unwrap();
+            assert!(
+                status.success(),
+                "a run ended on its own after {kills} kills: {status}: {said}"
+            );
             break;
         }
         child.kill().unwrap(); // SIGKILL
