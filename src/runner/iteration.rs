@@ -434,12 +434,10 @@ impl Engine<'_> {
             } => {
                 entry.consecutive_failures += 1;
                 entry.last_failed = true;
-                // A stall counted as a failure starts the count again.
-                entry.no_progress = if class == "no_progress" || progressed {
-                    0
-                } else {
-                    entry.no_progress + 1
-                };
+                // A stall goes on counting past the limit: once stuck,
+                // every iteration without progress is another failure,
+                // and a do-nothing agent is blocked a few iterations on.
+                entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };
                 entry.evidence = Some(Evidence {
                     class: class.clone(),
                     summary: format!(

@@ -41,6 +41,25 @@ fn an_agent_that_does_nothing_is_a_no_progress_failure_then_blocked() {
     );
 }
 
+/// With the default settings (stuck after 3 iterations without progress,
+/// blocked after 3 failures in a row), an agent that exits 0 and changes
+/// nothing is blocked after 5 iterations, not after the 20 of
+/// `max_iterations_per_task`: once stuck, every further idle iteration is
+/// another failure.
+#[test]
+fn a_do_nothing_agent_is_blocked_after_five_iterations_with_the_defaults() {
+    let project = one_task(r#""idle""#).agent("exit 0\n");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(project.calls().len(), 5, "{:?}", project.calls());
+    let task = &project.json_lines("tasks.jsonl")[0];
+    assert_eq!(task["status"], "blocked");
+    assert_eq!(
+        task["blocked_reason"],
+        "failed 3 iterations in a row (last: no_progress: 5 iterations in a row made no commit and changed no file)"
+    );
+}
+
 #[test]
 fn an_agent_that_deletes_tasks_jsonl_gets_it_back_with_evidence() {
     let project = one_task(r#""keep the queue""#)
