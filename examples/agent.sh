@@ -36,7 +36,9 @@ echo "task $RALPH_TASK_ID: $RALPH_TASK_TITLE (role: ${RALPH_ROLE:-none}, ${#prom
 mkdir -p notes
 printf '%s\n' "$RALPH_TASK_TITLE" > "notes/$RALPH_TASK_ID.md"
 git add "notes/$RALPH_TASK_ID.md"
-git commit -q -m "note for $RALPH_TASK_ID"
+# A retry of the same task (a failed check, say) finds the note committed
+# already: commit only what changed, so a second run is not an error.
+git diff --cached --quiet || git commit -q -m "note for $RALPH_TASK_ID"
 
 # Tell ralph the task is done: it runs verify.task, squash-merges the
 # branch into the base and archives the task.

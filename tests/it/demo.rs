@@ -125,3 +125,48 @@ fn the_example_agent_script_follows_the_contract() {
     );
     assert_eq!(p.read("notes/A.md"), "first note\n");
 }
+
+/// A retry of the same task (its check failed once) runs the example
+/// agent again on a note it committed already: it just completes the task.
+#[test]
+fn the_example_agent_script_can_run_twice_on_a_task() {
+    let p = TestProject::new().file("README.md", "# example\n");
+    p.ralph(&["init"]).success();
+    let marker = p.aux().join("checked-once");
+    std::fs::write(
+        p.path().join("config/ralph.yaml"),
+        format!(
+            "verify:\n  task:\n    - \"test -f {0} || {{ touch {0}; exit 1; }}\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let status = p.command("git").args(args).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Test Author"]);
+    git(&["config", "user.email", "author@example.com"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
+    p.ralph(&["task", "add", "a note"]).success();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
+    let run = pinned_command(RALPH, p.path())
+        .current_dir(p.path())
+        .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms")
+        .env("RALPH_RETRY_BACKOFF", "10ms")
+        .args(["run", "--quiet", "--agent-cmd", script.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["failures"], serde_json::json!({"verify_failed": 1}));
+    assert_eq!(result["iterations"], 2, "{result}");
+    assert_eq!(p.read("notes/A.md"), "a note\n");
+}
