@@ -61,21 +61,13 @@ impl Repo {
     /// [`LOCK_WAIT`]). A command that fails otherwise is handed back as it
     /// ran: the caller decides (a hook's rejection is a task's failure).
     pub(super) fn run_git(&self, args: &[&str], input: &[u8], action: &str) -> Result<Ran> {
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(10);
-        loop {
+        wait_out_lock(|| {
             let ran = self.run_git_once(args, input, action)?;
-            match held_lock(&ran) {
-                Some(lock) if !ran.success => {
-                    if started.elapsed() >= LOCK_WAIT {
-                        return Err(locked(lock));
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(500));
-                }
-                _ => return Ok(ran),
-            }
-        }
+            Ok(match held_lock(&ran) {
+                Some(lock) if !ran.success => Err(lock),
+                _ => Ok(ran),
+            })
+        })
     }
 
     /// [`Repo::run_git`] for a command that must succeed.
@@ -153,18 +145,20 @@ impl Repo {
 
     /// Whether git signs commits here (`commit.gpgsign`).
     fn signs(&self) -> bool {
-        let config = self.git.config().and_then(|mut config| config.snapshot());
-        config.is_ok_and(|config| config.get_bool("commit.gpgsign").unwrap_or(false))
+        self.config()
+            .is_some_and(|config| config.get_bool("commit.gpgsign").unwrap_or(false))
     }
 
     /// Whether a `git commit` here runs a hook of the repository's (which
     /// may refuse it, or write files).
     pub(super) fn has_commit_hooks(&self) -> bool {
-        let config = self.git.config().and_then(|mut config| config.snapshot());
-        let hooks = match config.and_then(|config| config.get_path("core.hooksPath")) {
-            Ok(dir) if dir.is_relative() => self.workdir().join(dir),
-            Ok(dir) => dir,
-            Err(_) => self.git.commondir().join("hooks"),
+        let configured = self
+            .config()
+            .and_then(|c| c.get_path("core.hooksPath").ok());
+        let hooks = match configured {
+            Some(dir) if dir.is_relative() => self.workdir().join(dir),
+            Some(dir) => dir,
+            None => self.git.commondir().join("hooks"),
         };
         [
             "pre-commit",
@@ -174,6 +168,15 @@ impl Repo {
         ]
         .iter()
         .any(|name| is_executable(&hooks.join(name)))
+    }
+
+    /// git's configuration as it is now (read afresh: a person or an agent
+    /// may change it during a run).
+    fn config(&self) -> Option<git2::Config> {
+        self.git
+            .config()
+            .and_then(|mut config| config.snapshot())
+            .ok()
     }
 
     /// Commits the index on HEAD with `message` (taken verbatim): by the
@@ -209,11 +212,8 @@ impl Repo {
                 .doing("commit")?;
             return Ok(Ok(commit.into()));
         }
-        let mut args = vec!["commit", "--quiet", "--cleanup=verbatim", "--file=-"];
-        if !runs_hooks {
-            args.push("--no-verify");
-        }
-        self.git_commit(&args, message)
+        let options: &[&str] = if runs_hooks { &[] } else { &["--no-verify"] };
+        self.git_commit(options, &[], message)
     }
 
     /// Waits for the locks a commit on HEAD takes: HEAD's and its branch's.
@@ -229,14 +229,22 @@ impl Repo {
         }
     }
 
-    /// `git args` making a commit with `message` on its standard input:
-    /// the commit HEAD names afterwards, or what git printed.
+    /// `git commit` with `options`, of the index or, with `paths`, of
+    /// those files only (`--only`), with `message` taken verbatim: the
+    /// commit HEAD names afterwards, or what git and its hooks printed.
     pub(super) fn git_commit(
         &self,
-        args: &[&str],
+        options: &[&str],
+        paths: &[String],
         message: &str,
     ) -> Result<std::result::Result<CommitId, String>> {
-        let ran = self.run_git(args, message.as_bytes(), "commit")?;
+        let mut args = vec!["commit", "--quiet", "--cleanup=verbatim", "--file=-"];
+        args.extend_from_slice(options);
+        if !paths.is_empty() {
+            args.extend(["--only", "--"]);
+            args.extend(paths.iter().map(String::as_str));
+        }
+        let ran = self.run_git(&args, message.as_bytes(), "commit")?;
         if !ran.success {
             return Ok(Err(ran.said));
         }
@@ -362,20 +370,37 @@ impl Repo {
 
 /// Waits while any of `locks` exists, backing off, up to [`LOCK_WAIT`].
 fn wait_while_locked(locks: &[PathBuf]) -> Result<()> {
+    wait_out_lock(|| {
+        Ok(locks
+            .iter()
+            .find(|lock| lock.exists())
+            .cloned()
+            .map_or(Ok(()), Err))
+    })
+}
+
+/// Calls `attempt` until it finds no lock file in its way (`Ok(Ok(_))`),
+/// backing off from 10 ms to 500 ms; a lock still in the way after
+/// [`LOCK_WAIT`] is [`Error::Locked`].
+fn wait_out_lock<T>(
+    mut attempt: impl FnMut() -> Result<std::result::Result<T, PathBuf>>,
+) -> Result<T> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(10);
-    while let Some(lock) = locks.iter().find(|lock| lock.exists()) {
-        if started.elapsed() >= LOCK_WAIT {
-            return Err(locked(lock.clone()));
+    loop {
+        match attempt()? {
+            Ok(done) => return Ok(done),
+            Err(lock) if started.elapsed() >= LOCK_WAIT => return Err(locked(lock)),
+            Err(_) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(500));
     }
-    Ok(())
 }
 
 /// The lock file a failed git command names (`Unable to create
-/// '.../index.lock': File exists.`, `cannot lock ref ...`), if any.
+/// '.../index.lock': File exists.`, the same for a ref's lock), if any.
 fn held_lock(ran: &Ran) -> Option<PathBuf> {
     let said = &ran.said;
     let start = said.find("Unable to create '")? + "Unable to create '".len();
@@ -397,4 +422,28 @@ fn is_executable(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(said: &str) -> Ran {
+        Ran {
+            success: false,
+            stdout: Vec::new(),
+            said: said.to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_lock_a_failed_command_names_is_found() {
+        let said = "fatal: Unable to create '/r/.git/index.lock': File exists.\n\nAnother git process seems to be running";
+        assert_eq!(
+            held_lock(&failed(said)),
+            Some(PathBuf::from("/r/.git/index.lock"))
+        );
+        let said = "error: pre-commit hook said no";
+        assert_eq!(held_lock(&failed(said)), None);
+    }
 }

@@ -262,4 +262,52 @@ mod tests {
         assert_eq!(err.to_string(), "tasks.jsonl: disk full");
         assert_eq!(err.exit(), Exit::Transient);
     }
+
+    #[test]
+    fn git_states_and_refusals_name_the_paths_and_the_way_out() {
+        let unmerged = Error::Unmerged {
+            paths: vec!["a.txt".into(), "b/c.txt".into()],
+        };
+        assert_eq!(
+            unmerged.to_string(),
+            "the index has unmerged paths: a.txt, b/c.txt"
+        );
+        assert_eq!(unmerged.exit(), Exit::InvalidInput);
+        assert_eq!(
+            unmerged.hint().as_deref(),
+            Some(
+                "resolve the conflicts and `git add` the files, then `git commit`; or give up the merge (`git merge --abort`, `git reset --merge`)"
+            )
+        );
+        let refused = Error::HookRejected {
+            subject: "ralph: A blocked".into(),
+            said: "lint: no".into(),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "a git hook rejected the commit \"ralph: A blocked\": lint: no"
+        );
+        assert_eq!(refused.exit(), Exit::Transient);
+        assert!(refused.hint().unwrap().starts_with(
+            "ralph's bookkeeping commits carry only tasks.jsonl and tasks-done.jsonl"
+        ));
+        let failed = Error::Command {
+            action: "stage the leftovers".into(),
+            said: "error: external filter 'rot13' failed".into(),
+        };
+        assert_eq!(
+            failed.to_string(),
+            "git: stage the leftovers: error: external filter 'rot13' failed"
+        );
+        assert_eq!((failed.exit(), failed.hint()), (Exit::Transient, None));
+        let locked = Error::Locked {
+            lock: PathBuf::from("/r/.git/index.lock"),
+            age: Some(std::time::Duration::from_millis(12_400)),
+        };
+        assert_eq!(
+            locked.to_string(),
+            "/r/.git/index.lock is held by another git process (for 12s)"
+        );
+        assert_eq!(locked.exit(), Exit::Transient);
+    }
 }

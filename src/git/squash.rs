@@ -186,7 +186,7 @@ impl Repo {
         clean: Clean,
     ) -> Result<(Squash, Option<Clean>)> {
         let hooks = self.has_commit_hooks();
-        let squash = self.squash_commit_of_clean(branch, id, title, trailers)?;
+        let squash = self.commit_merge(branch, id, title, trailers)?;
         let clean = match squash {
             Squash::Merged(_) | Squash::Rejected(_) if hooks => None,
             _ => Some(clean),
@@ -194,7 +194,9 @@ impl Repo {
         Ok((squash, clean))
     }
 
-    fn squash_commit_of_clean(
+    /// Merges `branch` into the base and commits it there (see
+    /// [`Repo::squash_commit`]); a refused commit puts the branch back.
+    fn commit_merge(
         &self,
         branch: &str,
         id: &str,
@@ -297,18 +299,7 @@ impl Repo {
             return Ok(commit.into());
         }
         let files = self.committable_queue_files(&tree)?;
-        let mut args = vec![
-            "commit",
-            "--quiet",
-            "--cleanup=verbatim",
-            "--file=-",
-            "--amend",
-            "--no-verify",
-            "--only",
-            "--",
-        ];
-        args.extend(files.iter().map(String::as_str));
-        self.git_commit(&args, &message)?
+        self.git_commit(&["--amend", "--no-verify"], &files, &message)?
             .map_err(|said| super::Error::Command {
                 action: format!(
                     "add the archive record to the squash commit on {}",
@@ -360,16 +351,7 @@ impl Repo {
             return Ok(Some(commit.into()));
         }
         let files = self.committable_queue_files(&base_tree)?;
-        let mut args = vec![
-            "commit",
-            "--quiet",
-            "--cleanup=verbatim",
-            "--file=-",
-            "--only",
-            "--",
-        ];
-        args.extend(files.iter().map(String::as_str));
-        match self.git_commit(&args, message)? {
+        match self.git_commit(&[], &files, message)? {
             Ok(commit) => Ok(Some(commit)),
             Err(said) if is_git_failure(&said) => Err(super::Error::Command {
                 action: format!("commit the queue files on {}", self.base),
@@ -435,22 +417,6 @@ impl Repo {
                 .git
                 .graph_descendant_of(commit, ancestor)
                 .doing("compare the branch with the base")?)
-    }
-}
-
-impl Repo {
-    /// Sets the queue files' index entries to their versions in `tree`
-    /// (HEAD's, just committed), so they read as committed.
-    fn queue_entries_follow(&self, tree: &git2::Tree<'_>) -> Result<()> {
-        let mut index = self.index()?;
-        let mut changed = false;
-        for file in &self.queue {
-            changed |= self.unstage(&mut index, tree, &file.rel)?;
-        }
-        if changed {
-            index.write().doing("write the index")?;
-        }
-        Ok(())
     }
 }
 

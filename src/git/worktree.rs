@@ -442,10 +442,17 @@ impl Repo {
                 other => other.doing("check out the files")?,
             }
         }
+        self.queue_entries_follow(to)
+    }
+
+    /// Sets the queue files' index entries to their versions in `tree`
+    /// (the one checked out, or HEAD's just committed), so `git status`
+    /// compares their bytes on disk with it.
+    pub(super) fn queue_entries_follow(&self, tree: &git2::Tree<'_>) -> Result<()> {
         let mut index = self.index()?;
         let mut changed = false;
         for file in &self.queue {
-            changed |= self.unstage(&mut index, to, &file.rel)?;
+            changed |= self.unstage(&mut index, tree, &file.rel)?;
         }
         if changed {
             index.write().doing("write the index")?;
@@ -642,5 +649,40 @@ fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
         Ok(bytes) => Ok(Some(bytes)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(err) => Err(io_error(path)(err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_records_read_as_git_means_them() {
+        let out = b" M a.txt\0?? new dir/x\0UU c.txt\0AA d.txt\0M  e.txt\0D  f.txt\0";
+        let entries = parse_status(out);
+        let seen: Vec<(String, bool, bool, bool, bool)> = entries
+            .iter()
+            .map(|e| {
+                let path = e.path().into_owned();
+                (
+                    path,
+                    e.is_new(),
+                    e.is_unmerged(),
+                    e.is_staged(),
+                    e.is_changed_in_tree(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("a.txt".to_owned(), false, false, false, true),
+                ("new dir/x".to_owned(), true, false, false, true),
+                ("c.txt".to_owned(), false, true, true, true),
+                ("d.txt".to_owned(), true, true, true, true),
+                ("e.txt".to_owned(), false, false, true, false),
+                ("f.txt".to_owned(), false, false, true, false),
+            ]
+        );
     }
 }
