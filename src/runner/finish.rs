@@ -420,10 +420,12 @@ impl Engine<'_> {
             },
             &now(),
         )?;
-        self.repo
-            .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+        // Recorded before the bookkeeping commit, which a hook may refuse:
+        // the task is blocked on disk either way.
         self.ui.log(&now(), &format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
+        self.repo
+            .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
         // A person who sets the task going again starts a new count (its
         // last failure stays the next prompt's evidence).
         if let Some(entry) = self.state.tasks.get_mut(id.as_str()) {

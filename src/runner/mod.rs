@@ -140,5 +140,20 @@ mod tests {
                 "commit or stash those changes on the right branch, check out the task branch, then run again"
             )
         );
+        let refused = RunError::HookRejected {
+            task: "A".into(),
+            branch: "task/A-x".into(),
+            said: "lint: no".into(),
+        };
+        assert_eq!(
+            refused.to_string(),
+            "a git hook refused the squash commit of A (archived already): lint: no"
+        );
+        assert_eq!(
+            refused.hint().as_deref(),
+            Some(
+                "make the work on task/A-x pass the hook, then squash it by hand (`git merge --squash task/A-x` on the base, commit) and delete the branch"
+            )
+        );
     }
 }

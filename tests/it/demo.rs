@@ -90,15 +90,7 @@ fn the_demo_runs_the_sample_project_to_the_end() {
 fn the_example_agent_script_follows_the_contract() {
     let p = TestProject::new().file("README.md", "# example\n");
     p.ralph(&["init"]).success();
-    let git = |args: &[&str]| {
-        let status = p.command("git").args(args).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.name", "Test Author"]);
-    git(&["config", "user.email", "author@example.com"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "start"]);
+    git_start(&p);
     p.ralph(&["task", "add", "first note"]).success();
     p.ralph(&["task", "add", "second note"]).success();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
@@ -141,15 +133,7 @@ fn the_example_agent_script_can_run_twice_on_a_task() {
         ),
     )
     .unwrap();
-    let git = |args: &[&str]| {
-        let status = p.command("git").args(args).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.name", "Test Author"]);
-    git(&["config", "user.email", "author@example.com"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "start"]);
+    git_start(&p);
     p.ralph(&["task", "add", "a note"]).success();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
     let run = pinned_command(RALPH, p.path())
@@ -169,4 +153,17 @@ fn the_example_agent_script_can_run_twice_on_a_task() {
     assert_eq!(result["failures"], serde_json::json!({"verify_failed": 1}));
     assert_eq!(result["iterations"], 2, "{result}");
     assert_eq!(p.read("notes/A.md"), "a note\n");
+}
+
+/// The project as a repository on `main`, everything in one commit.
+fn git_start(p: &TestProject) {
+    let git = |args: &[&str]| {
+        let status = p.command("git").args(args).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Test Author"]);
+    git(&["config", "user.email", "author@example.com"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "start"]);
 }

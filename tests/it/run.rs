@@ -7,7 +7,7 @@ mod interrupt;
 
 use serde_json::Value;
 
-use crate::support::{TestProject, wait_for_file};
+use crate::support::{TestProject, phases, wait_for_file};
 
 /// The agent most tests use: commit a file named after the task, then mark
 /// the task complete.
@@ -34,21 +34,6 @@ fn result(project: &TestProject) -> Value {
 
 fn events(project: &TestProject) -> Vec<Value> {
     project.json_lines(".ralph/events.ndjson")
-}
-
-/// `phase/status` of every event about `task`.
-fn phases(project: &TestProject, task: &str) -> Vec<String> {
-    events(project)
-        .iter()
-        .filter(|e| e["task_id"] == task)
-        .map(|e| {
-            format!(
-                "{}/{}",
-                e["phase"].as_str().unwrap(),
-                e["status"].as_str().unwrap()
-            )
-        })
-        .collect()
 }
 
 #[test]

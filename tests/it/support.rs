@@ -218,6 +218,22 @@ impl TestProject {
     }
 }
 
+/// `phase/status` of every event of `.ralph/events.ndjson` about `task`.
+pub fn phases(project: &TestProject, task: &str) -> Vec<String> {
+    project
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["task_id"] == task)
+        .map(|e| {
+            format!(
+                "{}/{}",
+                e["phase"].as_str().unwrap(),
+                e["status"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 /// The `id` of each line of a task file's text, in order.
 pub fn ids(text: &str) -> Vec<String> {
     text.lines()

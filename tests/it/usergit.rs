@@ -23,20 +23,47 @@ fn one_task(title: &str) -> TestProject {
         .git_init()
 }
 
-/// The `class` of each failure event about task A.
+/// `ralph run` with the fake agent and `name=value` in its environment.
+fn run_with(
+    project: &TestProject,
+    name: &str,
+    value: impl AsRef<std::ffi::OsStr>,
+) -> crate::support::Run {
+    let mut command = project.run_command(&[]);
+    command.env(name, value);
+    crate::support::finish(command, 60)
+}
+
+/// An agent that leaves its work, completes the task, and takes `lock`
+/// (relative to the project) on its way out, as another git process
+/// would: released 1.5 s later by a holder in a session of its own
+/// (ralph stops the agent's group), started before the agent ends.
+fn agent_leaving_a_lock_held(project: &TestProject, work: &str, lock: &str) {
+    project.script(
+        "agent.sh",
+        &format!(
+            "{work}\nralph task complete A > /dev/null\ntouch {lock}\nsetsid sh -c 'touch .git/held; sleep 1.5; rm -f {lock}' > /dev/null 2>&1 &\nuntil [ -f .git/held ]; do sleep 0.01; done\n"
+        ),
+    );
+}
+
+/// git-lfs set up in the project, tracking `*.bin`.
+fn with_lfs(project: &TestProject) {
+    project.git(&["lfs", "install", "--local"]);
+    project.git(&["lfs", "track", "*.bin"]);
+    project.git(&["add", ".gitattributes"]);
+    project.git(&["commit", "-q", "-m", "track binaries with LFS"]);
+}
+
+/// An agent that leaves 100 kB in big.bin uncommitted and completes.
+const AGENT_WRITING_BIG_BIN: &str =
+    "head -c 100000 /dev/zero | tr '\\0' x > big.bin\nralph task complete A > /dev/null\n";
+
+/// `phase/status` of each event about task A that is not `ok`.
 fn failure_classes(project: &TestProject) -> Vec<String> {
-    project
-        .json_lines(".ralph/events.ndjson")
-        .iter()
-        .filter(|e| e["task_id"] == "A" && e["status"] != "ok")
-        .map(|e| {
-            format!(
-                "{}/{}",
-                e["phase"].as_str().unwrap(),
-                e["status"].as_str().unwrap()
-            )
-        })
-        .collect()
+    let mut phases = crate::support::phases(project, "A");
+    phases.retain(|phase| !phase.ends_with("/ok"));
+    phases
 }
 
 #[test]
@@ -83,6 +110,45 @@ ralph task complete A > /dev/null
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// A hook that refuses every commit: the task fails until it is blocked,
+/// and the blocked task's bookkeeping commit, refused too, stops the run
+/// with the hook's words; nothing reached the base.
+#[test]
+fn a_hook_that_refuses_every_commit_blocks_the_task_and_stops_the_run() {
+    let project = one_task("feature");
+    hook(
+        &project,
+        "pre-commit",
+        "echo 'frozen: no commits this week' >&2\nexit 1\n",
+    );
+    // Uncommitted work: ralph's wip commits skip the hook.
+    project.script(
+        "agent.sh",
+        "echo w >> w.txt\nralph task complete A > /dev/null\n",
+    );
+    let main_before = project.git(&["rev-parse", "main"]);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert_eq!(project.calls().len(), 3);
+    assert!(
+        run.stderr.contains(
+            "error: a git hook rejected the commit \"ralph: A blocked\": frozen: no commits this week\nhint: ralph's bookkeeping commits carry only tasks.jsonl and tasks-done.jsonl"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(project.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(project.json_lines("tasks.jsonl")[0]["status"], "blocked");
+    assert_eq!(
+        failure_classes(&project),
+        [
+            "finish/hook_rejected",
+            "finish/hook_rejected",
+            "finish/hook_rejected",
+            "block/blocked"
+        ]
+    );
+}
+
 #[test]
 fn a_hook_under_core_hooks_path_is_run_and_leftover_commits_skip_it() {
     let project = one_task("feature");
@@ -104,9 +170,7 @@ fn a_hook_under_core_hooks_path_is_run_and_leftover_commits_skip_it() {
         "echo work > work.txt\nralph task complete A > /dev/null\n",
     );
     let log = project.aux().join("hook.log");
-    let mut command = project.run_command(&[]);
-    command.env("HOOK_LOG", &log);
-    let run = crate::support::finish(command, 60);
+    let run = run_with(&project, "HOOK_LOG", &log);
     assert_eq!(run.code, 0, "{run:#?}");
     // Run once, for the squash on main; never for the wip commit.
     assert_eq!(
@@ -347,14 +411,9 @@ esac
 #[test]
 fn an_index_lock_held_for_a_moment_by_a_live_git_process_is_waited_for() {
     let project = one_task("locked");
-    // As an IDE's `git status` would: the lock is taken for 1.5 s right
-    // as the agent ends, with its work left for ralph to commit (the
-    // holder in a session of its own, started before the agent ends:
-    // ralph stops the agent's group).
-    project.script(
-        "agent.sh",
-        "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\nsetsid sh -c 'touch .git/held; sleep 1.5; rm -f .git/index.lock' > /dev/null 2>&1 &\nuntil [ -f .git/held ]; do sleep 0.01; done\n",
-    );
+    // As an IDE's `git status` would, with the agent's work left for
+    // ralph to commit.
+    agent_leaving_a_lock_held(&project, "echo work > w.txt", ".git/index.lock");
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.git(&["show", "main:w.txt"]), "work");
@@ -365,10 +424,7 @@ fn a_ref_lock_held_for_a_moment_is_waited_for() {
     let project = one_task("locked");
     // Someone's `git fetch` or `git update-ref` holds main's lock as the
     // squash is about to land on main.
-    project.script(
-        "agent.sh",
-        "work w.txt work\nralph task complete A > /dev/null\ntouch .git/refs/heads/main.lock\nsetsid sh -c 'touch .git/held; sleep 1.5; rm -f .git/refs/heads/main.lock' > /dev/null 2>&1 &\nuntil [ -f .git/held ]; do sleep 0.01; done\n",
-    );
+    agent_leaving_a_lock_held(&project, "work w.txt work", ".git/refs/heads/main.lock");
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(project.git(&["show", "main:w.txt"]), "work");
@@ -389,7 +445,7 @@ fn an_index_lock_that_stays_stops_the_run_naming_it() {
     assert_eq!(run.code, 20, "{run:#?}");
     assert!(
         run.stderr
-            .contains(".git/index.lock is held by another git process (for 1"),
+            .contains(".git/index.lock is held by another git process (for "),
         "{run:#?}"
     );
     assert!(
@@ -440,9 +496,7 @@ fn with_commit_gpgsign_ralphs_commits_are_signed_by_git() {
         "agent.sh",
         "echo s > s.txt\nralph task complete A > /dev/null\n",
     );
-    let mut command = project.run_command(&[]);
-    command.env("GNUPGHOME", &home);
-    let run = crate::support::finish(command, 60);
+    let run = run_with(&project, "GNUPGHOME", &home);
     assert_eq!(run.code, 0, "{run:#?}");
     let verify = |rev: &str| {
         project
@@ -472,9 +526,7 @@ fn signing_that_cannot_work_is_refused_before_any_agent_runs() {
         "agent.sh",
         "echo s > s.txt\nralph task complete A > /dev/null\n",
     );
-    let mut command = project.run_command(&[]);
-    command.env("GNUPGHOME", &home);
-    let run = crate::support::finish(command, 60);
+    let run = run_with(&project, "GNUPGHOME", &home);
     assert_eq!(run.code, 20, "{run:#?}");
     assert!(
         run.stderr
@@ -489,15 +541,9 @@ fn signing_that_cannot_work_is_refused_before_any_agent_runs() {
 #[test]
 fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
     let project = one_task("assets");
-    project.git(&["lfs", "install", "--local"]);
-    project.git(&["lfs", "track", "*.bin"]);
-    project.git(&["add", ".gitattributes"]);
-    project.git(&["commit", "-q", "-m", "track binaries with LFS"]);
+    with_lfs(&project);
     // 100 kB the agent leaves uncommitted for ralph's wip commit.
-    project.script(
-        "agent.sh",
-        "head -c 100000 /dev/zero | tr '\\0' x > big.bin\nralph task complete A > /dev/null\n",
-    );
+    project.script("agent.sh", AGENT_WRITING_BIG_BIN);
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     let stored = project.git(&["cat-file", "-p", "main:big.bin"]);
@@ -534,18 +580,10 @@ fn path_without_git_lfs(project: &TestProject) -> std::path::PathBuf {
 #[test]
 fn an_lfs_path_without_git_lfs_stops_the_run_and_commits_no_raw_blob() {
     let project = one_task("assets");
-    project.git(&["lfs", "install", "--local"]);
-    project.git(&["lfs", "track", "*.bin"]);
-    project.git(&["add", ".gitattributes"]);
-    project.git(&["commit", "-q", "-m", "track binaries with LFS"]);
-    project.script(
-        "agent.sh",
-        "head -c 100000 /dev/zero | tr '\\0' x > big.bin\nralph task complete A > /dev/null\n",
-    );
+    with_lfs(&project);
+    project.script("agent.sh", AGENT_WRITING_BIG_BIN);
     let main_before = project.git(&["rev-parse", "main"]);
-    let mut command = project.run_command(&[]);
-    command.env("PATH", path_without_git_lfs(&project));
-    let run = crate::support::finish(command, 60);
+    let run = run_with(&project, "PATH", path_without_git_lfs(&project));
     assert_eq!(run.code, 20, "{run:#?}");
     assert!(run.stderr.contains("git-lfs"), "{run:#?}");
     assert_eq!(project.git(&["rev-parse", "main"]), main_before);
