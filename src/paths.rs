@@ -22,8 +22,16 @@ pub const STATE_FILE: &str = ".ralph/state.json";
 pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
 /// The result of the last run.
 pub const RESULT_FILE: &str = ".ralph/result.json";
-/// The last valid `tasks.jsonl`, put back if an agent deletes the file.
+/// `tasks.jsonl` as ralph last knew it: its last valid bytes before an
+/// iteration, plus what `ralph task` changed during it. Put back when an
+/// agent deletes the file or git reverts it.
 pub const VALID_QUEUE: &str = ".ralph/tasks.jsonl.valid";
+/// `tasks-done.jsonl` as ralph last knew it, kept the same way: the
+/// archive's records stay as ralph wrote them.
+pub const VALID_ARCHIVE: &str = ".ralph/tasks-done.jsonl.valid";
+/// Present while an agent runs: every queue write then also updates the
+/// copies above (see `Store::watch`).
+pub const QUEUE_WATCH: &str = ".ralph/queue.watch";
 /// The process group of the agent at work.
 pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
 /// Each iteration's prompt.
@@ -110,6 +118,16 @@ impl Paths {
     /// `.ralph/tasks.jsonl.valid`.
     pub fn valid_queue(&self) -> PathBuf {
         self.join(VALID_QUEUE)
+    }
+
+    /// `.ralph/tasks-done.jsonl.valid`.
+    pub fn valid_archive(&self) -> PathBuf {
+        self.join(VALID_ARCHIVE)
+    }
+
+    /// `.ralph/queue.watch`.
+    pub fn queue_watch(&self) -> PathBuf {
+        self.join(QUEUE_WATCH)
     }
 
     /// `.ralph/agent.pgid`.

@@ -29,9 +29,26 @@ pub fn without_position(message: &str) -> &str {
         .map_or(message, |at| &message[..at])
 }
 
+/// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
+/// `3 tasks`. Every noun ralph counts takes an `s`.
+pub fn count(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_pluralised() {
+        assert_eq!(count(1, "task"), "1 task");
+        assert_eq!(count(0, "task"), "0 tasks");
+        assert_eq!(count(3, "iteration"), "3 iterations");
+    }
 
     #[test]
     fn serde_positions_are_dropped() {

@@ -156,6 +156,10 @@ pub struct After {
     pub agent: AgentEnd,
     /// The task afterwards.
     pub task: TaskAfter,
+    /// A queue file was deleted, reverted by git or rewritten, and put
+    /// back: the failure class (`queue_reverted`, `archive_edited`) and the
+    /// evidence sentence.
+    pub queue_put_back: Option<(String, String)>,
     /// The agent left the task branch; the evidence sentence.
     pub left_branch: Option<String>,
     /// The agent left git in a state nothing can be committed in (an
@@ -220,7 +224,11 @@ pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
         AgentEnd::Failed { class, summary } => Some((class.clone(), summary.clone())),
         AgentEnd::Ok => None,
     };
-    let failure = failure
+    // A queue put back is the first thing the next iteration must hear.
+    let failure = seen
+        .queue_put_back
+        .clone()
+        .or(failure)
         .or_else(|| match &seen.task {
             TaskAfter::InvalidQueue(message) => Some((
                 "invalid_queue".to_owned(),
@@ -384,6 +392,7 @@ mod tests {
                 status: Status::Active,
                 leaf: true,
             },
+            queue_put_back: None,
             left_branch: None,
             unfinished_git: None,
             progressed: true,
@@ -473,6 +482,14 @@ mod tests {
         );
         a.no_progress_before = 2;
         assert_eq!(class(&a), "no_progress");
+        // A queue put back is what the next iteration hears first, even
+        // when the agent failed too.
+        a.queue_put_back = Some(("queue_reverted".into(), "tasks.jsonl was deleted".into()));
+        a.agent = AgentEnd::Failed {
+            class: "exit".into(),
+            summary: "exit code 1".into(),
+        };
+        assert_eq!(class(&a), "queue_reverted");
     }
 
     #[test]

@@ -33,6 +33,8 @@ struct Turn {
     tip_before: CommitId,
     /// The base's tip before the agent ran.
     base_before: CommitId,
+    /// The stash's size before the agent ran.
+    stashes_before: usize,
     iteration: u64,
     task_iteration: u64,
     fired: Option<Fired>,
@@ -154,16 +156,18 @@ impl Engine<'_> {
         let (prompt_file, log_file) = iteration_files(self.state.total_iterations, id);
         let log_file = self.paths.join(log_file);
         self.save_file(&prompt_file, text.as_bytes())?;
-        self.keep_valid_queue()?;
         self.save_state()?;
         let spec = Spec::new(
             &self.options.settings.agent,
             self.options.agent_cmd.as_deref(),
             fired.as_ref().and_then(|f| f.model.as_deref()),
         )?;
+        // From here until `observe`, queue writes also update ralph's copies.
+        self.store.watch()?;
         Ok(Turn {
             id: id.clone(),
             task,
+            stashes_before: self.repo.stashes()?.len(),
             tip_before: self.repo.branch_tip(&claim.branch)?,
             base_before: self.repo.branch_tip(self.repo.base())?,
             branch: claim.branch,
@@ -232,7 +236,11 @@ impl Engine<'_> {
                 turn.branch
             ));
         }
-        let queue_restored = self.restore_deleted_queue()?;
+        let queue_put_back = self.put_back_queue(&super::revert::Before {
+            branch: turn.branch.clone(),
+            tip: turn.tip_before.clone(),
+            stashes: turn.stashes_before,
+        })?;
         // An unmerged index or an operation in progress is the agent's to
         // finish: the next iteration is told how, nothing is committed.
         let mut unfinished_git = None;
@@ -285,10 +293,6 @@ impl Engine<'_> {
         }
         let tip_after = self.repo.branch_tip(&turn.branch)?;
         let task = match self.store.load() {
-            _ if queue_restored => TaskAfter::InvalidQueue(
-                "the agent deleted tasks.jsonl; ralph put back its content from before this iteration (change tasks only with `ralph task ...`)"
-                    .to_owned(),
-            ),
             Err(err) => TaskAfter::InvalidQueue(err.to_string()),
             Ok(queue) => match queue.get(id.as_str()) {
                 Some(now_task) if !queue.done.contains(id.as_str()) => TaskAfter::Present {
@@ -310,6 +314,7 @@ impl Engine<'_> {
         Ok(After {
             agent: agent_end(outcome),
             task,
+            queue_put_back,
             left_branch: (!evidence.is_empty()).then(|| evidence.join("; ")),
             unfinished_git,
             progressed: tip_after != turn.tip_before || status_changed,

@@ -11,6 +11,7 @@ pub mod lock;
 pub mod plan;
 mod record;
 pub mod result;
+mod revert;
 pub mod ui;
 pub mod verify;
 

@@ -146,20 +146,4 @@ impl Engine<'_> {
         }
         crate::files::write_atomic(&path, bytes).map_err(io)
     }
-
-    /// Keeps the queue's last valid bytes in `.ralph/`, so an agent that
-    /// breaks `tasks.jsonl` cannot lose them. A file that does not parse
-    /// (the agent broke it last time) leaves the copy alone: it is the
-    /// copy the agent needs to repair it.
-    pub(super) fn keep_valid_queue(&self) -> Result<(), Error> {
-        self.store.keep_copy(&self.paths.valid_queue())?;
-        Ok(())
-    }
-
-    /// Puts back `tasks.jsonl` from `.ralph/tasks.jsonl.valid` when the
-    /// agent deleted it: removing the whole queue is never a task's work.
-    /// Returns whether it did.
-    pub(super) fn restore_deleted_queue(&self) -> Result<bool, Error> {
-        Ok(self.store.restore_if_deleted(&self.paths.valid_queue())?)
-    }
 }

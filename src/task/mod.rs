@@ -9,6 +9,7 @@ mod model;
 mod patch;
 mod queue;
 mod store;
+mod watch;
 
 pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};
@@ -18,3 +19,4 @@ pub use model::{Status, Task};
 pub use patch::{Change, NewTask, Patch};
 pub use queue::{Counts, Queue, TreeNode};
 pub use store::Store;
+pub use watch::{ArchiveRestored, Known, Restored, TasksRestored};

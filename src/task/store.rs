@@ -17,7 +17,7 @@ use crate::paths::DONE_FILE;
 /// The task files of one project.
 #[derive(Clone, Debug)]
 pub struct Store {
-    paths: Paths,
+    pub(super) paths: Paths,
 }
 
 impl Store {
@@ -56,6 +56,7 @@ impl Store {
         // `tasks.jsonl`: their archive records and a moved torn line stay
         // on disk, and are reported as this command's doing.
         let mut on_disk: Vec<Change> = Vec::new();
+        let mut appended = String::new();
         for _ in 0..ATTEMPTS {
             let (mut queue, stamp) = self.load_stamped()?;
             let changes = queue.apply(patch, now)?;
@@ -66,7 +67,7 @@ impl Store {
                 queue.validate()?;
             }
             let written = self.write(&queue, stamp)?;
-            if written.appended {
+            if !written.appended.is_empty() {
                 on_disk.extend(
                     changes
                         .iter()
@@ -75,7 +76,9 @@ impl Store {
                 );
             }
             on_disk.extend(written.torn);
+            appended.push_str(&written.appended);
             if written.replaced {
+                self.follow(patch, now, &appended)?;
                 return Ok(with_earlier(changes, on_disk));
             }
         }
@@ -91,7 +94,7 @@ impl Store {
         let appended = queue.done.pending_text();
         let torn = self.append(&appended, queue.done.torn())?;
         let mut written = Written {
-            appended: !appended.is_empty(),
+            appended,
             torn,
             replaced: true,
         };
@@ -128,42 +131,6 @@ impl Store {
         Ok(moved)
     }
 
-    /// Copies `tasks.jsonl` to `copy` when it is valid (a copy to put back
-    /// if something deletes or breaks it). Returns whether it did.
-    pub fn keep_copy(&self, copy: &Path) -> Result<bool> {
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| Error::Io { path, source }
-        };
-        let bytes = self.read(&self.paths.tasks())?;
-        let done = self.read(&self.paths.done())?;
-        if Queue::parse(&bytes, &done).is_err() {
-            return Ok(false);
-        }
-        if files::read_or_empty(copy).ok().as_ref() == Some(&bytes) {
-            return Ok(true);
-        }
-        if let Some(dir) = copy.parent() {
-            fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        files::write_atomic(copy, &bytes).map_err(io(copy))?;
-        Ok(true)
-    }
-
-    /// Puts `tasks.jsonl` back from `copy` (see [`Store::keep_copy`]) when
-    /// the file is gone: deleting the whole queue is never a task's work.
-    /// Returns whether it did.
-    pub fn restore_if_deleted(&self, copy: &Path) -> Result<bool> {
-        let _lock = self.lock()?;
-        let path = self.paths.tasks();
-        if path.exists() || !copy.exists() {
-            return Ok(false);
-        }
-        let bytes = self.read(copy)?;
-        files::write_atomic(&path, &bytes).map_err(|source| Error::Io { path, source })?;
-        Ok(true)
-    }
-
     /// Moves a torn last line of the archive to `.ralph/quarantine/` and
     /// cuts it off the file, so the next record starts on a line of its own.
     /// Complete records are never touched.
@@ -190,7 +157,7 @@ impl Store {
         })
     }
 
-    fn read(&self, path: &Path) -> Result<Vec<u8>> {
+    pub(super) fn read(&self, path: &Path) -> Result<Vec<u8>> {
         files::read_or_empty(path).map_err(|source| Error::Io {
             path: path.to_owned(),
             source,
@@ -198,7 +165,7 @@ impl Store {
     }
 
     /// Takes the exclusive queue lock, waiting for another writer to finish.
-    fn lock(&self) -> Result<File> {
+    pub(super) fn lock(&self) -> Result<File> {
         let path = self.paths.queue_lock();
         files::lock(&path).map_err(|source| Error::Io { path, source })
     }
@@ -206,8 +173,8 @@ impl Store {
 
 /// What `Store::write` did.
 struct Written {
-    /// Archive records were appended.
-    appended: bool,
+    /// The archive records appended.
+    appended: String,
     /// The archive's torn last line was moved aside first.
     torn: Option<Change>,
     /// `tasks.jsonl` was replaced (or needed no change).

@@ -10,6 +10,7 @@ mod hostile;
 mod init;
 mod misbehave;
 mod reliability_doc;
+mod revert;
 mod roles;
 mod run;
 mod support;

@@ -69,11 +69,11 @@ fn an_agent_that_deletes_tasks_jsonl_gets_it_back_with_evidence() {
     assert_eq!(project.json_lines("tasks-done.jsonl")[0]["id"], "A");
     let prompt = project.read(".ralph/prompts/2-A.md");
     assert!(
-        prompt.contains("the agent deleted tasks.jsonl; ralph put back its content"),
+        prompt.contains("tasks.jsonl was deleted (1 task gone: A); ralph put back the queue as it last knew it, with the changes made through `ralph task` during the iteration"),
         "{prompt}"
     );
     assert_eq!(
-        project.json(".ralph/result.json")["failures"]["invalid_queue"],
+        project.json(".ralph/result.json")["failures"]["queue_reverted"],
         1
     );
 }

@@ -776,11 +776,12 @@ ralph task complete A > /dev/null
         prompt.contains("tasks.jsonl is invalid after the iteration: tasks.jsonl:2:"),
         "{prompt}"
     );
-    // The copy holds the last valid queue, not the broken one.
+    // The copy holds the last valid queue, not the broken one, with the
+    // change made through `ralph task` after the repair.
     let valid = project.read(".ralph/tasks.jsonl.valid");
     assert_eq!(
         valid,
-        "{\"id\":\"A\",\"title\":\"careless\",\"status\":\"active\",\"leaf\":true}\n"
+        "{\"id\":\"A\",\"title\":\"careless\",\"status\":\"complete\",\"leaf\":true}\n"
     );
     assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A"]);
     assert_eq!(log(&project, "%s"), ["[A] careless", "initial commit"]);

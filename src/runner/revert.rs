@@ -1,0 +1,157 @@
+//! After an agent's iteration: put back the queue files when git reverted
+//! them or the agent rewrote the archive, and say what happened. The store
+//! keeps what ralph last knew (`task/watch.rs`); git says whether the bytes
+//! found are a version it holds, and which command shape put them there.
+
+use super::engine::Engine;
+use crate::error::Error;
+use crate::git::CommitId;
+use crate::task::Restored;
+use crate::text::count;
+
+/// The failure class of a queue file put back after git reverted it or it
+/// was deleted.
+pub const QUEUE_REVERTED: &str = "queue_reverted";
+/// The failure class of archive records changed, removed or added by hand
+/// during an iteration.
+pub const ARCHIVE_EDITED: &str = "archive_edited";
+
+/// The queue files' state when the agent started.
+pub(super) struct Before {
+    /// The task branch and its tip.
+    pub branch: String,
+    pub tip: CommitId,
+    /// How many entries the stash had.
+    pub stashes: usize,
+}
+
+impl Engine<'_> {
+    /// Ends the store's watch and puts back what the iteration took from
+    /// the queue files: the failure class and evidence, or `None` when
+    /// both are as ralph knew them (or a person's hand edit changed
+    /// `tasks.jsonl`, which is kept).
+    pub(super) fn put_back_queue(
+        &self,
+        before: &Before,
+    ) -> Result<Option<(String, String)>, Error> {
+        let known = self.store.unwatch()?;
+        let restored = self.store.put_back(&known, |name, bytes| {
+            self.repo.queue_file_version(name, bytes, &before.tip)
+        })?;
+        if !restored.any() {
+            return Ok(None);
+        }
+        let stashes = self.repo.stashes()?;
+        let stashed = stashes.len() > before.stashes;
+        let went_back = self
+            .repo
+            .branch_tip(&before.branch)
+            .is_ok_and(|tip| self.repo.went_back(&before.tip, &tip));
+        let how = if stashed {
+            "`git stash`"
+        } else if went_back {
+            "`git reset --hard` to an earlier commit"
+        } else {
+            "`git checkout -- .`, `git restore .` or `git reset --hard`"
+        };
+        let mut sentences = describe(&restored, how);
+        if stashed {
+            let newest = &stashes[0];
+            sentences.push(format!(
+                "the iteration left its work in stash@{{0}} ({}): `git stash pop` takes it back",
+                crate::text::safe(&newest.message)
+            ));
+        }
+        sentences.push(
+            "never let git revert or rewrite tasks.jsonl or tasks-done.jsonl: change tasks only with `ralph task ...`"
+                .to_owned(),
+        );
+        let evidence = sentences.join("; ");
+        self.ui.line(&format!("warning: {evidence}"));
+        let reverted = restored.tasks.is_some()
+            || restored
+                .archive
+                .as_ref()
+                .is_some_and(|archive| archive.reverted_to.is_some());
+        let class = if reverted {
+            QUEUE_REVERTED
+        } else {
+            ARCHIVE_EDITED
+        };
+        Ok(Some((class.to_owned(), evidence)))
+    }
+}
+
+/// What was put back and why, a sentence per file; `how` names the git
+/// command shapes that revert a file.
+fn describe(restored: &Restored, how: &str) -> Vec<String> {
+    let mut sentences = Vec::new();
+    if let Some(tasks) = &restored.tasks {
+        let what = match &tasks.reverted_to {
+            None => "tasks.jsonl was deleted".to_owned(),
+            Some(at) => format!("tasks.jsonl was reverted to its version in {at}, as {how} does"),
+        };
+        let lost = match tasks.missing.as_slice() {
+            [] => String::new(),
+            ids => format!(" ({} gone: {})", count(ids.len(), "task"), ids.join(", ")),
+        };
+        sentences.push(format!(
+            "{what}{lost}; ralph put back the queue as it last knew it, with the changes made through `ralph task` during the iteration"
+        ));
+    }
+    if let Some(archive) = &restored.archive {
+        let mut what = Vec::new();
+        if let Some(at) = &archive.reverted_to {
+            what.push(format!(
+                "was reverted to its version in {at}, as {how} does"
+            ));
+        }
+        if archive.changed > 0 {
+            what.push(format!(
+                "had {} changed or removed",
+                count(archive.changed, "archived record")
+            ));
+        }
+        if let Some(moved) = &archive.quarantined {
+            what.push(format!(
+                "had {} that ralph did not write (moved to {})",
+                count(archive.foreign, "line"),
+                moved.display()
+            ));
+        }
+        sentences.push(format!(
+            "tasks-done.jsonl {}; ralph put back its records as it wrote them (the archive is append-only, and only ralph appends to it during a run)",
+            what.join(" and ")
+        ));
+    }
+    sentences
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::{ArchiveRestored, TasksRestored};
+
+    #[test]
+    fn each_loss_is_named_with_the_git_command_that_causes_it() {
+        let restored = Restored {
+            tasks: Some(TasksRestored {
+                reverted_to: Some("commit 1a2b3c4".into()),
+                missing: vec!["B".into(), "C".into()],
+            }),
+            archive: Some(ArchiveRestored {
+                reverted_to: None,
+                changed: 1,
+                foreign: 1,
+                quarantined: Some(".ralph/quarantine/x.foreign".into()),
+            }),
+        };
+        assert_eq!(
+            describe(&restored, "`git stash`"),
+            [
+                "tasks.jsonl was reverted to its version in commit 1a2b3c4, as `git stash` does (2 tasks gone: B, C); ralph put back the queue as it last knew it, with the changes made through `ralph task` during the iteration",
+                "tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/quarantine/x.foreign); ralph put back its records as it wrote them (the archive is append-only, and only ralph appends to it during a run)",
+            ]
+        );
+    }
+}

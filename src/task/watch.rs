@@ -1,0 +1,385 @@
+//! The queue as ralph last knew it while an agent runs. Before the agent
+//! starts, the store copies both task files to `.ralph/`; every queue write
+//! during the iteration (`ralph task ...`, by the agent or a person) is
+//! applied to the copies too. Afterwards the loop compares: a queue file
+//! that git put back to an older version (an agent's `git reset --hard`,
+//! `git stash -u`, `git checkout -- .`), a deleted one, and an archive whose
+//! records changed or gained lines nobody wrote through the store, are
+//! replaced by the copies. A person's hand edit of `tasks.jsonl`, which
+//! matches no version git holds, is kept.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::error::{Error, Result};
+use super::patch::Patch;
+use super::queue::Queue;
+use super::store::Store;
+use crate::files;
+use crate::paths::{DONE_FILE, TASKS_FILE};
+
+/// Both queue files as ralph last knew them (see the module doc).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Known {
+    /// `tasks.jsonl`; `None` when ralph never saw a valid one.
+    pub tasks: Option<Vec<u8>>,
+    /// `tasks-done.jsonl` (empty when there is none).
+    pub done: Vec<u8>,
+}
+
+/// What [`Store::put_back`] restored.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Restored {
+    /// `tasks.jsonl` was put back.
+    pub tasks: Option<TasksRestored>,
+    /// `tasks-done.jsonl` was put back.
+    pub archive: Option<ArchiveRestored>,
+}
+
+impl Restored {
+    /// Whether anything was put back.
+    pub fn any(&self) -> bool {
+        self.tasks.is_some() || self.archive.is_some()
+    }
+}
+
+/// How `tasks.jsonl` had been lost.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TasksRestored {
+    /// The version git had put back (`None`: the file was deleted).
+    pub reverted_to: Option<String>,
+    /// Ids of the tasks ralph knew that the file had lost, in file order.
+    pub missing: Vec<String>,
+}
+
+/// How `tasks-done.jsonl` had been changed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArchiveRestored {
+    /// The version git had put back, if the archive was one.
+    pub reverted_to: Option<String>,
+    /// Records ralph wrote that were changed or removed.
+    pub changed: usize,
+    /// Lines nobody wrote through the store, moved to the quarantine.
+    pub foreign: usize,
+    /// Where those lines went, relative to the project.
+    pub quarantined: Option<PathBuf>,
+}
+
+impl Store {
+    /// Starts watching the queue for an agent's iteration: under the queue
+    /// lock, copies `tasks.jsonl` (when it parses; otherwise the last valid
+    /// copy stays, the one the agent needs to repair it) and
+    /// `tasks-done.jsonl`, and marks the watch so every write until
+    /// [`Store::unwatch`] updates the copies too.
+    pub fn watch(&self) -> Result<()> {
+        let _lock = self.lock()?;
+        let tasks = self.read(&self.paths.tasks())?;
+        let done = self.read(&self.paths.done())?;
+        if Queue::parse(&tasks, &done).is_ok() {
+            self.keep(&self.paths.valid_queue(), &tasks)?;
+        }
+        self.keep(&self.paths.valid_archive(), &done)?;
+        self.keep(&self.paths.queue_watch(), b"")?;
+        Ok(())
+    }
+
+    /// Ends the watch and returns the copies.
+    pub fn unwatch(&self) -> Result<Known> {
+        let _lock = self.lock()?;
+        let watch = self.paths.queue_watch();
+        match fs::remove_file(&watch) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Io {
+                    path: watch,
+                    source: err,
+                });
+            }
+            _ => {}
+        }
+        self.known()
+    }
+
+    /// The copies as they are now.
+    fn known(&self) -> Result<Known> {
+        let copy = self.paths.valid_queue();
+        Ok(Known {
+            tasks: copy.exists().then(|| self.read(&copy)).transpose()?,
+            done: self.read(&self.paths.valid_archive())?,
+        })
+    }
+
+    /// While watching, applies `patch`, which was just written with the
+    /// archive text `appended`, to the copies. Called under the queue lock.
+    /// A patch the copy cannot take (it names a task only a hand edit
+    /// added) leaves the copy of `tasks.jsonl` as it is.
+    pub(super) fn follow(&self, patch: &Patch, now: &str, appended: &str) -> Result<()> {
+        if !self.paths.queue_watch().exists() {
+            return Ok(());
+        }
+        let known = self.known()?;
+        if let Some(tasks) = &known.tasks
+            && let Ok(mut queue) = Queue::parse(tasks, &known.done)
+            && queue.apply(patch, now).is_ok()
+            && queue.validate().is_ok()
+            && queue.tasks.is_changed()
+        {
+            self.keep(&self.paths.valid_queue(), queue.tasks.render().as_bytes())?;
+        }
+        if !appended.is_empty() {
+            let mut done = known.done;
+            // The store moved a torn last line aside before appending.
+            if !done.is_empty() && !done.ends_with(b"\n") {
+                let end = done.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                done.truncate(end);
+            }
+            done.extend_from_slice(appended.as_bytes());
+            self.keep(&self.paths.valid_archive(), &done)?;
+        }
+        Ok(())
+    }
+
+    /// Puts back what the iteration lost, under the queue lock: a deleted
+    /// `tasks.jsonl`, or one that `git_version` recognises as a version git
+    /// holds (it returns where, e.g. `commit 1a2b3c4`) and that differs from
+    /// `known`; and an archive that is not byte for byte `known`, moving the
+    /// lines nobody wrote through the store to `.ralph/quarantine/`.
+    pub fn put_back(
+        &self,
+        known: &Known,
+        git_version: impl Fn(&str, &[u8]) -> Option<String>,
+    ) -> Result<Restored> {
+        let _lock = self.lock()?;
+        let mut restored = Restored::default();
+        let path = self.paths.tasks();
+        if let Some(kept) = &known.tasks {
+            let lost = match fs::read(&path) {
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(None),
+                Err(source) => return Err(Error::Io { path, source }),
+                Ok(now) if now != *kept => git_version(TASKS_FILE, &now).map(|at| Some((at, now))),
+                Ok(_) => None,
+            };
+            if let Some(lost) = lost {
+                let (reverted_to, now) =
+                    lost.map_or((None, Vec::new()), |(at, now)| (Some(at), now));
+                restored.tasks = Some(TasksRestored {
+                    reverted_to,
+                    missing: missing_ids(kept, &now, &known.done),
+                });
+                files::write_atomic(&path, kept).map_err(|source| Error::Io { path, source })?;
+            }
+        }
+        let path = self.paths.done();
+        let now = self.read(&path)?;
+        if now != known.done {
+            let kept: HashSet<&[u8]> = lines(&known.done).collect();
+            let present: HashSet<&[u8]> = lines(&now).collect();
+            let foreign: Vec<&[u8]> = lines(&now).filter(|line| !kept.contains(line)).collect();
+            let quarantined = match foreign.is_empty() {
+                true => None,
+                false => Some(self.quarantine_lines(&foreign)?),
+            };
+            restored.archive = Some(ArchiveRestored {
+                reverted_to: git_version(DONE_FILE, &now),
+                changed: kept.iter().filter(|line| !present.contains(*line)).count(),
+                foreign: foreign.len(),
+                quarantined,
+            });
+            files::write_atomic(&path, &known.done).map_err(|source| Error::Io { path, source })?;
+        }
+        Ok(restored)
+    }
+
+    /// Keeps archive lines nobody wrote through the store in a file of
+    /// their own under `.ralph/quarantine/`; returns its project path.
+    fn quarantine_lines(&self, foreign: &[&[u8]]) -> Result<PathBuf> {
+        let dir = self.paths.quarantine_dir();
+        fs::create_dir_all(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let kept = dir.join(format!("{DONE_FILE}.{stamp}.foreign"));
+        let mut bytes = Vec::new();
+        for line in foreign {
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
+        }
+        files::write_atomic(&kept, &bytes).map_err(|source| Error::Io {
+            path: kept.clone(),
+            source,
+        })?;
+        Ok(kept
+            .strip_prefix(self.paths.root())
+            .unwrap_or(&kept)
+            .to_owned())
+    }
+
+    /// Replaces `copy` with `bytes` unless it holds them already.
+    fn keep(&self, copy: &Path, bytes: &[u8]) -> Result<()> {
+        let io = |source| Error::Io {
+            path: copy.to_owned(),
+            source,
+        };
+        if copy.exists() && files::read_or_empty(copy).map_err(io)? == bytes {
+            return Ok(());
+        }
+        if let Some(dir) = copy.parent() {
+            fs::create_dir_all(dir).map_err(io)?;
+        }
+        files::write_atomic(copy, bytes).map_err(io)
+    }
+}
+
+/// The non-empty lines of `bytes`, without their line ends.
+fn lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes
+        .split(|b| *b == b'\n')
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+}
+
+/// Ids of the live tasks in `kept` that `now` has neither live nor archived.
+fn missing_ids(kept: &[u8], now: &[u8], done: &[u8]) -> Vec<String> {
+    let Ok(kept) = Queue::parse(kept, done) else {
+        return Vec::new();
+    };
+    let now = Queue::parse(now, done).ok();
+    kept.tasks
+        .tasks()
+        .map(|(_, task)| task.id.as_str())
+        .filter(|id| {
+            now.as_ref()
+                .is_none_or(|now| !now.all_ids().any(|other| other == *id))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::Paths;
+    use crate::task::{NewTask, Status, TaskId};
+
+    const NOW: &str = "2026-01-01T00:00:00Z";
+
+    fn project() -> (assert_fs::TempDir, Store) {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let store = Store::open(&Paths::new(dir.path()));
+        (dir, store)
+    }
+
+    fn add(store: &Store, title: &str) {
+        store
+            .apply(
+                &Patch::Add(NewTask {
+                    title: title.to_owned(),
+                    parent: None,
+                    id: None,
+                    body: None,
+                    deps: Vec::new(),
+                }),
+                NOW,
+            )
+            .unwrap();
+    }
+
+    fn never(_: &str, _: &[u8]) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn writes_while_watching_update_the_copies_and_only_then() {
+        let (dir, store) = project();
+        add(&store, "one");
+        store.watch().unwrap();
+        add(&store, "two");
+        let id = TaskId::parse("A").unwrap();
+        store
+            .apply(
+                &Patch::SetStatus {
+                    id,
+                    status: Status::Complete,
+                },
+                NOW,
+            )
+            .unwrap();
+        let known = store.unwatch().unwrap();
+        assert_eq!(
+            known.tasks.as_deref(),
+            Some(&fs::read(dir.path().join(TASKS_FILE)).unwrap()[..])
+        );
+        add(&store, "three");
+        assert_eq!(store.unwatch().unwrap(), known, "no watch, no update");
+    }
+
+    #[test]
+    fn a_reverted_queue_is_put_back_and_a_hand_edit_kept() {
+        let (dir, store) = project();
+        add(&store, "one");
+        let committed = fs::read(dir.path().join(TASKS_FILE)).unwrap();
+        store.watch().unwrap();
+        add(&store, "two");
+        let known = store.unwatch().unwrap();
+        // A hand edit: no version git holds.
+        fs::write(dir.path().join(TASKS_FILE), &committed).unwrap();
+        assert_eq!(store.put_back(&known, never).unwrap(), Restored::default());
+        assert_eq!(fs::read(dir.path().join(TASKS_FILE)).unwrap(), committed);
+        // The same bytes, recognised as a commit's.
+        let restored = store
+            .put_back(&known, |name, bytes| {
+                (name == TASKS_FILE && bytes == committed).then(|| "commit 1a2b3c4".to_owned())
+            })
+            .unwrap();
+        let tasks = restored.tasks.unwrap();
+        assert_eq!(tasks.reverted_to.as_deref(), Some("commit 1a2b3c4"));
+        assert_eq!(tasks.missing, ["B"]);
+        assert_eq!(
+            Some(fs::read(dir.path().join(TASKS_FILE)).unwrap()),
+            known.tasks
+        );
+    }
+
+    #[test]
+    fn a_deleted_queue_is_put_back() {
+        let (dir, store) = project();
+        add(&store, "one");
+        store.watch().unwrap();
+        let known = store.unwatch().unwrap();
+        fs::remove_file(dir.path().join(TASKS_FILE)).unwrap();
+        let restored = store.put_back(&known, never).unwrap();
+        let tasks = restored.tasks.unwrap();
+        assert_eq!(tasks.reverted_to, None);
+        assert_eq!(tasks.missing, ["A"]);
+        assert_eq!(
+            Some(fs::read(dir.path().join(TASKS_FILE)).unwrap()),
+            known.tasks
+        );
+    }
+
+    #[test]
+    fn archive_records_stay_and_foreign_lines_go_to_the_quarantine() {
+        let (dir, store) = project();
+        add(&store, "one");
+        add(&store, "two");
+        store.watch().unwrap();
+        let archive = |id: &str| Patch::Archive {
+            id: TaskId::parse(id).unwrap(),
+            commit: None,
+        };
+        store.apply(&archive("A"), NOW).unwrap();
+        let known = store.unwatch().unwrap();
+        let done = dir.path().join(DONE_FILE);
+        let written = fs::read(&done).unwrap();
+        assert_eq!(known.done, written, "the store's own record is known");
+        let forged = b"{\"id\":\"C\",\"title\":\"forged\",\"status\":\"complete\"}\n";
+        fs::write(&done, forged).unwrap();
+        let restored = store.put_back(&known, never).unwrap();
+        let archive = restored.archive.unwrap();
+        assert_eq!((archive.changed, archive.foreign), (1, 1));
+        assert_eq!(fs::read(&done).unwrap(), written);
+        let moved = dir.path().join(archive.quarantined.unwrap());
+        assert_eq!(fs::read(moved).unwrap(), forged);
+    }
+}
