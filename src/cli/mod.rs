@@ -93,6 +93,9 @@ pub struct Context {
     pub now: String,
     /// Whether to print JSON.
     pub json: bool,
+    /// Whether this is an agent's command inside a run (`RALPH_RUN_ID` is
+    /// set): text it writes to the queue is then masked like the logs.
+    pub in_run: bool,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit code.
@@ -148,6 +151,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         paths: crate::paths::Paths::new(root),
         now: crate::clock::now(),
         json: cli.json,
+        in_run: std::env::var_os("RALPH_RUN_ID").is_some(),
     };
     match cli.command {
         Command::BenchGen(args) => bench_gen::run(&args, &context),

@@ -137,14 +137,23 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
         }
         Ok(queue)
     };
+    // What an agent writes into the queue is committed to the base: its
+    // secrets are masked there as in ralph.log and the events.
+    let mask = |text: String| -> String {
+        if context.in_run {
+            crate::redact::redact(&text).into_owned()
+        } else {
+            text
+        }
+    };
     let outcome = (|| -> Result<Outcome, Error> {
         Ok(match command {
             TaskCommand::Add(args) => {
                 let changes = apply(Patch::Add(NewTask {
-                    title: args.title,
+                    title: mask(args.title),
                     parent: args.parent,
                     id: args.id,
-                    body: args.body,
+                    body: args.body.map(mask),
                     deps: args.deps,
                 }))?;
                 added(&store, &changes, json)?
@@ -161,14 +170,14 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
             TaskCommand::Block(args) => status_changed(
                 &apply(Patch::Block {
                     id: args.id,
-                    reason: args.reason,
+                    reason: mask(args.reason),
                 })?,
                 json,
             ),
             TaskCommand::Split(args) => split(
                 &apply(Patch::Split {
                     id: args.id,
-                    titles: args.titles,
+                    titles: args.titles.into_iter().map(mask).collect(),
                 })?,
                 json,
             ),

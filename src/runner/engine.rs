@@ -114,6 +114,7 @@ impl<'a> Engine<'a> {
             crate::paths::TASKS_FILE,
             crate::paths::STATE_FILE,
             VALID_QUEUE,
+            crate::paths::VALID_ARCHIVE,
             crate::paths::RESULT_FILE,
         ] {
             let _ = crate::files::remove_stale_temps(&paths.join(file));

@@ -1,7 +1,7 @@
 //! Agents that misbehave, and hostile task text: each is handled as the
 //! loop describes, with nothing lost.
 
-use crate::support::TestProject;
+use crate::support::{TestProject, finish};
 
 fn one_task(title_json: &str) -> TestProject {
     TestProject::new()
@@ -22,7 +22,7 @@ const FINISH: &str =
 #[test]
 fn an_agent_that_does_nothing_is_a_no_progress_failure_then_blocked() {
     let project = one_task(r#""idle""#).agent("exit 0\n");
-    let run = crate::support::finish(
+    let run = finish(
         {
             let mut command = project.run_command(&[]);
             command
@@ -203,7 +203,7 @@ fn secrets_are_masked_in_the_log_the_events_and_the_terminal_but_not_the_agents_
         // Quotes in a secret: escaped in JSON, it must still be masked.
         .env("MY_API_KEY", r#"hunter2-"very"-secret"#)
         .env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
-    let run = crate::support::finish(command, 60);
+    let run = finish(command, 60);
     assert_eq!(run.code, 10, "{run:#?}");
     let leaks = |text: &str| {
         text.contains("hunter2") || text.contains("-secret") || text.contains("sk-ant-api03")
@@ -263,5 +263,46 @@ fn a_corrupt_state_file_and_stale_git_locks_are_set_right_with_a_warning() {
     assert_eq!(
         project.git(&["log", "-1", "--format=%s", "main"]),
         "[A] recover"
+    );
+}
+
+/// A secret an agent writes into the queue through `ralph task` (a block
+/// reason, a new task's title and body, split titles) is masked before it
+/// is written, so it never reaches the base's history; a person's own
+/// `ralph task` outside a run writes what it is given.
+#[test]
+fn secrets_an_agent_writes_through_ralph_task_are_masked() {
+    const SECRET: &str = "hunter2-very-secret-value";
+    let project = one_task(r#""talk to the API""#).agent(
+        r#"ralph task add "rotate $MY_API_KEY" --body "the key $MY_API_KEY leaked" > /dev/null
+ralph task block A --reason "the API refused key $MY_API_KEY" > /dev/null
+"#,
+    );
+    let run = finish(
+        {
+            let mut command = project.run_command(&["--once"]);
+            command.env("MY_API_KEY", SECRET);
+            command
+        },
+        60,
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    let tasks = project.json_lines("tasks.jsonl");
+    assert_eq!(tasks[0]["blocked_reason"], "the API refused key [redacted]");
+    assert_eq!(tasks[1]["title"], "rotate [redacted]");
+    assert_eq!(tasks[1]["body"], "the key [redacted] leaked");
+    let history = project.git(&["log", "-p", "--all"]);
+    assert!(!history.contains(SECRET), "{history}");
+    assert!(
+        history.contains("the API refused key [redacted]"),
+        "{history}"
+    );
+    // Outside a run, the person's own words are kept.
+    let mut command = project.ralph_command(&["task", "add", &format!("keep {SECRET}")]);
+    command.env("MY_API_KEY", SECRET);
+    assert_eq!(finish(command, 30).stdout, "C\n");
+    assert_eq!(
+        project.json_lines("tasks.jsonl")[2]["title"],
+        format!("keep {SECRET}")
     );
 }
