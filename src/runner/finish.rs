@@ -42,7 +42,7 @@ impl Engine<'_> {
         self.state.phase = "merge".to_owned();
         let conflict = |paths: &[String], base: &str| {
             format!(
-                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {base}`), resolve, commit, then mark the task complete again",
+                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {base}`), resolve the conflicts, commit the merge, then mark the task complete again",
                 paths.join(", "),
             )
         };

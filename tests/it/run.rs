@@ -611,10 +611,52 @@ else ralph task complete "$RALPH_TASK_ID" > /dev/null; fi
     assert_eq!(tasks[0]["status"], "blocked", "{run:#?}");
     assert_eq!(
         tasks[0]["blocked_reason"],
-        "failed 1 iteration in a row (last: merge_conflict: the branch conflicts with the base in shared.txt; merge the base into the branch (`git merge main`), resolve, commit, then mark the task complete again)"
+        "failed 1 iteration in a row (last: merge_conflict: the branch conflicts with the base in shared.txt; merge the base into the branch (`git merge main`), resolve the conflicts, commit the merge, then mark the task complete again)"
     );
     // The base has the other change only.
     assert_eq!(project.git(&["show", "main:shared.txt"]), "base");
+}
+
+/// The agent follows the conflict's evidence, which `working.md` agrees
+/// with: it merges the base into the branch, resolves and commits, and the
+/// next squash lands with both changes.
+#[test]
+fn a_conflict_resolved_by_merging_the_base_lands() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"case "$RALPH_TASK_ITERATION" in
+1) work shared.txt branch ;;
+2) ralph task complete A > /dev/null ;;
+*) git merge -q main > /dev/null 2>&1
+   printf 'base
+branch
+' > shared.txt
+   git add shared.txt && git commit -q --no-edit
+   ralph task complete A > /dev/null ;;
+esac
+"#,
+        );
+    crate::support::finish(project.run_command(&["--once"]), 60);
+    move_base(&project);
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let prompt = project.read(".ralph/prompts/3-A.md");
+    assert!(
+        prompt.contains("merge the base into the branch (`git merge main`), resolve the conflicts, commit the merge, then mark the task complete again"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("merge nothing into the branch\n  but the base, and that only when the evidence reports a merge conflict"),
+        "working.md agrees: {prompt}"
+    );
+    assert_eq!(project.git(&["show", "main:shared.txt"]), "base\nbranch");
+    assert_eq!(
+        log(&project, "%s"),
+        ["[A] feature", "someone else", "initial commit"]
+    );
+    assert_eq!(ids(&project.json_lines("tasks-done.jsonl")), ["A"]);
 }
 
 /// The task's line is deleted during its iteration: the iteration ends as
