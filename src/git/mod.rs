@@ -16,6 +16,7 @@ mod init;
 mod locks;
 mod slug;
 mod squash;
+mod timing;
 mod tree;
 mod work;
 mod worktree;
@@ -238,6 +239,7 @@ impl Repo {
     /// it, and no uncommitted changes apart from the
     /// queue files, ralph's runtime files and ignored paths.
     pub fn preflight(&self) -> Result<Clean> {
+        let _timed = timing::timed("preflight", &self.base);
         self.check_no_operation()?;
         if let Head::Detached(id) = self.head()? {
             return Err(Error::DetachedHead {
