@@ -266,7 +266,10 @@ pub fn lock(path: &Path) -> io::Result<File> {
         .truncate(false)
         .write(true)
         .open(path)?;
+    let started = std::time::Instant::now();
     file.lock()?;
+    let waited_ms = crate::trace::ms(started.elapsed());
+    tracing::debug!(lock = ?path, waited_ms, "took the lock");
     Ok(file)
 }
 

@@ -28,6 +28,7 @@ pub mod runner;
 pub mod state;
 pub mod task;
 pub mod text;
+pub mod trace;
 
 pub use error::Error;
 pub use exit::Exit;

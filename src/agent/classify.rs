@@ -127,11 +127,15 @@ pub fn classify(
     let failed = !status.success() || transcript.error_result.is_some();
     if let Some(dialect) = dialect {
         if dialect.exit_code_means_auth(status) {
-            return Some(Failure {
-                class: FailureClass::Auth,
-                reason: format!("{dialect} reported no authentication configured ({status})"),
-                resets_at: None,
-            });
+            return matched(
+                "auth_exit_code",
+                None,
+                Failure {
+                    class: FailureClass::Auth,
+                    reason: format!("{dialect} reported no authentication configured ({status})"),
+                    resets_at: None,
+                },
+            );
         }
         for &(class, when, pattern) in rules(dialect) {
             if when == When::Failed && !failed {
@@ -143,37 +147,70 @@ pub fn classify(
                 let resets_at = (class == FailureClass::UsageLimit)
                     .then(|| reset_time(&transcript.evidence, now))
                     .flatten();
-                return Some(Failure {
-                    class,
-                    reason: format!("{dialect}: {}", one_line(line)),
-                    resets_at,
-                });
+                return matched(
+                    "pattern",
+                    Some(pattern),
+                    Failure {
+                        class,
+                        reason: format!("{dialect}: {}", one_line(line)),
+                        resets_at,
+                    },
+                );
             }
         }
         if failed && transcript.denials > 0 {
-            return Some(Failure {
-                class: FailureClass::Permission,
-                reason: format!(
-                    "{dialect} failed after {} permission denial(s)",
-                    transcript.denials
-                ),
-                resets_at: None,
-            });
+            return matched(
+                "permission_denials",
+                None,
+                Failure {
+                    class: FailureClass::Permission,
+                    reason: format!(
+                        "{dialect} failed after {} permission denial(s)",
+                        transcript.denials
+                    ),
+                    resets_at: None,
+                },
+            );
         }
     }
     let name = dialect.map_or("the agent", Preset::name);
     if let Some(text) = &transcript.error_result {
-        return Some(Failure {
-            class: FailureClass::Exit,
-            reason: format!("{name} reported an error ({status}): {}", one_line(text)),
-            resets_at: None,
-        });
+        return matched(
+            "error_result",
+            None,
+            Failure {
+                class: FailureClass::Exit,
+                reason: format!("{name} reported an error ({status}): {}", one_line(text)),
+                resets_at: None,
+            },
+        );
     }
-    (!status.success()).then(|| Failure {
-        class: FailureClass::Exit,
-        reason: format!("{name} failed with {status}"),
-        resets_at: None,
-    })
+    if !status.success() {
+        return matched(
+            "exit_status",
+            None,
+            Failure {
+                class: FailureClass::Exit,
+                reason: format!("{name} failed with {status}"),
+                resets_at: None,
+            },
+        );
+    }
+    tracing::debug!(%status, "classified: no failure rule matched");
+    None
+}
+
+/// Logs (at debug level) the classification `rule` that matched, with its
+/// `pattern` when it is one of the tool's wordings, and hands `failure` on.
+fn matched(rule: &str, pattern: Option<&str>, failure: Failure) -> Option<Failure> {
+    tracing::debug!(
+        rule,
+        pattern,
+        class = failure.class.as_str(),
+        reason = ?crate::redact::redact(&failure.reason),
+        "classification rule matched"
+    );
+    Some(failure)
 }
 
 impl Preset {

@@ -2,6 +2,7 @@
 //! capture the output, enforce the time limit and cancellation, and leave
 //! no process of the group behind.
 
+use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -22,7 +23,7 @@ use super::capture::{BoundedLog, Capture, Echo};
 use super::classify::{Failure, FailureClass, Status, classify};
 use super::env::{Context, Host, base_environment, environment};
 use super::preset::{Preset, PromptPassing};
-use super::spec::Spec;
+use super::spec::{Invocation, Spec};
 use super::transcript::{Transcript, Usage};
 use crate::config::ShowDuration;
 
@@ -128,6 +129,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let dialect = spec.dialect();
     let env = environment(host, dialect, request.context, &prompt_file);
     let program = resolve(spec, host)?;
+    trace_command(&program, &invocation, request.prompt, &env);
     let log = BoundedLog::create(request.log_file, request.limits.log_bytes)?;
     let mut command = Command::new(&program);
     command
@@ -163,6 +165,15 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     } else {
         classify(dialect, ended.status, &captured.text, Utc::now())
     };
+    tracing::debug!(
+        status = %ended.status,
+        duration_ms = crate::trace::ms(ended.duration),
+        timed_out = ended.timed_out,
+        interrupted = ended.interrupted,
+        output_bytes = captured.bytes,
+        class = failure.as_ref().map(|failure| failure.class.as_str()),
+        "agent ended"
+    );
     Ok(Outcome {
         status: ended.status,
         timed_out: ended.timed_out,
@@ -174,6 +185,44 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         usage: Transcript::read(dialect, &captured.text).usage,
         passing: invocation.passing,
     })
+}
+
+/// Logs (at debug level) the agent's command line, redacted as ralph.log
+/// is and with a prompt passed on it shown as `{prompt}`, and the names of
+/// the variables of its environment: never their values, which may be
+/// secrets.
+fn trace_command(
+    program: &Path,
+    invocation: &Invocation,
+    prompt: &str,
+    env: &[(OsString, OsString)],
+) {
+    if !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let mut argv = vec![program.display().to_string()];
+    argv.extend(invocation.args.iter().map(|arg| {
+        let arg = arg.to_string_lossy();
+        let arg = match invocation.passing {
+            PromptPassing::Argv if !prompt.is_empty() => arg.replace(prompt, "{prompt}"),
+            _ => arg.into_owned(),
+        };
+        crate::redact::redact(&arg).into_owned()
+    }));
+    tracing::debug!(
+        ?argv,
+        passing = ?invocation.passing,
+        prompt_bytes = prompt.len(),
+        "agent command"
+    );
+    let mut names: Vec<_> = env.iter().map(|(name, _)| name.to_string_lossy()).collect();
+    names.sort();
+    names.dedup();
+    tracing::debug!(
+        count = names.len(),
+        ?names,
+        "agent environment (names only)"
+    );
 }
 
 /// Checks once, at the start of a run, that the agent can work: its
@@ -307,6 +356,8 @@ pub(super) fn supervise(
     drop(command);
     let mut child = spawned?;
     let started = Instant::now();
+    // The process group's id is the leader's pid.
+    tracing::debug!(pid = child.id(), "started in its own process group");
     let group = Pid::from_raw(child.id() as i32);
     if let Some(path) = group_file {
         // A ralph killed with -9 leaves this behind; the next run stops the

@@ -50,6 +50,13 @@ pub fn run_shell(
             }
         })?;
     let captured = capture.finish(None)?;
+    tracing::debug!(
+        command = line,
+        status = %ended.status,
+        duration_ms = crate::trace::ms(ended.duration),
+        timed_out = ended.timed_out,
+        "shell command ended"
+    );
     Ok(ShellRun {
         status: ended.status,
         timed_out: ended.timed_out,

@@ -29,6 +29,9 @@ pub struct Cli {
     /// Print data as one JSON value
     #[arg(long, global = true)]
     pub json: bool,
+    /// Write debug tracing to stderr (same as RALPH_LOG=debug)
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
     /// What to do
     #[command(subcommand)]
     pub command: Command,
@@ -122,6 +125,10 @@ pub fn main() -> Exit {
             )
             .print();
         return Exit::Usage;
+    }
+    let var = std::env::var_os(crate::trace::LOG_VAR);
+    if let Some(warning) = crate::trace::init(cli.verbose, var) {
+        write_quietly(&mut std::io::stderr(), &warning);
     }
     match run(cli) {
         Ok(outcome) => {

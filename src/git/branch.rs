@@ -53,6 +53,7 @@ impl Repo {
     }
 
     fn claim_from(&self, id: &str, title: &str, clean: Option<Clean>) -> Result<Claim> {
+        let _timed = super::timing::timed("claim", id);
         let existing = self.find_task_branch(id, title)?;
         // On the branch already, even with a merge or rebase of it left
         // unfinished by the agent: the next iteration is told to finish it.
@@ -130,6 +131,7 @@ impl Repo {
     /// branch, checking out the base first when it is checked out: how a
     /// task whose branch has nothing to merge is closed. Returns the tip.
     pub fn preserve_and_delete_branch(&self, branch: &str, id: &str) -> Result<CommitId> {
+        let _timed = super::timing::timed("preserve_branch", branch);
         let tip = self.tip(branch)?.id();
         let preserved = Repo::preserved_ref(id);
         self.wait_for_ref_locks(&[&preserved])?;

@@ -88,6 +88,7 @@ impl Repo {
             action: action.to_owned(),
             said: format!("cannot run git: {source}"),
         };
+        let started = Instant::now();
         let mut child = self
             .git_command()
             .args(args)
@@ -103,6 +104,7 @@ impl Repo {
         let feeder = std::thread::spawn(move || stdin.write_all(&input));
         let output = child.wait_with_output().map_err(failed)?;
         let _ = feeder.join();
+        super::timing::log_command(args, output.status.success(), output.status.code(), started);
         let mut said = String::from_utf8_lossy(&output.stderr).into_owned();
         let stdout = String::from_utf8_lossy(&output.stdout);
         if !output.status.success() && !stdout.trim().is_empty() {
@@ -189,6 +191,7 @@ impl Repo {
         message: &str,
         runs_hooks: bool,
     ) -> Result<std::result::Result<CommitId, String>> {
+        let _timed = super::timing::timed("commit", message.lines().next().unwrap_or_default());
         if !self.commits_through_git(runs_hooks) {
             let tree = self.index()?.write_tree().doing("write the index's tree")?;
             let tree = self.git.find_tree(tree).doing("read the index's tree")?;
@@ -285,7 +288,10 @@ impl Repo {
     fn git_output(&self, args: &[&str]) -> Option<String> {
         let mut command = Command::new("git");
         command.arg("-C").arg(self.workdir()).args(args);
-        crate::platform::stdout_of(&mut command)
+        let started = Instant::now();
+        let output = crate::platform::stdout_of(&mut command);
+        super::timing::log_command(args, output.is_some(), None, started);
+        output
     }
 
     /// Fails when the repository asks for signed commits
@@ -387,11 +393,26 @@ fn wait_out_lock<T>(
 ) -> Result<T> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(10);
+    let mut waited_for = None;
     loop {
         match attempt()? {
-            Ok(done) => return Ok(done),
-            Err(lock) if started.elapsed() >= LOCK_WAIT => return Err(locked(lock)),
-            Err(_) => {
+            Ok(done) => {
+                if let Some(lock) = waited_for {
+                    let waited_ms = crate::trace::ms(started.elapsed());
+                    tracing::debug!(?lock, waited_ms, "git lock released");
+                }
+                return Ok(done);
+            }
+            Err(lock) if started.elapsed() >= LOCK_WAIT => {
+                let waited_ms = crate::trace::ms(started.elapsed());
+                tracing::debug!(?lock, waited_ms, "git lock still held; giving up");
+                return Err(locked(lock));
+            }
+            Err(lock) => {
+                if waited_for.is_none() {
+                    tracing::debug!(?lock, "waiting for a git lock");
+                }
+                waited_for = Some(lock);
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(500));
             }

@@ -17,6 +17,7 @@ mod locks;
 mod revert;
 mod slug;
 mod squash;
+mod timing;
 mod tree;
 mod work;
 mod worktree;
@@ -240,6 +241,7 @@ impl Repo {
     /// it, and no uncommitted changes apart from the
     /// queue files, ralph's runtime files and ignored paths.
     pub fn preflight(&self) -> Result<Clean> {
+        let _timed = timing::timed("preflight", &self.base);
         self.check_no_operation()?;
         if let Head::Detached(id) = self.head()? {
             return Err(Error::DetachedHead {

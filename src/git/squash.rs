@@ -203,6 +203,7 @@ impl Repo {
         title: &str,
         trailers: &[String],
     ) -> Result<Squash> {
+        let _timed = super::timing::timed("squash", branch);
         self.check_no_operation()?;
         let (tree, base, tip) = match self.merge_in_memory(branch, true)? {
             Merge::Tree { tree, base, tip } => (tree, base, tip),
@@ -264,6 +265,7 @@ impl Repo {
     /// the archive record goes into the task's own commit. Skips the hooks,
     /// which passed that commit already; signs when the user signs.
     pub fn amend_with_queue_files(&self, trailers: &[String]) -> Result<CommitId> {
+        let _timed = super::timing::timed("amend_squash", &self.base);
         let head = self
             .git
             .head()
@@ -315,6 +317,7 @@ impl Repo {
     /// base already. Made by the user's `git commit`: hooks and signing
     /// apply. Refuses a dirty working tree.
     pub fn commit_queue_files(&self, message: &str) -> Result<Option<CommitId>> {
+        let _timed = super::timing::timed("commit_queue_files", &self.base);
         self.checkout_base()?;
         let base = self.tip(&self.base)?;
         let base_tree = base.tree().doing("read the base's tree")?;
@@ -368,6 +371,7 @@ impl Repo {
     /// tree holds the queue files' bytes on disk; a preview leaves them out
     /// when it can (they never conflict: they are taken from disk).
     fn merge_in_memory(&self, branch: &str, queue: bool) -> Result<Merge> {
+        let _timed = super::timing::timed("merge_in_memory", branch);
         let tip = self.tip(branch)?;
         let base = self.tip(&self.base)?;
         let base_tree = base.tree().doing("read the base's tree")?;

@@ -102,6 +102,7 @@ impl Repo {
     /// `ralph: wip <id> iteration <n>`. Fails only when a merge, rebase or
     /// similar is in progress, or the branch is gone.
     pub fn commit_leftovers(&self, branch: &str, id: &str, iteration: u64) -> Result<Leftovers> {
+        let _timed = super::timing::timed("commit_leftovers", branch);
         self.check_no_operation()?;
         let task_tip = self.tip(branch)?.id();
         let found = self.head()?;

@@ -136,6 +136,7 @@ impl Repo {
         .collect();
         args.extend(paths.iter().map(|path| std::ffi::OsStr::from_bytes(path)));
         let action = "read the working tree's status";
+        let started = std::time::Instant::now();
         let output = self
             .git_command()
             .args(&args)
@@ -145,6 +146,8 @@ impl Repo {
                 action: action.to_owned(),
                 said: format!("cannot run git: {source}"),
             })?;
+        let status = output.status;
+        super::timing::log_command(&args, status.success(), status.code(), started);
         if !output.status.success() {
             return Err(Error::Command {
                 action: action.to_owned(),
@@ -369,6 +372,7 @@ impl Repo {
     /// The checkout is git's safe one: a file changed on disk since HEAD's
     /// commit is never overwritten ([`Error::Dirty`] names it instead).
     fn checkout_leaving_queue(&self, branch: &str) -> Result<()> {
+        let _timed = super::timing::timed("checkout", branch);
         let target = self.tip(branch)?;
         let target_tree = target.tree().doing(&format!("read the tree of {branch}"))?;
         let current_tree = self

@@ -77,6 +77,12 @@ pub enum Step {
 /// The step before an iteration. Finishing a task that is already complete
 /// costs no iteration, so it comes before the budget check.
 pub fn before(seen: &Before, budgets: &Budgets) -> Step {
+    let step = step_before(seen, budgets);
+    tracing::debug!(?seen, ?step, "decided before an iteration");
+    step
+}
+
+fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if seen.interrupted {
         return Step::End(Ending::Interrupted);
     }
@@ -215,6 +221,21 @@ pub enum Verdict {
 /// Judges an iteration: failures first (they block or back off), then what
 /// the agent did to the task.
 pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
+    let verdict = verdict_after(seen, budgets);
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        // The evidence sentences quote the agent: masked as in ralph.log.
+        let redact =
+            |value: &dyn std::fmt::Debug| crate::redact::redact(&format!("{value:?}")).into_owned();
+        tracing::debug!(
+            seen = %redact(seen),
+            verdict = %redact(&verdict),
+            "decided after an iteration"
+        );
+    }
+    verdict
+}
+
+fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     let failure = match &seen.agent {
         AgentEnd::Interrupted => return Verdict::Interrupted,
         AgentEnd::AuthFailed(message) => return Verdict::AuthFailed(message.clone()),

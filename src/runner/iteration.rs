@@ -62,6 +62,8 @@ impl Engine<'_> {
     /// One iteration on task `id`; `task` is `None` when `tasks.jsonl` does
     /// not parse (the agent broke it last time).
     pub(super) fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Next, Error> {
+        let n = self.state.iteration + 1;
+        let _span = tracing::debug_span!("iteration", n, task = id.as_str()).entered();
         let turn = self.begin(id, task)?;
         let outcome = self.run_agent(&turn)?;
         self.state.phase = "judge".to_owned();

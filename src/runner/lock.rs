@@ -57,6 +57,7 @@ impl RunLock {
         // `live_holder` (a `ralph task` asking whether a run is live) takes
         // the lock for an instant to find out: only a lock still held a
         // moment later is a run's.
+        let started = std::time::Instant::now();
         let mut tries = 0;
         loop {
             match file.try_lock() {
@@ -66,11 +67,17 @@ impl RunLock {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
                 Err(TryLockError::WouldBlock) => {
-                    return Err(LockError::Held(read_holder(&mut file)));
+                    let holder = read_holder(&mut file);
+                    let waited_ms = crate::trace::ms(started.elapsed());
+                    let pid = holder.as_ref().map(|holder| holder.pid);
+                    tracing::debug!(lock = ?path, waited_ms, holder = pid, "the run lock is held");
+                    return Err(LockError::Held(holder));
                 }
                 Err(TryLockError::Error(err)) => return Err(io(err)),
             }
         }
+        let waited_ms = crate::trace::ms(started.elapsed());
+        tracing::debug!(lock = ?path, waited_ms, tries, "took the run lock");
         let text = serde_json::to_string(holder).expect("a holder serializes");
         file.set_len(0).map_err(io)?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;

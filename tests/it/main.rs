@@ -17,4 +17,5 @@ mod support;
 mod task_commands;
 mod task_files;
 mod task_props;
+mod trace;
 mod usergit;
