@@ -89,8 +89,8 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         .collect();
     let _ = writeln!(
         out,
-        "queue: {} tasks{}; {} archived",
-        counts.active_total(),
+        "queue: {}{}; {} archived",
+        crate::text::count(counts.active_total(), "task"),
         if statuses.is_empty() {
             String::new()
         } else {

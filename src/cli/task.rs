@@ -292,8 +292,8 @@ fn counts_line(counts: &Counts) -> String {
         .map(|status| format!("{} {status}", counts.with(*status)))
         .collect();
     format!(
-        "{} tasks: {}; {} archived",
-        counts.active_total(),
+        "{}: {}; {} archived",
+        crate::text::count(counts.active_total(), "task"),
         statuses.join(", "),
         counts.archived
     )

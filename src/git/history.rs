@@ -1,7 +1,8 @@
-//! The base branch's history, first parents only.
+//! The base branch's history: its first parents, and who made what it
+//! gained during an iteration.
 
-use super::BranchCommit;
 use super::error::{Context, Result};
+use super::{BranchCommit, CommitId};
 
 impl super::Repo {
     /// The base's commits, newest first, first parents only (like
@@ -50,4 +51,34 @@ impl super::Repo {
             })
             .collect()
     }
+
+    /// The commits the base gained since it was at `before`, oldest first,
+    /// split by who made them: `(here, elsewhere)`. A commit is made here
+    /// when HEAD's reflog in this checkout has it (an agent that checked
+    /// out the base and committed, or moved the base to its own commit);
+    /// any other was made elsewhere (a person in another worktree or
+    /// clone, a pull).
+    pub fn base_commits_since(
+        &self,
+        before: &CommitId,
+    ) -> Result<(Vec<BranchCommit>, Vec<BranchCommit>)> {
+        let from = git2::Oid::from_str(before.as_str()).doing("read the base's old tip")?;
+        let to = self.tip(&self.base)?.id();
+        let gained = self.commits_between(from, to)?;
+        let seen: std::collections::HashSet<git2::Oid> = match self.git.reflog("HEAD") {
+            Ok(reflog) => reflog
+                .iter()
+                .take(REFLOG_LIMIT)
+                .map(|entry| entry.id_new())
+                .collect(),
+            Err(_) => Default::default(),
+        };
+        Ok(gained.into_iter().partition(|commit| {
+            git2::Oid::from_str(commit.id.as_str()).is_ok_and(|oid| seen.contains(&oid))
+        }))
+    }
 }
+
+/// How many of HEAD's latest reflog entries say which commits were made in
+/// this checkout (an iteration makes a handful).
+const REFLOG_LIMIT: usize = 1000;

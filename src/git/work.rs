@@ -16,10 +16,6 @@ pub struct Leftovers {
     pub wip_commit: Option<CommitId>,
     /// Set when HEAD was not on the task branch.
     pub left_branch: Option<LeftBranch>,
-    /// Commits on the base that the task branch does not have, oldest
-    /// first: the agent (or someone) committed on the base directly. They
-    /// are reported, never rewritten.
-    pub base_commits: Vec<BranchCommit>,
     /// Set when ralph is back on the task branch with everything committed.
     pub clean: Option<Clean>,
 }
@@ -118,12 +114,9 @@ impl Repo {
         } else {
             (None, None)
         };
-        let base_tip = self.tip(&self.base)?.id();
-        let branch_tip = self.tip(branch)?.id();
         Ok(Leftovers {
             wip_commit,
             left_branch,
-            base_commits: self.commits_between(branch_tip, base_tip)?,
             clean,
         })
     }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::task::{Status, TaskId};
+use crate::text::count;
 
 /// The budgets that bound the loop.
 #[derive(Clone, Debug, PartialEq)]
@@ -245,18 +246,23 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
         AgentEnd::Failed { class, summary } => Some((class.clone(), summary.clone())),
         AgentEnd::Ok => None,
     };
-    // A queue put back is the first thing the next iteration must hear.
+    // A queue put back or broken is the first thing the next iteration
+    // must hear: an agent's failing exit is often its consequence (its
+    // `ralph task` refused the broken file with exit 30).
+    let queue = match &seen.task {
+        TaskAfter::InvalidQueue(message) => Some((
+            "invalid_queue".to_owned(),
+            format!(
+                "tasks.jsonl was left invalid during the iteration (by the agent or by hand): {message}"
+            ),
+        )),
+        _ => None,
+    };
     let failure = seen
         .queue_put_back
         .clone()
+        .or(queue)
         .or(failure)
-        .or_else(|| match &seen.task {
-            TaskAfter::InvalidQueue(message) => Some((
-                "invalid_queue".to_owned(),
-                format!("tasks.jsonl is invalid after the iteration: {message}"),
-            )),
-            _ => None,
-        })
         .or_else(|| seen.unfinished_git.clone())
         .or_else(|| {
             seen.left_branch
@@ -270,8 +276,8 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
                 (
                     "no_progress".to_owned(),
                     format!(
-                        "{} iterations in a row made no commit and changed no file",
-                        seen.no_progress_before + 1
+                        "{} in a row made no commit and changed no file",
+                        count(seen.no_progress_before as usize + 1, "iteration")
                     ),
                 )
             })
@@ -319,8 +325,8 @@ pub(super) fn block_reason(
 ) -> Option<String> {
     (failures >= budgets.max_consecutive_failures).then(|| {
         format!(
-            "failed {failures} iteration{} in a row (last: {class}: {summary})",
-            if failures == 1 { "" } else { "s" }
+            "failed {} in a row (last: {class}: {summary})",
+            count(failures as usize, "iteration")
         )
     })
 }

@@ -24,6 +24,7 @@ use crate::paths::STOP_FILE;
 use crate::roles::{self, Triggers};
 use crate::state::{Loaded, State, StateFile, TaskProgress};
 use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
+use crate::text::count;
 
 /// How a run was asked for: the checked settings and the flags that are
 /// not settings.
@@ -59,6 +60,9 @@ pub struct Engine<'a> {
     pub(super) interrupted: &'a AtomicBool,
     pub(super) budgets: Budgets,
     pub(super) started: Instant,
+    /// The branch HEAD was on at the start when it was not the base (nor a
+    /// task branch).
+    pub(super) head_elsewhere: Option<String>,
     pub(super) outcomes: Vec<TaskOutcome>,
     pub(super) merged: usize,
     /// The last iteration's task and result, for the status line.
@@ -83,6 +87,8 @@ impl<'a> Engine<'a> {
         run_id: String,
         lock: RunLock,
     ) -> Result<Engine<'a>, Error> {
+        // The run's time includes these checks (a scan of a large tree).
+        let started = Instant::now();
         let settings = &options.settings;
         let triggers = roles::load(paths)?;
         let store = Store::open(paths);
@@ -120,6 +126,16 @@ impl<'a> Engine<'a> {
             let _ = crate::files::remove_stale_temps(&paths.join(file));
         }
         let repo = open_repo(paths, settings, state.base.as_deref())?;
+        // A configured base other than the branch checked out: the run's
+        // checkouts move HEAD off that branch, and the start line says so.
+        let head_elsewhere = match repo.head()? {
+            Head::Branch(branch)
+                if branch != repo.base() && !branch.starts_with(repo.branch_prefix()) =>
+            {
+                Some(branch)
+            }
+            _ => None,
+        };
         if let Some(warning) = repo.identity().warning() {
             ui.line(&format!("warning: {warning}"));
         }
@@ -187,7 +203,8 @@ impl<'a> Engine<'a> {
             ui,
             interrupted,
             budgets,
-            started: Instant::now(),
+            started,
+            head_elsewhere,
             outcomes: Vec::new(),
             merged: 0,
             last_result: None,
@@ -203,14 +220,18 @@ impl<'a> Engine<'a> {
         self.save_state()?;
         let counts = self.store.load()?.counts();
         self.ui.line(&format!(
-            "ralph: run {} on {}, agent {}, {} tasks ({} pending, {} active), max {} iterations",
+            "ralph: run {} on {}{}, agent {}, {} ({} pending, {} active), max {}",
             self.state.run_id,
             self.repo.base(),
+            self.head_elsewhere.as_ref().map_or(String::new(), |branch| format!(
+                " (HEAD was on {branch}: tasks branch from {base} and merge into it, and HEAD ends on {base})",
+                base = self.repo.base()
+            )),
             self.spec.label(),
-            counts.active_total(),
+            count(counts.active_total(), "task"),
             counts.with(Status::Pending),
             counts.with(Status::Active) + counts.with(Status::Ready),
-            self.budgets.max_iterations,
+            count(self.budgets.max_iterations as usize, "iteration"),
         ));
         self.record(None, "run", "started", "run started", Map::new())?;
         let ending = self.main_loop();

@@ -278,20 +278,29 @@ impl Engine<'_> {
             )),
             None => {}
         }
-        // Commits on the base are this iteration's doing only when the base
-        // moved during it; older ones were reported when they appeared.
-        let base_moved = self.repo.branch_tip(self.repo.base())? != turn.base_before;
-        if base_moved && !leftovers.base_commits.is_empty() {
-            let subjects: Vec<&str> = leftovers
-                .base_commits
-                .iter()
-                .map(|c| c.subject.as_str())
-                .collect();
-            evidence.push(format!(
-                "the agent committed on the base branch {} ({}); ralph does not rewrite the base, so undo it by hand if it was wrong",
-                self.repo.base(),
+        // Commits the base gained during the iteration: the agent's when
+        // made in this checkout, anyone else's otherwise (not a failure).
+        if self.repo.branch_tip(self.repo.base())? != turn.base_before {
+            let (agents, others) = self.repo.base_commits_since(&turn.base_before)?;
+            let subjects = |commits: &[crate::git::BranchCommit]| {
+                let subjects: Vec<&str> = commits.iter().map(|c| c.subject.as_str()).collect();
                 subjects.join("; ")
-            ));
+            };
+            if !agents.is_empty() {
+                evidence.push(format!(
+                    "the agent committed on the base branch {} ({}); ralph does not rewrite the base, so undo it by hand if it was wrong",
+                    self.repo.base(),
+                    subjects(&agents)
+                ));
+            }
+            if !others.is_empty() {
+                self.ui.line(&format!(
+                    "{} moved during the iteration: {} made outside this checkout, not by the agent ({}); {id}'s squash merges with them",
+                    self.repo.base(),
+                    crate::text::count(others.len(), "commit"),
+                    subjects(&others)
+                ));
+            }
         }
         let tip_after = self.repo.branch_tip(&turn.branch)?;
         let task = match self.store.load() {

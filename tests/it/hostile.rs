@@ -498,7 +498,7 @@ fn a_torn_last_line_of_the_archive_is_ignored_then_quarantined() {
         .file("tasks-done.jsonl", torn)
         .task(std::str::from_utf8(GOOD).unwrap().trim());
     project.ralph(&["task", "validate"]).ok_noting(
-        "ok: 1 tasks: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n",
+        "ok: 1 task: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n",
         "warning: tasks-done.jsonl:2: a torn last line (a crash during an append?) is ignored; the next archive moves it to .ralph/quarantine\n",
     );
     assert_eq!(

@@ -8,6 +8,7 @@ mod fuzz_corpus;
 mod git;
 mod hostile;
 mod init;
+mod messages;
 mod misbehave;
 mod reliability_doc;
 mod revert;

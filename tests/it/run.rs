@@ -815,7 +815,7 @@ ralph task complete A > /dev/null
     assert_eq!(project.calls(), ["1 A 1 none", "2 A 2 debugger"]);
     let prompt = project.read(".ralph/prompts/2-A.md");
     assert!(
-        prompt.contains("tasks.jsonl is invalid after the iteration: tasks.jsonl:2:"),
+        prompt.contains("tasks.jsonl was left invalid during the iteration (by the agent or by hand): tasks.jsonl:2:"),
         "{prompt}"
     );
     // The copy holds the last valid queue, not the broken one, with the

@@ -22,7 +22,6 @@ fn leftovers_are_committed_without_queue_runtime_or_ignored_files() {
     let leftovers = git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
     let wip = leftovers.wip_commit.clone().expect("a wip commit");
     assert_eq!(leftovers.left_branch, None);
-    assert!(leftovers.base_commits.is_empty());
     assert_eq!(repo.git(&["rev-parse", BRANCH]), wip.as_str());
     assert_eq!(
         repo.git(&["log", "-1", "--format=%s%n%an <%ae> %at"]),
@@ -119,7 +118,6 @@ fn an_agent_that_left_for_the_base_is_brought_back() {
     assert_eq!(left.found, Head::Branch("main".to_owned()));
     assert!(left.returned && !left.fast_forwarded && left.dirty.is_empty());
     assert_eq!(current_branch(&repo), BRANCH);
-    assert!(leftovers.base_commits.is_empty());
     assert_eq!(leftovers.wip_commit, None);
 }
 
@@ -129,18 +127,30 @@ fn commits_an_agent_made_on_the_base_are_reported_not_rewritten() {
     let git = open(&repo);
     git.claim(&id("A"), TITLE).unwrap();
     repo.git(&["switch", "-q", "main"]);
+    let before = git.branch_tip("main").unwrap();
     let oops = repo.commit_file("oops.txt", "oops\n", "Oops, on main");
     let leftovers = git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
     assert!(leftovers.left_branch.expect("reported").returned);
+    let oops_commit = BranchCommit {
+        id: git.branch_tip("main").unwrap(),
+        subject: "Oops, on main".to_owned(),
+    };
     assert_eq!(
-        leftovers.base_commits,
-        [BranchCommit {
-            id: git.branch_tip("main").unwrap(),
-            subject: "Oops, on main".to_owned()
-        }]
+        git.base_commits_since(&before).unwrap(),
+        (vec![oops_commit.clone()], vec![]),
+        "made in this checkout"
     );
     assert_eq!(repo.git(&["rev-parse", "main"]), oops);
     assert_eq!(current_branch(&repo), BRANCH);
+    // A commit made without this checkout's HEAD (another worktree, a
+    // script with plumbing) is someone else's.
+    let tree = repo.git(&["rev-parse", "main^{tree}"]);
+    let theirs = repo.git(&["commit-tree", &tree, "-p", "main", "-m", "Theirs"]);
+    repo.git(&["update-ref", "refs/heads/main", &theirs]);
+    let (here, elsewhere) = git.base_commits_since(&before).unwrap();
+    assert_eq!(here, [oops_commit]);
+    assert_eq!(elsewhere.len(), 1);
+    assert_eq!(elsewhere[0].subject, "Theirs");
 }
 
 #[test]

@@ -1,0 +1,166 @@
+//! What ralph says: each message names what happened and who did it, and
+//! counts read as English.
+
+use crate::support::{TestProject, finish};
+
+fn one_task() -> TestProject {
+    TestProject::new()
+        .task(r#"{"id":"A","title":"feature","status":"pending","leaf":true}"#)
+        .git_init()
+}
+
+/// A person commits on the base from another worktree while the agent
+/// works: that is neither the agent's doing nor a failure, and the task's
+/// squash lands on top of it.
+#[test]
+fn a_persons_commit_on_the_base_is_not_blamed_on_the_agent() {
+    let project = one_task().agent(
+        r#"git worktree add -q "$REC/person" main
+(cd "$REC/person" && echo fix > person.txt && git add person.txt && git commit -q -m "a person's fix")
+git worktree remove --force "$REC/person"
+work A.txt done
+ralph task complete A > /dev/null
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "main moved during the iteration: 1 commit made outside this checkout, not by the agent (a person's fix); A's squash merges with them"
+        ),
+        "{run:#?}"
+    );
+    assert!(!run.stderr.contains("the agent committed"), "{run:#?}");
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"],
+        serde_json::json!({})
+    );
+    assert_eq!(
+        project.git(&["log", "--format=%s", "main"]),
+        "[A] feature\na person's fix\ninitial commit"
+    );
+}
+
+/// A person breaks `tasks.jsonl` while the agent works; the agent's
+/// `ralph task` then fails with exit 30. The iteration is the queue's
+/// failure, naming the file and line, not "the agent failed".
+#[test]
+fn a_queue_broken_during_the_iteration_is_named_not_the_agents_exit() {
+    let project = one_task().agent(
+        r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  printf '{"id":' >> tasks.jsonl
+  ralph task complete A > /dev/null 2>&1 || exit $?
+fi
+cp .ralph/tasks.jsonl.valid tasks.jsonl
+work A.txt done
+ralph task complete A > /dev/null
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("#1 A [-] exit code 30"), "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "A: invalid_queue: tasks.jsonl was left invalid during the iteration (by the agent or by hand): tasks.jsonl:2: "
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"],
+        serde_json::json!({"invalid_queue": 1})
+    );
+}
+
+/// One task and one iteration are counted in the singular.
+#[test]
+fn counts_are_pluralised() {
+    let project = one_task().agent("work A.txt done\nralph task complete A > /dev/null\n");
+    let run = project.run(&["--once"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("1 task (1 pending, 0 active), max 1 iteration\n"),
+        "{run:#?}"
+    );
+    let status = project.ralph(&["status"]);
+    assert!(
+        status.stdout.contains("queue: 0 tasks; 1 archived"),
+        "{status:#?}"
+    );
+    project.ralph(&["task", "add", "two"]).success();
+    let valid = project.ralph(&["task", "validate"]);
+    assert_eq!(
+        valid.stdout,
+        "ok: 1 task: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n"
+    );
+}
+
+/// The base is configured and HEAD is on another branch: the start line
+/// says where HEAD was and where it ends.
+#[test]
+fn a_run_from_another_branch_says_where_head_was() {
+    let project = one_task().agent("work A.txt done\nralph task complete A > /dev/null\n");
+    let settings = project
+        .read("config/ralph.yaml")
+        .replace("\nbase_branch: null", "\nbase_branch: main");
+    assert!(settings.contains("\nbase_branch: main"), "{settings}");
+    std::fs::write(project.path().join("config/ralph.yaml"), settings).expect("write");
+    project.git(&["commit", "-q", "-am", "base is main"]);
+    project.git(&["checkout", "-q", "-b", "feature"]);
+    let mut command = project.run_command(&[]);
+    command.env_remove("RALPH_BASE_BRANCH");
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            " on main (HEAD was on feature: tasks branch from main and merge into it, and HEAD ends on main), agent "
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(project.git(&["branch", "--show-current"]), "main");
+}
+
+/// The summary's time is the whole run, start-up included: here a `git`
+/// whose first `status` (the start-up scan) takes a second.
+#[test]
+fn the_summary_time_includes_start_up() {
+    let project = one_task().agent("work A.txt done\nralph task complete A > /dev/null\n");
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .expect("find git")
+            .stdout,
+    )
+    .expect("utf-8");
+    let bin = project.aux().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let slept = project.aux().join("slept");
+    let wrapper = format!(
+        "#!/bin/sh\ncase \" $* \" in *\" status --porcelain\"*) [ -e '{0}' ] || {{ touch '{0}'; sleep 1; }} ;; esac\nexec {1} \"$@\"\n",
+        slept.display(),
+        real.trim()
+    );
+    std::fs::write(bin.join("git"), wrapper).expect("write the wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = project.run_command(&[]);
+    command.env("PATH", path);
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(slept.exists(), "the slow scan ran");
+    let time: f64 = run
+        .stderr
+        .split(" · time: ")
+        .nth(1)
+        .and_then(|rest| rest.split('s').next())
+        .and_then(|seconds| seconds.parse().ok())
+        .unwrap_or_else(|| panic!("no time in the summary: {run:#?}"));
+    assert!(time >= 1.0, "the second of start-up is counted: {time}s");
+}
