@@ -38,6 +38,7 @@ impl Engine<'_> {
         let restored = self.store.put_back(&known, |name, bytes| {
             self.repo.queue_file_version(name, bytes, &before.tip)
         })?;
+        tracing::debug!(?restored, "queue files checked after the iteration");
         if !restored.any() {
             return Ok(None);
         }
