@@ -34,6 +34,10 @@ pub struct Settings {
     /// Wait after a failure; doubles after each failure, capped at 10x.
     #[serde(deserialize_with = "duration")]
     pub retry_backoff: Duration,
+    /// Longest wait for a usage limit whose reset the tool does not say:
+    /// the wait starts at `retry_backoff` and doubles up to this.
+    #[serde(deserialize_with = "duration")]
+    pub usage_limit_max_wait: Duration,
     /// Wait between iterations.
     #[serde(deserialize_with = "duration")]
     pub pause_between_iterations: Duration,
@@ -79,6 +83,7 @@ impl Default for Settings {
             max_consecutive_failures: 3,
             no_progress_iterations: 3,
             retry_backoff: Duration::from_secs(10),
+            usage_limit_max_wait: Duration::from_secs(30 * 60),
             pause_between_iterations: Duration::from_secs(2),
             base_branch: None,
             branch_prefix: "task/".to_owned(),
@@ -190,7 +195,7 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 12] = [
+pub const ENV_VARS: [&str; 13] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
@@ -200,6 +205,7 @@ pub const ENV_VARS: [&str; 12] = [
     "RALPH_MAX_CONSECUTIVE_FAILURES",
     "RALPH_NO_PROGRESS_ITERATIONS",
     "RALPH_RETRY_BACKOFF",
+    "RALPH_USAGE_LIMIT_MAX_WAIT",
     "RALPH_PAUSE_BETWEEN_ITERATIONS",
     "RALPH_BASE_BRANCH",
     "RALPH_BRANCH_PREFIX",
@@ -241,6 +247,7 @@ impl Settings {
                 "RALPH_MAX_CONSECUTIVE_FAILURES" => self.max_consecutive_failures = count()?,
                 "RALPH_NO_PROGRESS_ITERATIONS" => self.no_progress_iterations = count()?,
                 "RALPH_RETRY_BACKOFF" => self.retry_backoff = duration()?,
+                "RALPH_USAGE_LIMIT_MAX_WAIT" => self.usage_limit_max_wait = duration()?,
                 "RALPH_PAUSE_BETWEEN_ITERATIONS" => self.pause_between_iterations = duration()?,
                 "RALPH_BASE_BRANCH" => self.base_branch = text(),
                 "RALPH_BRANCH_PREFIX" => self.branch_prefix = value.clone(),
@@ -376,7 +383,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

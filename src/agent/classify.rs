@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+use super::login::LoginWatch;
 use super::preset::Preset;
 use super::reset::reset_time;
 use super::rules::{When, rules};
@@ -114,6 +115,53 @@ impl fmt::Display for Status {
     }
 }
 
+/// Judges one agent run that ended on its own (`timed_out` is `None`) or
+/// was stopped at its time limit: a login prompt it was waiting at is
+/// `auth`; a run stopped at the limit is `timeout` unless its output
+/// already says it was waiting out a rate limit or failing to log in (tools
+/// retry both for minutes), which is the cause; otherwise [`classify`].
+pub fn judge(
+    dialect: Option<Preset>,
+    status: Status,
+    timed_out: Option<std::time::Duration>,
+    output: &str,
+    now: DateTime<Utc>,
+) -> Option<Failure> {
+    let name = dialect.map_or("the agent", Preset::name);
+    let prompt = LoginWatch::for_dialect(dialect).and_then(|watch| watch.find(output));
+    if let Some(prompt) = prompt {
+        return matched(
+            "login_prompt",
+            None,
+            Failure {
+                class: FailureClass::Auth,
+                reason: format!(
+                    "{name} started an interactive login nobody can answer in a loop ({}); stopped at once",
+                    one_line(&prompt)
+                ),
+                resets_at: None,
+            },
+        );
+    }
+    let Some(limit) = timed_out else {
+        return classify(dialect, status, output, now);
+    };
+    let after = format!("timed out after {}", crate::config::ShowDuration(limit));
+    let cause = classify(dialect, Status::Signaled(15), output, now)
+        .filter(|failure| matches!(failure.class, FailureClass::UsageLimit | FailureClass::Auth));
+    Some(match cause {
+        Some(cause) => Failure {
+            reason: format!("{} ({after}, still retrying)", cause.reason),
+            ..cause
+        },
+        None => Failure {
+            class: FailureClass::Timeout,
+            reason: after,
+            resets_at: None,
+        },
+    })
+}
+
 /// Classifies one agent run from the tool's conventions, how it ended and
 /// what it printed; `None` means it succeeded. `now` anchors relative reset
 /// times ("try again in 2 hours").
@@ -137,6 +185,26 @@ pub fn classify(
                 },
             );
         }
+        // What the tool says of the model API's error, structured, before
+        // its wording: a rate limit's text changes between versions.
+        if failed && let Some(class) = api_class(&transcript) {
+            let said = transcript
+                .error_result
+                .as_deref()
+                .map(one_line)
+                .unwrap_or_else(|| format!("the model API answered {}", api_said(&transcript)));
+            return matched(
+                "api_error",
+                None,
+                Failure {
+                    class,
+                    reason: format!("{dialect}: {said}"),
+                    resets_at: (class == FailureClass::UsageLimit)
+                        .then(|| reset_time(&transcript.evidence, now))
+                        .flatten(),
+                },
+            );
+        }
         for &(class, when, pattern) in rules(dialect) {
             if when == When::Failed && !failed {
                 continue;
@@ -147,12 +215,17 @@ pub fn classify(
                 let resets_at = (class == FailureClass::UsageLimit)
                     .then(|| reset_time(&transcript.evidence, now))
                     .flatten();
+                // The line of a multi-line message that says it.
+                let said = line
+                    .lines()
+                    .find(|part| regex.is_match(part))
+                    .unwrap_or(line);
                 return matched(
                     "pattern",
                     Some(pattern),
                     Failure {
                         class,
-                        reason: format!("{dialect}: {}", one_line(line)),
+                        reason: format!("{dialect}: {}", one_line(said)),
                         resets_at,
                     },
                 );
@@ -217,6 +290,31 @@ impl Preset {
     /// Gemini and Qwen Code exit 41 when no authentication is configured.
     fn exit_code_means_auth(self, status: Status) -> bool {
         matches!(self, Preset::Gemini | Preset::Qwen) && status == Status::Exited(41)
+    }
+}
+
+/// The class a model API error stated by the tool means: a rate limit
+/// waits, a refused key is `auth`; anything else is left to the wording.
+fn api_class(transcript: &Transcript) -> Option<FailureClass> {
+    let error = transcript.api_error.as_deref().unwrap_or("");
+    match (transcript.api_status, error) {
+        (Some(429), _) | (_, "rate_limit" | "rate_limit_error" | "billing_error") => {
+            Some(FailureClass::UsageLimit)
+        }
+        (Some(401), _) | (_, "authentication_failed" | "authentication_error") => {
+            Some(FailureClass::Auth)
+        }
+        _ => None,
+    }
+}
+
+/// The API error as stated: `429 (rate_limit)`.
+fn api_said(transcript: &Transcript) -> String {
+    match (transcript.api_status, transcript.api_error.as_deref()) {
+        (Some(status), Some(error)) => format!("{status} ({error})"),
+        (Some(status), None) => status.to_string(),
+        (None, Some(error)) => error.to_owned(),
+        (None, None) => "an error".to_owned(),
     }
 }
 

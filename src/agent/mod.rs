@@ -7,6 +7,7 @@ mod capture;
 mod classify;
 mod env;
 mod error;
+mod login;
 mod preset;
 mod process;
 mod reset;
@@ -16,7 +17,7 @@ mod spec;
 mod transcript;
 
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
-pub use classify::{Failure, FailureClass, Status, classify};
+pub use classify::{Failure, FailureClass, Status, classify, judge};
 pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::{Preset, PromptPassing};
@@ -24,4 +25,4 @@ pub use process::{Limits, Outcome, Request, preflight, run, stop_leftover_group}
 pub use reset::reset_time;
 pub use shell::{ShellRun, run_shell};
 pub use spec::{Invocation, MAX_ARG_BYTES, Spec};
-pub use transcript::Usage;
+pub use transcript::{Usage, usage};

@@ -20,8 +20,9 @@ use nix::unistd::Pid;
 
 use super::Error;
 use super::capture::{BoundedLog, Capture, Echo};
-use super::classify::{Failure, FailureClass, Status, classify};
+use super::classify::{Failure, Status, judge};
 use super::env::{Context, Host, base_environment, environment};
+use super::login::LoginWatch;
 use super::preset::{Preset, PromptPassing};
 use super::spec::{Invocation, Spec};
 use super::transcript::{Transcript, Usage};
@@ -140,6 +141,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let stdin =
         (invocation.passing == PromptPassing::Stdin).then(|| request.prompt.as_bytes().to_vec());
     let mut capture = Capture::new(Some(log), request.echo);
+    let mut login = LoginWatch::for_dialect(dialect);
     let ended = supervise(
         command,
         stdin,
@@ -147,6 +149,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         &request.limits,
         request.cancel,
         request.group_file,
+        login.as_mut(),
     )
     .map_err(|source| Error::Spawn {
         agent: spec.label(),
@@ -156,14 +159,14 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let captured = capture.finish(Some(request.log_file))?;
     let failure = if ended.interrupted {
         None
-    } else if ended.timed_out {
-        Some(Failure {
-            class: FailureClass::Timeout,
-            reason: format!("timed out after {}", ShowDuration(request.limits.timeout)),
-            resets_at: None,
-        })
     } else {
-        classify(dialect, ended.status, &captured.text, Utc::now())
+        judge(
+            dialect,
+            ended.status,
+            ended.timed_out.then_some(request.limits.timeout),
+            &captured.text,
+            Utc::now(),
+        )
     };
     tracing::debug!(
         status = %ended.status,
@@ -245,13 +248,14 @@ pub fn preflight(spec: &Spec, host: &Host) -> Result<(), Error> {
         grace: Duration::from_secs(1),
         log_bytes: 0,
     };
-    let ended = supervise(command, None, &mut capture, &limits, None, None).map_err(|source| {
-        Error::Spawn {
-            agent: spec.label(),
-            program: program.clone(),
-            source,
-        }
-    })?;
+    let ended =
+        supervise(command, None, &mut capture, &limits, None, None, None).map_err(|source| {
+            Error::Spawn {
+                agent: spec.label(),
+                program: program.clone(),
+                source,
+            }
+        })?;
     let output = capture.finish(None)?.text;
     let detail = output
         .lines()
@@ -339,6 +343,7 @@ pub(super) fn supervise(
     limits: &Limits,
     cancel: Option<&AtomicBool>,
     group_file: Option<&Path>,
+    mut login: Option<&mut LoginWatch>,
 ) -> std::io::Result<Ended> {
     let (reader, writer) = std::io::pipe()?;
     command
@@ -381,6 +386,7 @@ pub(super) fn supervise(
     let mut stopping = Stopping::Not;
     let mut timed_out = false;
     let mut interrupted = false;
+    let mut asked_to_log_in = false;
     let mut output_open = true;
     // Once the output is closed, the leader is usually a moment from being
     // reapable: look again soon, then less often, up to a tick.
@@ -390,10 +396,13 @@ pub(super) fn supervise(
             match output.recv_timeout(TICK) {
                 Ok(chunk) => {
                     capture.write(&chunk);
+                    let mut prompt = watch(&mut login, &chunk);
                     // Take what is queued, but keep looking at the clock.
                     for chunk in output.try_iter().take(CHANNEL_CHUNKS) {
                         capture.write(&chunk);
+                        prompt |= watch(&mut login, &chunk);
                     }
+                    asked_to_log_in |= prompt;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => output_open = false,
@@ -417,6 +426,8 @@ pub(super) fn supervise(
                 if status.is_none() {
                     if cancel.is_some_and(|flag| flag.load(Ordering::SeqCst)) {
                         interrupted = true;
+                    } else if asked_to_log_in {
+                        // Nobody will answer: stop it now, not at the timeout.
                     } else if now >= deadline {
                         timed_out = true;
                     } else {
@@ -468,6 +479,11 @@ pub(super) fn supervise(
         interrupted,
         duration: ended_at.duration_since(started),
     })
+}
+
+/// Feeds `chunk` to the login watch, if any: whether a prompt was seen.
+fn watch(login: &mut Option<&mut LoginWatch>, chunk: &[u8]) -> bool {
+    login.as_mut().is_some_and(|watch| watch.feed(chunk))
 }
 
 /// Starts the thread writing the prompt to stdin (if any) and the thread

@@ -16,10 +16,13 @@ pub fn reset_time(evidence: &[String], now: DateTime<Utc>) -> Option<DateTime<Ut
     )
     .expect("valid regex");
     let relative = Regex::new(
-        r"(?i)(?:try again|retry|resets?|reset) in ((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)",
+        r"(?i)(?:try again|retry|resets?|reset) (?:in|after) ((?:\d+(?:\.\d+)?\s*(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b[\s,]*(?:and\s+)?)+)",
     )
     .expect("valid regex");
-    let delay = Regex::new(r#"(?i)"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s""#).expect("valid regex");
+    let delay = Regex::new(
+        r#"(?i)"retryDelay"\s*:\s*"(\d+(?:\.\d+)?)s"|retry-after"?\s*[:=]\s*"?(\d+(?:\.\d+)?)\b"#,
+    )
+    .expect("valid regex");
     for line in evidence {
         if let Some(caps) = epoch.captures(line)
             && let Ok(seconds) = caps[1].parse::<i64>()
@@ -37,7 +40,8 @@ pub fn reset_time(evidence: &[String], now: DateTime<Utc>) -> Option<DateTime<Ut
             return chrono::Duration::from_std(wait).ok().map(|wait| now + wait);
         }
         if let Some(caps) = delay.captures(line)
-            && let Ok(seconds) = caps[1].parse::<f64>()
+            && let Some(seconds) = caps.get(1).or(caps.get(2))
+            && let Ok(seconds) = seconds.as_str().parse::<f64>()
         {
             return chrono::Duration::from_std(Duration::from_secs_f64(seconds))
                 .ok()

@@ -26,7 +26,7 @@ pub(crate) fn rules(dialect: Preset) -> &'static [Rule] {
             (
                 UsageLimit,
                 Failed,
-                r"usage limit reached|you've hit your (usage )?limit|limit reached ∙ resets|(5-hour|weekly|session|opus) limit reached|out of (extra )?usage|rate_limit_error|credit balance is too low",
+                r"usage limit reached|you've hit your (usage )?limit|limit reached ∙ resets|(5-hour|weekly|session|opus) limit reached|out of (extra )?usage|rate_limit_error|exceed your account's rate limit|api error: (request rejected \()?429|credit balance is too low",
             ),
             (
                 Auth,
@@ -86,12 +86,12 @@ pub(crate) fn rules(dialect: Preset) -> &'static [Rule] {
             (
                 UsageLimit,
                 Failed,
-                r"quota exceeded|exhausted your (daily )?quota|resource_exhausted|rate limit|\b429\b|too many requests|usage limit",
+                r"quota exceeded|exceeded your current quota|exhausted your (daily )?quota|resource_exhausted|rate limit|\b429\b|too many requests|usage limit",
             ),
             (
                 Auth,
                 Failed,
-                r"please set an auth method|auth method|api key not valid|invalid api key|unauthenticated|\b401\b|login required|failed to log ?in|oauth",
+                r"please set an auth method|auth method|no auth type is selected|configure an auth type|api key not valid|invalid api key|unauthenticated|\b401\b|login required|failed to log ?in|oauth",
             ),
             (
                 Permission,
@@ -103,7 +103,7 @@ pub(crate) fn rules(dialect: Preset) -> &'static [Rule] {
             (
                 Auth,
                 Always,
-                r"(?m)^(litellm\.)?authenticationerror|not able to authenticate you",
+                r"(?m)^(litellm\.)?authenticationerror|not able to authenticate you|no llm model was specified and no api keys were provided|authentication with openrouter failed",
             ),
             (
                 UsageLimit,

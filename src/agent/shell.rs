@@ -41,14 +41,20 @@ pub fn run_shell(
         grace: Duration::from_secs(2),
         log_bytes: 0,
     };
-    let ended =
-        supervise(command, None, &mut capture, &limits, Some(cancel), None).map_err(|source| {
-            Error::Spawn {
-                agent: format!("command `{line}`"),
-                program: "sh".into(),
-                source,
-            }
-        })?;
+    let ended = supervise(
+        command,
+        None,
+        &mut capture,
+        &limits,
+        Some(cancel),
+        None,
+        None,
+    )
+    .map_err(|source| Error::Spawn {
+        agent: format!("command `{line}`"),
+        program: "sh".into(),
+        source,
+    })?;
     let captured = capture.finish(None)?;
     tracing::debug!(
         command = line,

@@ -33,14 +33,30 @@ pub(crate) struct Transcript {
     pub error_result: Option<String>,
     /// Permission denials listed in the final result.
     pub denials: usize,
+    /// The HTTP status of the model API's error, when the tool states it
+    /// (claude's `api_error_status`).
+    pub api_status: Option<u64>,
+    /// The kind of the model API's error, when the tool states it (claude's
+    /// `"error":"rate_limit"` on an assistant message).
+    pub api_error: Option<String>,
     /// Tokens and cost, when reported.
     pub usage: Option<Usage>,
+    /// The tool whose conventions the output follows.
+    dialect: Option<Preset>,
+}
+
+/// The tokens and cost `output` reports, read with `dialect`'s conventions.
+pub fn usage(dialect: Option<Preset>, output: &str) -> Option<Usage> {
+    Transcript::read(dialect, output).usage
 }
 
 impl Transcript {
     /// Reads `output` with the conventions of `dialect`.
     pub fn read(dialect: Option<Preset>, output: &str) -> Transcript {
-        let mut transcript = Transcript::default();
+        let mut transcript = Transcript {
+            dialect,
+            ..Transcript::default()
+        };
         for line in output.lines() {
             // Leading spaces stay: patterns anchored at the start of a line
             // must not match indented code the tool echoes.
@@ -71,6 +87,15 @@ impl Transcript {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "result" => self.result(event),
+            "assistant" => {
+                let error = event
+                    .get("error")
+                    .or_else(|| event.get("message").and_then(|m| m.get("error")))
+                    .and_then(Value::as_str);
+                if let Some(error) = error {
+                    self.api_error = Some(error.to_owned());
+                }
+            }
             "turn.completed" => {
                 if let Some(usage) = event.get("usage") {
                     let input = number(usage, "input_tokens");
@@ -133,6 +158,9 @@ impl Transcript {
             self.evidence.extend(text.lines().map(str::to_owned));
             self.error_result = Some(text);
         }
+        if let Some(status) = event.get("api_error_status").and_then(Value::as_u64) {
+            self.api_status = Some(status);
+        }
         self.denials = event
             .get("permission_denials")
             .and_then(Value::as_array)
@@ -143,8 +171,16 @@ impl Transcript {
             .and_then(Value::as_f64);
         if let Some(usage) = event.get("usage").filter(|u| u.is_object()) {
             let read = number(usage, "cache_read_input_tokens");
-            let input =
-                number(usage, "input_tokens") + read + number(usage, "cache_creation_input_tokens");
+            // Anthropic's `input_tokens` leave the cache out; qwen's (the
+            // OpenAI convention) have it in already.
+            let input = match self.dialect {
+                Some(Preset::Qwen) => number(usage, "input_tokens"),
+                _ => {
+                    number(usage, "input_tokens")
+                        + read
+                        + number(usage, "cache_creation_input_tokens")
+                }
+            };
             // A final result states the run's totals.
             self.usage = Some(Usage {
                 input_tokens: input,

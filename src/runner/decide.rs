@@ -19,6 +19,8 @@ pub struct Budgets {
     pub no_progress_iterations: u64,
     /// First wait after a failure.
     pub retry_backoff: Duration,
+    /// Longest wait for a usage limit with no stated reset.
+    pub usage_limit_max_wait: Duration,
 }
 
 /// A task the loop could act on, with what the state knows of it.
@@ -180,6 +182,8 @@ pub struct After {
     pub no_progress_before: u64,
     /// Failed iterations in a row before this one.
     pub failures_before: u64,
+    /// Usage-limit waits in a row before this one.
+    pub limit_waits_before: u64,
     /// Whether a trigger reviews `ready` tasks.
     pub ready_is_reviewed: bool,
 }
@@ -241,7 +245,9 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
         AgentEnd::Interrupted => return Verdict::Interrupted,
         AgentEnd::AuthFailed(message) => return Verdict::AuthFailed(message.clone()),
         AgentEnd::UsageLimit { reset_in } => {
-            return Verdict::Wait(reset_in.unwrap_or(budgets.retry_backoff));
+            return Verdict::Wait(
+                reset_in.unwrap_or_else(|| limit_wait(budgets, seen.limit_waits_before + 1)),
+            );
         }
         AgentEnd::Failed { class, summary } => Some((class.clone(), summary.clone())),
         AgentEnd::Ok => None,
@@ -306,6 +312,16 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     }
 }
 
+/// The wait number `waits` in a row for a usage limit whose reset is not
+/// stated: `retry_backoff`, doubling each time, up to `usage_limit_max_wait`.
+pub fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
+    let doublings = waits.saturating_sub(1).min(16) as u32;
+    budgets
+        .retry_backoff
+        .saturating_mul(2u32.saturating_pow(doublings))
+        .min(budgets.usage_limit_max_wait)
+}
+
 /// The wait before retry number `failures`: `base`, doubling after each
 /// failure, capped at ten times `base`.
 pub fn backoff(base: Duration, failures: u64) -> Duration {
@@ -342,6 +358,7 @@ mod tests {
             max_consecutive_failures: 3,
             no_progress_iterations: 3,
             retry_backoff: Duration::from_secs(10),
+            usage_limit_max_wait: Duration::from_secs(30 * 60),
         }
     }
 
@@ -425,6 +442,7 @@ mod tests {
             progressed: true,
             no_progress_before: 0,
             failures_before: 0,
+            limit_waits_before: 0,
             ready_is_reviewed: true,
         }
     }
@@ -534,6 +552,19 @@ mod tests {
             after(&a, &budgets()),
             Verdict::Wait(Duration::from_secs(10))
         );
+        // A limit that persists waits longer each time, up to the cap.
+        let waits: Vec<u64> = [1, 2, 3, 7, 8, 40]
+            .into_iter()
+            .map(|before| {
+                a.limit_waits_before = before;
+                match after(&a, &budgets()) {
+                    Verdict::Wait(wait) => wait.as_secs(),
+                    other => panic!("{other:?}"),
+                }
+            })
+            .collect();
+        assert_eq!(waits, [20, 40, 80, 1280, 1800, 1800]);
+        a.limit_waits_before = 0;
         a.agent = AgentEnd::AuthFailed("Not logged in".into());
         assert_eq!(
             after(&a, &budgets()),

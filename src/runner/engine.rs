@@ -65,6 +65,8 @@ pub struct Engine<'a> {
     pub(super) head_elsewhere: Option<String>,
     pub(super) outcomes: Vec<TaskOutcome>,
     pub(super) merged: usize,
+    /// Usage-limit waits in a row.
+    pub(super) limit_waits: u64,
     /// The last iteration's task and result, for the status line.
     pub(super) last_result: Option<String>,
     /// The run lock, held until the engine is dropped.
@@ -188,6 +190,7 @@ impl<'a> Engine<'a> {
             max_consecutive_failures: settings.max_consecutive_failures.max(1),
             no_progress_iterations: settings.no_progress_iterations.max(1),
             retry_backoff: settings.retry_backoff,
+            usage_limit_max_wait: settings.usage_limit_max_wait,
         };
         Ok(Engine {
             paths: paths.to_owned(),
@@ -207,6 +210,7 @@ impl<'a> Engine<'a> {
             head_elsewhere,
             outcomes: Vec::new(),
             merged: 0,
+            limit_waits: 0,
             last_result: None,
             lock,
             clean: Some(clean),

@@ -331,6 +331,7 @@ impl Engine<'_> {
             progressed: tip_after != turn.tip_before || status_changed,
             no_progress_before: progress.no_progress,
             failures_before: progress.consecutive_failures,
+            limit_waits_before: self.limit_waits,
             ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
         })
     }
@@ -374,6 +375,10 @@ impl Engine<'_> {
         receipt.insert("files_changed".into(), json!(files));
         if let Some(usage) = &outcome.usage {
             receipt.insert("input_tokens".into(), json!(usage.input_tokens));
+            receipt.insert(
+                "cached_input_tokens".into(),
+                json!(usage.cached_input_tokens),
+            );
             receipt.insert("output_tokens".into(), json!(usage.output_tokens));
             receipt.insert("cost_usd".into(), json!(usage.cost_usd));
         }
@@ -414,6 +419,9 @@ impl Engine<'_> {
         progressed: bool,
     ) -> Result<Next, Error> {
         let id = &turn.id;
+        if !matches!(verdict, Verdict::Wait(_)) {
+            self.limit_waits = 0;
+        }
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         match verdict {
             Verdict::Interrupted => {
@@ -436,6 +444,22 @@ impl Engine<'_> {
                 entry.iterations = entry.iterations.saturating_sub(1);
                 self.state.iteration = self.state.iteration.saturating_sub(1);
                 self.save_state()?;
+                let reason = outcome
+                    .failure
+                    .as_ref()
+                    .map_or("the agent hit a usage limit", |f| f.reason.as_str());
+                if self.options.once {
+                    // One iteration was asked for: waiting helps nobody.
+                    return Ok(Some((
+                        RunStatus::Failed,
+                        format!(
+                            "usage_limit: {reason}; run again in {} or later",
+                            seconds(duration)
+                        ),
+                    )));
+                }
+                // Counted in the summary's failures as `usage_limit`.
+                self.limit_waits += 1;
                 self.ui.line(&format!(
                     "usage limit: waiting {} before retrying",
                     seconds(duration)
@@ -469,6 +493,11 @@ impl Engine<'_> {
                     // parse: then the run ends with the file's error.
                     self.store.load()?;
                     self.block(id, &reason)?;
+                    return Ok(None);
+                }
+                if self.budget_spent() {
+                    // No iteration follows: no retry to wait for.
+                    self.ui.line(&format!("{id}: {class}: {summary}"));
                     return Ok(None);
                 }
                 self.ui.line(&format!(
@@ -516,10 +545,15 @@ impl Engine<'_> {
             _ => {}
         }
         let pause = self.options.settings.pause_between_iterations;
-        if pause.is_zero() {
+        if pause.is_zero() || self.budget_spent() {
             return Ok(None);
         }
         self.wait(pause)
+    }
+
+    /// Whether `max_iterations` (one with `--once`) is spent.
+    fn budget_spent(&self) -> bool {
+        self.state.iteration >= self.budgets.max_iterations
     }
 }
 

@@ -809,3 +809,64 @@ fn an_unwritable_log_is_a_transient_error_naming_the_file() {
     assert_eq!(ralph::Error::from(err).exit(), ralph::Exit::Transient);
     assert_eq!(bench.rec("argv"), "", "the agent never started");
 }
+
+/// amp without credentials starts a login flow and waits for a person,
+/// stdin closed or not: it is stopped as soon as the prompt appears (the
+/// limit here is ten minutes) and the failure is `auth`.
+#[test]
+fn a_login_prompt_stops_the_agent_at_once_as_auth() {
+    let bench = Bench::new();
+    bench.fake(
+        "amp",
+        r#"echo $$ > "$REC/leader.pid"
+echo "No API key found. Starting login flow..."
+printf 'paste your code here: '
+sleep 600
+"#,
+    );
+    let outcome = bench
+        .run_with(
+            &Spec::preset(Preset::Amp, None).unwrap(),
+            "p",
+            Bench::limits(600_000),
+            None,
+        )
+        .unwrap();
+    assert!(!outcome.timed_out);
+    assert!(outcome.duration < Duration::from_secs(60), "{outcome:?}");
+    let failure = outcome.failure.clone().unwrap();
+    assert_eq!(failure.class, FailureClass::Auth);
+    assert_eq!(
+        failure.reason,
+        "amp started an interactive login nobody can answer in a loop (No API key found. Starting login flow...); stopped at once"
+    );
+    assert!(!running(bench.pid("leader.pid")));
+}
+
+/// A tool still retrying a rate limit when its time is up was waiting out
+/// the limit: `usage_limit`, not the task's `timeout`.
+#[test]
+fn a_rate_limit_retried_past_the_timeout_is_a_usage_limit() {
+    let bench = Bench::new();
+    bench.fake(
+        "gemini",
+        r#"echo "Attempt 1 failed with status 429. Retrying with backoff..."
+sleep 600
+"#,
+    );
+    let outcome = bench
+        .run_with(
+            &Spec::preset(Preset::Gemini, None).unwrap(),
+            "p",
+            Bench::limits(1000),
+            None,
+        )
+        .unwrap();
+    assert!(outcome.timed_out);
+    let failure = outcome.failure.clone().unwrap();
+    assert_eq!(failure.class, FailureClass::UsageLimit);
+    assert_eq!(
+        failure.reason,
+        "gemini: Attempt 1 failed with status 429. Retrying with backoff... (timed out after 1s, still retrying)"
+    );
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the real `ralph` binary in temporary projects.
 
 mod agent;
+mod agent_fixtures;
 mod concurrency;
 mod crash;
 mod demo;

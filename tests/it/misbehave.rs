@@ -306,3 +306,20 @@ ralph task block A --reason "the API refused key $MY_API_KEY" > /dev/null
         format!("keep {SECRET}")
     );
 }
+
+/// `--once` runs one iteration: after a failed one no retry follows, so
+/// there is no backoff to wait (an hour here).
+#[test]
+fn once_waits_no_backoff_after_a_failed_iteration() {
+    let project = one_task(r#""fails""#).agent("exit 1\n");
+    let mut command = project.run_command(&["--once"]);
+    command.env("RALPH_RETRY_BACKOFF", "1h");
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("A: exit: the agent failed with exit code 1\n"),
+        "{run:#?}"
+    );
+    assert!(!run.stderr.contains("retrying in"), "{run:#?}");
+}
