@@ -484,6 +484,25 @@ mod tests {
                 r#"{"type":"error","message":"API rate limit exceeded"}"#,
                 Some(UsageLimit),
             ),
+            // a status stated as a number decides, whatever the wording
+            (
+                Some(Opencode),
+                one,
+                r#"{"type":"error","error":{"name":"APIError","data":{"message":"Too busy","statusCode":429}}}"#,
+                Some(UsageLimit),
+            ),
+            (
+                Some(Opencode),
+                one,
+                r#"{"type":"error","error":{"name":"APIError","data":{"message":"Nope","statusCode":401}}}"#,
+                Some(Auth),
+            ),
+            (
+                Some(Opencode),
+                one,
+                r#"{"type":"error","error":{"name":"APIError","data":{"message":"Boom","statusCode":500}}}"#,
+                Some(Exit),
+            ),
             // amp: the login flow is an auth failure even after exit 0
             (
                 Some(Amp),

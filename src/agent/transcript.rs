@@ -119,11 +119,13 @@ impl Transcript {
                 let text = error_text(event).unwrap_or_else(|| "turn failed".to_owned());
                 self.evidence.push(text.clone());
                 self.error_result = Some(text);
+                self.api_status = error_status(event).or(self.api_status);
             }
             "error" | "session.error" => {
                 if let Some(text) = error_text(event) {
                     self.evidence.push(text);
                 }
+                self.api_status = error_status(event).or(self.api_status);
             }
             _ => {}
         }
@@ -285,6 +287,26 @@ fn number(value: &Value, key: &str) -> u64 {
 
 /// The message of an error event, wherever the tool puts it, after the
 /// error's name when there is one (`ProviderAuthError: ...`).
+/// The HTTP status an error event states as a number (opencode's
+/// `error.data.statusCode`, a `status` or `code` of the error).
+fn error_status(event: &Value) -> Option<u64> {
+    let paths: [&[&str]; 6] = [
+        &["error", "data", "statusCode"],
+        &["properties", "error", "data", "statusCode"],
+        &["error", "statusCode"],
+        &["error", "status"],
+        &["error", "code"],
+        &["status"],
+    ];
+    paths.into_iter().find_map(|path| {
+        let mut value = event;
+        for key in path {
+            value = value.get(key)?;
+        }
+        value.as_u64().filter(|status| (400..600).contains(status))
+    })
+}
+
 fn error_text(event: &Value) -> Option<String> {
     let at = |path: &[&str]| {
         let mut value = event;
