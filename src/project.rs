@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::paths::TASKS_FILE;
 
-/// The project root: `dir` when given (it must exist), otherwise the nearest
-/// folder at or above `cwd` holding `tasks.jsonl` or `.git`, otherwise `cwd`.
+/// The project root: `dir` when given (it must exist); inside a task's
+/// worktree (`<project>/.ralph/worktrees/<id>/...`) the project it belongs
+/// to, whose queue is the live one; otherwise the nearest folder at or
+/// above `cwd` holding `tasks.jsonl` or `.git`, otherwise `cwd`.
 pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
     if let Some(dir) = dir {
         let dir = cwd.join(dir);
@@ -14,6 +16,15 @@ pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
             return Err(Error::NoSuchDir(dir));
         }
         return Ok(dir);
+    }
+    let worktrees = Path::new(crate::git::WORKTREES_DIR);
+    if let Some(project) = cwd
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.ends_with(worktrees))
+        .and_then(|dir| dir.parent()?.parent())
+    {
+        return Ok(project.to_owned());
     }
     Ok(cwd
         .ancestors()
@@ -37,6 +48,11 @@ mod tests {
         assert_eq!(find_root(None, &deep).unwrap(), root);
         std::fs::write(root.join("a/tasks.jsonl"), "").unwrap();
         assert_eq!(find_root(None, &deep).unwrap(), root.join("a"));
+        // In a task's worktree, its project.
+        let worktree = root.join("a/.ralph/worktrees/A.1/src");
+        std::fs::create_dir_all(&worktree).unwrap();
+        std::fs::write(root.join("a/.ralph/worktrees/A.1/tasks.jsonl"), "").unwrap();
+        assert_eq!(find_root(None, &worktree).unwrap(), root.join("a"));
         assert_eq!(
             find_root(Some(Path::new("a/b")), root).unwrap(),
             root.join("a/b")

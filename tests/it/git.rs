@@ -8,6 +8,7 @@ mod layouts;
 mod leftovers;
 mod preflight;
 mod squash;
+mod workers;
 
 use proptest::prelude::*;
 use ralph::git::{

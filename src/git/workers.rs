@@ -1,0 +1,169 @@
+//! A git worktree per task, for parallel workers (`ralph run --workers N`):
+//! `.ralph/worktrees/<task-id>` on the task's branch, forked from the
+//! base's tip when the branch is new. The project's own working tree stays
+//! on the base.
+//!
+//! The queue stays one file in the project: in a task's worktree
+//! `tasks.jsonl` and `tasks-done.jsonl` are links to the project's, so an
+//! agent reading them sees the live queue. git is told to leave them alone
+//! (`skip-worktree`): `git add -A` never stages the links, and `git reset
+//! --hard`, `git stash -u` and `git checkout -- .` never put the committed
+//! copy back over them.
+
+use std::path::{Path, PathBuf};
+
+use super::Repo;
+use super::error::{Error, Result};
+use super::slug::branch_name;
+
+/// The folder of the task worktrees, relative to the project.
+pub const WORKTREES_DIR: &str = ".ralph/worktrees";
+
+/// A task's worktree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskTree {
+    /// Its folder.
+    pub path: PathBuf,
+    /// The project's folder inside it, where the agent works (the
+    /// worktree's root unless the project is a subfolder of the repository).
+    pub folder: PathBuf,
+    /// The task branch checked out in it.
+    pub branch: String,
+    /// Whether the branch existed already (the task is resumed).
+    pub resumed: bool,
+}
+
+impl Repo {
+    /// The worktree of task `id` in the project at `project`, made if
+    /// missing: on the task's branch (created from the base's tip when
+    /// there is none), checked out by the user's git (filters, LFS and
+    /// hooks apply), its queue files linked to the project's. The queue
+    /// files must be committed on the base: the links stand in for them.
+    pub fn task_tree(&self, project: &Path, id: &str, title: &str) -> Result<TaskTree> {
+        let path = project.join(WORKTREES_DIR).join(id);
+        let existing = self.find_task_branch(id, title)?;
+        let resumed = existing.is_some();
+        let branch = existing.unwrap_or_else(|| branch_name(&self.prefix, id, title));
+        if !path.join(".git").exists() {
+            let _ = std::fs::create_dir_all(project.join(WORKTREES_DIR));
+            let where_ = path.to_string_lossy().into_owned();
+            let action = format!("add the worktree of task {id}");
+            // A worktree whose folder was deleted by hand is still
+            // registered: forget it first.
+            self.git_ok(&["worktree", "prune"], b"", &action)?;
+            if resumed {
+                self.git_ok(
+                    &["worktree", "add", "--quiet", &where_, &branch],
+                    b"",
+                    &action,
+                )?;
+            } else {
+                let base = self.tip(&self.base)?.id().to_string();
+                self.git_ok(
+                    &["worktree", "add", "--quiet", "-b", &branch, &where_, &base],
+                    b"",
+                    &action,
+                )?;
+            }
+        }
+        self.link_queue_files(project, &path)?;
+        let folder = match self.queue[0].rel.rsplit_once('/') {
+            Some((inner, _)) => path.join(inner),
+            None => path.clone(),
+        };
+        Ok(TaskTree {
+            folder,
+            path,
+            branch,
+            resumed,
+        })
+    }
+
+    /// Replaces the queue files in worktree `tree` by links to the
+    /// project's and marks them `skip-worktree`.
+    fn link_queue_files(&self, project: &Path, tree: &Path) -> Result<()> {
+        let tree_arg = tree.to_string_lossy().into_owned();
+        for file in &self.queue {
+            let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
+            let target = project.join(name);
+            let link = tree.join(&file.rel);
+            let io = |source| Error::Io {
+                path: link.clone(),
+                source,
+            };
+            if std::fs::read_link(&link).is_ok_and(|at| at == target) {
+                continue;
+            }
+            let tracked = self
+                .run_git(
+                    &[
+                        "-C",
+                        &tree_arg,
+                        "ls-files",
+                        "--error-unmatch",
+                        "--",
+                        &file.rel,
+                    ],
+                    b"",
+                    "look up a queue file",
+                )?
+                .success;
+            if !tracked {
+                return Err(Error::Command {
+                    action: format!("link {} into the worktree", file.rel),
+                    said: format!(
+                        "{} is not committed on the base; commit the queue files (`git add {} && git commit`) before running workers",
+                        file.rel, file.rel
+                    ),
+                });
+            }
+            match std::fs::remove_file(&link) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(io(err)),
+                _ => {}
+            }
+            std::os::unix::fs::symlink(&target, &link).map_err(io)?;
+            self.git_ok(
+                &[
+                    "-C",
+                    &tree_arg,
+                    "update-index",
+                    "--skip-worktree",
+                    "--",
+                    &file.rel,
+                ],
+                b"",
+                "hide a linked queue file from git",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Removes task worktree `tree` (its branch stays). Whatever is
+    /// uncommitted there is lost: callers commit leftovers first.
+    pub fn remove_task_tree(&self, tree: &Path) -> Result<()> {
+        let tree_arg = tree.to_string_lossy().into_owned();
+        self.git_ok(
+            &["worktree", "remove", "--force", &tree_arg],
+            b"",
+            "remove a task's worktree",
+        )?;
+        Ok(())
+    }
+
+    /// The task worktrees that exist in the project at `project`: the
+    /// task id (the folder's name) and the folder.
+    pub fn task_trees(&self, project: &Path) -> Result<Vec<(String, PathBuf)>> {
+        let dir = project.join(WORKTREES_DIR);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(Vec::new());
+        };
+        let mut trees: Vec<(String, PathBuf)> = entries
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.path())
+            .filter(|path| path.join(".git").exists())
+            .filter_map(|path| Some((path.file_name()?.to_str()?.to_owned(), path)))
+            .collect();
+        trees.sort();
+        Ok(trees)
+    }
+}
