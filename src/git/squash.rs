@@ -205,11 +205,15 @@ impl Repo {
     ) -> Result<Squash> {
         let _timed = super::timing::timed("squash", branch);
         self.check_no_operation()?;
+        // With parallel workers the tree stays on the base and the branch
+        // is checked out in the task's own worktree: the merge is made
+        // from the base as checked out, the branch never checked out here.
+        let on_base = self.is_on(&self.base)?;
         let (tree, base, tip) = match self.merge_in_memory(branch, true)? {
             Merge::Tree { tree, base, tip } => (tree, base, tip),
             Merge::Empty => return Ok(Squash::Empty),
             Merge::Conflict(paths) => {
-                if !self.is_on(branch)? {
+                if !on_base && !self.is_on(branch)? {
                     self.checkout_carrying_queue(branch)?;
                 }
                 return Ok(Squash::Conflict(paths));
@@ -227,17 +231,19 @@ impl Repo {
         self.git
             .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
             .doing(&format!("create {preserved_ref}"))?;
-        if !self.is_on(branch)? {
+        let from = if on_base { self.base.as_str() } else { branch };
+        if !on_base && !self.is_on(branch)? {
             self.checkout_carrying_queue(branch)?;
         }
         let tree = self.git.find_tree(tree).doing("read the merged tree")?;
-        let branch_tree = self
-            .tip(branch)?
-            .tree()
-            .doing(&format!("read the tree of {branch}"))?;
+        let from_tree = self
+            .git
+            .find_commit(if on_base { base } else { tip })
+            .and_then(|commit| commit.tree())
+            .doing(&format!("read the tree of {from}"))?;
         // The merge, staged and checked out on the base, is committed by
         // the user's git: its hooks judge it, its signing signs it.
-        self.switch_tree(&branch_tree, &tree, false)?;
+        self.switch_tree(&from_tree, &tree, false)?;
         self.point_head_at(&self.base)?;
         match self.commit_index(&message, true)? {
             Ok(commit) => Ok(Squash::Merged(Merged {
@@ -246,9 +252,9 @@ impl Repo {
                 preserved_ref,
             })),
             Err(said) => {
-                // Back to the task branch, as it was.
-                self.switch_tree(&tree, &branch_tree, true)?;
-                self.point_head_at(branch)?;
+                // Back to where it was: the task branch, or the base.
+                self.switch_tree(&tree, &from_tree, true)?;
+                self.point_head_at(from)?;
                 if is_git_failure(&said) {
                     return Err(super::Error::Command {
                         action: format!("commit the squash on {}", self.base),

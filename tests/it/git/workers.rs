@@ -155,3 +155,79 @@ fn ralph_task_in_a_worktree_changes_the_projects_queue() {
     );
     assert_eq!(repo.git_in(&made.path, &["status", "--porcelain"]), "");
 }
+
+/// With workers the project's tree stays on the base: a task's branch,
+/// checked out in its worktree, is squashed into the base from there,
+/// one task after the other, three-way against the base as it is by then;
+/// a conflict leaves the base and both trees as they were.
+#[test]
+fn tasks_are_squashed_into_the_base_checked_out_in_the_project() {
+    let repo = project();
+    repo.write(
+        "tasks.jsonl",
+        &format!(
+            "{TASKS}{}",
+            TASKS.replace("\"A\"", "\"B\"").replace("Choose", "Pick")
+        ),
+    );
+    repo.git(&["commit", "-q", "-am", "two tasks"]);
+    repo.commit_file("shared.txt", "one\n", "shared");
+    let git = open(&repo);
+    let a = git.task_tree(repo.path(), "A", TITLE).unwrap();
+    let b = git
+        .task_tree(repo.path(), "B", "Pick session library")
+        .unwrap();
+    for (tree, file, text) in [(&a, "a.txt", "a\n"), (&b, "b.txt", "b\n")] {
+        std::fs::write(tree.path.join(file), text).unwrap();
+        repo.git_in(&tree.path, &["add", file]);
+        repo.git_in(&tree.path, &["commit", "-q", "-m", file]);
+    }
+    for (id, title, tree) in [("A", TITLE, &a), ("B", "Pick session library", &b)] {
+        let clean = git.check_clean().unwrap();
+        let trailers = [format!("Completes: {id}")];
+        let (squash, _) = git
+            .squash_commit(&tree.branch, id, title, &trailers, clean)
+            .unwrap();
+        assert!(matches!(squash, Squash::Merged(_)), "{id}: {squash:?}");
+        git.remove_task_tree(&tree.path).unwrap();
+        git.preserve_and_delete_branch(&tree.branch, id).unwrap();
+    }
+    assert_eq!(current_branch(&repo), "main");
+    assert_eq!(
+        repo.git(&["log", "--format=%s", "main"]),
+        "[B] Pick session library\n[A] Choose session library\nshared\ntwo tasks\nadd tasks\ninitial commit"
+    );
+    assert_eq!(
+        repo.read("a.txt"),
+        "a\n",
+        "the project's tree shows the merged work"
+    );
+    assert_eq!(repo.read("b.txt"), "b\n");
+    assert_eq!(repo.status(), Vec::<String>::new());
+    // Two worktrees changing the same line: the second conflicts.
+    let c = git.task_tree(repo.path(), "C", "third").unwrap();
+    let d = git.task_tree(repo.path(), "D", "fourth").unwrap();
+    for (tree, text) in [(&c, "c\n"), (&d, "d\n")] {
+        std::fs::write(tree.path.join("shared.txt"), text).unwrap();
+        repo.git_in(&tree.path, &["commit", "-q", "-am", text.trim()]);
+    }
+    let clean = git.check_clean().unwrap();
+    let (squash, _) = git
+        .squash_commit(&c.branch, "C", "third", &[], clean)
+        .unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    let before = repo.git(&["rev-parse", "main"]);
+    let clean = git.check_clean().unwrap();
+    let (squash, _) = git
+        .squash_commit(&d.branch, "D", "fourth", &[], clean)
+        .unwrap();
+    assert_eq!(squash, Squash::Conflict(vec!["shared.txt".to_owned()]));
+    assert_eq!(repo.git(&["rev-parse", "main"]), before);
+    assert_eq!(current_branch(&repo), "main");
+    assert_eq!(repo.read("shared.txt"), "c\n");
+    assert_eq!(repo.status(), Vec::<String>::new());
+    assert_eq!(
+        std::fs::read_to_string(d.path.join("shared.txt")).unwrap(),
+        "d\n"
+    );
+}
