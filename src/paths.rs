@@ -53,21 +53,45 @@ pub const WORKING_FILE: &str = "working.md";
 /// The template of a prompt's task context.
 pub const CONTEXT_TEMPLATE: &str = "templates/context.md.j2";
 
-/// The paths of one project.
+/// The paths of one project, or of one parallel worker in it.
+///
+/// A worker works in its task's worktree (`root`), where its own runtime
+/// files live (state, prompts, logs, the agent's process group), while the
+/// files every worker shares are the project's: the queue and its lock and
+/// copies, the configuration, the event stream, `ralph.log` and `.stop`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Paths {
     root: PathBuf,
+    project: PathBuf,
 }
 
 impl Paths {
     /// The paths of the project rooted at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Paths {
-        Paths { root: root.into() }
+        let root = root.into();
+        Paths {
+            project: root.clone(),
+            root,
+        }
     }
 
-    /// The project root.
+    /// The paths of a worker of this project working in `folder` (its
+    /// task's worktree).
+    pub fn in_worktree(&self, folder: impl Into<PathBuf>) -> Paths {
+        Paths {
+            root: folder.into(),
+            project: self.project.clone(),
+        }
+    }
+
+    /// Where the work happens: the project root, or a worker's worktree.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The project root, whose queue and settings every worker shares.
+    pub fn project(&self) -> &Path {
+        &self.project
     }
 
     /// `rel` (one of this module's names) under the root.
@@ -75,29 +99,34 @@ impl Paths {
         self.root.join(rel)
     }
 
+    /// `rel` under the project root.
+    fn shared(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.project.join(rel)
+    }
+
     /// `tasks.jsonl`.
     pub fn tasks(&self) -> PathBuf {
-        self.join(TASKS_FILE)
+        self.shared(TASKS_FILE)
     }
 
     /// `tasks-done.jsonl`.
     pub fn done(&self) -> PathBuf {
-        self.join(DONE_FILE)
+        self.shared(DONE_FILE)
     }
 
     /// `.ralph/tasks.lock`.
     pub fn queue_lock(&self) -> PathBuf {
-        self.join(LOCK_FILE)
+        self.shared(LOCK_FILE)
     }
 
     /// `.ralph/quarantine/`.
     pub fn quarantine_dir(&self) -> PathBuf {
-        self.join(QUARANTINE_DIR)
+        self.shared(QUARANTINE_DIR)
     }
 
     /// `.ralph/lock`.
     pub fn run_lock(&self) -> PathBuf {
-        self.join(RUN_LOCK)
+        self.shared(RUN_LOCK)
     }
 
     /// `.ralph/state.json`.
@@ -107,27 +136,27 @@ impl Paths {
 
     /// `.ralph/events.ndjson`.
     pub fn events(&self) -> PathBuf {
-        self.join(EVENTS_FILE)
+        self.shared(EVENTS_FILE)
     }
 
     /// `.ralph/result.json`.
     pub fn result(&self) -> PathBuf {
-        self.join(RESULT_FILE)
+        self.shared(RESULT_FILE)
     }
 
     /// `.ralph/tasks.jsonl.valid`.
     pub fn valid_queue(&self) -> PathBuf {
-        self.join(VALID_QUEUE)
+        self.shared(VALID_QUEUE)
     }
 
     /// `.ralph/tasks-done.jsonl.valid`.
     pub fn valid_archive(&self) -> PathBuf {
-        self.join(VALID_ARCHIVE)
+        self.shared(VALID_ARCHIVE)
     }
 
     /// `.ralph/queue.watch`.
     pub fn queue_watch(&self) -> PathBuf {
-        self.join(QUEUE_WATCH)
+        self.shared(QUEUE_WATCH)
     }
 
     /// `.ralph/agent.pgid`.
@@ -137,36 +166,36 @@ impl Paths {
 
     /// `ralph.log`.
     pub fn log(&self) -> PathBuf {
-        self.join(LOG_FILE)
+        self.shared(LOG_FILE)
     }
 
     /// `.stop`.
     pub fn stop(&self) -> PathBuf {
-        self.join(STOP_FILE)
+        self.shared(STOP_FILE)
     }
 
     /// `config/ralph.yaml`.
     pub fn settings(&self) -> PathBuf {
-        self.join(SETTINGS_FILE)
+        self.shared(SETTINGS_FILE)
     }
 
     /// `config/roles.yaml`.
     pub fn roles_config(&self) -> PathBuf {
-        self.join(ROLES_FILE)
+        self.shared(ROLES_FILE)
     }
 
     /// `roles/<role>.md`.
     pub fn role(&self, role: &str) -> PathBuf {
-        self.join(ROLES_DIR).join(format!("{role}.md"))
+        self.shared(ROLES_DIR).join(format!("{role}.md"))
     }
 
     /// `working.md`.
     pub fn working(&self) -> PathBuf {
-        self.join(WORKING_FILE)
+        self.shared(WORKING_FILE)
     }
 
     /// `templates/context.md.j2`.
     pub fn context_template(&self) -> PathBuf {
-        self.join(CONTEXT_TEMPLATE)
+        self.shared(CONTEXT_TEMPLATE)
     }
 }

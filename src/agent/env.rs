@@ -98,6 +98,9 @@ pub struct Context {
     pub branch: String,
     /// `RALPH_RUN_ID`: the run's id.
     pub run_id: String,
+    /// `RALPH_WORKER`: the parallel worker's number (1..N), when there are
+    /// workers.
+    pub worker: Option<u32>,
 }
 
 /// The environment without iteration variables: ralph's, minus nested-session
@@ -149,6 +152,9 @@ pub(crate) fn environment(
     set("RALPH_PROMPT_FILE", prompt_file.as_os_str().to_owned());
     set(PROJECT_DIR_VAR, host.project_dir.as_os_str().to_owned());
     set("RALPH_RUN_ID", context.run_id.clone().into());
+    if let Some(worker) = context.worker {
+        set("RALPH_WORKER", worker.to_string().into());
+    }
     set("RALPH_BIN", host.ralph_bin.as_os_str().to_owned());
     env
 }
@@ -208,6 +214,7 @@ mod tests {
             task_iteration: 2,
             branch: "task/A.1-do-it".into(),
             run_id: "r1".into(),
+            worker: Some(2),
         };
         let env = environment(
             &host(false),
@@ -226,5 +233,6 @@ mod tests {
         assert_eq!(get(&env, "RALPH_PROJECT_DIR"), ["/p"]);
         assert_eq!(get(&env, "RALPH_BIN"), ["/opt/ralph/bin/ralph"]);
         assert_eq!(get(&env, "RALPH_MAX_ITERATIONS"), Vec::<&str>::new());
+        assert_eq!(get(&env, "RALPH_WORKER"), ["2"]);
     }
 }

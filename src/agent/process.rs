@@ -90,6 +90,9 @@ pub struct Request<'a> {
     /// Where to note the agent's process group while it runs, so a run
     /// after a `kill -9` of ralph can stop it ([`stop_leftover_group`]).
     pub group_file: Option<&'a Path>,
+    /// The folder the agent works in when not the project's (a parallel
+    /// worker's task worktree).
+    pub work_dir: Option<&'a Path>,
 }
 
 /// What happened when the agent ran.
@@ -125,7 +128,8 @@ impl Outcome {
 /// Runs the agent once for an iteration and reports what happened; an
 /// error means it could not be started (or its log not written).
 pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, Error> {
-    let prompt_file = host.project_dir.join(request.prompt_file);
+    let work_dir = request.work_dir.unwrap_or(&host.project_dir);
+    let prompt_file = work_dir.join(request.prompt_file);
     let invocation = spec.invocation(&prompt_file, request.prompt)?;
     let dialect = spec.dialect();
     let env = environment(host, dialect, request.context, &prompt_file);
@@ -135,7 +139,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let mut command = Command::new(&program);
     command
         .args(&invocation.args)
-        .current_dir(&host.project_dir)
+        .current_dir(work_dir)
         .env_clear()
         .envs(env);
     let stdin =

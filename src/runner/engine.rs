@@ -67,6 +67,8 @@ pub struct Engine<'a> {
     pub(super) merged: usize,
     /// Usage-limit waits in a row.
     pub(super) limit_waits: u64,
+    /// The parallel worker's number, when this engine is one.
+    pub(super) worker: Option<u32>,
     /// The last iteration's task and result, for the status line.
     pub(super) last_result: Option<String>,
     /// The run lock, held until the engine is dropped.
@@ -211,6 +213,7 @@ impl<'a> Engine<'a> {
             outcomes: Vec::new(),
             merged: 0,
             limit_waits: 0,
+            worker: None,
             last_result: None,
             lock,
             clean: Some(clean),

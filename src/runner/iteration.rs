@@ -204,6 +204,7 @@ impl Engine<'_> {
             task_iteration: turn.task_iteration,
             branch: turn.branch.clone(),
             run_id: self.state.run_id.clone(),
+            worker: self.worker,
         };
         let group_file = self.paths.agent_group();
         let request = agent::Request {
@@ -223,6 +224,7 @@ impl Engine<'_> {
                 Echo::Off
             },
             group_file: Some(&group_file),
+            work_dir: (self.paths.root() != self.paths.project()).then(|| self.paths.root()),
         };
         Ok(agent::run(&turn.spec, &self.host, &request)?)
     }

@@ -151,7 +151,7 @@ impl Store {
         Ok(Change::TornLineMoved {
             line: torn.line,
             to: kept
-                .strip_prefix(self.paths.root())
+                .strip_prefix(self.paths.project())
                 .unwrap_or(&kept)
                 .to_owned(),
         })

@@ -210,7 +210,7 @@ impl Store {
             source,
         })?;
         Ok(kept
-            .strip_prefix(self.paths.root())
+            .strip_prefix(self.paths.project())
             .unwrap_or(&kept)
             .to_owned())
     }

@@ -107,6 +107,7 @@ impl Bench {
             task_iteration: 2,
             branch: "task/A.1-pick-a-session-library".to_owned(),
             run_id: "run-1".to_owned(),
+            worker: None,
         }
     }
 
@@ -140,6 +141,7 @@ impl Bench {
                 cancel,
                 echo: Echo::Off,
                 group_file: None,
+                work_dir: None,
             },
         )
     }
