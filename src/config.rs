@@ -23,6 +23,8 @@ pub const PRESETS: [&str; 8] = [
 pub struct Settings {
     /// Which agent runs and how.
     pub agent: AgentSettings,
+    /// Parallel workers, each on its own task in its own worktree.
+    pub workers: u64,
     /// Iterations per run.
     pub max_iterations: u64,
     /// Iterations one task may take before it is blocked.
@@ -78,6 +80,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             agent: AgentSettings::default(),
+            workers: 1,
             max_iterations: 50,
             max_iterations_per_task: 20,
             max_consecutive_failures: 3,
@@ -195,11 +198,12 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 13] = [
+pub const ENV_VARS: [&str; 14] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
     "RALPH_AGENT_TIMEOUT",
+    "RALPH_WORKERS",
     "RALPH_MAX_ITERATIONS",
     "RALPH_MAX_ITERATIONS_PER_TASK",
     "RALPH_MAX_CONSECUTIVE_FAILURES",
@@ -242,6 +246,7 @@ impl Settings {
                 "RALPH_AGENT_COMMAND" => self.agent.command = text(),
                 "RALPH_AGENT_MODEL" => self.agent.model = text(),
                 "RALPH_AGENT_TIMEOUT" => self.agent.timeout = duration()?,
+                "RALPH_WORKERS" => self.workers = count()?,
                 "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
                 "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
                 "RALPH_MAX_CONSECUTIVE_FAILURES" => self.max_consecutive_failures = count()?,
@@ -383,7 +388,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -17,7 +17,7 @@ use crate::runner::{self, RunOptions};
 const SETTINGS_HELP: &str = "\
 Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
 (RALPH_MAX_ITERATIONS, RALPH_AGENT_TIMEOUT, ...), then these flags. Defaults:
-  agent.preset claude · agent.timeout 20m · max_iterations 50
+  agent.preset claude · agent.timeout 20m · workers 1 · max_iterations 50
   max_iterations_per_task 20 · max_consecutive_failures 3
   no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
   pause_between_iterations 2s · base_branch: the branch checked out
@@ -31,6 +31,9 @@ interrupted.";
 #[derive(Debug, Args)]
 #[command(after_help = SETTINGS_HELP)]
 pub struct RunArgs {
+    /// Agents working side by side, each on its own task in its own git worktree [default: workers, 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub workers: Option<u64>,
     /// Iterations for this run [default: max_iterations, 50]
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u64>,
@@ -79,6 +82,9 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     settings.apply_env(|name| std::env::var(name).ok())?;
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
+    }
+    if let Some(n) = args.workers {
+        settings.workers = n;
     }
     if let Some(preset) = &args.agent {
         settings.agent.preset = Some(preset.clone());

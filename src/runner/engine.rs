@@ -71,8 +71,17 @@ pub struct Engine<'a> {
     pub(super) worker: Option<u32>,
     /// The last iteration's task and result, for the status line.
     pub(super) last_result: Option<String>,
-    /// The run lock, held until the engine is dropped.
-    pub(super) lock: RunLock,
+    /// The run lock, held until the engine is dropped (a parallel worker
+    /// holds none: the run that started it does).
+    pub(super) lock: Option<RunLock>,
+    /// A parallel worker's view of the project's own checkout, on the
+    /// base, where its merges and bookkeeping commits are made; `None` when
+    /// `repo` is that checkout.
+    pub(super) base_repo: Option<Repo>,
+    /// What parallel workers share.
+    pub(super) hub: Option<&'a super::workers::Hub>,
+    /// Whether this worker holds the merge turn.
+    pub(super) turn_held: std::rc::Rc<std::cell::Cell<bool>>,
     /// Set while the working tree is known to be clean (ralph's own scan,
     /// commits and checkouts since), so the next claim or squash need not
     /// scan it again; dropped before anything else runs in the tree.
@@ -215,7 +224,10 @@ impl<'a> Engine<'a> {
             limit_waits: 0,
             worker: None,
             last_result: None,
-            lock,
+            lock: Some(lock),
+            base_repo: None,
+            hub: None,
+            turn_held: Default::default(),
             clean: Some(clean),
         })
     }
@@ -241,7 +253,12 @@ impl<'a> Engine<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         ));
         self.record(None, "run", "started", "run started", Map::new())?;
-        let ending = self.main_loop();
+        let workers = self.options.settings.workers.clamp(1, 64) as u32;
+        let ending = if workers > 1 {
+            self.parallel_loop(workers)
+        } else {
+            self.main_loop()
+        };
         let (status, reason) = match ending {
             Ok(end) => end,
             Err(err) => {
@@ -380,7 +397,10 @@ impl<'a> Engine<'a> {
 
     /// Keeps the run lock held even when `.ralph/` was deleted under it.
     fn hold_lock(&mut self) -> Result<(), Error> {
-        match self.lock.reassert(&self.paths) {
+        let Some(lock) = &mut self.lock else {
+            return Ok(());
+        };
+        match lock.reassert(&self.paths) {
             Ok(false) => Ok(()),
             Ok(true) => {
                 self.ui
@@ -390,6 +410,20 @@ impl<'a> Engine<'a> {
             Err(LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
             Err(LockError::Io(path, source)) => Err(Error::Io { path, source }),
         }
+    }
+
+    /// The checkout on the base where merges and bookkeeping commits are
+    /// made: the project's own (a parallel worker's `repo` is its task's
+    /// worktree).
+    pub(super) fn base(&self) -> &Repo {
+        self.base_repo.as_ref().unwrap_or(&self.repo)
+    }
+
+    /// Holds the merge turn while a parallel worker changes the base: one
+    /// worker at a time. A single run needs none; a worker that holds the
+    /// turn already (a failed merge that blocks the task) keeps it.
+    pub(super) fn merge_turn(&self) -> super::workers::MergeTurn<'a> {
+        super::workers::MergeTurn::take(self.hub, &self.turn_held)
     }
 
     pub(super) fn candidate(&self, task: &Task) -> Candidate {
@@ -404,7 +438,11 @@ impl<'a> Engine<'a> {
         self.state.tasks.get(id).cloned().unwrap_or_default()
     }
 
-    fn ending(&mut self, ending: Ending, queue: &Queue) -> Result<(RunStatus, String), Error> {
+    pub(super) fn ending(
+        &mut self,
+        ending: Ending,
+        queue: &Queue,
+    ) -> Result<(RunStatus, String), Error> {
         let counts = queue.counts();
         Ok(match ending {
             Ending::Interrupted => interrupted(),

@@ -39,6 +39,9 @@ impl Engine<'_> {
         if !self.verify_task(id)? {
             return Ok(());
         }
+        // Parallel workers merge one at a time, each against the base as
+        // the others left it.
+        let _turn = self.merge_turn();
         self.state.phase = "merge".to_owned();
         let conflict = |paths: &[String], base: &str| {
             format!(
@@ -68,11 +71,11 @@ impl Engine<'_> {
         self.save_state()?;
         let clean = match self.clean.take() {
             Some(clean) => clean,
-            None => self.repo.check_clean()?,
+            None => self.base().check_clean()?,
         };
         let trailers = [format!("Completes: {id}")];
         let (squash, clean) =
-            (self.repo).squash_commit(&branch, id, &task.title, &trailers, clean)?;
+            (self.base()).squash_commit(&branch, id, &task.title, &trailers, clean)?;
         self.clean = clean;
         match squash {
             Squash::Merged(_) => {}
@@ -101,8 +104,9 @@ impl Engine<'_> {
         // under refs/ralph/tasks/<id>; it joins the squash commit.
         let changes = self.archive(id, Some(tip.to_string()))?;
         crate::fault::crash_at("after_archive");
-        let commit = self.repo.amend_with_queue_files(&completes(&changes))?;
-        self.repo.preserve_and_delete_branch(&branch, id)?;
+        let commit = self.base().amend_with_queue_files(&completes(&changes))?;
+        self.leave_worktree()?;
+        self.base().preserve_and_delete_branch(&branch, id)?;
         let detail = format!("squash-merged into {}", self.repo.base());
         self.merged_task(id, Some(commit.to_string()), &detail)
     }
@@ -116,14 +120,18 @@ impl Engine<'_> {
         title: &str,
         trailers: &[String],
     ) -> Result<Squash, Error> {
+        // The branch is deleted once merged: not while a worktree has it.
+        self.leave_worktree()?;
         Ok(match self.clean.take() {
             Some(clean) => {
-                let (squash, clean) = self.repo.squash_clean(branch, id, title, trailers, clean)?;
+                let (squash, clean) = self
+                    .base()
+                    .squash_clean(branch, id, title, trailers, clean)?;
                 self.clean = clean;
                 squash
             }
             None => self
-                .repo
+                .base()
                 .squash_into_base_with(branch, id, title, trailers)?,
         })
     }
@@ -183,10 +191,11 @@ impl Engine<'_> {
         branch: Option<&str>,
         trailers: &[String],
     ) -> Result<(), Error> {
+        let _turn = self.merge_turn();
         let bookkeeping = |engine: &mut Self| -> Result<Option<String>, Error> {
             let message = git::squash_message_with(id, title, &[], trailers);
             Ok(engine
-                .repo
+                .base()
                 .commit_queue_files(&message)?
                 .map(|c| c.to_string()))
         };
@@ -198,7 +207,7 @@ impl Engine<'_> {
                     format!("squash-merged into {}", self.repo.base()),
                 ),
                 Squash::Empty => {
-                    self.repo.preserve_and_delete_branch(branch, id)?;
+                    self.base().preserve_and_delete_branch(branch, id)?;
                     (bookkeeping(self)?, "nothing to merge; archived".to_owned())
                 }
                 Squash::Conflict(paths) => {
@@ -271,7 +280,7 @@ impl Engine<'_> {
         ));
         match (branch, landed) {
             (Some(branch), true) => {
-                self.repo.preserve_and_delete_branch(&branch, &id)?;
+                self.base().preserve_and_delete_branch(&branch, &id)?;
                 self.merged_task(&id, None, "its squash had landed; branch removed")
             }
             (None, true) => self.merged_task(&id, None, "its squash had landed"),
@@ -295,13 +304,13 @@ impl Engine<'_> {
         ));
         let branch = self.task_branch(id, &title)?;
         let tip = match &branch {
-            Some(branch) => Some(self.repo.preserve_and_delete_branch(branch, id)?),
+            Some(branch) => Some(self.base().preserve_and_delete_branch(branch, id)?),
             None => None,
         };
         self.archive(id, tip.map(|tip| tip.to_string()))?;
         let message =
             format!("ralph: archive {id}\n\nIts squash commit landed before ralph stopped.\n");
-        let commit = self.repo.commit_queue_files(&message)?;
+        let commit = self.base().commit_queue_files(&message)?;
         let detail = "its squash had landed; archived";
         self.merged_task(id, commit.map(|c| c.to_string()), detail)
     }
@@ -326,10 +335,11 @@ impl Engine<'_> {
             return Ok(());
         };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
+        let _turn = self.merge_turn();
         let commit = match self.squash(&branch, id, &task.title, &trailers)? {
             Squash::Merged(merged) => Some(merged.commit.to_string()),
             Squash::Empty => {
-                self.repo.preserve_and_delete_branch(&branch, id)?;
+                self.base().preserve_and_delete_branch(&branch, id)?;
                 None
             }
             // No iteration works on a container: the task waits for a
@@ -368,6 +378,15 @@ impl Engine<'_> {
         self.record(Some(id), "split", "ok", &detail, Map::new())?;
         self.state.tasks.remove(id.as_str());
         self.task_ended(id, "split", commit, &detail)
+    }
+
+    /// A parallel worker's task is merged: its worktree goes (the branch
+    /// cannot be deleted while checked out there). A single run has none.
+    fn leave_worktree(&self) -> Result<(), Error> {
+        if self.base_repo.is_some() {
+            self.base().remove_task_tree(self.repo.workdir())?;
+        }
+        Ok(())
     }
 
     /// A failure outside the agent (verification, conflict): evidence for
@@ -424,8 +443,11 @@ impl Engine<'_> {
         // the task is blocked on disk either way.
         self.ui.log(&now(), &format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
-        self.repo
-            .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+        {
+            let _turn = self.merge_turn();
+            self.base()
+                .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+        }
         // A person who sets the task going again starts a new count (its
         // last failure stays the next prompt's evidence).
         if let Some(entry) = self.state.tasks.get_mut(id.as_str()) {

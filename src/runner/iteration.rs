@@ -165,7 +165,10 @@ impl Engine<'_> {
             fired.as_ref().and_then(|f| f.model.as_deref()),
         )?;
         // From here until `observe`, queue writes also update ralph's copies.
-        self.store.watch()?;
+        // A worker's queue files are links git cannot revert: no watch.
+        if self.hub.is_none() {
+            self.store.watch()?;
+        }
         Ok(Turn {
             id: id.clone(),
             task,
@@ -295,7 +298,8 @@ impl Engine<'_> {
                     subjects(&agents)
                 ));
             }
-            if !others.is_empty() {
+            // Other workers merge into the base all the time: not news.
+            if !others.is_empty() && self.hub.is_none() {
                 self.ui.line(&format!(
                     "{} moved during the iteration: {} made outside this checkout, not by the agent ({}); {id}'s squash merges with them",
                     self.repo.base(),
@@ -529,13 +533,18 @@ impl Engine<'_> {
             }
             Verdict::MergeSplit => self.merge_split(id)?,
             Verdict::Blocked => {
-                self.repo
-                    .commit_queue_files(&format!("ralph: {id} blocked"))?;
+                {
+                    let _turn = self.merge_turn();
+                    self.base()
+                        .commit_queue_files(&format!("ralph: {id} blocked"))?;
+                }
                 self.task_ended(id, "blocked", None, "the agent marked the task blocked")?;
             }
             Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
             Verdict::Vanished => {
-                self.repo.checkout_base()?;
+                if self.base_repo.is_none() {
+                    self.repo.checkout_base()?;
+                }
                 self.state.tasks.remove(id.as_str());
                 self.task_ended(
                     id,

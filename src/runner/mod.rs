@@ -14,6 +14,7 @@ pub mod result;
 mod revert;
 pub mod ui;
 pub mod verify;
+mod workers;
 
 use crate::paths::Paths;
 use std::sync::atomic::AtomicBool;

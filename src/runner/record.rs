@@ -106,8 +106,11 @@ impl Engine<'_> {
         phase: &str,
         status: &str,
         detail: &str,
-        extra: Map<String, Value>,
+        mut extra: Map<String, Value>,
     ) -> Result<(), Error> {
+        if let Some(worker) = self.worker {
+            extra.insert("worker".into(), worker.into());
+        }
         let event = Event {
             timestamp: now(),
             run_id: self.state.run_id.clone(),

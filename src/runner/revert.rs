@@ -34,6 +34,9 @@ impl Engine<'_> {
         &self,
         before: &Before,
     ) -> Result<Option<(String, String)>, Error> {
+        if self.hub.is_some() {
+            return Ok(None);
+        }
         let known = self.store.unwatch()?;
         let restored = self.store.put_back(&known, |name, bytes| {
             self.repo.queue_file_version(name, bytes, &before.tip)

@@ -16,6 +16,8 @@ pub struct Ui {
     bar: Option<ProgressBar>,
     quiet: bool,
     log: PathBuf,
+    /// What each line starts with: `w2 ` for parallel worker 2.
+    prefix: String,
 }
 
 impl Ui {
@@ -35,12 +37,23 @@ impl Ui {
             bar,
             quiet,
             log: paths.log(),
+            prefix: String::new(),
+        }
+    }
+
+    /// Output of parallel worker `number`: plain lines starting `w<number>`.
+    pub fn worker(paths: &Paths, quiet: bool, number: u32) -> Ui {
+        Ui {
+            bar: None,
+            quiet,
+            log: paths.log(),
+            prefix: format!("w{number} "),
         }
     }
 
     /// A line for the person (stderr), kept above the status line.
     pub fn line(&self, text: &str) {
-        self.show(&redact(text));
+        self.show(&redact(&format!("{}{text}", self.prefix)));
     }
 
     fn show(&self, text: &str) {
@@ -62,7 +75,8 @@ impl Ui {
 
     /// A line for `ralph.log` (and the person), stamped with the time.
     pub fn log(&self, now: &str, text: &str) {
-        let text = &redact(text);
+        let text = format!("{}{text}", self.prefix);
+        let text = &redact(&text);
         self.show(text);
         let line = format!("{now} {text}\n");
         // The human log is best effort: a full disk must not stop the loop.

@@ -269,6 +269,13 @@ impl Queue {
     /// blocked or under a blocked ancestor, and ids already archived, are
     /// skipped.
     pub fn next(&self) -> Option<&Task> {
+        self.next_except(|_| false)
+    }
+
+    /// [`Queue::next`] among the tasks `held` does not claim (a task
+    /// another parallel worker holds): the first in-flight leaf not held,
+    /// else the first workable `pending` one not held.
+    pub fn next_except(&self, held: impl Fn(&str) -> bool) -> Option<&Task> {
         let lineage = |task: &'_ Task| {
             let mut chain = vec![];
             let mut current = Some(task.id.as_str());
@@ -282,6 +289,7 @@ impl Queue {
         };
         let workable = |task: &Task| {
             task.leaf
+                && !held(task.id.as_str())
                 && !self.done.contains(task.id.as_str())
                 && lineage(task).iter().all(|t| t.status != Status::Blocked)
         };

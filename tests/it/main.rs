@@ -21,3 +21,4 @@ mod task_files;
 mod task_props;
 mod trace;
 mod usergit;
+mod workers;

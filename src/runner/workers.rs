@@ -1,0 +1,362 @@
+//! Parallel workers (`ralph run --workers N`): each worker works one task
+//! at a time in the task's own git worktree, with an engine of its own;
+//! merges into the base, made in the project's checkout, take turns.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// What the workers of one run share.
+#[derive(Debug, Default)]
+pub struct Hub {
+    /// Held by the worker changing the base (a merge, a bookkeeping
+    /// commit): one at a time, each against the base as the last left it.
+    pub(super) merging: Mutex<()>,
+    /// Iterations of every worker in this run.
+    pub(super) iterations: AtomicU64,
+}
+
+/// A worker's turn to change the base, released when dropped.
+pub(crate) struct MergeTurn<'a> {
+    _guard: Option<MutexGuard<'a, ()>>,
+    held: Rc<Cell<bool>>,
+    owner: bool,
+}
+
+impl<'a> MergeTurn<'a> {
+    /// Takes the turn through `hub` unless `held` says this worker has it
+    /// already; without a hub (a single run) there is nothing to take.
+    pub(super) fn take(hub: Option<&'a Hub>, held: &Rc<Cell<bool>>) -> MergeTurn<'a> {
+        let guard = match hub {
+            Some(hub) if !held.get() => {
+                Some(hub.merging.lock().unwrap_or_else(PoisonError::into_inner))
+            }
+            _ => None,
+        };
+        let owner = guard.is_some();
+        if owner {
+            held.set(true);
+        }
+        MergeTurn {
+            _guard: guard,
+            held: Rc::clone(held),
+            owner,
+        }
+    }
+}
+
+impl Drop for MergeTurn<'_> {
+    fn drop(&mut self) {
+        if self.owner {
+            self.held.set(false);
+        }
+    }
+}
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Map;
+
+use super::decide::Budgets;
+use super::engine::{Engine, RunOptions, first_complete, interrupted, now};
+use super::iteration::Next;
+use super::result::{RunStatus, TaskOutcome};
+use super::ui::Ui;
+use crate::agent::{Host, Spec};
+use crate::error::Error;
+use crate::events::EventLog;
+use crate::git::{Identity, Repo, TaskTree};
+use crate::paths::Paths;
+use crate::state::StateFile;
+use crate::task::{Patch, Status, Store, TaskId};
+
+/// What a worker hands back when its task is done with.
+struct Report {
+    merged: usize,
+    outcomes: Vec<TaskOutcome>,
+    failures: BTreeMap<String, u64>,
+    /// How the whole run should end, when the worker says so (a signal,
+    /// an agent that cannot log in).
+    end: Next,
+}
+
+/// What a worker's engine is made from: the run's shared, thread-safe parts.
+struct Shared<'a> {
+    paths: &'a Paths,
+    options: &'a RunOptions,
+    interrupted: &'a AtomicBool,
+    hub: &'a Hub,
+    base: String,
+    identity: Identity,
+    run_id: String,
+    spec: Spec,
+    host: Host,
+    budgets: Budgets,
+    /// Set when the run stops handing out work: each worker finishes its
+    /// current iteration, then stops.
+    stop: &'a AtomicBool,
+}
+
+impl<'a> Engine<'a> {
+    /// The engine of parallel worker `number`, working task `tree` in its
+    /// worktree; made in the worker's own thread.
+    fn worker(shared: &Shared<'a>, number: u32, tree: &TaskTree) -> Result<Engine<'a>, Error> {
+        let settings = &shared.options.settings;
+        let paths = shared.paths.in_worktree(&tree.folder);
+        let options = crate::git::Options {
+            base_branch: Some(shared.base.clone()),
+            branch_prefix: settings.branch_prefix.clone(),
+        };
+        let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
+        let base_repo = Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
+        let state_file = StateFile::open(&paths);
+        let (mut state, _) = state_file.load().map_err(|source| Error::Io {
+            path: paths.state(),
+            source,
+        })?;
+        state.run_id = shared.run_id.clone();
+        state.started = now();
+        state.iteration = 0;
+        state.failures.clear();
+        state.base = Some(shared.base.clone());
+        Ok(Engine {
+            options: shared.options,
+            store: Store::open(&paths),
+            repo,
+            triggers: crate::roles::load(&paths)?,
+            spec: shared.spec.clone(),
+            host: shared.host.clone(),
+            state_file,
+            state,
+            events: EventLog::open(&paths),
+            ui: Ui::worker(&paths, shared.options.quiet, number),
+            interrupted: shared.interrupted,
+            budgets: shared.budgets.clone(),
+            started: Instant::now(),
+            head_elsewhere: None,
+            outcomes: Vec::new(),
+            merged: 0,
+            limit_waits: 0,
+            worker: Some(number),
+            last_result: None,
+            lock: None,
+            base_repo: Some(base_repo),
+            hub: Some(shared.hub),
+            turn_held: Default::default(),
+            clean: None,
+            paths,
+        })
+    }
+
+    /// Works task `id` until it is merged, blocked or gone, or the run
+    /// stops: the single loop's steps, for one task.
+    fn work(&mut self, id: &TaskId, stop: &AtomicBool) -> Result<Next, Error> {
+        let hub = self.hub.expect("a worker has a hub");
+        loop {
+            if self.interrupted.load(Ordering::SeqCst) {
+                return Ok(Some(interrupted()));
+            }
+            if stop.load(Ordering::SeqCst)
+                || hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations
+            {
+                return Ok(None);
+            }
+            let queue = match self.store.load() {
+                Ok(queue) => queue,
+                Err(_) => {
+                    // Broken mid-run: the agent repairs it, the error as evidence.
+                    hub.iterations.fetch_add(1, Ordering::SeqCst);
+                    if let Some(end) = self.iterate(id, None)? {
+                        return Ok(Some(end));
+                    }
+                    continue;
+                }
+            };
+            let Some(task) = queue.get(id.as_str()).cloned() else {
+                return Ok(None);
+            };
+            if queue.done.contains(id.as_str()) || !task.leaf {
+                return Ok(None);
+            }
+            let reviewed = self.triggers.read_variable("task_marked_ready_to_complete");
+            match task.status {
+                Status::Blocked => return Ok(None),
+                Status::Complete => self.finish_task(id, Some(&task))?,
+                Status::Ready if !reviewed => self.finish_task(id, Some(&task))?,
+                _ => {
+                    let spent = self.progress(id.as_str()).iterations;
+                    if spent >= self.budgets.max_iterations_per_task {
+                        let reason = format!(
+                            "spent max_iterations_per_task ({}) without finishing",
+                            self.budgets.max_iterations_per_task
+                        );
+                        self.block(id, &reason)?;
+                        return Ok(None);
+                    }
+                    hub.iterations.fetch_add(1, Ordering::SeqCst);
+                    if let Some(end) = self.iterate(id, Some(&task))? {
+                        return Ok(Some(end));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The run with `workers` parallel workers: hands each free worker the
+    /// next workable task no other holds, in its own worktree, until none
+    /// is left or the run must end. How it ends, as `main_loop` says it.
+    pub(super) fn parallel_loop(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
+        self.recover_archived_task()?;
+        let hub = Hub::default();
+        let stop = AtomicBool::new(false);
+        let paths = self.paths.clone();
+        let shared = Shared {
+            paths: &paths,
+            options: self.options,
+            interrupted: self.interrupted,
+            hub: &hub,
+            base: self.repo.base().to_owned(),
+            identity: self.repo.identity().clone(),
+            run_id: self.state.run_id.clone(),
+            spec: self.spec.clone(),
+            host: self.host.clone(),
+            budgets: self.budgets.clone(),
+            stop: &stop,
+        };
+        let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
+        let mut held: Vec<(TaskId, u32)> = Vec::new();
+        let mut free: Vec<u32> = (1..=workers).rev().collect();
+        let mut ending: Option<(RunStatus, String)> = None;
+        let mut failed: Option<Error> = None;
+        std::thread::scope(|scope| -> Result<(), Error> {
+            loop {
+                if ending.is_none() {
+                    ending = self.parallel_ending(&hub)?;
+                    if ending.is_some() {
+                        stop.store(true, Ordering::SeqCst);
+                    }
+                }
+                while ending.is_none() && failed.is_none() && !free.is_empty() {
+                    let queue = self.store.load()?;
+                    let is_held = |id: &str| held.iter().any(|(h, _)| h.as_str() == id);
+                    let pick = first_complete(&queue)
+                        .filter(|task| !is_held(task.id.as_str()))
+                        .or_else(|| queue.next_except(is_held))
+                        .cloned();
+                    drop(queue);
+                    let Some(task) = pick else { break };
+                    if task.status == Status::Pending {
+                        let active = Patch::SetStatus {
+                            id: task.id.clone(),
+                            status: Status::Active,
+                        };
+                        self.store.apply(&active, &now())?;
+                    }
+                    let tree =
+                        self.repo
+                            .task_tree(self.paths.root(), task.id.as_str(), &task.title)?;
+                    let number = free.pop().expect("a free worker");
+                    held.push((task.id.clone(), number));
+                    self.ui.line(&format!(
+                        "w{number} {} {}: working in {}",
+                        task.id,
+                        crate::text::safe(&task.title),
+                        tree.path
+                            .strip_prefix(self.paths.root())
+                            .unwrap_or(&tree.path)
+                            .display()
+                    ));
+                    let (shared, sender, id) = (&shared, sender.clone(), task.id.clone());
+                    scope.spawn(move || {
+                        let report =
+                            Engine::worker(shared, number, &tree).and_then(|mut engine| {
+                                let end = engine.work(&id, shared.stop)?;
+                                Ok(Report {
+                                    merged: engine.merged,
+                                    outcomes: std::mem::take(&mut engine.outcomes),
+                                    failures: engine.state.failures.clone(),
+                                    end,
+                                })
+                            });
+                        let _ = sender.send((id, number, report));
+                    });
+                }
+                if held.is_empty() {
+                    return Ok(());
+                }
+                let (id, number, report) = match receiver.recv_timeout(Duration::from_millis(100)) {
+                    Ok(done) => done,
+                    Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+                };
+                held.retain(|(held_id, _)| *held_id != id);
+                free.push(number);
+                match report {
+                    Ok(report) => {
+                        self.merged += report.merged;
+                        self.outcomes.extend(report.outcomes);
+                        for (class, count) in report.failures {
+                            *self.state.failures.entry(class).or_default() += count;
+                        }
+                        if let Some(end) = report.end
+                            && ending.is_none()
+                        {
+                            ending = Some(end);
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                    }
+                    Err(err) => {
+                        self.ui.line(&format!("w{number} {id}: stopped: {err}"));
+                        stop.store(true, Ordering::SeqCst);
+                        failed.get_or_insert(err);
+                    }
+                }
+            }
+        })?;
+        self.state.iteration = hub.iterations.load(Ordering::SeqCst);
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        if let Some(ending) = ending {
+            if ending.0 == RunStatus::Stopped {
+                let _ = std::fs::remove_file(self.paths.stop());
+            }
+            return Ok(ending);
+        }
+        let queue = self.store.load()?;
+        self.record(
+            None,
+            "run",
+            "workers_done",
+            "every worker is done",
+            Map::new(),
+        )?;
+        let end = if self.state.iteration >= self.budgets.max_iterations && queue.next().is_some() {
+            super::decide::Ending::BudgetSpent
+        } else {
+            super::decide::Ending::Drained
+        };
+        self.ending(end, &queue)
+    }
+
+    /// Whether the parallel run must stop handing out work: a signal,
+    /// `.stop` (left in place until every worker has stopped), or the
+    /// iteration budget spent.
+    fn parallel_ending(&self, hub: &Hub) -> Result<Next, Error> {
+        if self.interrupted.load(Ordering::SeqCst) {
+            return Ok(Some(interrupted()));
+        }
+        if self.paths.stop().exists() {
+            return Ok(Some((
+                RunStatus::Stopped,
+                format!("{} asked the run to stop", crate::paths::STOP_FILE),
+            )));
+        }
+        let _ = hub;
+        Ok(None)
+    }
+}
