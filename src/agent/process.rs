@@ -76,7 +76,8 @@ pub struct Request<'a> {
     pub context: &'a Context,
     /// The prompt text.
     pub prompt: &'a str,
-    /// Where the caller saved the prompt (relative to the project or absolute).
+    /// Where the caller saved the prompt (relative to the project or
+    /// absolute; a worker's prompts are the project's too).
     pub prompt_file: &'a Path,
     /// Where the output goes (`.ralph/logs/<iteration>-<task>.log`).
     pub log_file: &'a Path,
@@ -129,7 +130,7 @@ impl Outcome {
 /// error means it could not be started (or its log not written).
 pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, Error> {
     let work_dir = request.work_dir.unwrap_or(&host.project_dir);
-    let prompt_file = work_dir.join(request.prompt_file);
+    let prompt_file = host.project_dir.join(request.prompt_file);
     let invocation = spec.invocation(&prompt_file, request.prompt)?;
     let dialect = spec.dialect();
     let env = environment(host, dialect, request.context, &prompt_file);

@@ -167,3 +167,49 @@ impl Repo {
         Ok(trees)
     }
 }
+
+impl Repo {
+    /// Merges the base into the task branch checked out in worktree
+    /// `tree`, through the user's git, for the agent to finish: the queue
+    /// files are taken as the base has them (they are not the task's work)
+    /// and linked again; other conflicts are left for the agent to resolve
+    /// and commit. Returns the paths still in conflict (none: the merge is
+    /// committed). An agent cannot run this merge itself: git refuses to
+    /// merge over the links.
+    pub fn merge_base_in(&self, project: &Path, tree: &Path) -> Result<Vec<String>> {
+        let tree_arg = tree.to_string_lossy().into_owned();
+        let git = |args: &[&str], action: &str| {
+            let mut full = vec!["-C", tree_arg.as_str()];
+            full.extend_from_slice(args);
+            self.run_git(&full, b"", action)
+        };
+        let action = format!("merge {} into the task's worktree", self.base);
+        for file in &self.queue {
+            git(
+                &["update-index", "--no-skip-worktree", "--", &file.rel],
+                &action,
+            )?;
+            let link = tree.join(&file.rel);
+            let _ = std::fs::remove_file(&link);
+            git(&["checkout", "--", &file.rel], &action)?;
+        }
+        let merged = git(&["merge", "--no-edit", "--no-ff", &self.base], &action)?;
+        let mut conflicts = Vec::new();
+        if !merged.success {
+            let unmerged = git(&["diff", "--name-only", "--diff-filter=U"], &action)?;
+            for path in String::from_utf8_lossy(&unmerged.stdout).lines() {
+                if self.queue.iter().any(|file| file.rel == path) {
+                    git(&["checkout", "--theirs", "--", path], &action)?;
+                    git(&["add", "--", path], &action)?;
+                } else {
+                    conflicts.push(path.to_owned());
+                }
+            }
+            if conflicts.is_empty() {
+                self.git_ok(&["-C", &tree_arg, "commit", "--no-edit"], b"", &action)?;
+            }
+        }
+        self.link_queue_files(project, tree)?;
+        Ok(conflicts)
+    }
+}

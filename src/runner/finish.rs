@@ -43,17 +43,8 @@ impl Engine<'_> {
         // the others left it.
         let _turn = self.merge_turn();
         self.state.phase = "merge".to_owned();
-        let conflict = |paths: &[String], base: &str| {
-            format!(
-                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {base}`), resolve the conflicts, commit the merge, then mark the task complete again",
-                paths.join(", "),
-            )
-        };
         match self.repo.preview_squash(&branch)? {
-            SquashPreview::Conflict(paths) => {
-                let summary = conflict(&paths, self.repo.base());
-                return self.task_failed(id, "merge_conflict", &summary, "");
-            }
+            SquashPreview::Conflict(paths) => return self.conflicted(id, &paths),
             SquashPreview::Empty => {
                 let tip = self.repo.branch_tip(&branch)?;
                 let changes = self.archive(id, Some(tip.to_string()))?;
@@ -90,10 +81,7 @@ impl Engine<'_> {
                 );
                 return self.task_failed(id, "hook_rejected", &summary, &said);
             }
-            Squash::Conflict(paths) => {
-                let summary = conflict(&paths, self.repo.base());
-                return self.task_failed(id, "merge_conflict", &summary, "");
-            }
+            Squash::Conflict(paths) => return self.conflicted(id, &paths),
             Squash::Empty => {
                 let changes = self.archive(id, Some(tip.to_string()))?;
                 return self.land(id, &task.title, Some(&branch), &completes(&changes));
@@ -378,6 +366,37 @@ impl Engine<'_> {
         self.record(Some(id), "split", "ok", &detail, Map::new())?;
         self.state.tasks.remove(id.as_str());
         self.task_ended(id, "split", commit, &detail)
+    }
+
+    /// The task's branch conflicts with the base: its `merge_conflict`
+    /// failure, with the way out as evidence. A worker's agent cannot merge
+    /// the base over its worktree's queue links: ralph starts that merge
+    /// for it, leaving only the task's own conflicts.
+    fn conflicted(&mut self, id: &TaskId, paths: &[String]) -> Result<(), Error> {
+        let base = self.repo.base().to_owned();
+        let summary = if self.base_repo.is_some() {
+            let left = self
+                .repo
+                .merge_base_in(self.paths.project(), self.repo.workdir())?;
+            if left.is_empty() {
+                format!(
+                    "the branch conflicted with the base in {}; ralph merged {base} into it in this worktree and the merge went through: check the result, then mark the task complete again",
+                    paths.join(", ")
+                )
+            } else {
+                format!(
+                    "the branch conflicts with the base in {}; ralph started merging {base} into it in this worktree: resolve the conflicts in {}, `git add` them and `git commit` to finish the merge, then mark the task complete again",
+                    paths.join(", "),
+                    left.join(", ")
+                )
+            }
+        } else {
+            format!(
+                "the branch conflicts with the base in {}; merge the base into the branch (`git merge {base}`), resolve the conflicts, commit the merge, then mark the task complete again",
+                paths.join(", "),
+            )
+        };
+        self.task_failed(id, "merge_conflict", &summary, "")
     }
 
     /// A parallel worker's task is merged: its worktree goes (the branch

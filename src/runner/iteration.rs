@@ -51,7 +51,7 @@ impl Turn {
 
     fn log_name(&self, paths: &Paths) -> String {
         self.log_file
-            .strip_prefix(paths.root())
+            .strip_prefix(paths.project())
             .unwrap_or(&self.log_file)
             .display()
             .to_string()
@@ -156,7 +156,9 @@ impl Engine<'_> {
         entry.iterations += 1;
         let task_iteration = entry.iterations;
         let (prompt_file, log_file) = iteration_files(self.state.total_iterations, id);
-        let log_file = self.paths.join(log_file);
+        // Prompts and logs are the project's, a worker's too: they outlive
+        // its worktree.
+        let log_file = self.paths.project().join(log_file);
         self.save_file(&prompt_file, text.as_bytes())?;
         self.save_state()?;
         let spec = Spec::new(

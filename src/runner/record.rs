@@ -138,8 +138,9 @@ impl Engine<'_> {
             })
     }
 
+    /// Saves `bytes` at `relative` in the project (a prompt).
     pub(super) fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
-        let path = self.paths.join(relative);
+        let path = self.paths.project().join(relative);
         let io = |source| Error::Io {
             path: path.clone(),
             source,

@@ -110,3 +110,130 @@ fn four_workers_merge_every_task_once_in_parallel_respecting_deps() {
         assert!(line.contains("/.ralph/worktrees/"), "{line}");
     }
 }
+
+/// Two tasks change the same line: the first to finish merges; the
+/// other's squash conflicts with the moved base, it gets the paths as
+/// evidence in its own worktree, merges the base there, resolves, and
+/// lands. No commit is lost; the other worker is never held up.
+#[test]
+fn a_conflict_between_workers_is_resolved_in_the_losing_worktree() {
+    let project = TestProject::new()
+        .file("shared.txt", "base\n")
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init()
+        .agent(
+            r#"case "$RALPH_TASK_ID-$RALPH_TASK_ITERATION" in
+A-1) sleep 0.2; work shared.txt A; ralph task complete A > /dev/null ;;
+B-1) sleep 1; work shared.txt B; ralph task complete B > /dev/null ;;
+B-*) printf 'A\nB\n' > shared.txt
+     git add shared.txt && git commit -q --no-edit
+     ralph task complete B > /dev/null ;;
+esac
+"#,
+        );
+    let run = finish(project.run_command(&["--workers", "2"]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.read("shared.txt"), "A\nB\n");
+    assert_eq!(
+        project.git(&["log", "--format=%s", "main"]),
+        "[B] task B\n[A] task A\ninitial commit"
+    );
+    let result = project.json(".ralph/result.json");
+    assert_eq!(result["failures"], serde_json::json!({"merge_conflict": 1}));
+    // The agent could not have merged over its worktree's queue links:
+    // ralph started the merge, the agent finished it.
+    let prompt = std::fs::read_dir(project.path().join(".ralph/prompts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.to_string_lossy().ends_with("-B.md") && !p.to_string_lossy().ends_with("/1-B.md")
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .expect("B's second prompt");
+    assert!(
+        prompt.contains("ralph started merging main into it in this worktree: resolve the conflicts in shared.txt, `git add` them and `git commit` to finish the merge"),
+        "{prompt}"
+    );
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+}
+
+/// `.stop` during a run with three busy workers: each finishes its
+/// iteration, then the run stops (exit 0) with nothing left running.
+#[test]
+fn stop_lets_every_worker_finish_its_iteration() {
+    let mut project = TestProject::new();
+    for id in ["A", "B", "C", "D"] {
+        project = project.task(&task(id, &[]));
+    }
+    let project = project.git_init().agent(
+        r#"echo "$RALPH_TASK_ID" >> "$REC/started"
+touch "$REC/started-$RALPH_TASK_ID"
+while [ ! -e "$RALPH_PROJECT_DIR/.stop" ]; do sleep 0.05; done
+sleep 0.3
+work "$RALPH_TASK_ID.txt" done
+echo "$RALPH_TASK_ID" >> "$REC/finished"
+"#,
+    );
+    let child = project
+        .run_command(&["--workers", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    for id in ["A", "B", "C"] {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
+    }
+    std::fs::write(project.path().join(".stop"), "").expect("stop");
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("ralph: stopped"), "{run:#?}");
+    let mut finished: Vec<String> = project.rec("finished").lines().map(str::to_owned).collect();
+    finished.sort();
+    assert_eq!(
+        finished,
+        ["A", "B", "C"],
+        "every agent finished its iteration"
+    );
+    assert!(
+        !project.rec("started").contains('D'),
+        "no new task after .stop"
+    );
+    assert!(!project.path().join(".stop").exists());
+}
+
+/// An agent in its worktree runs `ralph task add`, `split` and
+/// `complete`, and reads `tasks.jsonl`: all on the project's live queue.
+#[test]
+fn an_agent_in_a_worktree_uses_the_live_queue() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init()
+        .agent(
+            r#"cp tasks.jsonl "$REC/seen-$RALPH_TASK_ID-$RALPH_TASK_ITERATION"
+case "$RALPH_TASK_ID" in
+A) ralph task add "from A" > /dev/null; work A.txt A; ralph task complete A > /dev/null ;;
+B) ralph task split B "first half" "second half" > /dev/null ;;
+*) work "$RALPH_TASK_ID.txt" x; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;
+esac
+"#,
+        );
+    let run = finish(project.run_command(&["--workers", "2"]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let done: Vec<String> = project
+        .json_lines("tasks-done.jsonl")
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect();
+    for id in ["A", "B.1", "B.2", "C", "B"] {
+        assert!(done.contains(&id.to_owned()), "{id}: {done:?}");
+    }
+    // What the agent read in its worktree was the live queue: B active
+    // (claimed by ralph after the base commit had it pending).
+    let seen = project.rec("seen-B-1");
+    assert!(
+        seen.contains(r#""id":"B","title":"task B","status":"active""#),
+        "{seen}"
+    );
+}
