@@ -57,6 +57,7 @@ impl Drop for MergeTurn<'_> {
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Map;
@@ -123,6 +124,12 @@ impl<'a> Engine<'a> {
         state.iteration = 0;
         state.failures.clear();
         state.base = Some(shared.base.clone());
+        // What an agent left uncommitted when ralph was killed: kept on the
+        // branch before anything runs (an unfinished merge stays the
+        // agent's to finish).
+        if let Ok(id) = TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or("")) {
+            let _ = repo.commit_leftovers(&tree.branch, id.as_str(), state.iteration);
+        }
         Ok(Engine {
             options: shared.options,
             store: Store::open(&paths),
@@ -211,6 +218,7 @@ impl<'a> Engine<'a> {
     /// is left or the run must end. How it ends, as `main_loop` says it.
     pub(super) fn parallel_loop(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
+        self.tidy_worktrees()?;
         let hub = Hub::default();
         let stop = AtomicBool::new(false);
         let paths = self.paths.clone();
@@ -341,6 +349,42 @@ impl<'a> Engine<'a> {
             super::decide::Ending::Drained
         };
         self.ending(end, &queue)
+    }
+
+    /// Before handing out work: stops agents a ralph killed with -9 left
+    /// running in task worktrees, and removes the worktrees of tasks that
+    /// are archived or gone (their branches stay). Worktrees of active and
+    /// blocked tasks stay: the former resume there.
+    fn tidy_worktrees(&mut self) -> Result<(), Error> {
+        let queue = self.store.load()?;
+        let inner = self
+            .paths
+            .root()
+            .canonicalize()
+            .ok()
+            .zip(self.repo.workdir().canonicalize().ok())
+            .and_then(|(root, workdir)| root.strip_prefix(workdir).ok().map(Path::to_owned))
+            .unwrap_or_default();
+        for (id, tree) in self.repo.task_trees(self.paths.root())? {
+            let folder = self.paths.in_worktree(tree.join(&inner));
+            if crate::agent::stop_leftover_group(
+                &folder.agent_group(),
+                self.paths.root(),
+                self.options.kill_grace,
+            ) {
+                self.ui
+                    .line(&format!("stopped the agent a previous run left running in task {id}'s worktree"));
+            }
+            let live = queue.get(&id).is_some_and(|task| task.leaf) && !queue.done.contains(&id);
+            if !live {
+                self.repo.remove_task_tree(&tree)?;
+                self.ui.line(&format!(
+                    "removed the worktree of task {id}, which is {}",
+                    if queue.done.contains(&id) { "archived" } else { "no longer in tasks.jsonl" }
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Whether the parallel run must stop handing out work: a signal,

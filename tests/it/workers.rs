@@ -237,3 +237,99 @@ esac
         "{seen}"
     );
 }
+
+/// `kill -9` of ralph while three workers' agents are mid-iteration, then
+/// a new run: the agents left running are stopped, what they left
+/// uncommitted is kept, every task resumes in its worktree and lands once,
+/// and nothing stray is left.
+#[test]
+fn a_run_killed_with_9_resumes_each_task_in_its_worktree() {
+    let mut project = TestProject::new();
+    for id in ["A", "B", "C"] {
+        project = project.task(&task(id, &[]));
+    }
+    let project = project.git_init().agent(
+        r#"if [ ! -e "$REC/killed" ]; then
+  echo "left by the killed run" > "$RALPH_TASK_ID-wip.txt"
+  touch "$REC/started-$RALPH_TASK_ID"
+  sleep 600
+fi
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+    );
+    let mut child = project
+        .run_command(&["--workers", "3"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    for id in ["A", "B", "C"] {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    std::fs::write(project.aux().join("rec/killed"), "").expect("mark");
+    let run = finish(project.run_command(&["--workers", "3"]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.stderr.matches("stopped the agent a previous run left running").count(),
+        3,
+        "{run:#?}"
+    );
+    for id in ["A", "B", "C"] {
+        assert_eq!(project.read(&format!("{id}-wip.txt")), "left by the killed run\n");
+        let log = project.git(&["log", "--format=%s", "main"]);
+        assert_eq!(log.matches(&format!("[{id}] task {id}")).count(), 1, "{log}");
+    }
+    assert_eq!(project.read("tasks.jsonl"), "");
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+    project.git(&["fsck", "--no-progress"]);
+    // No agent of either run is left.
+    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = String::from_utf8_lossy(&ps.stdout);
+    assert!(!ps.contains(&project.aux().join("agent.sh").display().to_string()), "{ps}");
+}
+
+/// Ctrl-C with four agents at work: every agent's process group is
+/// stopped, the state saved, exit 130, no process left.
+#[test]
+fn ctrl_c_stops_every_workers_agent() {
+    let mut project = TestProject::new();
+    for id in ["A", "B", "C", "D"] {
+        project = project.task(&task(id, &[]));
+    }
+    let project = project.git_init().agent(
+        r#"touch "$REC/started-$RALPH_TASK_ID"
+sleep 600 &
+echo $! > "$REC/child-$RALPH_TASK_ID"
+wait
+"#,
+    );
+    let child = project
+        .run_command(&["--workers", "4"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    for id in ["A", "B", "C", "D"] {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/child-{id}")));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .expect("SIGINT");
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 130, "{run:#?}");
+    for id in ["A", "B", "C", "D"] {
+        let pid: i32 = project.rec(&format!("child-{id}")).trim().parse().unwrap();
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ");
+        assert!(!alive, "{id}'s agent child {pid} outlived the run");
+    }
+    assert_eq!(project.json(".ralph/result.json")["status"], "interrupted");
+}
