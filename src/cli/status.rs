@@ -33,6 +33,7 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
     let current = state.current_task.as_deref().and_then(|id| queue.get(id));
+    let workers = workers(paths);
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live": holder.is_some(),
@@ -41,6 +42,10 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
             "iteration": state.iteration,
             "role": state.role,
             "phase": state.phase,
+            "workers": workers.iter().map(|w| json!({
+                "task": w.task, "iteration": w.iteration, "role": w.role,
+                "phase": w.phase, "since": w.since,
+            })).collect::<Vec<_>>(),
             "counts": {
                 "pending": counts.with(crate::task::Status::Pending),
                 "active": counts.with(crate::task::Status::Active),
@@ -80,6 +85,25 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
             } else {
                 &state.phase
             }
+        );
+    }
+    for worker in &workers {
+        let title = queue
+            .get(&worker.task)
+            .map(|t| safe(&t.title).into_owned())
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "worker: {} {title} (iteration {} of the task, role {}, phase {}, since {})",
+            worker.task,
+            worker.iteration,
+            worker.role.as_deref().unwrap_or("none"),
+            if worker.phase.is_empty() {
+                "-"
+            } else {
+                &worker.phase
+            },
+            worker.since.as_deref().unwrap_or("-"),
         );
     }
     let statuses: Vec<String> = crate::task::Status::ALL
@@ -123,4 +147,38 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         }
     }
     Ok(Outcome::print(out))
+}
+
+/// A parallel worker's task, as its worktree's state says.
+struct Worker {
+    task: String,
+    iteration: u64,
+    role: Option<String>,
+    phase: String,
+    since: Option<String>,
+}
+
+/// The tasks in worktrees under `.ralph/worktrees/`, from each worktree's
+/// own state (a worker's engine keeps it there).
+fn workers(paths: &crate::paths::Paths) -> Vec<Worker> {
+    let Ok(entries) = std::fs::read_dir(paths.project().join(crate::git::WORKTREES_DIR)) else {
+        return Vec::new();
+    };
+    let mut workers: Vec<Worker> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let task = entry.file_name().to_str()?.to_owned();
+            let state = crate::state::StateFile::open(&paths.in_worktree(entry.path())).peek();
+            let progress = state.tasks.get(&task).cloned().unwrap_or_default();
+            Some(Worker {
+                iteration: progress.iterations,
+                since: progress.claimed,
+                role: state.role,
+                phase: state.phase,
+                task,
+            })
+        })
+        .collect();
+    workers.sort_by(|a, b| a.task.cmp(&b.task));
+    workers
 }

@@ -468,6 +468,10 @@ impl Engine<'_> {
                 }
                 // Counted in the summary's failures as `usage_limit`.
                 self.limit_waits += 1;
+                if let Some(hub) = self.hub {
+                    // The other workers run the same agent: they wait too.
+                    hub.pause(duration);
+                }
                 self.ui.line(&format!(
                     "usage limit: waiting {} before retrying",
                     seconds(duration)

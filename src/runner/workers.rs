@@ -15,6 +15,34 @@ pub struct Hub {
     pub(super) merging: Mutex<()>,
     /// Iterations of every worker in this run.
     pub(super) iterations: AtomicU64,
+    /// Until when a usage limit one worker hit holds back every worker's
+    /// next iteration (they all run the same agent).
+    pub(super) paused_until: Mutex<Option<std::time::Instant>>,
+}
+
+impl Hub {
+    /// Holds back every worker's next iteration for `wait`.
+    pub(super) fn pause(&self, wait: std::time::Duration) {
+        let until = std::time::Instant::now() + wait;
+        let mut paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if paused.is_none_or(|at| at < until) {
+            *paused = Some(until);
+        }
+    }
+
+    /// How long the next iteration must still wait, if at all.
+    fn paused_for(&self) -> Option<std::time::Duration> {
+        let paused = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        paused
+            .map(|until| until.saturating_duration_since(std::time::Instant::now()))
+            .filter(|left| !left.is_zero())
+    }
 }
 
 /// A worker's turn to change the base, released when dropped.
@@ -55,9 +83,9 @@ impl Drop for MergeTurn<'_> {
 }
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Map;
@@ -127,7 +155,8 @@ impl<'a> Engine<'a> {
         // What an agent left uncommitted when ralph was killed: kept on the
         // branch before anything runs (an unfinished merge stays the
         // agent's to finish).
-        if let Ok(id) = TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or("")) {
+        if let Ok(id) = TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or(""))
+        {
             let _ = repo.commit_leftovers(&tree.branch, id.as_str(), state.iteration);
         }
         Ok(Engine {
@@ -203,6 +232,16 @@ impl<'a> Engine<'a> {
                         );
                         self.block(id, &reason)?;
                         return Ok(None);
+                    }
+                    if let Some(left) = hub.paused_for() {
+                        self.ui.line(&format!(
+                            "{id}: waiting {} for the usage limit another worker hit",
+                            super::engine::seconds(left)
+                        ));
+                        if let Some(end) = self.wait(left)? {
+                            return Ok(Some(end));
+                        }
+                        continue;
                     }
                     hub.iterations.fetch_add(1, Ordering::SeqCst);
                     if let Some(end) = self.iterate(id, Some(&task))? {
@@ -372,15 +411,20 @@ impl<'a> Engine<'a> {
                 self.paths.root(),
                 self.options.kill_grace,
             ) {
-                self.ui
-                    .line(&format!("stopped the agent a previous run left running in task {id}'s worktree"));
+                self.ui.line(&format!(
+                    "stopped the agent a previous run left running in task {id}'s worktree"
+                ));
             }
             let live = queue.get(&id).is_some_and(|task| task.leaf) && !queue.done.contains(&id);
             if !live {
                 self.repo.remove_task_tree(&tree)?;
                 self.ui.line(&format!(
                     "removed the worktree of task {id}, which is {}",
-                    if queue.done.contains(&id) { "archived" } else { "no longer in tasks.jsonl" }
+                    if queue.done.contains(&id) {
+                        "archived"
+                    } else {
+                        "no longer in tasks.jsonl"
+                    }
                 ));
             }
         }

@@ -184,6 +184,16 @@ echo "$RALPH_TASK_ID" >> "$REC/finished"
     for id in ["A", "B", "C"] {
         crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
     }
+    // `ralph status` shows each worker's task.
+    let status = project.ralph(&["status"]);
+    for id in ["A", "B", "C"] {
+        assert!(
+            status.stdout.contains(&format!(
+                "worker: {id} task {id} (iteration 1 of the task, role none, phase agent, since "
+            )),
+            "{status:#?}"
+        );
+    }
     std::fs::write(project.path().join(".stop"), "").expect("stop");
     let run = crate::support::wait_for(child, 60);
     assert_eq!(run.code, 0, "{run:#?}");
@@ -273,23 +283,38 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     let run = finish(project.run_command(&["--workers", "3"]), 120);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(
-        run.stderr.matches("stopped the agent a previous run left running").count(),
+        run.stderr
+            .matches("stopped the agent a previous run left running")
+            .count(),
         3,
         "{run:#?}"
     );
     for id in ["A", "B", "C"] {
-        assert_eq!(project.read(&format!("{id}-wip.txt")), "left by the killed run\n");
+        assert_eq!(
+            project.read(&format!("{id}-wip.txt")),
+            "left by the killed run\n"
+        );
         let log = project.git(&["log", "--format=%s", "main"]);
-        assert_eq!(log.matches(&format!("[{id}] task {id}")).count(), 1, "{log}");
+        assert_eq!(
+            log.matches(&format!("[{id}] task {id}")).count(),
+            1,
+            "{log}"
+        );
     }
     assert_eq!(project.read("tasks.jsonl"), "");
     assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
     project.git(&["fsck", "--no-progress"]);
     // No agent of either run is left.
-    let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args"])
+        .output()
+        .unwrap();
     let ps = String::from_utf8_lossy(&ps.stdout);
-    assert!(!ps.contains(&project.aux().join("agent.sh").display().to_string()), "{ps}");
+    assert!(
+        !ps.contains(&project.aux().join("agent.sh").display().to_string()),
+        "{ps}"
+    );
 }
 
 /// Ctrl-C with four agents at work: every agent's process group is
@@ -332,4 +357,58 @@ wait
         assert!(!alive, "{id}'s agent child {pid} outlived the run");
     }
     assert_eq!(project.json(".ralph/result.json")["status"], "interrupted");
+}
+
+/// One worker's agent hits a usage limit: every worker's next iteration
+/// waits until it resets (they run the same agent).
+#[test]
+fn a_usage_limit_on_one_worker_pauses_the_others() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init();
+    project.script(
+        "bin/claude",
+        r#"case "$RALPH_TASK_ID" in
+A) if [ ! -e "$REC/limited" ]; then
+     touch "$REC/limited"
+     echo "limit $(date +%s.%N)" >> "$REC/times"
+     echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|'$(( $(date +%s) + 2 ))'"}'
+     exit 0
+   fi
+   work A.txt a ;;
+B) echo "B$RALPH_TASK_ITERATION $(date +%s.%N)" >> "$REC/times"
+   sleep 0.5
+   [ "$RALPH_TASK_ITERATION" -ge 2 ] && work B.txt b ;;
+esac
+[ -e "$RALPH_TASK_ID.txt" ] && ralph task complete "$RALPH_TASK_ID" > /dev/null
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
+"#,
+    );
+    let mut command = project.ralph_command(&["run", "--agent", "claude", "--workers", "2"]);
+    let path = format!(
+        "{}:{}",
+        project.aux().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    command.env("PATH", path);
+    let run = finish(command, 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let times = project.rec("times");
+    let at = |what: &str| -> f64 {
+        times
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{what} ")))
+            .unwrap_or_else(|| panic!("{what}: {times}"))
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        at("B2") >= at("limit") + 0.9,
+        "B's next iteration waited for A's limit: {times}"
+    );
+    assert!(
+        run.stderr.contains("w2 B: waiting") || run.stderr.contains("w1 B: waiting"),
+        "{run:#?}"
+    );
 }
