@@ -243,7 +243,13 @@ impl<'a> Engine<'a> {
                         }
                         continue;
                     }
-                    hub.iterations.fetch_add(1, Ordering::SeqCst);
+                    // The run's budget counts every worker's iterations:
+                    // one is reserved before it starts.
+                    if hub.iterations.fetch_add(1, Ordering::SeqCst) >= self.budgets.max_iterations
+                    {
+                        hub.iterations.fetch_sub(1, Ordering::SeqCst);
+                        return Ok(None);
+                    }
                     if let Some(end) = self.iterate(id, Some(&task))? {
                         return Ok(Some(end));
                     }
@@ -282,12 +288,14 @@ impl<'a> Engine<'a> {
         std::thread::scope(|scope| -> Result<(), Error> {
             loop {
                 if ending.is_none() {
-                    ending = self.parallel_ending(&hub)?;
+                    ending = self.parallel_ending()?;
                     if ending.is_some() {
                         stop.store(true, Ordering::SeqCst);
                     }
                 }
-                while ending.is_none() && failed.is_none() && !free.is_empty() {
+                let budget_spent =
+                    hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations;
+                while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
                     let is_held = |id: &str| held.iter().any(|(h, _)| h.as_str() == id);
                     let pick = first_complete(&queue)
@@ -431,10 +439,9 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Whether the parallel run must stop handing out work: a signal,
-    /// `.stop` (left in place until every worker has stopped), or the
-    /// iteration budget spent.
-    fn parallel_ending(&self, hub: &Hub) -> Result<Next, Error> {
+    /// Whether the parallel run must stop handing out work and end: a
+    /// signal, or `.stop` (left in place until every worker has stopped).
+    fn parallel_ending(&self) -> Result<Next, Error> {
         if self.interrupted.load(Ordering::SeqCst) {
             return Ok(Some(interrupted()));
         }
@@ -444,7 +451,6 @@ impl<'a> Engine<'a> {
                 format!("{} asked the run to stop", crate::paths::STOP_FILE),
             )));
         }
-        let _ = hub;
         Ok(None)
     }
 }

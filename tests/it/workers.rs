@@ -43,20 +43,25 @@ fn spans(project: &TestProject) -> Vec<(String, f64, f64)> {
 #[test]
 fn four_workers_merge_every_task_once_in_parallel_respecting_deps() {
     let mut project = TestProject::new();
-    let ids = ["A", "B", "C", "D", "E", "F", "G", "H"];
+    let ids = ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"];
     for id in ids {
         let deps: &[&str] = match id {
             "E" => &["A"],
             "H" => &["E", "F"],
+            "K" => &["J"],
             _ => &[],
         };
         project = project.task(&task(id, deps));
     }
-    let project = project.git_init().agent(AGENT);
+    // L is split by its agent into two children, worked like any task.
+    let project = project.task(&task("L", &[]));
+    let project = project.git_init().agent(&format!(
+        "if [ \"$RALPH_TASK_ID\" = L ]; then ralph task split L 'first half' 'second half' > /dev/null; exit 0; fi\n{AGENT}"
+    ));
     let run = finish(
         {
             let mut command = project.run_command(&["--workers", "4"]);
-            command.env("RALPH_MAX_ITERATIONS", "30");
+            command.env("RALPH_MAX_ITERATIONS", "40");
             command
         },
         120,
@@ -74,12 +79,15 @@ fn four_workers_merge_every_task_once_in_parallel_respecting_deps() {
         );
     }
     assert_eq!(project.git(&["rev-list", "--merges", "main"]), "");
+    for id in ["L.1", "L.2"] {
+        assert_eq!(log.matches(&format!("[{id}] ")).count(), 1, "{id}: {log}");
+    }
     let done: Vec<String> = project
         .json_lines("tasks-done.jsonl")
         .iter()
         .map(|r| r["id"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(done.len(), ids.len(), "{done:?}");
+    assert_eq!(done.len(), ids.len() + 3, "{done:?}");
     assert_eq!(project.read("tasks.jsonl"), "");
     // The project's tree is on the base and shows the merged work.
     assert_eq!(project.git(&["branch", "--show-current"]), "main");
@@ -93,7 +101,7 @@ fn four_workers_merge_every_task_once_in_parallel_respecting_deps() {
     // Worked side by side, each task by one worker at a time, in its worktree,
     // never before its deps were done.
     let spans = spans(&project);
-    assert_eq!(spans.len(), ids.len(), "{spans:?}");
+    assert_eq!(spans.len(), ids.len() + 2, "{spans:?}");
     let overlap = spans
         .iter()
         .any(|(a, s1, e1)| spans.iter().any(|(b, s2, e2)| a != b && s1 < e2 && s2 < e1));
@@ -410,5 +418,24 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
     assert!(
         run.stderr.contains("w2 B: waiting") || run.stderr.contains("w1 B: waiting"),
         "{run:#?}"
+    );
+}
+
+/// `max_iterations` counts every worker's iterations.
+#[test]
+fn max_iterations_counts_every_workers_iterations() {
+    let mut project = TestProject::new();
+    for id in ["A", "B", "C", "D", "E", "F"] {
+        project = project.task(&task(id, &[]));
+    }
+    let project = project.git_init().agent(AGENT);
+    let mut command = project.run_command(&["--workers", "4"]);
+    command.env("RALPH_MAX_ITERATIONS", "3");
+    let run = finish(command, 120);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(project.calls().len(), 3, "{:?}", project.calls());
+    assert_eq!(
+        project.json(".ralph/result.json")["status"],
+        "budget_exhausted"
     );
 }
