@@ -9,7 +9,9 @@
 # against jq), archive (one task of ARCHIVE_TASKS, against the seed's
 # grep/jq recipe), loop (ralph's own time per iteration of `ralph run`, on a
 # repository of 1,000 commits and each of LOOP_FILES files, with each agent
-# of LOOP_AGENT, next to the time of `git status --porcelain` there).
+# of LOOP_AGENT, next to the time of `git status --porcelain` there),
+# parallel (`ralph run --workers N` on PAR_TASKS tasks whose agent sleeps
+# PAR_SLEEP seconds, N in PAR_WORKERS: "1 2 4 8").
 # RALPH is the binary under test; BEFORE, when set, is timed too, in the same
 # turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
 # LOOP_FILES ("1000 10000 100000"), LOOP_AGENT ("commit leave": the agent
@@ -36,7 +38,7 @@ LOOP_TASKS=${LOOP_TASKS:-50}
 LOOP_FILES=${LOOP_FILES:-"1000 10000 100000"}
 LOOP_AGENT=${LOOP_AGENT:-"commit leave"}
 ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
-ONLY=${ONLY:-"next add complete archive loop"}
+ONLY=${ONLY:-"next add complete archive loop parallel"}
 SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
@@ -534,6 +536,45 @@ bench_loop() {
     say ""
 }
 
+# parallel: PAR_TASKS independent tasks, an agent that sleeps PAR_SLEEP
+# seconds, commits one file and marks its task complete with `ralph task`;
+# `ralph run --workers N` for each N of PAR_WORKERS, on a fresh repository.
+# Wall time, speed-up over one worker, and ralph's own CPU per task (user +
+# system of ralph and everything it waited for, as /usr/bin/time counts it;
+# the agents' shells are a small, equal share at every N).
+bench_parallel() {
+    local n=${PAR_TASKS:-16} pause=${PAR_SLEEP:-2} workers=${PAR_WORKERS:-"1 2 4 8"}
+    local dir=$WORK/parallel agent=$WORK/parallel-agent.sh w i wall user sys cpu base_wall="" base_cpu=""
+    printf '%s\n' '#!/bin/sh' 'set -eu' 'cat > /dev/null' "sleep $pause" \
+        'printf "%s\n" "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"' \
+        'git add "$RALPH_TASK_ID.txt" && git commit -q -m "work on $RALPH_TASK_ID"' \
+        '"$RALPH_BIN" task complete "$RALPH_TASK_ID" > /dev/null' > "$agent"
+    chmod +x "$agent"
+    say "## Parallel workers: $n independent tasks, an agent that sleeps ${pause} s and commits one file"
+    say ""
+    say "Target: speed-up at least 0.8 × N for N up to 8; ralph's own CPU per task at most 1.5 × the single worker's."
+    say ""
+    say "| workers | wall | speed-up | target | CPU per task | CPU vs 1 worker |"
+    say "|---|---|---|---|---|---|"
+    for w in $workers; do
+        rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+        git init -q -b main && git config user.name bench && git config user.email bench@example.com
+        "$RALPH" init > /dev/null
+        for i in $(seq "$n"); do "$RALPH" task add "task $i" > /dev/null; done
+        git add -A && git commit -q -m init
+        /usr/bin/time -f '%e %U %S' -o "$WORK/parallel.time" \
+            env RALPH_PAUSE_BETWEEN_ITERATIONS=0ms "$RALPH" run --quiet --workers "$w" --agent-cmd "$agent" 2> /dev/null \
+            || { warn "parallel run with $w workers failed"; exit 1; }
+        [ -z "$(jq -c . tasks.jsonl)" ] || { warn "tasks left after $w workers"; exit 1; }
+        read -r wall user sys < "$WORK/parallel.time"
+        cpu=$(awk -v u="$user" -v s="$sys" -v n="$n" 'BEGIN { printf "%.1f", (u + s) * 1000 / n }')
+        [ -n "$base_wall" ] || { base_wall=$wall; base_cpu=$cpu; }
+        say "| $w | ${wall} s | $(ratio "$base_wall" "$wall")× | $(yes_if '>=' "$(ratio "$base_wall" "$wall")" "$(awk -v w="$w" 'BEGIN { print 0.8 * w }')") | $cpu ms | $(ratio "$cpu" "$base_cpu")× |"
+        cd "$WORK"
+    done
+    say ""
+}
+
 machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -550,8 +591,8 @@ machine() {
 machine
 for part in $ONLY; do
     case $part in
-        next | add | complete | archive | loop) "bench_$part" ;;
-        *) warn "unknown part $part (use: next add complete archive loop)" && exit 2 ;;
+        next | add | complete | archive | loop | parallel) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop parallel)" && exit 2 ;;
     esac
 done
 echo "results: $RESULTS" >&2

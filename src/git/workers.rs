@@ -45,25 +45,34 @@ impl Repo {
         let resumed = existing.is_some();
         let branch = existing.unwrap_or_else(|| branch_name(&self.prefix, id, title));
         if !path.join(".git").exists() {
+            self.check_queue_committed(&branch, resumed)?;
             let _ = std::fs::create_dir_all(project.join(WORKTREES_DIR));
             let where_ = path.to_string_lossy().into_owned();
             let action = format!("add the worktree of task {id}");
-            // A worktree whose folder was deleted by hand is still
-            // registered: forget it first.
-            self.git_ok(&["worktree", "prune"], b"", &action)?;
-            if resumed {
-                self.git_ok(
-                    &["worktree", "add", "--quiet", &where_, &branch],
-                    b"",
-                    &action,
-                )?;
+            let base = self.tip(&self.base)?.id().to_string();
+            let add = |args: &[&str]| -> Result<bool> {
+                let mut full = vec!["worktree", "add", "--quiet"];
+                full.extend_from_slice(args);
+                Ok(self.run_git(&full, b"", &action)?.success)
+            };
+            let args: Vec<&str> = if resumed {
+                vec![&where_, &branch]
             } else {
-                let base = self.tip(&self.base)?.id().to_string();
-                self.git_ok(
-                    &["worktree", "add", "--quiet", "-b", &branch, &where_, &base],
-                    b"",
-                    &action,
-                )?;
+                vec!["-b", &branch, &where_, &base]
+            };
+            if !add(&args)? {
+                // A worktree whose folder was deleted by hand is still
+                // registered: forget it, then try again (the branch may
+                // have been made by the failed attempt).
+                self.git_ok(&["worktree", "prune"], b"", &action)?;
+                let args: Vec<&str> = if self.branch_exists(&branch)? {
+                    vec![&where_, &branch]
+                } else {
+                    args
+                };
+                let mut full = vec!["worktree", "add", "--quiet"];
+                full.extend_from_slice(&args);
+                self.git_ok(&full, b"", &action)?;
             }
         }
         self.link_queue_files(project, &path)?;
@@ -79,10 +88,32 @@ impl Repo {
         })
     }
 
+    /// Refuses queue files that the task's branch (or, for a new branch,
+    /// the base) does not have committed: the links stand in for them.
+    fn check_queue_committed(&self, branch: &str, resumed: bool) -> Result<()> {
+        let tip = self.tip(if resumed { branch } else { &self.base })?;
+        let tree = tip.tree().map_err(|source| Error::Git {
+            action: "read the base's tree".to_owned(),
+            source,
+        })?;
+        for file in &self.queue {
+            if tree.get_path(super::git2_path(&file.rel)).is_err() {
+                return Err(Error::Command {
+                    action: format!("link {} into the worktree", file.rel),
+                    said: format!(
+                        "{} is not committed on the base; commit the queue files (`git add {} && git commit`) before running workers",
+                        file.rel, file.rel
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Replaces the queue files in worktree `tree` by links to the
-    /// project's and marks them `skip-worktree`.
+    /// project's and marks them `skip-worktree`, with one `git` for both.
     fn link_queue_files(&self, project: &Path, tree: &Path) -> Result<()> {
-        let tree_arg = tree.to_string_lossy().into_owned();
+        let mut linked = Vec::new();
         for file in &self.queue {
             let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
             let target = project.join(name);
@@ -94,46 +125,24 @@ impl Repo {
             if std::fs::read_link(&link).is_ok_and(|at| at == target) {
                 continue;
             }
-            let tracked = self
-                .run_git(
-                    &[
-                        "-C",
-                        &tree_arg,
-                        "ls-files",
-                        "--error-unmatch",
-                        "--",
-                        &file.rel,
-                    ],
-                    b"",
-                    "look up a queue file",
-                )?
-                .success;
-            if !tracked {
-                return Err(Error::Command {
-                    action: format!("link {} into the worktree", file.rel),
-                    said: format!(
-                        "{} is not committed on the base; commit the queue files (`git add {} && git commit`) before running workers",
-                        file.rel, file.rel
-                    ),
-                });
-            }
             match std::fs::remove_file(&link) {
                 Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(io(err)),
                 _ => {}
             }
             std::os::unix::fs::symlink(&target, &link).map_err(io)?;
-            self.git_ok(
-                &[
-                    "-C",
-                    &tree_arg,
-                    "update-index",
-                    "--skip-worktree",
-                    "--",
-                    &file.rel,
-                ],
-                b"",
-                "hide a linked queue file from git",
-            )?;
+            linked.push(file.rel.as_str());
+        }
+        if !linked.is_empty() {
+            let tree_arg = tree.to_string_lossy().into_owned();
+            let mut args = vec![
+                "-C",
+                tree_arg.as_str(),
+                "update-index",
+                "--skip-worktree",
+                "--",
+            ];
+            args.extend(linked);
+            self.git_ok(&args, b"", "hide the linked queue files from git")?;
         }
         Ok(())
     }

@@ -155,7 +155,9 @@ impl<'a> Engine<'a> {
         // What an agent left uncommitted when ralph was killed: kept on the
         // branch before anything runs (an unfinished merge stays the
         // agent's to finish).
-        if let Ok(id) = TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or(""))
+        if tree.resumed
+            && let Ok(id) =
+                TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or(""))
         {
             let _ = repo.commit_leftovers(&tree.branch, id.as_str(), state.iteration);
         }
