@@ -241,11 +241,21 @@ impl Repo {
             .find_commit(if on_base { base } else { tip })
             .and_then(|commit| commit.tree())
             .doing(&format!("read the tree of {from}"))?;
+        // On the base, a kill between writing the merged files and their
+        // commit would leave them as uncommitted changes there: a note says
+        // so, and the next run puts the base back (`undo_interrupted_squash`).
+        if on_base {
+            self.note_squash(Some((base, tree.id())))?;
+        }
         // The merge, staged and checked out on the base, is committed by
         // the user's git: its hooks judge it, its signing signs it.
         self.switch_tree(&from_tree, &tree, false)?;
         self.point_head_at(&self.base)?;
-        match self.commit_index(&message, true)? {
+        let committed = self.commit_index(&message, true)?;
+        if on_base && committed.is_ok() {
+            self.note_squash(None)?;
+        }
+        match committed {
             Ok(commit) => Ok(Squash::Merged(Merged {
                 commit,
                 tip: tip.into(),
@@ -255,6 +265,9 @@ impl Repo {
                 // Back to where it was: the task branch, or the base.
                 self.switch_tree(&tree, &from_tree, true)?;
                 self.point_head_at(from)?;
+                if on_base {
+                    self.note_squash(None)?;
+                }
                 if is_git_failure(&said) {
                     return Err(super::Error::Command {
                         action: format!("commit the squash on {}", self.base),
@@ -264,6 +277,54 @@ impl Repo {
                 Ok(Squash::Rejected(said))
             }
         }
+    }
+
+    /// Where a squash made on the checked-out base notes what it is doing.
+    fn squash_note(&self) -> std::path::PathBuf {
+        self.git.path().join("ralph-squash-in-progress")
+    }
+
+    /// Notes a squash under way on the checked-out base (the base's tip and
+    /// the merged tree), or removes the note.
+    fn note_squash(&self, under_way: Option<(Oid, Oid)>) -> Result<()> {
+        let path = self.squash_note();
+        let io = |source| super::Error::Io {
+            path: path.clone(),
+            source,
+        };
+        match under_way {
+            Some((base, tree)) => {
+                crate::files::write_atomic(&path, format!("{base} {tree}\n").as_bytes()).map_err(io)
+            }
+            None => match std::fs::remove_file(&path) {
+                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io(err)),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    /// Puts the checked-out base back as it was when a run was killed in
+    /// the middle of a squash there (the merged files written, not yet
+    /// committed). Returns whether it did; a squash that was committed
+    /// only loses its note.
+    pub fn undo_interrupted_squash(&self) -> Result<bool> {
+        let Ok(note) = std::fs::read_to_string(self.squash_note()) else {
+            return Ok(false);
+        };
+        let mut ids = note.split_whitespace().map(Oid::from_str);
+        let (Some(Ok(base)), Some(Ok(merged))) = (ids.next(), ids.next()) else {
+            self.note_squash(None)?;
+            return Ok(false);
+        };
+        let tip = self.tip(&self.base)?;
+        let undone = tip.id() == base && self.is_on(&self.base)?;
+        if undone {
+            let merged = self.git.find_tree(merged).doing("read the merged tree")?;
+            let base_tree = tip.tree().doing("read the base's tree")?;
+            self.switch_tree(&merged, &base_tree, true)?;
+        }
+        self.note_squash(None)?;
+        Ok(undone)
     }
 
     /// Amends the commit at the base's tip (the squash just made, checked

@@ -163,6 +163,12 @@ impl<'a> Engine<'a> {
                 lock.display()
             ));
         }
+        if repo.undo_interrupted_squash()? {
+            ui.line(&format!(
+                "a squash into {} was cut short when ralph stopped; its files were put back as the base has them",
+                repo.base()
+            ));
+        }
         if let Some(at) = repo.leave_detached_head()? {
             ui.line(&format!(
                 "HEAD was detached at {}; checked out the base branch {}",

@@ -172,7 +172,7 @@ impl Engine<'_> {
     /// Puts an archived task on the base: ONE squash commit of its branch,
     /// or, with nothing to merge, a commit of the queue files; either way
     /// with the task's trailers. Then the run's bookkeeping.
-    fn land(
+    pub(super) fn land(
         &mut self,
         id: &TaskId,
         title: &str,
@@ -291,6 +291,8 @@ impl Engine<'_> {
             "{id}: its squash commit landed before ralph stopped; archiving it"
         ));
         let branch = self.task_branch(id, &title)?;
+        let _turn = self.merge_turn();
+        self.leave_worktree()?;
         let tip = match &branch {
             Some(branch) => Some(self.base().preserve_and_delete_branch(branch, id)?),
             None => None,

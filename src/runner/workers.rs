@@ -194,6 +194,8 @@ impl<'a> Engine<'a> {
     /// stops: the single loop's steps, for one task.
     fn work(&mut self, id: &TaskId, stop: &AtomicBool) -> Result<Next, Error> {
         let hub = self.hub.expect("a worker has a hub");
+        // A run killed between this task's squash commit and its archive.
+        self.recover_archived_task()?;
         loop {
             if self.interrupted.load(Ordering::SeqCst) {
                 return Ok(Some(interrupted()));
@@ -426,16 +428,81 @@ impl<'a> Engine<'a> {
                 ));
             }
             let live = queue.get(&id).is_some_and(|task| task.leaf) && !queue.done.contains(&id);
-            if !live {
-                self.repo.remove_task_tree(&tree)?;
-                self.ui.line(&format!(
-                    "removed the worktree of task {id}, which is {}",
-                    if queue.done.contains(&id) {
-                        "archived"
-                    } else {
-                        "no longer in tasks.jsonl"
+            if live {
+                continue;
+            }
+            self.repo.remove_task_tree(&tree)?;
+            let archived = queue.done.contains(&id);
+            self.ui.line(&format!(
+                "removed the worktree of task {id}, which is {}",
+                if archived {
+                    "archived"
+                } else {
+                    "no longer in tasks.jsonl"
+                }
+            ));
+            // Archived by a run killed before its merge was tidied up (or
+            // landed): finish that, never squashing a task twice.
+            if let (true, Ok(task_id)) = (archived, TaskId::parse(&id)) {
+                let record = queue.done.record(&id).unwrap_or_default();
+                let title = record
+                    .get("title")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                let branch = self.repo.find_task_branch(&id, &title)?;
+                let landed = self
+                    .repo
+                    .base_has_trailer(&format!("Completes: {id}"), 1000)?;
+                // Its parents archived with it (same `commit`) complete too.
+                let commit = record.get("commit").and_then(serde_json::Value::as_str);
+                let trailers: Vec<String> = match commit {
+                    Some(commit) => queue
+                        .done
+                        .ids()
+                        .filter(|other| {
+                            queue.done.record(other).is_some_and(|r| {
+                                r.get("commit").and_then(serde_json::Value::as_str) == Some(commit)
+                            })
+                        })
+                        .map(|other| format!("Completes: {other}"))
+                        .collect(),
+                    None => vec![format!("Completes: {id}")],
+                };
+                match (branch, landed) {
+                    (branch, true) => {
+                        if let Some(branch) = branch {
+                            self.repo.preserve_and_delete_branch(&branch, &id)?;
+                        }
+                        // Killed before the trailers of the parents that
+                        // followed it were added: a commit says them.
+                        let mut missing = Vec::new();
+                        for trailer in &trailers {
+                            if !self.repo.base_has_trailer(trailer, 1000)? {
+                                missing.push(trailer.clone());
+                            }
+                        }
+                        if !missing.is_empty() {
+                            let message = format!(
+                                "ralph: archive with {task_id}\n\nIts merge landed before ralph stopped.\n\n{}\n",
+                                missing.join("\n")
+                            );
+                            self.repo.commit_queue_files(&message)?;
+                        }
                     }
-                ));
+                    (branch, false) => self.land(&task_id, &title, branch.as_deref(), &trailers)?,
+                }
+            }
+        }
+        // A run killed after a task's worktree went but before its branch
+        // did: the branch of a task that landed goes too (its tip kept).
+        let archived: Vec<&str> = queue.done.ids().collect();
+        for (branch, id) in self.repo.branches_of(&archived)? {
+            if self
+                .repo
+                .base_has_trailer(&format!("Completes: {id}"), 1000)?
+            {
+                self.repo.preserve_and_delete_branch(&branch, &id)?;
             }
         }
         Ok(())

@@ -288,3 +288,52 @@ fn fifty_kill_9s_at_random_moments_lose_nothing() {
         "only {kills} kills landed before the queue drained"
     );
 }
+
+/// The same with four workers: `kill -9` of ralph at random moments of a
+/// parallel run (agents mid-iteration in their worktrees, merges taking
+/// turns), restarted until the queue drains: nothing lost or doubled, no
+/// stray worktree or branch, `git fsck` clean.
+#[test]
+fn kill_9s_of_a_four_worker_run_lose_nothing() {
+    let _alone = crate::support::heavy();
+    let project = project_with(&format!("sleep 0.2\n{AGENT}"));
+    let mut random = XorShift(0x5eed_4444_abcd_1111);
+    let mut kills = 0;
+    while kills < 20 {
+        let mut child = project
+            .run_command(&["--quiet", "--workers", "4"])
+            .env("RALPH_MAX_ITERATIONS_PER_TASK", "1000")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let moment = std::time::Duration::from_millis(20 + random.next() % 430);
+        std::thread::sleep(moment);
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut said = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut said).unwrap();
+            assert!(
+                status.success(),
+                "a run ended on its own after {kills} kills: {status}: {said}"
+            );
+            break;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+    }
+    let mut command = project.run_command(&["--workers", "4"]);
+    command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
+    let last = crate::support::finish(command, 120);
+    assert_eq!(last.code, 0, "after {kills} kills: {last:#?}");
+    assert_consistent(&project);
+    assert_eq!(
+        project.git(&["worktree", "list"]).lines().count(),
+        1,
+        "a worktree is left"
+    );
+    assert!(
+        kills >= 2,
+        "only {kills} kills landed before the queue drained"
+    );
+}
