@@ -322,30 +322,7 @@ impl<'a> Engine<'a> {
                     continue;
                 }
             };
-            // A line for a task already archived (a crash between the two
-            // writes, or an editor saving an older copy) is only a leftover:
-            // finish the archive, which removes it.
-            let leftovers: Vec<TaskId> = queue
-                .tasks
-                .tasks()
-                .filter(|(_, task)| queue.done.contains(task.id.as_str()))
-                .map(|(_, task)| task.id.clone())
-                .collect();
-            let mut cleaned = false;
-            for id in leftovers {
-                match self
-                    .store
-                    .apply(&Patch::Archive { id, commit: None }, &now())
-                {
-                    Ok(_) => cleaned = true,
-                    // A container with open children stays until they are done.
-                    Err(
-                        crate::task::Error::Refused { .. } | crate::task::Error::NotFound { .. },
-                    ) => {}
-                    Err(err) => return Err(err.into()),
-                }
-            }
-            if cleaned {
+            if self.finish_archived_lines(&queue)? {
                 continue;
             }
             let seen = Before {
@@ -399,6 +376,31 @@ impl<'a> Engine<'a> {
                 Err(err) => return Err(err),
             }
         }
+    }
+
+    /// A line for a task already archived (a crash between the two
+    /// writes, or an editor saving an older copy) is only a leftover:
+    /// finishes the archive, which removes it. Returns whether it did.
+    pub(super) fn finish_archived_lines(&mut self, queue: &Queue) -> Result<bool, Error> {
+        let leftovers: Vec<TaskId> = queue
+            .tasks
+            .tasks()
+            .filter(|(_, task)| queue.done.contains(task.id.as_str()))
+            .map(|(_, task)| task.id.clone())
+            .collect();
+        let mut cleaned = false;
+        for id in leftovers {
+            match self
+                .store
+                .apply(&Patch::Archive { id, commit: None }, &now())
+            {
+                Ok(_) => cleaned = true,
+                // A container with open children stays until they are done.
+                Err(crate::task::Error::Refused { .. } | crate::task::Error::NotFound { .. }) => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(cleaned)
     }
 
     /// Keeps the run lock held even when `.ralph/` was deleted under it.

@@ -301,6 +301,9 @@ impl<'a> Engine<'a> {
                     hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations;
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
+                    if held.is_empty() && self.finish_archived_lines(&queue)? {
+                        continue;
+                    }
                     let is_held = |id: &str| held.iter().any(|(h, _)| h.as_str() == id);
                     let pick = first_complete(&queue)
                         .filter(|task| !is_held(task.id.as_str()))
@@ -429,6 +432,19 @@ impl<'a> Engine<'a> {
             }
             let live = queue.get(&id).is_some_and(|task| task.leaf) && !queue.done.contains(&id);
             if live {
+                // Locks a git process left in the worktree when it died
+                // with the run (the main repository's went at start).
+                let options = crate::git::Options {
+                    base_branch: Some(self.repo.base().to_owned()),
+                    branch_prefix: self.options.settings.branch_prefix.clone(),
+                };
+                let tree_repo = Repo::open(&self.paths.in_worktree(tree.join(&inner)), &options)?;
+                for lock in tree_repo.clear_stale_locks()? {
+                    self.ui.line(&format!(
+                        "removed a stale {} in task {id}'s worktree (a git process died holding it)",
+                        lock.display()
+                    ));
+                }
                 continue;
             }
             self.repo.remove_task_tree(&tree)?;
