@@ -296,6 +296,8 @@ impl<'a> Engine<'a> {
 
     fn main_loop(&mut self) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
+        // Worktrees a parallel run left: their tasks go on here.
+        self.tidy_worktrees(false)?;
         loop {
             self.hold_lock()?;
             let queue = match self.store.load() {

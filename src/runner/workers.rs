@@ -267,7 +267,7 @@ impl<'a> Engine<'a> {
     /// is left or the run must end. How it ends, as `main_loop` says it.
     pub(super) fn parallel_loop(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
-        self.tidy_worktrees()?;
+        self.tidy_worktrees(true)?;
         let hub = Hub::default();
         let stop = AtomicBool::new(false);
         let paths = self.paths.clone();
@@ -409,7 +409,7 @@ impl<'a> Engine<'a> {
     /// running in task worktrees, and removes the worktrees of tasks that
     /// are archived or gone (their branches stay). Worktrees of active and
     /// blocked tasks stay: the former resume there.
-    fn tidy_worktrees(&mut self) -> Result<(), Error> {
+    pub(super) fn tidy_worktrees(&mut self, workers: bool) -> Result<(), Error> {
         let queue = self.store.load()?;
         let inner = self
             .paths
@@ -445,6 +445,19 @@ impl<'a> Engine<'a> {
                         lock.display()
                     ));
                 }
+                if workers {
+                    continue;
+                }
+                // A single run works in the project's checkout: the task's
+                // work there is kept on its branch, which it checks out.
+                if let Some(branch) = tree_repo.find_task_branch(&id, "")? {
+                    let _ = tree_repo.commit_leftovers(&branch, &id, self.state.iteration);
+                }
+                drop(tree_repo);
+                self.repo.remove_task_tree(&tree)?;
+                self.ui.line(&format!(
+                    "task {id} goes on in the project's checkout; its worktree from a parallel run is removed (its work is on its branch)"
+                ));
                 continue;
             }
             self.repo.remove_task_tree(&tree)?;

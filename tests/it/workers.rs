@@ -439,3 +439,45 @@ fn max_iterations_counts_every_workers_iterations() {
         "budget_exhausted"
     );
 }
+
+/// A parallel run killed with -9, then a single-worker run: the tasks
+/// left in worktrees go on in the project's checkout, their work kept.
+#[test]
+fn a_single_run_takes_over_tasks_a_parallel_run_left_in_worktrees() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init()
+        .agent(
+            r#"if [ ! -e "$REC/killed" ]; then
+  echo "left by the killed run" > "$RALPH_TASK_ID-wip.txt"
+  touch "$REC/started-$RALPH_TASK_ID"
+  sleep 600
+fi
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+        );
+    let mut child = project
+        .run_command(&["--workers", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    for id in ["A", "B"] {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    std::fs::write(project.aux().join("rec/killed"), "").expect("mark");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    for id in ["A", "B"] {
+        assert_eq!(
+            project.read(&format!("{id}-wip.txt")),
+            "left by the killed run\n"
+        );
+    }
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+}
