@@ -133,8 +133,17 @@ pub fn init(
             line == entry || line == bare
         })
     };
+    // aider adds `.aider*` to .gitignore itself on its first run, which
+    // would be the first task's change: written here instead.
+    let aider: &[&'static str] = if agent == Some("aider") {
+        &[".aider*"]
+    } else {
+        &[]
+    };
     report.ignored = IGNORED
-        .into_iter()
+        .iter()
+        .chain(aider)
+        .copied()
         .filter(|entry| !present(entry))
         .collect();
     if !report.ignored.is_empty() {

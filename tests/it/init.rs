@@ -75,8 +75,16 @@ fn init_never_overwrites_without_force_and_force_spares_the_data() {
     assert!(p.read("working.md").contains("ralph task ready"));
     assert!(p.read("tasks.jsonl").contains("mine"));
     assert!(p.read("config/ralph.yaml").contains("  preset: aider"));
-    // Nothing left to add the second time.
-    assert!(!forced.stdout.contains(".gitignore"));
+    // Only aider's own files are left to add the second time: aider
+    // would add them on its first run, as that task's change.
+    assert!(
+        forced.stdout.ends_with("added to .gitignore: .aider*\n"),
+        "{forced:?}"
+    );
+    assert!(
+        p.read(".gitignore")
+            .ends_with("# ralph runtime files\n.aider*\n")
+    );
 }
 
 #[test]
