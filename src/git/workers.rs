@@ -16,6 +16,9 @@ use super::Repo;
 use super::error::{Error, Result};
 use super::slug::branch_name;
 
+/// The index entry flag git's `--skip-worktree` sets (an extended flag).
+const SKIP_WORKTREE: u16 = 1 << 14;
+
 /// The folder of the task worktrees, relative to the project.
 pub const WORKTREES_DIR: &str = ".ralph/worktrees";
 
@@ -132,30 +135,64 @@ impl Repo {
             std::os::unix::fs::symlink(&target, &link).map_err(io)?;
             linked.push(file.rel.as_str());
         }
-        if !linked.is_empty() {
-            let tree_arg = tree.to_string_lossy().into_owned();
-            let mut args = vec![
-                "-C",
-                tree_arg.as_str(),
-                "update-index",
-                "--skip-worktree",
-                "--",
-            ];
-            args.extend(linked);
-            self.git_ok(&args, b"", "hide the linked queue files from git")?;
+        if linked.is_empty() {
+            return Ok(());
         }
+        // Marked in the worktree's index in process: `git update-index
+        // --skip-worktree` would be one more process per task.
+        let failed = |source| Error::Git {
+            action: format!("hide the linked queue files from git in {}", tree.display()),
+            source,
+        };
+        let repo = git2::Repository::open(tree).map_err(failed)?;
+        let mut index = repo.index().map_err(failed)?;
+        for rel in linked {
+            if let Some(mut entry) = index.get_path(super::git2_path(rel), 0) {
+                entry.flags_extended |= SKIP_WORKTREE;
+                index.add(&entry).map_err(failed)?;
+            }
+        }
+        index.write().map_err(failed)?;
         Ok(())
     }
 
     /// Removes task worktree `tree` (its branch stays). Whatever is
     /// uncommitted there is lost: callers commit leftovers first.
     pub fn remove_task_tree(&self, tree: &Path) -> Result<()> {
-        let tree_arg = tree.to_string_lossy().into_owned();
-        self.git_ok(
-            &["worktree", "remove", "--force", &tree_arg],
-            b"",
-            "remove a task's worktree",
-        )?;
+        let failed = |source| Error::Git {
+            action: format!("remove the worktree {}", tree.display()),
+            source,
+        };
+        // In process: git's own `worktree remove` would be one more process
+        // per task. The folder goes, then git's record of it.
+        let same =
+            |path: &Path| path.canonicalize().ok() == tree.canonicalize().ok() || path == tree;
+        let names = self.git.worktrees().map_err(failed)?;
+        let found = names
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|name| self.git.find_worktree(name).ok())
+            .find(|worktree| same(worktree.path()));
+        match std::fs::remove_dir_all(tree) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Io {
+                    path: tree.to_owned(),
+                    source: err,
+                });
+            }
+            _ => {}
+        }
+        if let Some(worktree) = found {
+            worktree
+                .prune(Some(
+                    git2::WorktreePruneOptions::new()
+                        .valid(true)
+                        .locked(false)
+                        .working_tree(true),
+                ))
+                .map_err(failed)?;
+        }
         Ok(())
     }
 

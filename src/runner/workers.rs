@@ -161,6 +161,9 @@ impl<'a> Engine<'a> {
         {
             let _ = repo.commit_leftovers(&tree.branch, id.as_str(), state.iteration);
         }
+        // The worktree is clean now (new, or its leftovers committed): the
+        // scans after each iteration need only look at what changed.
+        repo.watch_changes()?;
         Ok(Engine {
             options: shared.options,
             store: Store::open(&paths),
