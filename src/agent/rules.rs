@@ -73,7 +73,7 @@ pub(crate) fn rules(dialect: Preset) -> &'static [Rule] {
             (
                 Auth,
                 Always,
-                r"login flow|log in to amp|paste (the|your) (code|token)|authorization code|not logged in|amp_api_key|invalid api key|\b401\b|unauthorized",
+                r"login flow|log in to amp|paste (the|your) (code|token)|authorization code|not logged in|amp_api_key|invalid (or missing )?api key|run 'amp login'|\b401\b|unauthorized",
             ),
             (
                 UsageLimit,

@@ -262,10 +262,13 @@ fn gemini_stats(stats: &Value) -> Usage {
             .find_map(|name| stats.get(*name).and_then(Value::as_u64))
     };
     if let Some(input) = flat(["input_tokens", "inputTokens"]) {
+        // gemini's `output_tokens` leave the thinking out; the total has it.
+        let output = flat(["output_tokens", "outputTokens"]).unwrap_or(0);
+        let total = flat(["total_tokens", "totalTokens"]).unwrap_or(0);
         return Usage {
             input_tokens: input,
             cached_input_tokens: flat(["cached", "cachedTokens"]).unwrap_or(0),
-            output_tokens: flat(["output_tokens", "outputTokens"]).unwrap_or(0),
+            output_tokens: output.max(total.saturating_sub(input)),
             cost_usd: None,
         };
     }

@@ -1,7 +1,7 @@
 //! What the real agent CLIs print, recorded by `scripts/agents-e2e/` (and,
 //! where marked, quoted from a report), judged as a run would judge it:
 //! each `tests/fixtures/agents/<preset>/<case>.log` with its `.json`
-//! (`status`, `expected_class`, and optionally `retry_after_s` and
+//! (`status`, `expected_class`, and optionally `expected_retry_after_s` and
 //! `expected_usage`). A new CLI version's output is a new pair of files.
 
 use std::path::{Path, PathBuf};
@@ -67,7 +67,7 @@ fn every_recorded_output_is_judged_as_documented() {
                 failure.as_ref().map(|f| &f.reason)
             ));
         }
-        if let Some(seconds) = meta["retry_after_s"].as_i64() {
+        if let Some(seconds) = meta["expected_retry_after_s"].as_i64() {
             let resets_at = failure.as_ref().and_then(|f| f.resets_at);
             if resets_at != Some(now + chrono::Duration::seconds(seconds)) {
                 wrong.push(format!(

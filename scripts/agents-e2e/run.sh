@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# Run `ralph run` with each agent preset against the mock model server, with
+# no network but loopback (unshare -n), and record what happened.
+#
+#   scripts/agents-e2e/run.sh [tool...] [--scenario S]... [--no-fixtures] [--record-only]
+#
+# --record-only: rerun nothing; rewrite summaries, fixtures and RESULTS.md
+# from what out/ holds (after a change to record.py).
+# tools:     claude codex qwen gemini opencode aider amp (default: all installed)
+# scenarios: success auth rate_limit server_error hang no_credentials (default: all)
+#
+# Needs: the tools installed by install.sh, python3, git, ip, and `unshare -n`
+# (root) or `unshare -rn` (user namespaces). ralph: $RALPH_BIN, else
+# target/release/ralph, else `ralph` on PATH.
+#
+# Per case, out/<tool>/<scenario>/ keeps the project, HOME, the mock's
+# request log, ralph's output and summary.json. Unless --no-fixtures, the
+# agent's log is copied to tests/fixtures/agents/<preset>/<scenario>.log with
+# a sidecar .json, and RESULTS.md is rewritten from every summary in out/.
+set -uo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+tools_dir="$here/.tools"
+out="$here/out"
+port=8765
+
+# ---------------------------------------------------------------------------
+# Inside the namespace: loopback up, mock started, ralph run.
+if [ "${1:-}" = "--inner" ]; then
+    work="$2"
+    # shellcheck disable=SC1091
+    . "$work/case.env"
+    ip link set lo up
+    if [ "$SCENARIO" != no_credentials ]; then
+        echo "$MOCK_SCENARIO" >"$work/mock/scenario"
+        python3 "$here/mock_server.py" "$port" --scenario-file "$work/mock/scenario" \
+            --log "$work/mock/requests.jsonl" --usage-log "$work/mock/usage.jsonl" \
+            --bodies "$work/mock/bodies" 2>"$work/mock/server.err" &
+        mock=$!
+        for _ in $(seq 50); do
+            (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break
+            sleep 0.1
+        done
+    fi
+    mapfile -t agent_env <"$work/agent.env"
+    # Anything the tool needs before the run (codex login) runs in the same
+    # clean environment.
+    if [ -s "$work/pre.sh" ]; then
+        (cd "$work/project" && env -i "${agent_env[@]}" bash "$work/pre.sh") >"$work/pre.log" 2>&1
+    fi
+    # One agent run per case: `--once` does not count an iteration that hit a
+    # usage limit, so ralph would retry it; `.stop` ends the run after the
+    # first iteration whatever its outcome.
+    (
+        while sleep 0.3; do
+            if grep -q '"phase":"iteration"' "$work/project/.ralph/events.ndjson" 2>/dev/null; then
+                touch "$work/project/.stop"
+                break
+            fi
+        done
+    ) &
+    watcher=$!
+    start=$(date +%s)
+    # shellcheck disable=SC2086 # RALPH_ARGS is words (--model M)
+    (
+        cd "$work/project" &&
+            env -i "${agent_env[@]}" timeout -k 10 "$((TIMEOUT_S + 90))" \
+                "$RALPH" run --agent "$PRESET" $RALPH_ARGS --once --timeout "${TIMEOUT_S}s"
+    ) >"$work/ralph.out" 2>"$work/ralph.err"
+    echo $? >"$work/ralph.rc"
+    echo $(($(date +%s) - start)) >"$work/seconds"
+    # ralph refused before running the agent (codex's login check): run the
+    # preset's command line directly, to record what the tool itself says.
+    if ! ls "$work/project/.ralph/logs/"*.log >/dev/null 2>&1; then
+        (cd "$work/project" && env -i "${agent_env[@]}" "$RALPH" prompt) >"$work/direct.prompt" 2>/dev/null
+        # shellcheck disable=SC2086
+        (
+            cd "$work/project" &&
+                env -i "${agent_env[@]}" RALPH_BIN="$RALPH" RALPH_TASK_ID=A \
+                    timeout -k 5 "$TIMEOUT_S" $DIRECT_ARGV <"$work/direct.prompt"
+        ) >"$work/direct.log" 2>&1
+        echo $? >"$work/direct.rc"
+    fi
+    kill "$watcher" 2>/dev/null
+    [ -n "${mock:-}" ] && kill "$mock" 2>/dev/null
+    exit 0
+fi
+
+# ---------------------------------------------------------------------------
+# Arguments.
+all_tools=(claude codex qwen gemini opencode aider amp)
+all_scenarios=(success auth rate_limit server_error hang no_credentials)
+want_tools=()
+want_scen=()
+fixtures=1
+record_only=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --scenario) want_scen+=("$2"); shift 2 ;;
+        --scenario=*) want_scen+=("${1#*=}"); shift ;;
+        --no-fixtures) fixtures=0; shift ;;
+        --record-only) record_only=1; shift ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) want_tools+=("$1"); shift ;;
+    esac
+done
+[ ${#want_tools[@]} -eq 0 ] && want_tools=("${all_tools[@]}")
+scen_given=1
+[ ${#want_scen[@]} -eq 0 ] && { want_scen=("${all_scenarios[@]}"); scen_given=0; }
+
+RALPH="${RALPH_BIN:-}"
+[ -z "$RALPH" ] && [ -x "$root/target/release/ralph" ] && RALPH="$root/target/release/ralph"
+[ -z "$RALPH" ] && RALPH="$(command -v ralph || true)"
+[ -x "$RALPH" ] || { echo "no ralph binary: set RALPH_BIN or build target/release/ralph" >&2; exit 2; }
+RALPH="$(cd "$(dirname "$RALPH")" && pwd)/$(basename "$RALPH")"
+
+if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
+"${unshare[@]}" true || { echo "cannot create a network namespace (${unshare[*]})" >&2; exit 2; }
+
+# Time limits (seconds) given to `ralph run --timeout`.
+timeout_for() {
+    case "$1" in
+        success) echo "${E2E_TIMEOUT_SUCCESS:-180}" ;;
+        hang) echo "${E2E_TIMEOUT_HANG:-30}" ;;
+        no_credentials) echo "${E2E_TIMEOUT_NO_CREDENTIALS:-45}" ;;
+        # retry-after is 40 s: a tool that retries once waits 40-90 s.
+        rate_limit) echo "${E2E_TIMEOUT_RATE_LIMIT:-200}" ;;
+        *) echo "${E2E_TIMEOUT_ERROR:-120}" ;;
+    esac
+}
+
+# The class the issue says is right for each scenario (null: success).
+expected_for() {
+    case "$1" in
+        success) echo null ;;
+        auth|no_credentials) echo auth ;;
+        rate_limit) echo usage_limit ;;
+        server_error) echo exit ;;
+        hang) echo timeout ;;
+    esac
+}
+
+# ---------------------------------------------------------------------------
+# Per tool: HOME contents, environment, and ralph arguments.
+# $1 tool, $2 scenario, $3 work dir. Writes agent.env (KEY=VALUE lines),
+# pre.sh, and prints extra `ralph run` arguments.
+setup_tool() {
+    local tool="$1" scen="$2" work="$3" home="$3/home" base="http://127.0.0.1:$port"
+    local creds=1
+    [ "$scen" = no_credentials ] && creds=0
+    {
+        echo "HOME=$home"
+        echo "PATH=$tools_dir/bin:/usr/local/bin:/usr/bin:/bin"
+        echo "LANG=C.UTF-8"
+        echo "TERM=dumb"
+        echo "USER=$(id -un)"
+        echo "TMPDIR=$work/tmp"
+        echo "NO_UPDATE_NOTIFIER=1"
+        echo "RALPH_RETRY_BACKOFF=1s"
+        echo "RALPH_PAUSE_BETWEEN_ITERATIONS=0s"
+    } >"$work/agent.env"
+    : >"$work/pre.sh"
+    local args=""
+    case "$tool" in
+        claude)
+            {
+                echo "DISABLE_AUTOUPDATER=1"
+                echo "DISABLE_TELEMETRY=1"
+                echo "DISABLE_ERROR_REPORTING=1"
+                echo "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"
+                # One retry, not ten: the final error is the same, the wait is not.
+                echo "CLAUDE_CODE_MAX_RETRIES=1"
+                if [ $creds = 1 ]; then
+                    echo "ANTHROPIC_BASE_URL=$base"
+                    echo "ANTHROPIC_API_KEY=sk-ant-api03-mock"
+                fi
+            } >>"$work/agent.env"
+            ;;
+        codex)
+            if [ $creds = 1 ]; then
+                mkdir -p "$home/.codex"
+                cat >"$home/.codex/config.toml" <<EOF
+model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "$base/v1"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+# One retry, not the default four/five: the final error is the same.
+request_max_retries = 1
+stream_max_retries = 1
+EOF
+                echo "MOCK_API_KEY=sk-mock" >>"$work/agent.env"
+                echo 'printf sk-mock | codex login --with-api-key' >"$work/pre.sh"
+            fi
+            ;;
+        qwen)
+            mkdir -p "$home/.qwen"
+            if [ $creds = 1 ]; then
+                # maxRetries 1: qwen retries a 429 ten times, 40 s+ apart, silently.
+                echo '{"security":{"auth":{"selectedType":"openai"}},"model":{"generationConfig":{"maxRetries":1}},"privacy":{"usageStatisticsEnabled":false}}' \
+                    >"$home/.qwen/settings.json"
+                {
+                    echo "OPENAI_API_KEY=sk-mock"
+                    echo "OPENAI_BASE_URL=$base/v1"
+                    echo "OPENAI_MODEL=mock-model"
+                } >>"$work/agent.env"
+            else
+                echo '{"privacy":{"usageStatisticsEnabled":false}}' >"$home/.qwen/settings.json"
+            fi
+            ;;
+        gemini)
+            mkdir -p "$home/.gemini"
+            if [ $creds = 1 ]; then
+                echo '{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}' \
+                    >"$home/.gemini/settings.json"
+                {
+                    echo "GEMINI_API_KEY=mock-key"
+                    echo "GOOGLE_GEMINI_BASE_URL=$base"
+                    echo "GEMINI_MODEL=gemini-2.5-pro"
+                } >>"$work/agent.env"
+            else
+                echo '{"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}' \
+                    >"$home/.gemini/settings.json"
+            fi
+            ;;
+        opencode)
+            mkdir -p "$home/.config/opencode"
+            echo "OPENCODE_DISABLE_AUTOUPDATE=1" >>"$work/agent.env"
+            echo "OPENCODE_DISABLE_MODELS_FETCH=1" >>"$work/agent.env"
+            if [ $creds = 1 ]; then
+                cat >"$home/.config/opencode/opencode.json" <<EOF
+{
+  "\$schema": "https://opencode.ai/config.json",
+  "autoupdate": false,
+  "share": "disabled",
+  "model": "mock/mock-model",
+  "provider": {
+    "mock": {
+      "npm": "@ai-sdk/openai-compatible",
+      "name": "Mock",
+      "options": { "baseURL": "$base/v1", "apiKey": "sk-mock" },
+      "models": { "mock-model": { "name": "Mock model" } }
+    }
+  }
+}
+EOF
+            fi
+            ;;
+        aider)
+            if [ $creds = 1 ]; then
+                {
+                    echo "OPENAI_API_KEY=sk-mock"
+                    echo "OPENAI_API_BASE=$base/v1"
+                } >>"$work/agent.env"
+                args="--model openai/mock-model"
+            fi
+            ;;
+        amp)
+            if [ $creds = 1 ]; then
+                # amp talks to its own server, not to a model API: point it at
+                # the mock anyway to see how it reports the answers it gets.
+                {
+                    echo "AMP_API_KEY=sgamp_mock"
+                    echo "AMP_URL=$base"
+                } >>"$work/agent.env"
+            fi
+            ;;
+    esac
+    echo "$args"
+}
+
+# The preset's command line (src/agent/preset.rs), for a direct run when
+# ralph's preflight refuses to start the agent; the prompt goes to stdin.
+direct_argv() {
+    case "$1" in
+        claude) echo "claude -p --output-format stream-json --verbose --dangerously-skip-permissions" ;;
+        codex) echo "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -" ;;
+        opencode) echo "opencode run --format json --auto" ;;
+        amp) echo "amp -x write_e2e.txt --stream-json --dangerously-allow-all" ;;
+        gemini) echo "gemini -o stream-json --yolo --skip-trust" ;;
+        qwen) echo "qwen -o stream-json --yolo" ;;
+        aider) echo "aider --message-file /dev/stdin --yes-always --no-pretty --no-stream --no-check-update --analytics-disable --no-show-model-warnings --no-auto-commits" ;;
+    esac
+}
+
+# ---------------------------------------------------------------------------
+run_case() {
+    local tool="$1" scen="$2"
+    local work="$out/$tool/$scen"
+    local t
+    t="$(timeout_for "$scen")"
+    rm -rf "$work"
+    mkdir -p "$work/home" "$work/tmp" "$work/mock" "$work/project"
+    git config -f "$work/home/.gitconfig" user.name "ralph e2e"
+    git config -f "$work/home/.gitconfig" user.email "e2e@example.invalid"
+    git config -f "$work/home/.gitconfig" init.defaultBranch main
+    local args
+    args="$(setup_tool "$tool" "$scen" "$work")"
+    (
+        cd "$work/project" &&
+            HOME="$work/home" git init -q &&
+            # In the repository too: gemini runs its shell commands with
+            # GIT_CONFIG_GLOBAL=/dev/null, so a global identity is not seen.
+            git config user.name "ralph e2e" &&
+            git config user.email "e2e@example.invalid" &&
+            HOME="$work/home" "$RALPH" init --agent "$tool" >/dev/null &&
+            HOME="$work/home" git add -A &&
+            HOME="$work/home" git commit -q -m "ralph init" &&
+            HOME="$work/home" "$RALPH" task add "write e2e.txt" \
+                --body "Create e2e.txt containing the word done, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" >/dev/null
+    ) || { echo "  setup failed"; return; }
+    cat >"$work/case.env" <<EOF
+TOOL=$tool
+PRESET=$tool
+SCENARIO=$scen
+MOCK_SCENARIO=$scen
+TIMEOUT_S=$t
+RALPH=$RALPH
+RALPH_ARGS="$args"
+DIRECT_ARGV="$(direct_argv "$tool") $args"
+EOF
+    printf '  %-8s %-15s ' "$tool" "$scen"
+    "${unshare[@]}" "$0" --inner "$work"
+    record_case "$tool" "$scen"
+}
+
+# Summary, fixture and sidecar of a case that ran.
+record_case() {
+    local tool="$1" scen="$2" work="$out/$1/$2"
+    local version=""
+    [ -f "$tools_dir/$tool.version" ] && version="$(cat "$tools_dir/$tool.version")"
+    python3 "$here/record.py" case "$work" --tool "$tool" --scenario "$scen" --version "$version" \
+        --expected "$(expected_for "$scen")" --root "$root" --fixtures "$fixtures"
+}
+
+mkdir -p "$out"
+echo "ralph: $RALPH"
+for tool in "${want_tools[@]}"; do
+    if [ ! -x "$tools_dir/bin/$tool" ]; then
+        echo "  $tool: not installed (scripts/agents-e2e/install.sh $tool)"
+        continue
+    fi
+    scens=("${want_scen[@]}")
+    # amp cannot be pointed at a model API: only its auth failures can be seen.
+    if [ "$tool" = amp ] && [ "$scen_given" = 0 ]; then scens=(auth no_credentials); fi
+    for scen in "${scens[@]}"; do
+        if [ "$record_only" = 1 ]; then
+            [ -d "$out/$tool/$scen" ] || continue
+            printf '  %-8s %-15s ' "$tool" "$scen"
+            record_case "$tool" "$scen"
+        else
+            run_case "$tool" "$scen"
+        fi
+    done
+done
+python3 "$here/record.py" results "$out" --output "$here/RESULTS.md" \
+    --ralph "${E2E_RALPH_DESC:-$("$RALPH" --version 2>/dev/null | head -1) ($RALPH)}"
+echo "wrote $here/RESULTS.md"
