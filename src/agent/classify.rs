@@ -200,7 +200,12 @@ pub fn classify(
                     class,
                     reason: format!("{dialect}: {said}"),
                     resets_at: (class == FailureClass::UsageLimit)
-                        .then(|| reset_time(&transcript.evidence, now))
+                        .then(|| {
+                            reset_time(&transcript.evidence, now).or_else(|| {
+                                let wait = transcript.retry_delay_ms?;
+                                Some(now + chrono::Duration::milliseconds(wait as i64))
+                            })
+                        })
                         .flatten(),
                 },
             );

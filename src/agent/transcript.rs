@@ -39,6 +39,9 @@ pub(crate) struct Transcript {
     /// The kind of the model API's error, when the tool states it (claude's
     /// `"error":"rate_limit"` on an assistant message).
     pub api_error: Option<String>,
+    /// How long the tool said it waits before its next retry of the model
+    /// API (claude's `api_retry` events).
+    pub retry_delay_ms: Option<u64>,
     /// Tokens and cost, when reported.
     pub usage: Option<Usage>,
     /// The tool whose conventions the output follows.
@@ -87,6 +90,17 @@ impl Transcript {
         let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
             "result" => self.result(event),
+            // claude says each retry of the model API: what failed, and
+            // how long it waits (the API's retry-after).
+            "system" if event.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
+                if let Some(status) = event.get("error_status").and_then(Value::as_u64) {
+                    self.api_status = Some(status);
+                }
+                if let Some(error) = event.get("error").and_then(Value::as_str) {
+                    self.api_error = Some(error.to_owned());
+                }
+                self.retry_delay_ms = event.get("retry_delay_ms").and_then(Value::as_u64);
+            }
             "assistant" => {
                 let error = event
                     .get("error")
