@@ -13,13 +13,14 @@ const RECENT_BYTES: usize = 4096;
 
 /// Each tool's wording of a login prompt that waits for a person.
 fn pattern(dialect: Preset) -> Option<&'static str> {
-    match dialect {
-        Preset::Amp => Some(r"starting login flow|paste (the|your) (authorization )?code"),
-        Preset::Aider => Some(
-            r"connect aider with openrouter|login to openrouter or create a free account|waiting up to \d+ minutes for .*login",
-        ),
-        _ => None,
-    }
+    Some(match dialect {
+        Preset::Amp => r"starting login flow|paste (the|your) (authorization )?code",
+        Preset::Aider => {
+            r"connect aider with openrouter|login to openrouter or create a free account|waiting up to \d+ minutes for .*login"
+        }
+        // Any tool that asks for a code pasted from a browser login.
+        _ => r"paste (the|your) (authorization |verification )?(code|token) here",
+    })
 }
 
 /// Watches an agent's output, as it arrives, for a login prompt.
@@ -31,7 +32,8 @@ pub struct LoginWatch {
 }
 
 impl LoginWatch {
-    /// A watch for `dialect`'s prompts; `None` for tools that never prompt.
+    /// A watch for `dialect`'s prompts; `None` for a custom command (its
+    /// output is its own).
     pub fn for_dialect(dialect: Option<Preset>) -> Option<LoginWatch> {
         let pattern = pattern(dialect?)?;
         Some(LoginWatch {
@@ -95,7 +97,9 @@ mod tests {
                 .as_deref(),
             Some("No API key found. Starting login flow...")
         );
-        assert!(LoginWatch::for_dialect(Some(Preset::Claude)).is_none());
+        let mut claude = LoginWatch::for_dialect(Some(Preset::Claude)).unwrap();
+        assert!(!claude.feed(b"{\"type\":\"assistant\"}\nworking\n"));
+        assert!(claude.feed(b"Paste your code here: "));
         assert!(LoginWatch::for_dialect(None).is_none());
     }
 }
