@@ -149,6 +149,11 @@ impl Stamp {
         }
     }
 
+    /// Whether there was a file.
+    pub fn exists(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// How long ago the file was last modified: `Duration::MAX` for no
     /// file (never fresh), zero for a time in the future.
     pub fn age(&self) -> Duration {

@@ -152,25 +152,40 @@ impl Store {
         let _lock = self.lock()?;
         let mut restored = Restored::default();
         let path = self.paths.tasks();
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| Error::Io { path, source }
+        };
         if let Some(kept) = &known.tasks {
-            let lost = match fs::read(&path) {
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(None),
-                Err(source) => return Err(Error::Io { path, source }),
-                Ok(now) if now != *kept => git_version(TASKS_FILE, &now).map(|at| Some((at, now))),
-                Ok(_) => None,
-            };
-            if let Some(lost) = lost {
+            // Read once settled: an editor rewriting the file in place
+            // shows it empty or half written for a moment, which may look
+            // like a version git holds. Written back only while unchanged:
+            // a hand edit landing meanwhile is looked at again.
+            for _ in 0..5 {
+                let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io(&path))?;
+                let lost = if !stamp.exists() {
+                    Some(None)
+                } else if now != *kept {
+                    git_version(TASKS_FILE, &now).map(|at| Some((at, now)))
+                } else {
+                    None
+                };
+                let Some(lost) = lost else { break };
+                let write = |file: &mut fs::File| std::io::Write::write_all(file, kept);
+                if !files::write_atomic_unless_changed(&path, write, stamp).map_err(io(&path))? {
+                    continue;
+                }
                 let (reverted_to, now) =
                     lost.map_or((None, Vec::new()), |(at, now)| (Some(at), now));
                 restored.tasks = Some(TasksRestored {
                     reverted_to,
                     missing: missing_ids(kept, &now, &known.done),
                 });
-                files::write_atomic(&path, kept).map_err(|source| Error::Io { path, source })?;
+                break;
             }
         }
         let path = self.paths.done();
-        let now = self.read(&path)?;
+        let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io(&path))?;
         if now != known.done {
             let kept: HashSet<&[u8]> = lines(&known.done).collect();
             let present: HashSet<&[u8]> = lines(&now).collect();
@@ -185,7 +200,9 @@ impl Store {
                 foreign: foreign.len(),
                 quarantined,
             });
-            files::write_atomic(&path, &known.done).map_err(|source| Error::Io { path, source })?;
+            let write = |file: &mut fs::File| std::io::Write::write_all(file, &known.done);
+            // An append landing meanwhile is taken up by the next check.
+            files::write_atomic_unless_changed(&path, write, stamp).map_err(io(&path))?;
         }
         Ok(restored)
     }
