@@ -297,9 +297,22 @@ impl Engine<'_> {
             Some(branch) => Some(self.base().preserve_and_delete_branch(branch, id)?),
             None => None,
         };
-        self.archive(id, tip.map(|tip| tip.to_string()))?;
-        let message =
+        let changes = self.archive(id, tip.map(|tip| tip.to_string()))?;
+        // The parents that followed it complete with it: their trailers
+        // were to join its squash commit.
+        let mut message =
             format!("ralph: archive {id}\n\nIts squash commit landed before ralph stopped.\n");
+        let mut trailers = Vec::new();
+        for trailer in completes(&changes) {
+            if !self.base().base_has_trailer(&trailer, 1000)? {
+                trailers.push(trailer);
+            }
+        }
+        if !trailers.is_empty() {
+            message.push('\n');
+            message.push_str(&trailers.join("\n"));
+            message.push('\n');
+        }
         let commit = self.base().commit_queue_files(&message)?;
         let detail = "its squash had landed; archived";
         self.merged_task(id, commit.map(|c| c.to_string()), detail)
