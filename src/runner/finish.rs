@@ -241,7 +241,15 @@ impl Engine<'_> {
         if !queue.done.contains(&task) || queue.get(&task).is_some() {
             return Ok(());
         }
-        let record = queue.done.record(&task).unwrap_or_default();
+        self.land_archived(&id, &queue)
+    }
+
+    /// Finishes task `id`, archived in `queue` when ralph stopped, never
+    /// squashing it twice: when its squash landed, only its branch goes
+    /// and the trailers of the parents archived with it are committed if
+    /// they are missing; otherwise it is landed now.
+    pub(super) fn land_archived(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
+        let record = queue.done.record(id.as_str()).unwrap_or_default();
         let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
         let title = text("title").unwrap_or_default();
         // The tasks archived with it (its parents) carry the same commit.
@@ -259,21 +267,43 @@ impl Engine<'_> {
                     .collect(),
                 None => vec![format!("Completes: {id}")],
             };
-        let branch = self.task_branch(&id, &title)?;
+        let branch = self.task_branch(id, &title)?;
         let landed = self
-            .repo
+            .base()
             .base_has_trailer(&format!("Completes: {id}"), 1000)?;
         self.ui.line(&format!(
-            "{task}: archived before ralph stopped; finishing its merge"
+            "{id}: archived before ralph stopped; finishing its merge"
         ));
-        match (branch, landed) {
-            (Some(branch), true) => {
-                self.base().preserve_and_delete_branch(&branch, &id)?;
-                self.merged_task(&id, None, "its squash had landed; branch removed")
-            }
-            (None, true) => self.merged_task(&id, None, "its squash had landed"),
-            (branch, false) => self.land(&id, &title, branch.as_deref(), &trailers),
+        if !landed {
+            return self.land(id, &title, branch.as_deref(), &trailers);
         }
+        if let Some(branch) = &branch {
+            self.base().preserve_and_delete_branch(branch, id)?;
+        }
+        let missing = self.missing_trailers(trailers)?;
+        if !missing.is_empty() {
+            let message = format!(
+                "ralph: archive with {id}\n\nIts squash commit landed before ralph stopped.\n\n{}\n",
+                missing.join("\n")
+            );
+            self.base().commit_queue_files(&message)?;
+        }
+        let detail = match branch {
+            Some(_) => "its squash had landed; branch removed",
+            None => "its squash had landed",
+        };
+        self.merged_task(id, None, detail)
+    }
+
+    /// Those of `trailers` the base's recent history lacks.
+    fn missing_trailers(&self, trailers: Vec<String>) -> Result<Vec<String>, Error> {
+        let mut missing = Vec::new();
+        for trailer in trailers {
+            if !self.base().base_has_trailer(&trailer, 1000)? {
+                missing.push(trailer);
+            }
+        }
+        Ok(missing)
     }
 
     /// A crash between a task's squash commit and its archive leaves the
@@ -302,12 +332,7 @@ impl Engine<'_> {
         // were to join its squash commit.
         let mut message =
             format!("ralph: archive {id}\n\nIts squash commit landed before ralph stopped.\n");
-        let mut trailers = Vec::new();
-        for trailer in completes(&changes) {
-            if !self.base().base_has_trailer(&trailer, 1000)? {
-                trailers.push(trailer);
-            }
-        }
+        let trailers = self.missing_trailers(completes(&changes))?;
         if !trailers.is_empty() {
             message.push('\n');
             message.push_str(&trailers.join("\n"));

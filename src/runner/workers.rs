@@ -476,54 +476,7 @@ impl<'a> Engine<'a> {
             // Archived by a run killed before its merge was tidied up (or
             // landed): finish that, never squashing a task twice.
             if let (true, Ok(task_id)) = (archived, TaskId::parse(&id)) {
-                let record = queue.done.record(&id).unwrap_or_default();
-                let title = record
-                    .get("title")
-                    .and_then(serde_json::Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let branch = self.repo.find_task_branch(&id, &title)?;
-                let landed = self
-                    .repo
-                    .base_has_trailer(&format!("Completes: {id}"), 1000)?;
-                // Its parents archived with it (same `commit`) complete too.
-                let commit = record.get("commit").and_then(serde_json::Value::as_str);
-                let trailers: Vec<String> = match commit {
-                    Some(commit) => queue
-                        .done
-                        .ids()
-                        .filter(|other| {
-                            queue.done.record(other).is_some_and(|r| {
-                                r.get("commit").and_then(serde_json::Value::as_str) == Some(commit)
-                            })
-                        })
-                        .map(|other| format!("Completes: {other}"))
-                        .collect(),
-                    None => vec![format!("Completes: {id}")],
-                };
-                match (branch, landed) {
-                    (branch, true) => {
-                        if let Some(branch) = branch {
-                            self.repo.preserve_and_delete_branch(&branch, &id)?;
-                        }
-                        // Killed before the trailers of the parents that
-                        // followed it were added: a commit says them.
-                        let mut missing = Vec::new();
-                        for trailer in &trailers {
-                            if !self.repo.base_has_trailer(trailer, 1000)? {
-                                missing.push(trailer.clone());
-                            }
-                        }
-                        if !missing.is_empty() {
-                            let message = format!(
-                                "ralph: archive with {task_id}\n\nIts merge landed before ralph stopped.\n\n{}\n",
-                                missing.join("\n")
-                            );
-                            self.repo.commit_queue_files(&message)?;
-                        }
-                    }
-                    (branch, false) => self.land(&task_id, &title, branch.as_deref(), &trailers)?,
-                }
+                self.land_archived(&task_id, &queue)?;
             }
         }
         // A run killed after a task's worktree went but before its branch
