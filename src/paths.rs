@@ -32,6 +32,8 @@ pub const VALID_ARCHIVE: &str = ".ralph/tasks-done.jsonl.valid";
 /// Present while an agent runs: every queue write then also updates the
 /// copies above (see `Store::watch`).
 pub const QUEUE_WATCH: &str = ".ralph/queue.watch";
+/// Parallel workers' task worktrees, one folder per task id.
+pub const WORKTREES_DIR: &str = ".ralph/worktrees";
 /// The process group of the agent at work.
 pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
 /// Each iteration's prompt.
@@ -157,6 +159,11 @@ impl Paths {
     /// `.ralph/queue.watch`.
     pub fn queue_watch(&self) -> PathBuf {
         self.shared(QUEUE_WATCH)
+    }
+
+    /// `.ralph/worktrees/`, the project's.
+    pub fn worktrees(&self) -> PathBuf {
+        self.shared(WORKTREES_DIR)
     }
 
     /// `.ralph/agent.pgid`.

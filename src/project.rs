@@ -17,7 +17,7 @@ pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
         }
         return Ok(dir);
     }
-    let worktrees = Path::new(crate::git::WORKTREES_DIR);
+    let worktrees = Path::new(crate::paths::WORKTREES_DIR);
     if let Some(project) = cwd
         .ancestors()
         .skip(1)

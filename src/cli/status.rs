@@ -161,7 +161,7 @@ struct Worker {
 /// The tasks in worktrees under `.ralph/worktrees/`, from each worktree's
 /// own state (a worker's engine keeps it there).
 fn workers(paths: &crate::paths::Paths) -> Vec<Worker> {
-    let Ok(entries) = std::fs::read_dir(paths.project().join(crate::git::WORKTREES_DIR)) else {
+    let Ok(entries) = std::fs::read_dir(paths.worktrees()) else {
         return Vec::new();
     };
     let mut workers: Vec<Worker> = entries

@@ -36,7 +36,7 @@ pub use revert::Stash;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
 pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_with};
 pub use work::{LeftBranch, Leftovers};
-pub use workers::{TaskTree, WORKTREES_DIR};
+pub use workers::TaskTree;
 pub use worktree::Clean;
 
 use crate::paths::{DONE_FILE, LOG_FILE, Paths, RUNTIME_DIR, STOP_FILE, TASKS_FILE};

@@ -15,12 +15,10 @@ use std::path::{Path, PathBuf};
 use super::Repo;
 use super::error::{Error, Result};
 use super::slug::branch_name;
+use crate::paths::WORKTREES_DIR;
 
 /// The index entry flag git's `--skip-worktree` sets (an extended flag).
 const SKIP_WORKTREE: u16 = 1 << 14;
-
-/// The folder of the task worktrees, relative to the project.
-pub const WORKTREES_DIR: &str = ".ralph/worktrees";
 
 /// A task's worktree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,12 +77,8 @@ impl Repo {
             }
         }
         self.link_queue_files(project, &path)?;
-        let folder = match self.queue[0].rel.rsplit_once('/') {
-            Some((inner, _)) => path.join(inner),
-            None => path.clone(),
-        };
         Ok(TaskTree {
-            folder,
+            folder: self.project_folder_in(&path),
             path,
             branch,
             resumed,
@@ -196,18 +190,31 @@ impl Repo {
         Ok(())
     }
 
+    /// The project's folder inside worktree `tree`: its root, unless the
+    /// project is a subfolder of the repository.
+    fn project_folder_in(&self, tree: &Path) -> PathBuf {
+        match self.queue[0].rel.rsplit_once('/') {
+            Some((inner, _)) => tree.join(inner),
+            None => tree.to_owned(),
+        }
+    }
+
     /// The task worktrees that exist in the project at `project`: the
-    /// task id (the folder's name) and the folder.
-    pub fn task_trees(&self, project: &Path) -> Result<Vec<(String, PathBuf)>> {
-        let dir = project.join(WORKTREES_DIR);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+    /// task id (the folder's name), the worktree and the project's folder
+    /// inside it.
+    pub fn task_trees(&self, project: &Path) -> Result<Vec<(String, PathBuf, PathBuf)>> {
+        let Ok(entries) = std::fs::read_dir(project.join(WORKTREES_DIR)) else {
             return Ok(Vec::new());
         };
-        let mut trees: Vec<(String, PathBuf)> = entries
+        let mut trees: Vec<(String, PathBuf, PathBuf)> = entries
             .filter_map(|entry| entry.ok())
             .map(|entry| entry.path())
             .filter(|path| path.join(".git").exists())
-            .filter_map(|path| Some((path.file_name()?.to_str()?.to_owned(), path)))
+            .filter_map(|path| {
+                let id = path.file_name()?.to_str()?.to_owned();
+                let folder = self.project_folder_in(&path);
+                Some((id, path, folder))
+            })
             .collect();
         trees.sort();
         Ok(trees)

@@ -3,9 +3,26 @@
 //! merges into the base, made in the project's checkout, take turns.
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
+use std::time::{Duration, Instant};
+
+use serde_json::Map;
+
+use super::decide::Budgets;
+use super::engine::{Engine, RunOptions, first_complete, interrupted, now};
+use super::iteration::Next;
+use super::result::{RunStatus, TaskOutcome};
+use super::ui::Ui;
+use crate::agent::{Host, Spec};
+use crate::error::Error;
+use crate::events::EventLog;
+use crate::git::{Identity, Repo, TaskTree};
+use crate::paths::Paths;
+use crate::state::StateFile;
+use crate::task::{Patch, Status, Store, TaskId};
 
 /// What the workers of one run share.
 #[derive(Debug, Default)]
@@ -15,15 +32,18 @@ pub struct Hub {
     pub(super) merging: Mutex<()>,
     /// Iterations of every worker in this run.
     pub(super) iterations: AtomicU64,
+    /// Set when the run hands out no more work: each worker finishes its
+    /// current iteration, then stops.
+    pub(super) stop: AtomicBool,
     /// Until when a usage limit one worker hit holds back every worker's
     /// next iteration (they all run the same agent).
-    pub(super) paused_until: Mutex<Option<std::time::Instant>>,
+    pub(super) paused_until: Mutex<Option<Instant>>,
 }
 
 impl Hub {
     /// Holds back every worker's next iteration for `wait`.
-    pub(super) fn pause(&self, wait: std::time::Duration) {
-        let until = std::time::Instant::now() + wait;
+    pub(super) fn pause(&self, wait: Duration) {
+        let until = Instant::now() + wait;
         let mut paused = self
             .paused_until
             .lock()
@@ -34,13 +54,13 @@ impl Hub {
     }
 
     /// How long the next iteration must still wait, if at all.
-    fn paused_for(&self) -> Option<std::time::Duration> {
+    fn paused_for(&self) -> Option<Duration> {
         let paused = self
             .paused_until
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         paused
-            .map(|until| until.saturating_duration_since(std::time::Instant::now()))
+            .map(|until| until.saturating_duration_since(Instant::now()))
             .filter(|left| !left.is_zero())
     }
 }
@@ -82,27 +102,6 @@ impl Drop for MergeTurn<'_> {
     }
 }
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-use serde_json::Map;
-
-use super::decide::Budgets;
-use super::engine::{Engine, RunOptions, first_complete, interrupted, now};
-use super::iteration::Next;
-use super::result::{RunStatus, TaskOutcome};
-use super::ui::Ui;
-use crate::agent::{Host, Spec};
-use crate::error::Error;
-use crate::events::EventLog;
-use crate::git::{Identity, Repo, TaskTree};
-use crate::paths::Paths;
-use crate::state::StateFile;
-use crate::task::{Patch, Status, Store, TaskId};
-
 /// What a worker hands back when its task is done with.
 struct Report {
     merged: usize,
@@ -125,21 +124,19 @@ struct Shared<'a> {
     spec: Spec,
     host: Host,
     budgets: Budgets,
-    /// Set when the run stops handing out work: each worker finishes its
-    /// current iteration, then stops.
-    stop: &'a AtomicBool,
 }
 
 impl<'a> Engine<'a> {
     /// The engine of parallel worker `number`, working task `tree` in its
     /// worktree; made in the worker's own thread.
-    fn worker(shared: &Shared<'a>, number: u32, tree: &TaskTree) -> Result<Engine<'a>, Error> {
-        let settings = &shared.options.settings;
+    fn worker(
+        shared: &Shared<'a>,
+        number: u32,
+        id: &TaskId,
+        tree: &TaskTree,
+    ) -> Result<Engine<'a>, Error> {
         let paths = shared.paths.in_worktree(&tree.folder);
-        let options = crate::git::Options {
-            base_branch: Some(shared.base.clone()),
-            branch_prefix: settings.branch_prefix.clone(),
-        };
+        let options = worktree_options(&shared.base, &shared.options.settings);
         let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
         let base_repo = Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
         let state_file = StateFile::open(&paths);
@@ -155,10 +152,7 @@ impl<'a> Engine<'a> {
         // What an agent left uncommitted when ralph was killed: kept on the
         // branch before anything runs (an unfinished merge stays the
         // agent's to finish).
-        if tree.resumed
-            && let Ok(id) =
-                TaskId::parse(tree.path.file_name().and_then(|n| n.to_str()).unwrap_or(""))
-        {
+        if tree.resumed {
             let _ = repo.commit_leftovers(&tree.branch, id.as_str(), state.iteration);
         }
         // The worktree is clean now (new, or its leftovers committed): the
@@ -195,7 +189,7 @@ impl<'a> Engine<'a> {
 
     /// Works task `id` until it is merged, blocked or gone, or the run
     /// stops: the single loop's steps, for one task.
-    fn work(&mut self, id: &TaskId, stop: &AtomicBool) -> Result<Next, Error> {
+    fn work(&mut self, id: &TaskId) -> Result<Next, Error> {
         let hub = self.hub.expect("a worker has a hub");
         // A run killed between this task's squash commit and its archive.
         self.recover_archived_task()?;
@@ -203,7 +197,7 @@ impl<'a> Engine<'a> {
             if self.interrupted.load(Ordering::SeqCst) {
                 return Ok(Some(interrupted()));
             }
-            if stop.load(Ordering::SeqCst)
+            if hub.stop.load(Ordering::SeqCst)
                 || hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations
             {
                 return Ok(None);
@@ -272,7 +266,6 @@ impl<'a> Engine<'a> {
         self.recover_archived_task()?;
         self.tidy_worktrees(true)?;
         let hub = Hub::default();
-        let stop = AtomicBool::new(false);
         let paths = self.paths.clone();
         let shared = Shared {
             paths: &paths,
@@ -285,7 +278,6 @@ impl<'a> Engine<'a> {
             spec: self.spec.clone(),
             host: self.host.clone(),
             budgets: self.budgets.clone(),
-            stop: &stop,
         };
         let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
         let mut held: Vec<(TaskId, u32)> = Vec::new();
@@ -297,7 +289,7 @@ impl<'a> Engine<'a> {
                 if ending.is_none() {
                     ending = self.parallel_ending()?;
                     if ending.is_some() {
-                        stop.store(true, Ordering::SeqCst);
+                        hub.stop.store(true, Ordering::SeqCst);
                     }
                 }
                 let budget_spent =
@@ -338,8 +330,8 @@ impl<'a> Engine<'a> {
                     let (shared, sender, id) = (&shared, sender.clone(), task.id.clone());
                     scope.spawn(move || {
                         let report =
-                            Engine::worker(shared, number, &tree).and_then(|mut engine| {
-                                let end = engine.work(&id, shared.stop)?;
+                            Engine::worker(shared, number, &id, &tree).and_then(|mut engine| {
+                                let end = engine.work(&id)?;
                                 Ok(Report {
                                     merged: engine.merged,
                                     outcomes: std::mem::take(&mut engine.outcomes),
@@ -371,12 +363,12 @@ impl<'a> Engine<'a> {
                             && ending.is_none()
                         {
                             ending = Some(end);
-                            stop.store(true, Ordering::SeqCst);
+                            hub.stop.store(true, Ordering::SeqCst);
                         }
                     }
                     Err(err) => {
                         self.ui.line(&format!("w{number} {id}: stopped: {err}"));
-                        stop.store(true, Ordering::SeqCst);
+                        hub.stop.store(true, Ordering::SeqCst);
                         failed.get_or_insert(err);
                     }
                 }
@@ -414,16 +406,8 @@ impl<'a> Engine<'a> {
     /// blocked tasks stay: the former resume there.
     pub(super) fn tidy_worktrees(&mut self, workers: bool) -> Result<(), Error> {
         let queue = self.store.load()?;
-        let inner = self
-            .paths
-            .root()
-            .canonicalize()
-            .ok()
-            .zip(self.repo.workdir().canonicalize().ok())
-            .and_then(|(root, workdir)| root.strip_prefix(workdir).ok().map(Path::to_owned))
-            .unwrap_or_default();
-        for (id, tree) in self.repo.task_trees(self.paths.root())? {
-            let folder = self.paths.in_worktree(tree.join(&inner));
+        for (id, tree, folder) in self.repo.task_trees(self.paths.root())? {
+            let folder = self.paths.in_worktree(folder);
             if crate::agent::stop_leftover_group(
                 &folder.agent_group(),
                 self.paths.root(),
@@ -437,11 +421,8 @@ impl<'a> Engine<'a> {
             if live {
                 // Locks a git process left in the worktree when it died
                 // with the run (the main repository's went at start).
-                let options = crate::git::Options {
-                    base_branch: Some(self.repo.base().to_owned()),
-                    branch_prefix: self.options.settings.branch_prefix.clone(),
-                };
-                let tree_repo = Repo::open(&self.paths.in_worktree(tree.join(&inner)), &options)?;
+                let options = worktree_options(self.repo.base(), &self.options.settings);
+                let tree_repo = Repo::open(&folder, &options)?;
                 for lock in tree_repo.clear_stale_locks()? {
                     self.ui.line(&format!(
                         "removed a stale {} in task {id}'s worktree (a git process died holding it)",
@@ -506,5 +487,13 @@ impl<'a> Engine<'a> {
             )));
         }
         Ok(None)
+    }
+}
+
+/// How a worker opens the repository: in its worktree, on the run's base.
+fn worktree_options(base: &str, settings: &crate::config::Settings) -> crate::git::Options {
+    crate::git::Options {
+        base_branch: Some(base.to_owned()),
+        branch_prefix: settings.branch_prefix.clone(),
     }
 }

@@ -42,7 +42,7 @@ fn a_task_gets_a_worktree_on_its_branch_with_the_live_queue() {
     );
     assert_eq!(
         git.task_trees(repo.path()).unwrap(),
-        [("A".to_owned(), made.path.clone())]
+        [("A".to_owned(), made.path.clone(), made.folder.clone())]
     );
 }
 
