@@ -164,8 +164,7 @@ impl Repo {
         let names = self.git.worktrees().map_err(failed)?;
         let found = names
             .iter()
-            .flatten()
-            .flatten()
+            .filter_map(|name| name.ok().flatten())
             .filter_map(|name| self.git.find_worktree(name).ok())
             .find(|worktree| same(worktree.path()));
         match std::fs::remove_dir_all(tree) {

@@ -228,8 +228,8 @@ fn a_crash_after_the_squash_commit_archives_without_a_second_squash() {
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
-fn finish_run(project: &TestProject) -> crate::support::Run {
-    let mut command = project.run_command(&[]);
+fn finish_run(project: &TestProject, args: &[&str]) -> crate::support::Run {
+    let mut command = project.run_command(args);
     command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
     crate::support::finish(command, 60)
 }
@@ -246,17 +246,16 @@ impl XorShift {
     }
 }
 
-#[test]
-fn fifty_kill_9s_at_random_moments_lose_nothing() {
-    let _alone = crate::support::heavy();
-    // Every task takes a moment, so kills land in every phase of its life.
-    let project = project_with(&format!("sleep 0.2\n{AGENT}"));
-    let mut random = XorShift(0x5eed_1234_abcd_0042);
+/// Starts `ralph run ARGS` and kills it (SIGKILL) at a moment drawn from
+/// `seed`, up to `most` times, until a run ends on its own (the queue
+/// drained, which must be a success). Returns the kills that landed.
+fn kill_at_random_moments(project: &TestProject, args: &[&str], seed: u64, most: usize) -> usize {
+    let mut random = XorShift(seed);
     let mut kills = 0;
-    while kills < 50 {
+    while kills < most {
         // Killed iterations count against a task: give them room.
         let mut child = project
-            .run_command(&["--quiet"])
+            .run_command(args)
             .env("RALPH_MAX_ITERATIONS_PER_TASK", "1000")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
@@ -278,7 +277,16 @@ fn fifty_kill_9s_at_random_moments_lose_nothing() {
         child.wait().unwrap();
         kills += 1;
     }
-    let last = finish_run(&project);
+    kills
+}
+
+#[test]
+fn fifty_kill_9s_at_random_moments_lose_nothing() {
+    let _alone = crate::support::heavy();
+    // Every task takes a moment, so kills land in every phase of its life.
+    let project = project_with(&format!("sleep 0.2\n{AGENT}"));
+    let kills = kill_at_random_moments(&project, &["--quiet"], 0x5eed_1234_abcd_0042, 50);
+    let last = finish_run(&project, &[]);
     assert_eq!(last.code, 0, "after {kills} kills: {last:#?}");
     assert_consistent(&project);
     // The agents alone sleep 1.7 s in all and a run lives at most 450 ms,
@@ -297,34 +305,9 @@ fn fifty_kill_9s_at_random_moments_lose_nothing() {
 fn kill_9s_of_a_four_worker_run_lose_nothing() {
     let _alone = crate::support::heavy();
     let project = project_with(&format!("sleep 0.2\n{AGENT}"));
-    let mut random = XorShift(0x5eed_4444_abcd_1111);
-    let mut kills = 0;
-    while kills < 20 {
-        let mut child = project
-            .run_command(&["--quiet", "--workers", "4"])
-            .env("RALPH_MAX_ITERATIONS_PER_TASK", "1000")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let moment = std::time::Duration::from_millis(20 + random.next() % 430);
-        std::thread::sleep(moment);
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut said = String::new();
-            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut said).unwrap();
-            assert!(
-                status.success(),
-                "a run ended on its own after {kills} kills: {status}: {said}"
-            );
-            break;
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        kills += 1;
-    }
-    let mut command = project.run_command(&["--workers", "4"]);
-    command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
-    let last = crate::support::finish(command, 120);
+    let args = ["--quiet", "--workers", "4"];
+    let kills = kill_at_random_moments(&project, &args, 0x5eed_4444_abcd_1111, 20);
+    let last = finish_run(&project, &["--workers", "4"]);
     assert_eq!(last.code, 0, "after {kills} kills: {last:#?}");
     assert_consistent(&project);
     assert_eq!(

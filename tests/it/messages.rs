@@ -145,13 +145,8 @@ fn the_summary_time_includes_start_up() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
     let mut command = project.run_command(&[]);
-    command.env("PATH", path);
+    command.env("PATH", project.path_with_aux_bin());
     let run = finish(command, 60);
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(slept.exists(), "the slow scan ran");

@@ -173,6 +173,16 @@ impl TestProject {
         full
     }
 
+    /// `PATH` with `<aux>/bin` first, where tests put fake tools (`claude`,
+    /// a slow `git`) for ralph to find.
+    pub fn path_with_aux_bin(&self) -> String {
+        format!(
+            "{}:{}",
+            self.aux().join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+
     /// A record the fake agent wrote into `$REC`, empty when missing.
     pub fn rec(&self, name: &str) -> String {
         std::fs::read_to_string(self.aux().join("rec").join(name)).unwrap_or_default()

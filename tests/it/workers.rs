@@ -256,6 +256,35 @@ esac
     );
 }
 
+/// An agent that, until `$REC/killed` exists, leaves uncommitted work,
+/// says it started and waits to be killed; then it finishes its task.
+const KILLED_MID_ITERATION: &str = r#"if [ ! -e "$REC/killed" ]; then
+  echo "left by the killed run" > "$RALPH_TASK_ID-wip.txt"
+  touch "$REC/started-$RALPH_TASK_ID"
+  sleep 600
+fi
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+
+/// Runs `ralph run --workers N`, waits until the agents of tasks `ids`
+/// have started, kills ralph with SIGKILL (its agents go on) and marks
+/// the kill for [`KILLED_MID_ITERATION`].
+fn kill_mid_iteration(project: &TestProject, workers: usize, ids: &[&str]) {
+    let mut child = project
+        .run_command(&["--workers", &workers.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start");
+    for id in ids {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
+    }
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    std::fs::write(project.aux().join("rec/killed"), "").expect("mark");
+}
+
 /// `kill -9` of ralph while three workers' agents are mid-iteration, then
 /// a new run: the agents left running are stopped, what they left
 /// uncommitted is kept, every task resumes in its worktree and lands once,
@@ -266,28 +295,8 @@ fn a_run_killed_with_9_resumes_each_task_in_its_worktree() {
     for id in ["A", "B", "C"] {
         project = project.task(&task(id, &[]));
     }
-    let project = project.git_init().agent(
-        r#"if [ ! -e "$REC/killed" ]; then
-  echo "left by the killed run" > "$RALPH_TASK_ID-wip.txt"
-  touch "$REC/started-$RALPH_TASK_ID"
-  sleep 600
-fi
-work "$RALPH_TASK_ID.txt" done
-ralph task complete "$RALPH_TASK_ID" > /dev/null
-"#,
-    );
-    let mut child = project
-        .run_command(&["--workers", "3"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start");
-    for id in ["A", "B", "C"] {
-        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
-    std::fs::write(project.aux().join("rec/killed"), "").expect("mark");
+    let project = project.git_init().agent(KILLED_MID_ITERATION);
+    kill_mid_iteration(&project, 3, &["A", "B", "C"]);
     let run = finish(project.run_command(&["--workers", "3"]), 120);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(
@@ -394,11 +403,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
 "#,
     );
     let mut command = project.ralph_command(&["run", "--agent", "claude", "--workers", "2"]);
-    let path = format!(
-        "{}:{}",
-        project.aux().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = project.path_with_aux_bin();
     command.env("PATH", path);
     let run = finish(command, 120);
     assert_eq!(run.code, 0, "{run:#?}");
@@ -448,28 +453,8 @@ fn a_single_run_takes_over_tasks_a_parallel_run_left_in_worktrees() {
         .task(&task("A", &[]))
         .task(&task("B", &[]))
         .git_init()
-        .agent(
-            r#"if [ ! -e "$REC/killed" ]; then
-  echo "left by the killed run" > "$RALPH_TASK_ID-wip.txt"
-  touch "$REC/started-$RALPH_TASK_ID"
-  sleep 600
-fi
-work "$RALPH_TASK_ID.txt" done
-ralph task complete "$RALPH_TASK_ID" > /dev/null
-"#,
-        );
-    let mut child = project
-        .run_command(&["--workers", "2"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start");
-    for id in ["A", "B"] {
-        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
-    }
-    child.kill().expect("kill -9");
-    let _ = child.wait();
-    std::fs::write(project.aux().join("rec/killed"), "").expect("mark");
+        .agent(KILLED_MID_ITERATION);
+    kill_mid_iteration(&project, 2, &["A", "B"]);
     let run = project.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
     for id in ["A", "B"] {

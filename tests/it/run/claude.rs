@@ -7,11 +7,7 @@ use crate::support::{TestProject, finish};
 /// Runs `ralph run --agent claude` with `<aux>/bin` first on PATH.
 fn run_claude(project: &TestProject) -> crate::support::Run {
     let mut command = project.ralph_command(&["run", "--agent", "claude"]);
-    let path = format!(
-        "{}:{}",
-        project.aux().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = project.path_with_aux_bin();
     command.env("PATH", path);
     finish(command, 60)
 }
@@ -107,11 +103,7 @@ exit 1
 "#,
     );
     let mut command = project.ralph_command(&["run", "--agent", "claude", "--once"]);
-    let path = format!(
-        "{}:{}",
-        project.aux().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = project.path_with_aux_bin();
     command.env("PATH", &path).env("RALPH_RETRY_BACKOFF", "1h");
     // The wait would be an hour, capped by usage_limit_max_wait (30m).
     let run = finish(command, 60);
