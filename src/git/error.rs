@@ -77,6 +77,17 @@ pub enum Error {
         /// The prefix as configured.
         prefix: String,
     },
+    /// Parallel workers need the queue files committed on the base: each
+    /// task's worktree links them in place of the committed copies.
+    #[error(
+        "{file} is not committed on the base branch {base}; parallel workers link it into each task's worktree"
+    )]
+    QueueNotCommitted {
+        /// The queue file, repository-relative.
+        file: String,
+        /// The base branch.
+        base: String,
+    },
     /// The index has unmerged paths (a conflict left unresolved).
     #[error("the index has unmerged paths: {}", list_paths(paths))]
     Unmerged {
@@ -179,6 +190,9 @@ impl Error {
             Error::InvalidPrefix { .. } => {
                 "use letters, digits, `-` and `/` (the default is `task/`)".to_owned()
             }
+            Error::QueueNotCommitted { file, .. } => format!(
+                "commit it (`git add {file} && git commit -m \"track the queue\"`), or run without --workers"
+            ),
             Error::Unmerged { .. } => {
                 "resolve the conflicts and `git add` the files, then `git commit`; or give up the merge (`git merge --abort`, `git reset --merge`)".to_owned()
             }

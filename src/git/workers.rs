@@ -93,18 +93,23 @@ impl Repo {
             action: "read the base's tree".to_owned(),
             source,
         })?;
-        for file in &self.queue {
-            if tree.get_path(super::git2_path(&file.rel)).is_err() {
-                return Err(Error::Command {
-                    action: format!("link {} into the worktree", file.rel),
-                    said: format!(
-                        "{} is not committed on the base; commit the queue files (`git add {} && git commit`) before running workers",
-                        file.rel, file.rel
-                    ),
-                });
-            }
+        match self
+            .queue
+            .iter()
+            .find(|file| tree.get_path(super::git2_path(&file.rel)).is_err())
+        {
+            Some(file) => Err(Error::QueueNotCommitted {
+                file: file.rel.clone(),
+                base: self.base.clone(),
+            }),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// [`Repo::task_tree`]'s requirement, checked before a parallel run
+    /// claims anything: the queue files committed on the base.
+    pub fn check_queue_on_base(&self) -> Result<()> {
+        self.check_queue_committed(&self.base, false)
     }
 
     /// Replaces the queue files in worktree `tree` by links to the

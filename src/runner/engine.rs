@@ -188,6 +188,9 @@ impl<'a> Engine<'a> {
         // each iteration need only look at what changed since.
         repo.watch_changes()?;
         let clean = repo.preflight()?;
+        if settings.workers > 1 {
+            repo.check_queue_on_base()?;
+        }
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.root())?;
         agent::preflight(&spec, &host)?;

@@ -462,7 +462,112 @@ fn a_single_run_takes_over_tasks_a_parallel_run_left_in_worktrees() {
             project.read(&format!("{id}-wip.txt")),
             "left by the killed run\n"
         );
+        assert!(
+            run.stderr.contains(&format!(
+                "stopped the agent a previous run left running in task {id}'s worktree\ntask {id} goes on in the project's checkout; its worktree from a parallel run is removed (its work is on its branch)\n"
+            )),
+            "{run:#?}"
+        );
     }
     assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+}
+
+/// What a killed parallel run leaves that no task needs goes at the next
+/// start, each said: the worktree of a task a person deleted meanwhile
+/// (its branch stays), and a lock a git process left in a worktree.
+#[test]
+fn a_parallel_run_clears_what_a_killed_one_left() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init()
+        .agent(KILLED_MID_ITERATION);
+    kill_mid_iteration(&project, 2, &["A", "B"]);
+    let kept = project.read("tasks.jsonl");
+    let without_b: String = kept
+        .lines()
+        .filter(|l| !l.contains(r#""id":"B""#))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(project.path().join("tasks.jsonl"), without_b).expect("delete B by hand");
+    std::fs::write(project.path().join(".git/worktrees/A/index.lock"), "").expect("a stale lock");
+    let run = finish(project.run_command(&["--workers", "2"]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    for line in [
+        "removed the worktree of task B, which is no longer in tasks.jsonl\n",
+        "/.git/worktrees/A/index.lock in task A's worktree (a git process died holding it)\n",
+    ] {
+        assert!(run.stderr.contains(line), "{line}\n{run:#?}");
+    }
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[A] task A"
+    );
+    assert!(
+        project
+            .git(&["branch", "--list", "task/B-*"])
+            .contains("task/B-task-b")
+    );
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+}
+
+/// Workers need the queue files committed on the base: a run without them
+/// says so before it claims anything, exit 30.
+#[test]
+fn workers_refuse_a_queue_not_committed_on_the_base() {
+    let project = TestProject::new().git_init().agent(AGENT);
+    project.git(&["rm", "-q", "--cached", "tasks.jsonl"]);
+    project.git(&["commit", "-q", "-m", "untrack the queue"]);
+    project.ralph(&["task", "add", "one"]).success();
+    let run = finish(project.run_command(&["--workers", "2"]), 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert_eq!(
+        run.stderr,
+        "error: tasks.jsonl is not committed on the base branch main; parallel workers link it into each task's worktree\nhint: commit it (`git add tasks.jsonl && git commit -m \"track the queue\"`), or run without --workers\n"
+    );
+    assert!(
+        project
+            .read("tasks.jsonl")
+            .contains(r#""status":"pending""#)
+    );
+    assert!(project.calls().is_empty());
+}
+
+/// A run killed in the middle of a squash made in the project's checkout
+/// (the merged files written, not yet committed) left them uncommitted on
+/// the base: the next run puts the base back, says so, and goes on.
+#[test]
+fn a_squash_cut_short_on_the_base_is_undone_at_start() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .git_init()
+        .agent(AGENT);
+    // The task's branch, with its work committed.
+    let base = project.git(&["rev-parse", "main"]);
+    project.git(&["switch", "-q", "-c", "task/A-task-a"]);
+    std::fs::write(project.path().join("A.txt"), "A\n").expect("work");
+    project.git(&["add", "A.txt"]);
+    project.git(&["commit", "-q", "-m", "A: A.txt"]);
+    let merged = project.git(&["rev-parse", "HEAD^{tree}"]);
+    project.git(&["switch", "-q", "main"]);
+    // What the cut-short squash left: the merged files staged on the base,
+    // and the note ralph writes before it writes them.
+    project.git(&["checkout", "task/A-task-a", "--", "A.txt"]);
+    std::fs::write(
+        project.path().join(".git/ralph-squash-in-progress"),
+        format!("{base} {merged}\n"),
+    )
+    .expect("the note");
+    let run = finish(project.run_command(&["--workers", "2"]), 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "a squash into main was cut short when ralph stopped; its files were put back as the base has them\n"
+        ),
+        "{run:#?}"
+    );
+    assert!(!project.path().join(".git/ralph-squash-in-progress").exists());
+    assert_eq!(project.git(&["log", "-1", "--format=%s", "main"]), "[A] task A");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
 }

@@ -120,11 +120,12 @@ fn queue_files_not_on_the_base_are_refused_with_the_fix() {
     repo.write("tasks.jsonl", TASKS);
     let git = open(&repo);
     let err = git.task_tree(repo.path(), "A", TITLE).unwrap_err();
-    assert!(
-        err.to_string().contains(
-            "tasks.jsonl is not committed on the base; commit the queue files (`git add tasks.jsonl && git commit`) before running workers"
-        ),
-        "{err}"
+    assert_eq!(
+        report(err),
+        (
+            "error: tasks.jsonl is not committed on the base branch main; parallel workers link it into each task's worktree\nhint: commit it (`git add tasks.jsonl && git commit -m \"track the queue\"`), or run without --workers".to_owned(),
+            30
+        )
     );
 }
 
