@@ -1,7 +1,7 @@
 //! Agents that misbehave, and hostile task text: each is handled as the
 //! loop describes, with nothing lost.
 
-use crate::support::{TestProject, finish};
+use crate::support::{FINISH, TestProject, finish};
 
 fn one_task(title_json: &str) -> TestProject {
     TestProject::new()
@@ -11,13 +11,10 @@ fn one_task(title_json: &str) -> TestProject {
         .git_init()
 }
 
-/// Behaves by iteration: `$RALPH_TASK_ITERATION` picks a branch of `case`.
+/// Behaves by `$RALPH_TASK_ITERATION` (see `support::by_iteration`).
 fn by_iteration(steps: &str) -> String {
-    format!("case \"$RALPH_TASK_ITERATION\" in\n{steps}\nesac\n")
+    crate::support::by_iteration("RALPH_TASK_ITERATION", steps)
 }
-
-const FINISH: &str =
-    r#"*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#;
 
 #[test]
 fn an_agent_that_does_nothing_is_a_no_progress_failure_then_blocked() {

@@ -2,16 +2,12 @@
 //! the archive: no task is ever lost, the archive stays as ralph wrote it,
 //! and the next iteration hears what happened.
 
-use crate::support::TestProject;
+use crate::support::{FINISH, TestProject};
 
-/// Behaves by the run's iteration: `$RALPH_ITERATION` picks a branch of
-/// `case`.
+/// Behaves by `$RALPH_ITERATION` (see `support::by_iteration`).
 fn by_iteration(steps: &str) -> String {
-    format!("case \"$RALPH_ITERATION\" in\n{steps}\nesac\n")
+    crate::support::by_iteration("RALPH_ITERATION", steps)
 }
-
-const FINISH: &str =
-    r#"*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#;
 
 /// The README's walk-through: `ralph init` committed, then three tasks
 /// added with `ralph task add` and not committed.

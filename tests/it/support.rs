@@ -104,6 +104,18 @@ impl TestProject {
     }
 }
 
+/// A fake agent's body that behaves by iteration: `$var`
+/// (`RALPH_ITERATION`, the run's, or `RALPH_TASK_ITERATION`, the task's)
+/// picks a branch of `case` from `steps`.
+pub fn by_iteration(var: &str, steps: &str) -> String {
+    format!("case \"${var}\" in\n{steps}\nesac\n")
+}
+
+/// The `case` branch that finishes the task: work a file of its own,
+/// commit it, mark the task complete.
+pub const FINISH: &str =
+    r#"*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#;
+
 /// Settings every `ralph run` in tests gets, so loops do not wait: no pause
 /// between iterations, a short retry backoff and kill grace.
 pub const FAST_RUN: [(&str, &str); 3] = [

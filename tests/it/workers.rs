@@ -567,7 +567,15 @@ fn a_squash_cut_short_on_the_base_is_undone_at_start() {
         ),
         "{run:#?}"
     );
-    assert!(!project.path().join(".git/ralph-squash-in-progress").exists());
-    assert_eq!(project.git(&["log", "-1", "--format=%s", "main"]), "[A] task A");
+    assert!(
+        !project
+            .path()
+            .join(".git/ralph-squash-in-progress")
+            .exists()
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[A] task A"
+    );
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
