@@ -20,6 +20,9 @@ pub enum Error {
     /// The agent could not be chosen, checked or started.
     #[error(transparent)]
     Agent(#[from] crate::agent::Error),
+    /// A document `ralph plan` cannot plan from.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::Error),
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
@@ -48,6 +51,7 @@ impl Error {
         match self {
             Error::Task(err) => err.exit(),
             Error::Roles(err) => err.exit(),
+            Error::Plan(err) => err.exit(),
             Error::Settings(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
             Error::Git(err) => err.exit(),
@@ -63,6 +67,7 @@ impl Error {
         match self {
             Error::Task(err) => err.hint(),
             Error::Roles(err) => err.hint(),
+            Error::Plan(err) => err.hint(),
             Error::Prompt(err) => err.hint(),
             Error::Settings(err) => err.hint(),
             Error::Git(err) => err.hint(),

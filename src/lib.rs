@@ -19,6 +19,7 @@ pub mod fuzzing;
 pub mod git;
 pub mod init;
 pub mod paths;
+pub mod plan;
 pub mod platform;
 pub mod project;
 pub mod prompt;

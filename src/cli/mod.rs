@@ -3,6 +3,7 @@
 mod bench_gen;
 mod demo;
 mod init;
+mod plan;
 mod prompt;
 mod roles;
 mod run;
@@ -50,6 +51,8 @@ pub enum Command {
     DemoAgent,
     /// Create the files ralph needs in this folder (never overwrites without --force)
     Init(init::InitArgs),
+    /// Turn a requirements document (PRD) into tasks, deterministically
+    Plan(plan::PlanArgs),
     /// Print the prompt the next iteration would get, and why that role
     Prompt(prompt::PromptArgs),
     /// Check and debug the role triggers in config/roles.yaml
@@ -165,6 +168,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Demo(args) => demo::run(&args, &context),
         Command::DemoAgent => demo::agent(&context),
         Command::Init(args) => init::run(&args, &context),
+        Command::Plan(args) => plan::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),
         Command::Run(args) => run::run(&args, &context),

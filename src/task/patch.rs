@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::error::{Error, Result};
 use super::id::TaskId;
 use super::model::Status;
+use super::planned::{Planned, PlannedTask};
 use super::queue::Queue;
 use crate::paths::{DONE_FILE, TASKS_FILE};
 
@@ -50,6 +51,15 @@ pub enum Patch {
         /// The children's titles, in order.
         titles: Vec<String>,
     },
+    /// Add the tasks of a plan whose source no task has yet (`ralph plan`).
+    Plan {
+        /// Put the plan's root under this task [default: top level].
+        parent: Option<TaskId>,
+        /// The planned tasks, parents first.
+        tasks: Vec<PlannedTask>,
+        /// Rewrite pending tasks whose planned text changed.
+        update: bool,
+    },
     /// Move a finished task to the archive (and its parents, once empty).
     Archive {
         /// The task.
@@ -81,6 +91,15 @@ pub enum Change {
         id: TaskId,
         /// Its new children.
         children: Vec<TaskId>,
+    },
+    /// What became of planned task `index` (`Patch::Plan`).
+    Planned {
+        /// Its index in the plan.
+        index: usize,
+        /// Its task.
+        id: TaskId,
+        /// Added, unchanged, changed or archived.
+        outcome: Planned,
     },
     /// A task was archived.
     Archived(TaskId),
@@ -120,12 +139,17 @@ impl Queue {
             Patch::SetStatus { id, status } => self.set_status(id, *status),
             Patch::Block { id, reason } => self.block(id, reason),
             Patch::Split { id, titles } => self.split(id, titles, now),
+            Patch::Plan {
+                parent,
+                tasks,
+                update,
+            } => self.plan(parent.as_ref(), tasks, *update, now),
             Patch::Archive { id, commit } => self.archive(id, commit.as_deref(), now),
         }
     }
 
     /// The line index of live task `id`, or why it cannot be changed.
-    fn live_position(&self, id: &TaskId) -> Result<usize> {
+    pub(super) fn live_position(&self, id: &TaskId) -> Result<usize> {
         if let Some(index) = self.tasks.position(id.as_str())
             && !self.done.contains(id.as_str())
         {
@@ -253,7 +277,7 @@ impl Queue {
     }
 
     /// The line index just past the last line of `parent`'s subtree.
-    fn subtree_end(&self, parent: &TaskId) -> usize {
+    pub(super) fn subtree_end(&self, parent: &TaskId) -> usize {
         let last = self
             .tasks
             .tasks()

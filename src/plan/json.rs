@@ -1,0 +1,228 @@
+//! Reading the `prd.json` of snarktank/ralph and ralph-tui: a `project`
+//! (or `name`), a `description`, and `userStories`, each with `id`,
+//! `title`, `description`, `acceptanceCriteria`, `priority`, `passes` and
+//! `notes` (ralph-tui adds `dependsOn`).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::{Draft, Node, Skipped};
+
+/// A problem and the line it is on, when known.
+type Failure = (Option<usize>, String);
+
+/// Reads `text`, the document named `document`.
+pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
+    let root: Map<String, Value> = serde_json::from_str(text).map_err(|err| {
+        (
+            Some(err.line()),
+            format!(
+                "invalid JSON: {}",
+                crate::text::without_position(&err.to_string())
+            ),
+        )
+    })?;
+    let string =
+        |object: &Map<String, Value>, key: &str, at: &str| -> Result<Option<String>, Failure> {
+            match object.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
+                Some(other) => Err((None, format!("{at}\"{key}\" must be a string, not {other}"))),
+            }
+        };
+    let strings =
+        |object: &Map<String, Value>, key: &str, at: &str| -> Result<Vec<String>, Failure> {
+            match object.get(key) {
+                None | Some(Value::Null) => Ok(Vec::new()),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|item| match item {
+                        Value::String(text) => Ok(text.trim().to_owned()),
+                        other => Err((
+                            None,
+                            format!("{at}\"{key}\" must hold strings, not {other}"),
+                        )),
+                    })
+                    .collect(),
+                Some(other) => Err((
+                    None,
+                    format!("{at}\"{key}\" must be an array of strings, not {other}"),
+                )),
+            }
+        };
+    let stem = document.rsplit('/').next().unwrap_or(document);
+    let title = match string(&root, "project", "")? {
+        Some(title) if !title.is_empty() => title,
+        _ => string(&root, "name", "")?
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| stem.trim_end_matches(".json").to_owned()),
+    };
+    let mut nodes = vec![Node {
+        title,
+        body: string(&root, "description", "")?.filter(|d| !d.is_empty()),
+        line: 1,
+        ..Node::default()
+    }];
+    let stories = match root.get("userStories") {
+        Some(Value::Array(stories)) => stories,
+        Some(other) => {
+            return Err((
+                None,
+                format!(
+                    "\"userStories\" must be an array of stories, not {}",
+                    kind(other)
+                ),
+            ));
+        }
+        None => {
+            return Ok(Draft {
+                nodes,
+                skipped: Vec::new(),
+            });
+        }
+    };
+    let mut skipped = Vec::new();
+    let mut ids: HashMap<String, (Option<usize>, usize)> = HashMap::new();
+    let mut wanted: Vec<(usize, Vec<String>, usize)> = Vec::new();
+    for (position, story) in stories.iter().enumerate() {
+        let at = format!("userStories[{position}]: ");
+        let Value::Object(story) = story else {
+            return Err((
+                None,
+                format!("{at}a story must be an object, not {}", kind(story)),
+            ));
+        };
+        let id = string(story, "id", &at)?
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| {
+                (
+                    None,
+                    format!("{at}a story needs an \"id\" (like \"US-001\")"),
+                )
+            })?;
+        let heading = string(story, "title", &at)?
+            .filter(|title| !title.is_empty())
+            .ok_or_else(|| (None, format!("{at}story {id} needs a \"title\"")))?;
+        if let Some((_, first)) = ids.get(&id) {
+            return Err((
+                None,
+                format!(
+                    "{at}story id {id} is used twice (first by userStories[{first}]); give each story its own id"
+                ),
+            ));
+        }
+        let passes = match story.get("passes") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(passes)) => *passes,
+            Some(other) => {
+                return Err((
+                    None,
+                    format!("{at}\"passes\" must be true or false, not {other}"),
+                ));
+            }
+        };
+        let priority = match story.get("priority") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
+            Some(other) => {
+                return Err((
+                    None,
+                    format!("{at}\"priority\" must be a whole number, not {other}"),
+                ));
+            }
+        };
+        let title = format!("{id}: {heading}");
+        if passes {
+            ids.insert(id.clone(), (None, position));
+            skipped.push(Skipped {
+                source: format!("{document}#{id}"),
+                title,
+                reason: "\"passes\": true".to_owned(),
+            });
+            continue;
+        }
+        let mut body = string(story, "description", &at)?.unwrap_or_default();
+        if let Some(notes) = string(story, "notes", &at)?.filter(|n| !n.is_empty()) {
+            if !body.is_empty() {
+                body.push_str("\n\n");
+            }
+            body.push_str("Notes: ");
+            body.push_str(&notes);
+        }
+        let mut deps = strings(story, "dependsOn", &at)?;
+        deps.extend(strings(story, "dependencies", &at)?);
+        let index = nodes.len();
+        ids.insert(id.clone(), (Some(index), position));
+        wanted.push((index, deps, position));
+        nodes.push(Node {
+            parent: Some(0),
+            leaf: true,
+            key: id.clone(),
+            requirement: Some(id),
+            title,
+            body: (!body.is_empty()).then_some(body),
+            acceptance: strings(story, "acceptanceCriteria", &at)?
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .collect(),
+            line: position + 1,
+            priority,
+            ..Node::default()
+        });
+    }
+    for (index, deps, position) in wanted {
+        for dep in deps {
+            match ids.get(&dep) {
+                Some((Some(target), _)) if *target != index => {
+                    if !nodes[index].deps.contains(target) {
+                        nodes[index].deps.push(*target);
+                    }
+                }
+                Some((Some(_), _)) => {
+                    return Err((
+                        None,
+                        format!(
+                            "userStories[{position}]: story depends on itself ({dep}); remove it"
+                        ),
+                    ));
+                }
+                Some((None, _)) => {}
+                None => {
+                    return Err((
+                        None,
+                        format!(
+                            "userStories[{position}]: depends on {dep}, which no story has as its id; fix or remove it"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(cycle) = super::markdown::find_cycle(&nodes) {
+        let names: Vec<&str> = cycle
+            .iter()
+            .filter_map(|&i| nodes[i].requirement.as_deref())
+            .collect();
+        return Err((
+            None,
+            format!(
+                "stories depend on each other in a circle ({} -> {}); remove one of these dependencies",
+                names.join(" -> "),
+                names[0]
+            ),
+        ));
+    }
+    Ok(Draft { nodes, skipped })
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

@@ -1,0 +1,145 @@
+//! `ralph plan`: compiles a product requirements document into tasks,
+//! deterministically (the same bytes give the same tasks, in the same
+//! order). docs/PLANNING.md holds the grammar.
+//!
+//! A reader turns the document into a [`Draft`]: a tree of a document, its
+//! sections and its requirements, with dependencies by index. [`order`]
+//! then sorts each level (dependencies first, then requirement ids,
+//! numeric-aware, then text order) into the plan the task store adds.
+
+mod json;
+mod markdown;
+mod order;
+
+use std::fmt;
+
+use crate::exit::Exit;
+use crate::task::PlannedTask;
+
+/// Where the grammar is written down, for hints.
+pub const GUIDE: &str = "docs/PLANNING.md";
+
+/// A document compiled into tasks, in the order they go into the queue.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The document as its tasks name it (`prds/auth.md`).
+    pub document: String,
+    /// The tasks, parents before children, in queue order.
+    pub tasks: Vec<PlannedTask>,
+    /// For each task, the requirement id it was planned from, if any.
+    pub requirements: Vec<Option<String>>,
+    /// For each task, the line of the document it starts on (0 for none).
+    pub lines: Vec<usize>,
+    /// Requirements left out, and why.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A requirement the document marks as done already.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    /// Where it comes from.
+    pub source: String,
+    /// Its title.
+    pub title: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// A document ralph cannot plan from: nothing is written.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub struct Error {
+    /// The document as named on the command line.
+    pub file: String,
+    /// The 1-based line, when one is to blame.
+    pub line: Option<usize>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl Error {
+    /// Every planning error is invalid input.
+    pub fn exit(&self) -> Exit {
+        Exit::InvalidInput
+    }
+
+    /// Where to read what a document may say.
+    pub fn hint(&self) -> Option<String> {
+        Some(format!("{GUIDE} describes what `ralph plan` reads"))
+    }
+}
+
+/// One node of a document before ordering: the document (index 0), a
+/// section, or a requirement.
+#[derive(Clone, Debug, Default)]
+struct Node {
+    /// The parent's index; `None` only for the document.
+    parent: Option<usize>,
+    /// Whether it is a requirement (a leaf task).
+    leaf: bool,
+    /// The part of `source` after `#`; empty for the document.
+    key: String,
+    /// The requirement id, when it has one.
+    requirement: Option<String>,
+    title: String,
+    body: Option<String>,
+    acceptance: Vec<String>,
+    files: Vec<String>,
+    verify: Vec<String>,
+    /// Indexes of the requirements it depends on.
+    deps: Vec<usize>,
+    /// The line it starts on (or its position in a JSON list, from 1).
+    line: usize,
+    /// For stories of a `prd.json`: their priority, ordered before ids.
+    priority: Option<i64>,
+}
+
+/// What a reader makes of a document.
+#[derive(Debug, Default)]
+struct Draft {
+    nodes: Vec<Node>,
+    skipped: Vec<Skipped>,
+}
+
+/// Reads the document `bytes`, named `document` in the tasks' `source` and
+/// `shown` in messages: a `prd.json` (snarktank/ralph, ralph-tui) when it
+/// is a JSON object, Markdown otherwise.
+pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
+    let error = |line: Option<usize>, message: String| Error {
+        file: shown.to_owned(),
+        line,
+        message,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|err| {
+        let line = bytes[..err.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        error(
+            Some(line),
+            "not UTF-8 text; save the document as UTF-8".to_owned(),
+        )
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let draft = if text.trim_start().starts_with('{') {
+        json::read(document, text).map_err(|(line, message)| error(line, message))?
+    } else {
+        markdown::read(document, text).map_err(|(line, message)| error(Some(line), message))?
+    };
+    if draft.nodes.len() <= 1 && draft.skipped.is_empty() {
+        return Err(error(
+            None,
+            "no requirements found: no requirement ids (FR-1, REQ-12, US-003, R1) as headings or list items, no `- [ ]` checklist items, no `userStories`".to_owned(),
+        ));
+    }
+    Ok(order::arrange(document, draft))
+}

@@ -1,0 +1,309 @@
+//! Adding a planned tree of tasks (`ralph plan`): each task is known by its
+//! `source`, so planning the same document again adds only what is new.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::error::Result;
+use super::id::{self, TaskId};
+use super::model::Status;
+use super::patch::Change;
+use super::queue::Queue;
+
+/// One task of a plan, as `ralph plan` compiled it from a document.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlannedTask {
+    /// Where it comes from (`prds/auth.md#FR-3`); its identity across plans.
+    pub source: String,
+    /// The index of its parent in the plan, or `None` for the plan's root
+    /// (placed under the patch's parent, or at the top level). Parents come
+    /// before their children.
+    pub parent: Option<usize>,
+    /// Whether it is workable or only organises children.
+    pub leaf: bool,
+    /// One-line description.
+    pub title: String,
+    /// Details for the prompt.
+    pub body: Option<String>,
+    /// What must hold when it is done.
+    pub acceptance: Vec<String>,
+    /// The files to focus on.
+    pub files: Vec<String>,
+    /// Its own checks, run before its merge.
+    pub verify: Vec<String>,
+    /// Indexes of the planned tasks that must be done first.
+    pub deps: Vec<usize>,
+}
+
+/// What planning did with one planned task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Planned {
+    /// Added as a new task.
+    Added,
+    /// Its task exists with the same text.
+    Unchanged,
+    /// Its task exists with other text; `rewritten` when `--update` wrote
+    /// the new text (only a pending task is rewritten).
+    Changed {
+        /// The task's status.
+        status: Status,
+        /// Whether the new text was written.
+        rewritten: bool,
+    },
+    /// Its task is archived; `changed` when the document says otherwise now.
+    Archived {
+        /// Whether the text differs from the archived record.
+        changed: bool,
+    },
+}
+
+/// Where a source's task is.
+enum Found {
+    Live(usize),
+    Archived(Map<String, Value>),
+}
+
+impl Queue {
+    /// Adds the tasks of `plan` that no task of either file has the source
+    /// of, under `parent` (or at the top level), and reports what became
+    /// of each planned task. With `update`, a pending task whose text
+    /// changed is rewritten.
+    pub(super) fn plan(
+        &mut self,
+        parent: Option<&TaskId>,
+        plan: &[PlannedTask],
+        update: bool,
+        now: &str,
+    ) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        let found = self.sources(plan)?;
+        // A container is needed when a task below it is new.
+        let mut needed = vec![false; plan.len()];
+        for (index, task) in plan.iter().enumerate().rev() {
+            let new_leaf = task.leaf && !found.contains_key(&index);
+            if new_leaf || needed[index] {
+                needed[index] = true;
+                if let Some(up) = task.parent {
+                    needed[up] = true;
+                }
+            }
+        }
+        if let Some(parent) = parent {
+            let index = self.live_position(parent)?;
+            if needed.iter().any(|&n| n) && self.task_at(index).leaf {
+                self.tasks.edit(index, |object| {
+                    object.insert("leaf".into(), false.into());
+                })?;
+                changes.push(Change::BecameContainer(parent.clone()));
+            }
+        }
+        // Ids first (a task may depend on one planned after it), then lines.
+        let mut ids: Vec<Option<TaskId>> = vec![None; plan.len()];
+        let mut new = vec![false; plan.len()];
+        let mut allocated: HashMap<Option<TaskId>, u64> = HashMap::new();
+        for (index, task) in plan.iter().enumerate() {
+            match found.get(&index) {
+                Some(Found::Live(line)) => {
+                    let line = *line;
+                    let task_id = self.task_at(line).id.clone();
+                    if needed[index] && !task.leaf && self.task_at(line).leaf {
+                        // Someone made the container a leaf; new tasks go below it.
+                        self.tasks.edit(line, |object| {
+                            object.insert("leaf".into(), false.into());
+                        })?;
+                        changes.push(Change::BecameContainer(task_id.clone()));
+                    }
+                    ids[index] = Some(task_id);
+                }
+                // An archived container gets a new one when something new
+                // goes below it (children of an archived task are refused).
+                Some(Found::Archived(record)) if task.leaf || !needed[index] => {
+                    ids[index] = record
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .and_then(|id| TaskId::parse(id).ok());
+                }
+                _ if needed[index] => {
+                    let under = match task.parent {
+                        Some(up) => ids[up].clone(),
+                        None => parent.cloned(),
+                    };
+                    ids[index] = Some(self.allocate(under, &mut allocated));
+                    new[index] = true;
+                }
+                _ => {}
+            }
+        }
+        let deps_of = |task: &PlannedTask| -> Vec<Value> {
+            let mut deps: Vec<Value> = Vec::new();
+            for dep in task.deps.iter().filter_map(|&dep| ids[dep].as_ref()) {
+                let dep = Value::from(dep.as_str());
+                if !deps.contains(&dep) {
+                    deps.push(dep);
+                }
+            }
+            deps
+        };
+        for (index, task) in plan.iter().enumerate() {
+            let Some(id) = ids[index].clone() else {
+                continue;
+            };
+            let deps = deps_of(task);
+            if new[index] {
+                let at = match id.parent() {
+                    Some(up) => self.subtree_end(&up),
+                    None => self.tasks.lines().len(),
+                };
+                self.tasks
+                    .insert(at, planned_object(&id, task, deps, now))?;
+                changes.push(Change::Planned {
+                    index,
+                    id,
+                    outcome: Planned::Added,
+                });
+                continue;
+            }
+            let outcome = match &found[&index] {
+                Found::Live(_) => {
+                    let line = self
+                        .tasks
+                        .position(id.as_str())
+                        .expect("a found task is in the file");
+                    let object = self.tasks.object(line)?;
+                    let status = self.task_at(line).status;
+                    if same_text(&object, task, &deps) {
+                        Planned::Unchanged
+                    } else {
+                        let rewritten = update && status == Status::Pending;
+                        if rewritten {
+                            self.tasks
+                                .edit(line, |object| write_text(object, task, deps))?;
+                        }
+                        Planned::Changed { status, rewritten }
+                    }
+                }
+                Found::Archived(record) => Planned::Archived {
+                    changed: !same_text(record, task, &deps),
+                },
+            };
+            changes.push(Change::Planned { index, id, outcome });
+        }
+        Ok(changes)
+    }
+
+    /// The task of each planned source in either file; a live task wins
+    /// over an archived one with the same source.
+    fn sources(&self, plan: &[PlannedTask]) -> Result<HashMap<usize, Found>> {
+        let wanted: HashMap<&str, usize> = plan
+            .iter()
+            .enumerate()
+            .map(|(index, task)| (task.source.as_str(), index))
+            .collect();
+        let mut found = HashMap::new();
+        for id in self.done.ids() {
+            if let Some(record) = self.done.record(id)
+                && let Some(&index) = record
+                    .get("source")
+                    .and_then(Value::as_str)
+                    .and_then(|source| wanted.get(source))
+                && self.tasks.position(id).is_none()
+            {
+                found.insert(index, Found::Archived(record));
+            }
+        }
+        for line in self.tasks.tasks().map(|(line, _)| line) {
+            if self.done.contains(self.task_at(line).id.as_str()) {
+                continue;
+            }
+            let object = self.tasks.object(line)?;
+            if let Some(&index) = object
+                .get("source")
+                .and_then(Value::as_str)
+                .and_then(|source| wanted.get(source))
+                && !matches!(found.get(&index), Some(Found::Live(_)))
+            {
+                found.insert(index, Found::Live(line));
+            }
+        }
+        Ok(found)
+    }
+
+    /// The next free id under `parent` (top level for `None`), counting the
+    /// ids this plan allocated already.
+    fn allocate(
+        &self,
+        parent: Option<TaskId>,
+        allocated: &mut HashMap<Option<TaskId>, u64>,
+    ) -> TaskId {
+        let highest = match &parent {
+            Some(parent) => self
+                .all_ids()
+                .filter(|id| id::parent_of(id) == Some(parent.as_str()))
+                .filter_map(|id| id::child_number(id::last_segment(id)))
+                .max(),
+            None => self
+                .all_ids()
+                .filter(|id| id::parent_of(id).is_none())
+                .filter_map(id::letters_number)
+                .max(),
+        }
+        .unwrap_or(0);
+        let next = allocated.entry(parent.clone()).or_insert(highest);
+        *next = (*next).max(highest) + 1;
+        match parent {
+            Some(parent) => parent.child(*next),
+            None => TaskId::parse(&id::letters_name(*next)).expect("letter ids are valid"),
+        }
+    }
+}
+
+/// The line of a new planned task, its keys in the order `ralph task add`
+/// writes them.
+fn planned_object(
+    id: &TaskId,
+    task: &PlannedTask,
+    deps: Vec<Value>,
+    now: &str,
+) -> Map<String, Value> {
+    let mut object = Map::new();
+    object.insert("id".into(), id.as_str().into());
+    object.insert("title".into(), Value::Null);
+    object.insert("status".into(), Status::Pending.as_str().into());
+    object.insert("leaf".into(), task.leaf.into());
+    write_text(&mut object, task, deps);
+    object.insert("source".into(), task.source.as_str().into());
+    object.insert("created".into(), now.into());
+    object
+}
+
+/// Sets the fields a document decides; an absent one is removed.
+fn write_text(object: &mut Map<String, Value>, task: &PlannedTask, deps: Vec<Value>) {
+    object.insert("title".into(), task.title.as_str().into());
+    let mut set = |key: &str, value: Option<Value>| match value {
+        Some(value) => {
+            object.insert(key.into(), value);
+        }
+        None => {
+            object.shift_remove(key);
+        }
+    };
+    set("body", task.body.as_deref().map(Value::from));
+    set("acceptance", strings(&task.acceptance));
+    set("files", strings(&task.files));
+    set("verify", strings(&task.verify));
+    set("deps", (!deps.is_empty()).then(|| Value::Array(deps)));
+}
+
+fn strings(items: &[String]) -> Option<Value> {
+    (!items.is_empty()).then(|| Value::Array(items.iter().map(|s| s.as_str().into()).collect()))
+}
+
+/// Whether `object` holds the text `task` would write.
+fn same_text(object: &Map<String, Value>, task: &PlannedTask, deps: &[Value]) -> bool {
+    let mut wanted = Map::new();
+    write_text(&mut wanted, task, deps.to_vec());
+    ["title", "body", "acceptance", "files", "verify", "deps"]
+        .iter()
+        .all(|key| object.get(*key) == wanted.get(*key))
+}
