@@ -11,6 +11,7 @@ mod hostile;
 mod init;
 mod messages;
 mod misbehave;
+mod plan;
 mod reliability_doc;
 mod revert;
 mod roles;
