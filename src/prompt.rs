@@ -6,11 +6,12 @@ use std::path::PathBuf;
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 use crate::exit::Exit;
 use crate::files::{self, TextError};
 use crate::roles::{self, Decision};
-use crate::task::{Queue, Task, TaskId};
+use crate::task::{KNOWN_FIELDS, Queue, Task, TaskId, string_list};
 
 use crate::paths::CONTEXT_TEMPLATE;
 use crate::paths::WORKING_FILE;
@@ -66,6 +67,19 @@ pub struct TaskView {
     pub depth: usize,
     /// The task's branch, when known.
     pub branch: Option<String>,
+    /// Acceptance criteria (empty when the task has none).
+    pub acceptance: Vec<String>,
+    /// Files to focus on (empty when the task names none).
+    pub files: Vec<String>,
+    /// The task's own checks, run before its merge (empty when none).
+    pub verify: Vec<String>,
+    /// Where the task came from (`path#requirement` from `ralph plan`).
+    pub source: Option<String>,
+    /// What sort of task it is.
+    pub kind: Option<String>,
+    /// Every other field of the task's line, as written (a user's own
+    /// `"priority": 2` is `task.extra.priority`).
+    pub extra: Map<String, Value>,
 }
 
 /// An ancestor as the template sees it.
@@ -234,14 +248,26 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
         .into_iter()
         .rev()
         .collect();
+    let object = queue.object(task.id.as_str()).unwrap_or_default();
+    let text = |key: &str| object.get(key).and_then(Value::as_str).map(str::to_owned);
+    let extra = (object.iter())
+        .filter(|(key, _)| !KNOWN_FIELDS.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
     PromptContext {
         task: TaskView {
             id: task.id.to_string(),
             title: task.title.to_string(),
             status: task.status.to_string(),
-            body: queue.body(task.id.as_str()),
+            body: text("body"),
             depth: task.id.depth(),
             branch: None,
+            acceptance: string_list(&object, "acceptance"),
+            files: string_list(&object, "files"),
+            verify: string_list(&object, "verify"),
+            source: text("source"),
+            kind: text("kind"),
+            extra,
         },
         ancestors,
         iteration: 1,
@@ -298,6 +324,12 @@ mod tests {
                 body: Some("Use the session store.".into()),
                 depth: 3,
                 branch: Some("task/A.1.2-implement-middleware".into()),
+                acceptance: vec!["a request without a session gets 401".into()],
+                files: vec!["src/auth.rs".into(), "src/session.rs".into()],
+                verify: vec!["cargo test auth".into(), "test -f done.txt".into()],
+                source: Some("prd.md#R2".into()),
+                kind: Some("feature".into()),
+                extra: Map::new(),
             },
             ancestors: vec![
                 AncestorView {
@@ -343,10 +375,18 @@ mod tests {
              - Task: A.1.2 implement middleware\n\
              - Status: active\n\
              - Part of: A implement auth > A.1 setup session store\n\
+             - Planned from: prd.md#R2 (read it there for the context around this task)\n\
              - Branch: task/A.1.2-implement-middleware\n\
              - Iteration: 4 of this run, 2 on this task\n\
              - Role: debugger, because trigger 3 (`last_iteration_failed`) is true: Find and fix the cause of the last failure\n\
              \n## Details\n\nUse the session store.\n\
+             \n## Acceptance criteria\n\n\
+             The task is done when all of these hold:\n\n\
+             - [ ] a request without a session gets 401\n\
+             \n## Files to focus on\n\n- src/auth.rs\n- src/session.rs\n\
+             \n## Checks\n\n\
+             These checks must pass before the task is merged; ralph runs them in order after you mark the task complete:\n\n\
+             ```sh\ncargo test auth\ntest -f done.txt\n```\n\
              \n## The last iteration failed (verify_failed)\n\n\
              `cargo test` exited with 101.\n\n\
              The end of its output:\n\n```\ntest parse ... FAILED\n```\n"
@@ -359,6 +399,10 @@ mod tests {
         bare.ancestors.clear();
         bare.task.body = None;
         bare.task.branch = None;
+        bare.task.acceptance.clear();
+        bare.task.files.clear();
+        bare.task.verify.clear();
+        bare.task.source = None;
         bare.role = None;
         bare.trigger = None;
         bare.evidence = None;
@@ -367,6 +411,86 @@ mod tests {
             text,
             "# Current task\n\n- Task: A.1.2 implement middleware\n- Status: active\n- Iteration: 4 of this run, 2 on this task\n- Role: none (no trigger is true)\n"
         );
+    }
+
+    /// Each richer section stands on its own, whichever others are there.
+    #[test]
+    fn the_default_template_renders_each_list_alone() {
+        let mut task = context();
+        task.ancestors.clear();
+        task.task.branch = None;
+        task.role = None;
+        task.trigger = None;
+        task.evidence = None;
+        task.task.body = None;
+        task.task.acceptance.clear();
+        task.task.files.clear();
+        task.task.verify = vec!["make check".into()];
+        task.task.source = None;
+        let head = "# Current task\n\n- Task: A.1.2 implement middleware\n- Status: active\n- Iteration: 4 of this run, 2 on this task\n- Role: none (no trigger is true)\n";
+        assert_eq!(
+            render_context("t", DEFAULT_CONTEXT_TEMPLATE, &task).unwrap(),
+            format!(
+                "{head}\n## Checks\n\nThese checks must pass before the task is merged; ralph runs them in order after you mark the task complete:\n\n```sh\nmake check\n```\n"
+            )
+        );
+        task.task.verify.clear();
+        task.task.files = vec!["README.md".into()];
+        assert_eq!(
+            render_context("t", DEFAULT_CONTEXT_TEMPLATE, &task).unwrap(),
+            format!("{head}\n## Files to focus on\n\n- README.md\n")
+        );
+        task.task.files.clear();
+        task.task.acceptance = vec!["one".into(), "two".into()];
+        assert_eq!(
+            render_context("t", DEFAULT_CONTEXT_TEMPLATE, &task).unwrap(),
+            format!(
+                "{head}\n## Acceptance criteria\n\nThe task is done when all of these hold:\n\n- [ ] one\n- [ ] two\n"
+            )
+        );
+    }
+
+    /// The template sees every field of the task's line: the understood
+    /// ones by name, the user's own under `task.extra`.
+    #[test]
+    fn context_for_reads_the_richer_fields_and_the_rest_as_extra() {
+        let queue = Queue::parse(
+            concat!(
+                r#"{"id":"A","title":"t","status":"active","leaf":true,"body":"b","#,
+                r#""acceptance":["works"],"files":["src/a.rs"],"verify":["make"],"#,
+                r#""source":"prd.md#R1","kind":"bug","priority":2,"owner":{"name":"kim"},"notes":"n"}"#,
+                "\n"
+            )
+            .as_bytes(),
+            b"",
+        )
+        .unwrap();
+        let task = queue.get("A").unwrap();
+        let nothing = Decision {
+            fired: None,
+            evaluated: Vec::new(),
+            reads: Vec::new(),
+        };
+        let view = context_for(&queue, task, &nothing).task;
+        assert_eq!(view.body.as_deref(), Some("b"));
+        assert_eq!(view.acceptance, ["works"]);
+        assert_eq!(view.files, ["src/a.rs"]);
+        assert_eq!(view.verify, ["make"]);
+        assert_eq!(view.source.as_deref(), Some("prd.md#R1"));
+        assert_eq!(view.kind.as_deref(), Some("bug"));
+        assert_eq!(
+            Value::Object(view.extra.clone()),
+            serde_json::json!({"priority": 2, "owner": {"name": "kim"}})
+        );
+        let mut variables = context();
+        variables.task = view;
+        let text = render_context(
+            "t",
+            "{{ task.extra.priority }} {{ task.extra.owner.name }} {{ task.kind }} {{ task.source }}",
+            &variables,
+        )
+        .unwrap();
+        assert_eq!(text, "2 kim bug prd.md#R1");
     }
 
     #[test]

@@ -57,6 +57,15 @@ pub struct AddArgs {
     /// A task that must be done first (repeatable)
     #[arg(long = "dep", value_name = "ID")]
     pub deps: Vec<TaskId>,
+    /// An acceptance criterion, shown to the agent as a checklist (repeatable)
+    #[arg(long, value_name = "TEXT")]
+    pub acceptance: Vec<String>,
+    /// A file to focus on, shown to the agent (repeatable)
+    #[arg(long, value_name = "PATH")]
+    pub files: Vec<String>,
+    /// A command that must pass before the task is merged (repeatable)
+    #[arg(long, value_name = "CMD")]
+    pub verify: Vec<String>,
 }
 
 /// Arguments of `task list`.
@@ -149,12 +158,29 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
     let outcome = (|| -> Result<Outcome, Error> {
         Ok(match command {
             TaskCommand::Add(args) => {
+                for (flag, value, items) in [
+                    ("--acceptance", "TEXT", &args.acceptance),
+                    ("--files", "PATH", &args.files),
+                    ("--verify", "CMD", &args.verify),
+                ] {
+                    if items.iter().any(|item| item.trim().is_empty()) {
+                        return Err(crate::task::Error::refused(format!(
+                            "{flag} cannot be empty; pass a non-empty {value} or leave the flag out"
+                        ))
+                        .into());
+                    }
+                }
+                let masked = |items: Vec<String>| items.into_iter().map(mask).collect();
                 let changes = apply(Patch::Add(NewTask {
                     title: mask(args.title),
                     parent: args.parent,
                     id: args.id,
                     body: args.body.map(mask),
                     deps: args.deps,
+                    acceptance: masked(args.acceptance),
+                    files: masked(args.files),
+                    verify: masked(args.verify),
+                    ..NewTask::default()
                 }))?;
                 added(&store, &changes, json)?
             }
@@ -429,6 +455,18 @@ fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
             continue;
         }
         match value {
+            // The richer fields read as lists: one criterion, file or
+            // command a line.
+            Value::Array(items)
+                if ["acceptance", "files", "verify"].contains(&key.as_str())
+                    && !items.is_empty()
+                    && items.iter().all(Value::is_string) =>
+            {
+                let _ = writeln!(out, "{key}:");
+                for item in items.iter().filter_map(Value::as_str) {
+                    let _ = writeln!(out, "  - {}", safe(item));
+                }
+            }
             Value::String(text) if text.contains('\n') => {
                 let _ = writeln!(out, "{key}:");
                 for line in text.lines() {

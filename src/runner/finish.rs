@@ -30,13 +30,16 @@ impl Engine<'_> {
             return self.land(id, &task.title, None, &completes(&changes));
         };
         self.state.phase = "verify".to_owned();
+        // The task's own checks as the queue holds them now: the agent may
+        // have changed them while it worked.
+        let own = self.store.load()?.string_list(id.as_str(), "verify");
         // The checks run on the task's work: its branch checked out.
-        if !self.options.settings.verify.task.is_empty() {
+        if !self.options.settings.verify.task.is_empty() || !own.is_empty() {
             self.repo.claim(id, &task.title)?;
             // The checks may write files: the squash scans the tree.
             self.clean = None;
         }
-        if !self.verify_task(id)? {
+        if !self.verify_task(id, &own)? {
             return Ok(());
         }
         // Parallel workers merge one at a time, each against the base as
@@ -132,10 +135,15 @@ impl Engine<'_> {
         })
     }
 
-    /// Runs `verify.task`; false when the task cannot be merged now (a
-    /// command failed, or a signal stopped it).
-    fn verify_task(&mut self, id: &TaskId) -> Result<bool, Error> {
-        for command in &self.options.settings.verify.task {
+    /// Runs `verify.task`, then the task's `own` commands (its `verify`
+    /// field); false when the task cannot be merged now (a command failed,
+    /// or a signal stopped it).
+    fn verify_task(&mut self, id: &TaskId, own: &[String]) -> Result<bool, Error> {
+        const CONFIGURED: &str = "the verification command";
+        const OWN: &str = "the task's own verification command";
+        let configured = self.options.settings.verify.task.clone();
+        let configured = configured.iter().map(|command| (command, CONFIGURED));
+        for (command, what) in configured.chain(own.iter().map(|command| (command, OWN))) {
             let (result, interrupted) = self.check(Some(id), "verify", "verify_failed", command)?;
             // A signal that stops the check is not the task's failure: the
             // task stays complete and the next run verifies it again.
@@ -148,10 +156,7 @@ impl Engine<'_> {
                     &now(),
                     &format!("{id}: verify failed: {command}: {}", result.status),
                 );
-                let summary = format!(
-                    "the verification command `{command}` failed ({})",
-                    result.status
-                );
+                let summary = format!("{what} `{command}` failed ({})", result.status);
                 self.task_failed(id, "verify_failed", &summary, &result.output_tail)?;
                 return Ok(false);
             }

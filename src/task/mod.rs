@@ -16,7 +16,7 @@ pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};
 pub use file::{Line, LineEnd, TaskFile};
 pub use id::TaskId;
-pub use model::{Status, Task};
+pub use model::{KNOWN_FIELDS, Status, Task, string_list};
 pub use patch::{Change, NewTask, Patch};
 pub use planned::{Planned, PlannedTask};
 pub use queue::{Counts, Queue, TreeNode};

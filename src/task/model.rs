@@ -93,6 +93,44 @@ pub struct Task {
     pub deps: Vec<TaskId>,
 }
 
+/// Every field of a task line that ralph understands (section 2 of the
+/// design and the richer fields of `ralph plan`); any other is the user's
+/// own, kept untouched and shown to the prompt template as `task.extra`.
+pub const KNOWN_FIELDS: [&str; 18] = [
+    "id",
+    "title",
+    "status",
+    "leaf",
+    "body",
+    "deps",
+    "notes",
+    "blocked_reason",
+    "attempts",
+    "created",
+    "completed",
+    "commit",
+    "branch",
+    "acceptance",
+    "files",
+    "verify",
+    "source",
+    "kind",
+];
+
+/// The items of an array-of-strings field (`acceptance`, `files`,
+/// `verify`) of a task's object; empty when the field is absent or `null`
+/// (a valid line holds nothing else there).
+pub fn string_list(object: &Map<String, Value>, key: &str) -> Vec<String> {
+    match object.get(key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The known fields of a line, typed loosely so each problem gets its own
 /// message; unknown fields are skipped by serde without being built, and
 /// strings without escapes are borrowed from the line, not copied.
@@ -124,6 +162,16 @@ struct RawTask<'a> {
     commit: Option<Raw<'a>>,
     #[serde(borrow)]
     branch: Option<Raw<'a>>,
+    #[serde(borrow)]
+    acceptance: Option<Raw<'a>>,
+    #[serde(borrow)]
+    files: Option<Raw<'a>>,
+    #[serde(borrow)]
+    verify: Option<Raw<'a>>,
+    #[serde(borrow)]
+    source: Option<Raw<'a>>,
+    #[serde(borrow)]
+    kind: Option<Raw<'a>>,
 }
 
 /// One field's value: the common shapes without building a `Value`.
@@ -287,6 +335,16 @@ struct TypedTask<'a> {
     commit: Option<Str>,
     #[serde(default)]
     branch: Option<Str>,
+    #[serde(default)]
+    acceptance: Option<Vec<Str>>,
+    #[serde(default)]
+    files: Option<Vec<Str>>,
+    #[serde(default)]
+    verify: Option<Vec<Str>>,
+    #[serde(default)]
+    source: Option<Str>,
+    #[serde(default)]
+    kind: Option<Str>,
 }
 
 /// A string field ralph checks but does not keep.
@@ -401,8 +459,17 @@ impl Task {
             (raw.completed, "completed"),
             (raw.commit, "commit"),
             (raw.branch, "branch"),
+            (raw.source, "source"),
+            (raw.kind, "kind"),
         ] {
             optional_str(value, name)?;
+        }
+        for (value, name) in [
+            (raw.acceptance, "acceptance"),
+            (raw.files, "files"),
+            (raw.verify, "verify"),
+        ] {
+            optional_strs(value, name)?;
         }
         match raw.attempts {
             None => {}
@@ -513,6 +580,14 @@ fn optional_str<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Option<Cow<'a,
     }
 }
 
+/// Checks an optional array of strings (`acceptance`, `files`, `verify`).
+fn optional_strs(value: Option<Raw<'_>>, name: &str) -> Result<(), String> {
+    match value {
+        None | Some(Raw::Other(Value::Null)) | Some(Raw::Strs(_)) => Ok(()),
+        Some(other) => Err(mistyped(name, "an array of strings", &other)),
+    }
+}
+
 fn mistyped(name: &str, expected: &str, found: &Raw<'_>) -> String {
     let mut shown = found.to_json();
     if shown.len() > 40 {
@@ -563,8 +638,32 @@ mod tests {
             r#"{"id":"A","title":"t","status":"pending","leaf":true,"leaf":false}"#,
             r#"{"id":"a b","title":"t","status":"pending","leaf":true}"#,
             r#"{"id":"A","title":"t","status":"PENDING","leaf":true}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":["a","b\u0021"],"files":[],"verify":["make"],"source":"p.md#R1","kind":"feature"}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":null,"files":null,"verify":null,"source":null,"kind":null}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":"x"}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"files":["a",1]}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"verify":[null]}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"verify":[["x"]]}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"source":["x"]}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"kind":true}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"kind":"a","kind":"b"}"#,
         ] {
             assert_eq!(Task::from_json(line), Task::from_raw(line), "{line}");
+        }
+    }
+
+    /// The richer fields (`acceptance`, `files`, `verify`, `source`,
+    /// `kind`) are read by the typed reading itself, not only by the one
+    /// that words errors.
+    #[test]
+    fn the_typed_reading_takes_the_richer_fields() {
+        for line in [
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":["a","b\n"],"files":["src/x.rs"],"verify":[],"source":"prd.md#R1","kind":"feature"}"#,
+            r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":null,"kind":null}"#,
+        ] {
+            let typed = serde_json::from_str::<TypedTask>(line).map(|t| t.into_task());
+            assert!(matches!(typed, Ok(Some(_))), "{line}");
+            assert!(Task::from_raw(line).is_ok(), "{line}");
         }
     }
 
@@ -593,6 +692,26 @@ mod tests {
         assert_eq!(
             err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"deps":"B"}"#),
             "field `deps` must be an array of id strings, not \"B\""
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"acceptance":"x"}"#),
+            "field `acceptance` must be an array of strings, not \"x\""
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"files":["a",1]}"#),
+            "field `files` must be an array of strings, not [\"a\",1]"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"verify":{"cmd":"make"}}"#),
+            "field `verify` must be an array of strings, not {\"cmd\":\"make\"}"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"source":5}"#),
+            "field `source` must be a string, not 5"
+        );
+        assert_eq!(
+            err(r#"{"id":"A","title":"t","status":"pending","leaf":true,"kind":["bug"]}"#),
+            "field `kind` must be a string, not [\"bug\"]"
         );
         assert_eq!(
             err(r#"{"id":"A","id":"B","title":"t","status":"pending","leaf":true}"#),

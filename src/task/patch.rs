@@ -23,6 +23,16 @@ pub struct NewTask {
     pub body: Option<String>,
     /// Tasks that must be done first.
     pub deps: Vec<TaskId>,
+    /// Acceptance criteria, shown to the agent as a checklist.
+    pub acceptance: Vec<String>,
+    /// Files the work is expected to touch, shown to the agent.
+    pub files: Vec<String>,
+    /// The task's own checks, run before its merge after `verify.task`.
+    pub verify: Vec<String>,
+    /// Where the task came from (`ralph plan` writes `path#requirement`).
+    pub source: Option<String>,
+    /// What sort of task it is (free text, such as `feature` or `bug`).
+    pub kind: Option<String>,
 }
 
 /// One change to the queue.
@@ -232,9 +242,23 @@ impl Queue {
         if let Some(body) = &new.body {
             object.insert("body".into(), body.as_str().into());
         }
+        for (key, items) in [
+            ("acceptance", &new.acceptance),
+            ("files", &new.files),
+            ("verify", &new.verify),
+        ] {
+            if !items.is_empty() {
+                object.insert(key.into(), items.clone().into());
+            }
+        }
         if !new.deps.is_empty() {
             let deps: Vec<Value> = new.deps.iter().map(|dep| dep.as_str().into()).collect();
             object.insert("deps".into(), deps.into());
+        }
+        for (key, text) in [("source", &new.source), ("kind", &new.kind)] {
+            if let Some(text) = text {
+                object.insert(key.into(), text.as_str().into());
+            }
         }
         object.insert("created".into(), now.into());
         self.tasks.insert(at, object)?;
@@ -477,6 +501,47 @@ mod tests {
         assert_eq!(
             q.tasks.line_text(1),
             r#"{"id":"A.1","title":"a1","status":"pending","leaf":true,"created":"2026-01-02T03:04:05Z"}"#
+        );
+        q.validate().unwrap();
+    }
+
+    #[test]
+    fn add_writes_the_richer_fields_in_order_and_only_when_given() {
+        let mut q = queue(
+            "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n",
+            "",
+        );
+        let changes = q
+            .apply(
+                &Patch::Add(NewTask {
+                    title: "b".into(),
+                    body: Some("details".into()),
+                    deps: vec![id("A")],
+                    acceptance: vec!["returns 401".into(), "logs it".into()],
+                    files: vec!["src/auth.rs".into()],
+                    verify: vec!["cargo test auth".into()],
+                    source: Some("prd.md#R2".into()),
+                    kind: Some("feature".into()),
+                    ..NewTask::default()
+                }),
+                NOW,
+            )
+            .unwrap();
+        assert_eq!(changes, [Change::Added(id("B"))]);
+        assert_eq!(
+            q.tasks.line_text(1),
+            concat!(
+                r#"{"id":"B","title":"b","status":"pending","leaf":true,"body":"details","#,
+                r#""acceptance":["returns 401","logs it"],"files":["src/auth.rs"],"#,
+                r#""verify":["cargo test auth"],"deps":["A"],"source":"prd.md#R2","#,
+                r#""kind":"feature","created":"2026-01-02T03:04:05Z"}"#
+            )
+        );
+        // Empty lists and absent strings write nothing.
+        add(&mut q, "c", None);
+        assert_eq!(
+            q.tasks.line_text(2),
+            r#"{"id":"C","title":"c","status":"pending","leaf":true,"created":"2026-01-02T03:04:05Z"}"#
         );
         q.validate().unwrap();
     }

@@ -249,10 +249,17 @@ impl Queue {
         self.tasks.get(id)
     }
 
-    /// The `body` of live task `id`, if it has one (details for the prompt).
-    pub fn body(&self, id: &str) -> Option<String> {
-        let object = self.tasks.object(self.tasks.position(id)?).ok()?;
-        object.get("body")?.as_str().map(str::to_owned)
+    /// The whole line of live task `id` as a JSON object, every field kept.
+    pub fn object(&self, id: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.tasks.object(self.tasks.position(id)?).ok()
+    }
+
+    /// The items of live task `id`'s array-of-strings field `key`
+    /// (`acceptance`, `files`, `verify`); empty when it has none.
+    pub fn string_list(&self, id: &str, key: &str) -> Vec<String> {
+        self.object(id)
+            .map(|object| super::model::string_list(&object, key))
+            .unwrap_or_default()
     }
 
     /// Whether `id` is done: archived, or marked complete.

@@ -292,10 +292,7 @@ mod tests {
             .apply(
                 &Patch::Add(NewTask {
                     title: title.to_owned(),
-                    parent: None,
-                    id: None,
-                    body: None,
-                    deps: Vec::new(),
+                    ..NewTask::default()
                 }),
                 NOW,
             )

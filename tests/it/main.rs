@@ -14,6 +14,7 @@ mod misbehave;
 mod plan;
 mod reliability_doc;
 mod revert;
+mod richer_tasks;
 mod roles;
 mod run;
 mod support;
