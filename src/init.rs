@@ -57,6 +57,7 @@ pub const SHIPPED: &[Shipped] = &[
         "roles/refactorer.md",
         include_str!("../roles/refactorer.md"),
     ),
+    shipped("roles/planner.md", include_str!("../roles/planner.md")),
     shipped("config/roles.yaml", include_str!("../config/roles.yaml")),
     shipped("config/ralph.yaml", include_str!("../config/ralph.yaml")),
 ];

@@ -27,6 +27,15 @@ pub struct PlanArgs {
     /// Rewrite the pending tasks whose requirement changed in the document
     #[arg(long)]
     pub update: bool,
+    /// Let the agent plan a free-form document: one iteration with the planner role, no branch
+    #[arg(long, conflicts_with_all = ["update", "parent", "dry_run"])]
+    pub agent: bool,
+    /// Custom agent command for --agent [default: the agent of config/ralph.yaml]
+    #[arg(long, value_name = "CMD", requires = "agent")]
+    pub agent_cmd: Option<String>,
+    /// Echo the planner agent's output to the terminal
+    #[arg(long, requires = "agent")]
+    pub stream: bool,
 }
 
 /// Runs `ralph plan`.
@@ -38,6 +47,9 @@ pub fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
         line: None,
         message: format!("cannot read the document: {err}"),
     })?;
+    if args.agent {
+        return with_agent(args, context, &document, &bytes);
+    }
     let plan = plan::read(&document, &shown, &bytes)?;
     let patch = Patch::Plan {
         parent: args.parent.clone(),
@@ -63,6 +75,70 @@ pub fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
         ))));
     }
     Ok(Outcome::print(report.text(&plan, args, &shown)))
+}
+
+/// `ralph plan --agent`: the planner role writes the tasks.
+fn with_agent(
+    args: &PlanArgs,
+    context: &Context,
+    document: &str,
+    bytes: &[u8],
+) -> Result<Outcome, Error> {
+    let mut settings = crate::config::Settings::load(&context.paths)?;
+    settings.apply_env(|name| std::env::var(name).ok())?;
+    let text = String::from_utf8_lossy(bytes);
+    let request = crate::runner::planner::PlannerRequest {
+        document,
+        text: &text,
+        settings: &settings,
+        agent_cmd: args.agent_cmd.as_deref(),
+        stream: args.stream,
+        kill_grace: super::run::kill_grace(),
+    };
+    let planned = crate::runner::planner::plan_with_agent(
+        &context.paths,
+        &request,
+        super::run::interrupt_flag(),
+    )?;
+    let queue = &planned.queue;
+    if context.json {
+        let tasks: Vec<Value> = planned
+            .added
+            .iter()
+            .filter_map(|id| queue.tasks.position(id))
+            .filter_map(|line| queue.tasks.object(line).ok())
+            .map(Value::Object)
+            .collect();
+        return Ok(Outcome::print(to_json(&json!({
+            "document": document,
+            "tasks": tasks,
+            "prompt_file": planned.prompt_file,
+            "log_file": planned.log_file,
+        }))));
+    }
+    let mut out = format!(
+        "{}: the planner added {}\n",
+        args.prd.display(),
+        crate::text::count(planned.added.len(), "task")
+    );
+    let top = planned
+        .added
+        .iter()
+        .map(|id| id.split('.').count())
+        .min()
+        .unwrap_or(1);
+    for id in &planned.added {
+        let title = queue.get(id).map_or("", |task| task.title.as_str());
+        let depth = id.split('.').count() - top;
+        let _ = writeln!(out, "+ {}{id}  {}", "  ".repeat(depth), safe(title));
+    }
+    let _ = writeln!(
+        out,
+        "its prompt: {}; its output: {}",
+        planned.prompt_file.display(),
+        planned.log_file.display()
+    );
+    Ok(Outcome::print(out))
 }
 
 /// The document's name in `source`: its path from the project root with

@@ -117,7 +117,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
 }
 
 /// The grace between SIGTERM and SIGKILL; `RALPH_KILL_GRACE` shortens it (tests).
-fn kill_grace() -> Duration {
+pub(super) fn kill_grace() -> Duration {
     std::env::var("RALPH_KILL_GRACE")
         .ok()
         .and_then(|text| parse_duration(&text).ok())

@@ -9,6 +9,7 @@ mod finish;
 mod iteration;
 pub mod lock;
 pub mod plan;
+pub mod planner;
 mod record;
 pub mod result;
 mod revert;
@@ -50,6 +51,28 @@ pub enum RunError {
         /// What the hook printed.
         said: String,
     },
+    /// `ralph plan --agent`: the planner agent failed.
+    #[error("the planner agent failed ({class}): {reason}")]
+    PlannerFailed {
+        /// The failure class.
+        class: String,
+        /// What happened.
+        reason: String,
+        /// Its output, relative to the project.
+        log: String,
+    },
+    /// `ralph plan --agent`: the planner left `tasks.jsonl` invalid.
+    #[error("the planner left the queue invalid: {0}")]
+    PlannerBrokeQueue(String),
+    /// `ralph plan --agent`: the planner ran but added no task.
+    #[error("the planner agent added no task")]
+    PlannerAddedNothing {
+        /// Its output, relative to the project.
+        log: String,
+    },
+    /// `ralph plan --agent` was interrupted by a signal.
+    #[error("interrupted: the planner agent was stopped")]
+    PlannerInterrupted,
 }
 
 fn holder_text(holder: &Option<lock::Holder>) -> String {
@@ -62,7 +85,15 @@ fn holder_text(holder: &Option<lock::Holder>) -> String {
 impl RunError {
     /// The exit code for this error.
     pub fn exit(&self) -> Exit {
-        Exit::Transient
+        match self {
+            RunError::PlannerFailed { class, .. } if class == "missing_binary" => {
+                Exit::InvalidInput
+            }
+            RunError::PlannerBrokeQueue(_) => Exit::InvalidInput,
+            RunError::PlannerAddedNothing { .. } => Exit::NeedsPerson,
+            RunError::PlannerInterrupted => Exit::Interrupted,
+            _ => Exit::Transient,
+        }
     }
 
     /// What the person can do about it.
@@ -71,6 +102,10 @@ impl RunError {
             RunError::Locked(_) => Some("wait for it to finish, or stop it with `ralph stop` (or Ctrl-C in its terminal)".to_owned()),
             RunError::Stranded { .. } => Some("commit or stash those changes on the right branch, check out the task branch, then run again".to_owned()),
             RunError::HookRejected { branch, .. } => Some(format!("make the work on {branch} pass the hook, then squash it by hand (`git merge --squash {branch}` on the base, commit) and delete the branch")),
+            RunError::PlannerFailed { log, .. } => Some(format!("its output is in {log}; tasks it added before failing are kept (`ralph task tree`)")),
+            RunError::PlannerBrokeQueue(_) => Some("fix that line by hand (`ralph task validate` checks the file), or put the file back with git".to_owned()),
+            RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),
+            RunError::PlannerInterrupted => None,
         }
     }
 }

@@ -11,6 +11,7 @@ created roles/architect.md
 created roles/debugger.md
 created roles/documenter.md
 created roles/refactorer.md
+created roles/planner.md
 created config/roles.yaml
 created config/ralph.yaml
 added to .gitignore: .ralph/, ralph.log, .stop
@@ -36,6 +37,7 @@ fn init_creates_every_default_and_says_when_git_is_missing() {
         "debugger",
         "documenter",
         "refactorer",
+        "planner",
     ] {
         assert!(
             p.read(&format!("roles/{role}.md")).starts_with("# Role: "),
@@ -95,7 +97,7 @@ fn init_refuses_an_unknown_agent_and_reports_json() {
     assert!(bad.stderr.contains("invalid value 'gpt'"), "{bad:?}");
     assert!(!p.path().join("working.md").exists());
     let json = p.ralph(&["init", "--json"]).success().json();
-    assert_eq!(json["created"].as_array().unwrap().len(), 11);
+    assert_eq!(json["created"].as_array().unwrap().len(), 12);
     assert_eq!(json["git_repository"], true);
     assert_eq!(
         json["gitignore_added"],

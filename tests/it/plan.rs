@@ -364,3 +364,110 @@ fn a_document_that_is_not_utf8_names_its_line() {
         &format!("error: x.md:3: not UTF-8 text; save the document as UTF-8\n{HINT}"),
     );
 }
+
+const FREE_FORM: &str = "# Export\n\nPeople want their notes out of the app, as CSV for spreadsheets and as JSON for scripts.\n";
+
+/// `ralph plan --agent prd.md` with the fake agent.
+fn plan_with_agent(p: &TestProject) -> crate::support::Run {
+    let agent = p.aux().join("agent.sh");
+    crate::support::finish(
+        p.ralph_command(&[
+            "plan",
+            "--agent",
+            "prd.md",
+            "--agent-cmd",
+            agent.to_str().unwrap(),
+        ]),
+        60,
+    )
+}
+
+#[test]
+fn the_planner_agent_writes_the_tasks_of_a_free_form_document() {
+    let p = TestProject::new()
+        .git_init()
+        .file("prd.md", FREE_FORM)
+        .agent(
+            r#"[ "$RALPH_ROLE" = planner ] || exit 9
+ralph task add "Notes export" > /dev/null
+ralph task add "Export as CSV" --parent A --acceptance "a header row names the columns" --files src/export.rs > /dev/null
+ralph task add "Export as JSON" --parent A --dep A.1 --acceptance "the output parses as JSON" > /dev/null
+"#,
+        );
+    let head = p.git(&["rev-parse", "HEAD"]);
+    let run = plan_with_agent(&p).success();
+    let mut lines = run.stdout.lines();
+    assert_eq!(lines.next(), Some("prd.md: the planner added 3 tasks"));
+    assert_eq!(lines.next(), Some("+ A  Notes export"));
+    assert_eq!(lines.next(), Some("+   A.1  Export as CSV"));
+    assert_eq!(lines.next(), Some("+   A.2  Export as JSON"));
+    let files = lines.next().unwrap();
+    assert!(
+        files.starts_with("its prompt: .ralph/prompts/plan-"),
+        "{files}"
+    );
+    assert_eq!(p.calls(), ["1  1 planner"]);
+    let tasks = lines_of(&p);
+    assert_eq!(
+        tasks[1]["acceptance"],
+        json!(["a header row names the columns"])
+    );
+    assert_eq!(tasks[2]["deps"], json!(["A.1"]));
+    // The prompt holds the role and the document; no branch, no commit.
+    let prompt_file = files
+        .strip_prefix("its prompt: ")
+        .and_then(|rest| rest.split(';').next())
+        .unwrap();
+    let prompt = p.read(prompt_file);
+    assert!(prompt.starts_with("# Role: Planner\n"), "{prompt}");
+    assert!(prompt.contains(FREE_FORM.trim_end()), "{prompt}");
+    assert!(prompt.contains("tasks.jsonl is empty"), "{prompt}");
+    assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
+    assert_eq!(p.git(&["branch", "--format=%(refname:short)"]), "main");
+}
+
+fn lines_of(p: &TestProject) -> Vec<Value> {
+    p.json_lines("tasks.jsonl")
+}
+
+#[test]
+fn a_planner_that_breaks_the_queue_or_adds_nothing_says_so() {
+    let p = TestProject::new()
+        .file("prd.md", FREE_FORM)
+        .agent("echo '{\"id\":\"A\",\"title\":\"x\"}' >> tasks.jsonl\n");
+    let run = plan_with_agent(&p);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(
+            "error: the planner left the queue invalid: tasks.jsonl:1: missing field `status`\nhint: fix that line by hand"
+        ),
+        "{run:#?}"
+    );
+    let p = TestProject::new()
+        .file("prd.md", FREE_FORM)
+        .agent("echo thinking\n");
+    let run = plan_with_agent(&p);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(
+            "error: the planner agent added no task\nhint: its output is in .ralph/logs/plan-"
+        ),
+        "{run:#?}"
+    );
+    let p = TestProject::new()
+        .file("prd.md", FREE_FORM)
+        .agent("ralph task add 'half a plan' > /dev/null\necho 'something broke' >&2\nexit 3\n");
+    let run = plan_with_agent(&p);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(
+        run.stderr
+            .starts_with("error: the planner agent failed (exit): "),
+        "{run:#?}"
+    );
+    assert!(
+        run.stderr
+            .contains("tasks it added before failing are kept"),
+        "{run:#?}"
+    );
+    assert_eq!(lines_of(&p).len(), 1);
+}

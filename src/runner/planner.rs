@@ -1,0 +1,193 @@
+//! `ralph plan --agent PRD`: one agent iteration with the `planner` role,
+//! which writes a free-form document's tasks with `ralph task add`. No
+//! branch, no merge: the tasks it adds are checked like any queue edit.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use crate::agent::{self, Echo, Host, Limits, Spec};
+use crate::config::Settings;
+use crate::error::Error;
+use crate::paths::Paths;
+use crate::task::{Queue, Store};
+
+use super::{RunError, lock};
+
+/// The shipped planner role, used when the project has no `roles/planner.md`.
+pub const DEFAULT_PLANNER_ROLE: &str = include_str!("../../roles/planner.md");
+/// The role's name, as `RALPH_ROLE` tells the agent.
+pub const PLANNER: &str = "planner";
+
+/// What the planner's iteration asks for.
+pub struct PlannerRequest<'a> {
+    /// The document's name in messages and the prompt (`prds/auth.md`).
+    pub document: &'a str,
+    /// Its text.
+    pub text: &'a str,
+    /// The loop settings (the agent and its timeout).
+    pub settings: &'a Settings,
+    /// A custom agent command, overriding the settings' agent.
+    pub agent_cmd: Option<&'a str>,
+    /// Echo the agent's output to the terminal.
+    pub stream: bool,
+    /// Between SIGTERM and SIGKILL when the agent is stopped.
+    pub kill_grace: std::time::Duration,
+}
+
+/// What the planner produced.
+#[derive(Debug)]
+pub struct Planned {
+    /// The queue after the iteration.
+    pub queue: Queue,
+    /// The ids it added, in file order.
+    pub added: Vec<String>,
+    /// The prompt and log of the iteration, relative to the project.
+    pub prompt_file: PathBuf,
+    /// The agent's output.
+    pub log_file: PathBuf,
+}
+
+/// Runs the planner once under the run lock and reads back what it added.
+pub fn plan_with_agent(
+    paths: &Paths,
+    request: &PlannerRequest<'_>,
+    interrupted: &AtomicBool,
+) -> Result<Planned, Error> {
+    let run_id = format!(
+        "plan-{}-{}",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+        std::process::id()
+    );
+    let holder = lock::Holder {
+        pid: std::process::id(),
+        since: crate::clock::now(),
+        run_id: run_id.clone(),
+    };
+    let _lock = match lock::RunLock::acquire(paths, &holder) {
+        Ok(lock) => lock,
+        Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
+        Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
+    };
+    let store = Store::open(paths);
+    let before = store.load()?;
+    let known: HashSet<String> = before.all_ids().map(str::to_owned).collect();
+    let spec = Spec::new(&request.settings.agent, request.agent_cmd, None)?;
+    let host = Host::from_process(paths.root())?;
+    agent::preflight(&spec, &host)?;
+
+    let role = match std::fs::read_to_string(paths.role(PLANNER)) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => DEFAULT_PLANNER_ROLE.to_owned(),
+        Err(source) => {
+            return Err(Error::Io {
+                path: paths.role(PLANNER),
+                source,
+            });
+        }
+    };
+    let prompt = compose(&role, request.document, request.text, &before);
+    let prompt_file = PathBuf::from(format!("{}/{run_id}.md", crate::paths::PROMPTS_DIR));
+    let log_file = PathBuf::from(format!("{}/{run_id}.log", crate::paths::LOGS_DIR));
+    for (file, bytes) in [(&prompt_file, prompt.as_bytes()), (&log_file, &b""[..])] {
+        let path = paths.project().join(file);
+        let io = |source| Error::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        crate::files::write_atomic(&path, bytes).map_err(io)?;
+    }
+    let context = agent::Context {
+        task_id: String::new(),
+        task_title: request.document.to_owned(),
+        role: Some(PLANNER.to_owned()),
+        iteration: 1,
+        task_iteration: 1,
+        branch: String::new(),
+        run_id,
+        worker: None,
+    };
+    let group_file = paths.agent_group();
+    let outcome = agent::run(
+        &spec,
+        &host,
+        &agent::Request {
+            context: &context,
+            prompt: &prompt,
+            prompt_file: &prompt_file,
+            log_file: &paths.project().join(&log_file),
+            limits: Limits {
+                timeout: request.settings.agent.timeout,
+                grace: request.kill_grace,
+                log_bytes: Limits::DEFAULT_LOG_BYTES,
+            },
+            cancel: Some(interrupted),
+            echo: if request.stream {
+                Echo::Stderr
+            } else {
+                Echo::Off
+            },
+            group_file: Some(&group_file),
+            work_dir: None,
+        },
+    )?;
+    if outcome.interrupted {
+        return Err(RunError::PlannerInterrupted.into());
+    }
+    let queue = store
+        .load()
+        .map_err(|err| RunError::PlannerBrokeQueue(err.to_string()))?;
+    if let Some(failure) = outcome.failure {
+        return Err(RunError::PlannerFailed {
+            class: failure.class.as_str().to_owned(),
+            reason: failure.reason,
+            log: log_file.display().to_string(),
+        }
+        .into());
+    }
+    let added: Vec<String> = queue
+        .tasks
+        .tasks()
+        .map(|(_, task)| task.id.to_string())
+        .filter(|id| !known.contains(id))
+        .collect();
+    if added.is_empty() {
+        return Err(RunError::PlannerAddedNothing {
+            log: log_file.display().to_string(),
+        }
+        .into());
+    }
+    Ok(Planned {
+        queue,
+        added,
+        prompt_file,
+        log_file,
+    })
+}
+
+/// The planner's prompt: its role, then the document and the queue as it is.
+fn compose(role: &str, document: &str, text: &str, queue: &Queue) -> String {
+    let mut prompt = role.trim_end().to_owned();
+    prompt.push_str(crate::prompt::SEPARATOR);
+    prompt.push_str(&format!(
+        "# The document to plan: {document}\n\n````markdown\n{}\n````\n",
+        text.trim_end()
+    ));
+    let ids: Vec<String> = queue
+        .tasks
+        .tasks()
+        .map(|(_, task)| format!("- {} {} ({})", task.id, task.title, task.status))
+        .collect();
+    prompt.push_str("\n# The queue now\n\n");
+    if ids.is_empty() {
+        prompt.push_str("tasks.jsonl is empty: your tasks are the first.\n");
+    } else {
+        prompt.push_str("Add your tasks next to these; do not change or repeat them.\n\n");
+        prompt.push_str(&ids.join("\n"));
+        prompt.push('\n');
+    }
+    prompt
+}
