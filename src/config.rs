@@ -27,8 +27,15 @@ pub struct Settings {
     pub workers: u64,
     /// Iterations per run.
     pub max_iterations: u64,
+    /// Wall-clock minutes per run; `None` is no limit.
+    #[serde(deserialize_with = "minutes")]
+    pub max_run_minutes: Option<u64>,
     /// Iterations one task may take before it is blocked.
     pub max_iterations_per_task: u64,
+    /// Wall-clock minutes one task's iterations may take, across runs,
+    /// before it is blocked; `None` is no limit.
+    #[serde(deserialize_with = "minutes")]
+    pub max_task_minutes: Option<u64>,
     /// Failed iterations in a row before a task is blocked.
     pub max_consecutive_failures: u64,
     /// Iterations without a commit or file change that count as a failure.
@@ -82,7 +89,9 @@ impl Default for Settings {
             agent: AgentSettings::default(),
             workers: 1,
             max_iterations: 50,
+            max_run_minutes: None,
             max_iterations_per_task: 20,
+            max_task_minutes: None,
             max_consecutive_failures: 3,
             no_progress_iterations: 3,
             retry_backoff: Duration::from_secs(10),
@@ -198,14 +207,16 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 14] = [
+pub const ENV_VARS: [&str; 16] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
     "RALPH_AGENT_TIMEOUT",
     "RALPH_WORKERS",
     "RALPH_MAX_ITERATIONS",
+    "RALPH_MAX_RUN_MINUTES",
     "RALPH_MAX_ITERATIONS_PER_TASK",
+    "RALPH_MAX_TASK_MINUTES",
     "RALPH_MAX_CONSECUTIVE_FAILURES",
     "RALPH_NO_PROGRESS_ITERATIONS",
     "RALPH_RETRY_BACKOFF",
@@ -231,6 +242,10 @@ impl Settings {
                     .map_err(|_| fail(format!("{value:?} is not a whole number")))
             };
             let duration = || parse_duration(&value).map_err(fail);
+            let minutes = || match value.trim() {
+                "" | "null" => Ok(None),
+                text => parse_minutes(text).map(Some).map_err(fail),
+            };
             let text = || (!value.is_empty()).then(|| value.clone());
             match name {
                 "RALPH_AGENT_PRESET" => {
@@ -248,7 +263,9 @@ impl Settings {
                 "RALPH_AGENT_TIMEOUT" => self.agent.timeout = duration()?,
                 "RALPH_WORKERS" => self.workers = count()?,
                 "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
+                "RALPH_MAX_RUN_MINUTES" => self.max_run_minutes = minutes()?,
                 "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
+                "RALPH_MAX_TASK_MINUTES" => self.max_task_minutes = minutes()?,
                 "RALPH_MAX_CONSECUTIVE_FAILURES" => self.max_consecutive_failures = count()?,
                 "RALPH_NO_PROGRESS_ITERATIONS" => self.no_progress_iterations = count()?,
                 "RALPH_RETRY_BACKOFF" => self.retry_backoff = duration()?,
@@ -288,6 +305,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(amount.saturating_mul(millis)))
 }
 
+/// Reads a wall-clock budget: a positive whole number of minutes.
+pub fn parse_minutes(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(minutes) if minutes > 0 => Ok(minutes),
+        _ => Err(not_minutes(&format!("{:?}", text.trim()))),
+    }
+}
+
+/// Why a budget in minutes was refused; `shown` is the value as written.
+fn not_minutes(shown: &str) -> String {
+    format!(
+        "{shown} is not a positive whole number of minutes; write one like 30, or null for no limit"
+    )
+}
+
 /// Shows a duration the way the settings file writes it.
 pub struct ShowDuration(pub Duration);
 
@@ -306,6 +338,68 @@ impl fmt::Display for ShowDuration {
 fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(deserializer)?;
     parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+/// A budget in minutes: a positive whole number, or null for none. Any
+/// other value is refused (`30m` is a common slip); read by a visitor, so
+/// the error names the key and the value's own line.
+fn minutes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    deserializer.deserialize_any(Minutes)
+}
+
+/// Reads one budget in minutes.
+struct Minutes;
+
+impl Minutes {
+    fn refuse<E: serde::de::Error>(&self, shown: &str) -> E {
+        E::custom(not_minutes(shown))
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Minutes {
+    type Value = Option<u64>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a positive whole number of minutes, or null")
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Option<u64>, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<u64>, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Option<u64>, E> {
+        match value {
+            0 => Err(self.refuse("0")),
+            minutes => Ok(Some(minutes)),
+        }
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Option<u64>, E> {
+        match u64::try_from(value) {
+            Ok(minutes) => self.visit_u64(minutes),
+            Err(_) => Err(self.refuse(&value.to_string())),
+        }
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Option<u64>, E> {
+        Err(self.refuse(&value.to_string()))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Option<u64>, E> {
+        Err(self.refuse(&value.to_string()))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Option<u64>, E> {
+        Err(self.refuse(&format!("{value:?}")))
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +445,53 @@ mod tests {
     }
 
     #[test]
+    fn wall_clock_budgets_are_off_by_default_and_positive_minutes() {
+        let defaults = Settings::default();
+        assert_eq!(
+            (defaults.max_task_minutes, defaults.max_run_minutes),
+            (None, None)
+        );
+        let set = Settings::parse("max_task_minutes: 45\nmax_run_minutes: null\n").unwrap();
+        assert_eq!(
+            (set.max_task_minutes, set.max_run_minutes),
+            (Some(45), None)
+        );
+        let refused = |yaml: &str| Settings::parse(yaml).unwrap_err().to_string();
+        assert_eq!(
+            refused("max_iterations: 5\nmax_task_minutes: 0\n"),
+            "config/ralph.yaml:2: max_task_minutes: 0 is not a positive whole number of minutes; write one like 30, or null for no limit"
+        );
+        assert_eq!(
+            refused("max_run_minutes: 30m\n"),
+            "config/ralph.yaml:1: max_run_minutes: \"30m\" is not a positive whole number of minutes; write one like 30, or null for no limit"
+        );
+        assert_eq!(
+            refused("max_run_minutes: -5\n"),
+            "config/ralph.yaml:1: max_run_minutes: -5 is not a positive whole number of minutes; write one like 30, or null for no limit"
+        );
+        let mut settings = set;
+        settings
+            .apply_env(|name| match name {
+                "RALPH_MAX_TASK_MINUTES" => Some(String::new()),
+                "RALPH_MAX_RUN_MINUTES" => Some("90".to_owned()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            (settings.max_task_minutes, settings.max_run_minutes),
+            (None, Some(90)),
+            "an empty variable turns the limit off"
+        );
+        let err = Settings::default()
+            .apply_env(|name| (name == "RALPH_MAX_TASK_MINUTES").then(|| "0".to_owned()))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "RALPH_MAX_TASK_MINUTES: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit"
+        );
+    }
+
+    #[test]
     fn durations_parse_and_show() {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
@@ -388,7 +529,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_iterations_per_task`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -40,6 +40,8 @@ pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
 pub const PROMPTS_DIR: &str = ".ralph/prompts";
 /// Each iteration's agent output.
 pub const LOGS_DIR: &str = ".ralph/logs";
+/// Each task's failed attempts, one Markdown file per task id.
+pub const CRITIQUE_DIR: &str = ".ralph/critique";
 /// The human-readable iteration log.
 pub const LOG_FILE: &str = "ralph.log";
 /// The stop signal.
@@ -169,6 +171,12 @@ impl Paths {
     /// `.ralph/agent.pgid`.
     pub fn agent_group(&self) -> PathBuf {
         self.join(AGENT_GROUP_FILE)
+    }
+
+    /// `.ralph/critique/<id>.md`, the project's (a worker's too: it
+    /// outlives the worktree).
+    pub fn critique(&self, id: &str) -> PathBuf {
+        self.shared(CRITIQUE_DIR).join(format!("{id}.md"))
     }
 
     /// `ralph.log`.

@@ -50,6 +50,9 @@ pub struct PromptContext {
     pub trigger: Option<TriggerView>,
     /// The last failure's evidence.
     pub evidence: Option<Evidence>,
+    /// The failed attempts before the last, from the task's critique file
+    /// (`.ralph/critique/<id>.md`): Markdown, newest last, bounded.
+    pub critique: Option<String>,
 }
 
 /// The task as the template sees it.
@@ -151,7 +154,7 @@ impl Error {
                 Some("fix working.md (`ralph init --force` rewrites the default)".to_owned())
             }
             Error::Template { file, .. } => Some(format!(
-                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence) or delete it to use the default"
+                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique) or delete it to use the default"
             )),
             Error::Roles(err) => err.hint(),
             Error::Io { .. } => None,
@@ -279,6 +282,7 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
             description: f.description.clone(),
         }),
         evidence: None,
+        critique: None,
     }
 }
 
@@ -354,6 +358,7 @@ mod tests {
                 summary: "`cargo test` exited with 101.".into(),
                 output_tail: Some("test parse ... FAILED".into()),
             }),
+            critique: None,
         }
     }
 
@@ -491,6 +496,29 @@ mod tests {
         )
         .unwrap();
         assert_eq!(text, "2 kim bug prd.md#R1");
+    }
+
+    #[test]
+    fn earlier_attempts_come_before_the_last_failure() {
+        let mut with = context();
+        with.task.body = None;
+        with.task.acceptance.clear();
+        with.task.files.clear();
+        with.task.verify.clear();
+        with.critique =
+            Some("### Iteration 1 · T · role none · exit\n\nexit code 1\n\n```\nfirst\n```".into());
+        let text = render_context("t", DEFAULT_CONTEXT_TEMPLATE, &with).unwrap();
+        assert!(
+            text.ends_with(
+                "the last failure\n\
+                 \n## Earlier failed attempts (newest last)\n\n\
+                 ### Iteration 1 · T · role none · exit\n\nexit code 1\n\n```\nfirst\n```\n\
+                 \n## The last iteration failed (verify_failed)\n\n\
+                 `cargo test` exited with 101.\n\n\
+                 The end of its output:\n\n```\ntest parse ... FAILED\n```\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::files;
@@ -61,6 +63,34 @@ pub struct TaskProgress {
     /// The task's title when it was claimed (for messages when
     /// `tasks.jsonl` cannot be read).
     pub title: Option<String>,
+    /// Wall-clock seconds its iterations took, across runs, for
+    /// `max_task_minutes`.
+    pub seconds: u64,
+    /// When the iteration under way on it started (RFC 3339, by
+    /// `clock::now_utc`); cleared once the iteration's time is counted, so
+    /// found set at a run's start it was cut short by a crash.
+    pub iteration_started: Option<String>,
+}
+
+impl TaskProgress {
+    /// Notes that an iteration starts at `now`.
+    pub fn start_iteration(&mut self, now: DateTime<Utc>) {
+        self.iteration_started = Some(crate::clock::stamp(now));
+    }
+
+    /// Counts the time of the iteration under way, which ends at `now`, at
+    /// most `cap` of it; none when no iteration is under way.
+    pub fn end_iteration(&mut self, now: DateTime<Utc>, cap: Option<Duration>) {
+        let Some(started) = self.iteration_started.take() else {
+            return;
+        };
+        let Ok(started) = DateTime::parse_from_rfc3339(&started) else {
+            return;
+        };
+        let spent = crate::clock::seconds_between(started.with_timezone(&Utc), now);
+        let spent = cap.map_or(spent, |cap| spent.min(cap.as_secs()));
+        self.seconds = self.seconds.saturating_add(spent);
+    }
 }
 
 impl State {
@@ -69,6 +99,16 @@ impl State {
         match self.roles.get(role) {
             Some(at) => self.total_iterations.saturating_sub(*at),
             None => self.iteration,
+        }
+    }
+
+    /// Counts the iterations a crash cut short (their start recorded, their
+    /// end never): each from its start to `now`, at most `cap`, the longest
+    /// an iteration may run (the agent's timeout), so the time ralph was
+    /// down is not charged beyond what the agent could have used.
+    pub fn settle_cut_short(&mut self, now: DateTime<Utc>, cap: Duration) {
+        for progress in self.tasks.values_mut() {
+            progress.end_iteration(now, Some(cap));
         }
     }
 
@@ -165,6 +205,32 @@ mod tests {
         state.roles.insert("documenter".into(), 25);
         assert_eq!(state.iterations_since_role("documenter"), 5);
         assert_eq!(state.role_counts()["documenter"], 5);
+    }
+
+    #[test]
+    fn task_time_adds_up_and_a_cut_short_iteration_is_capped() {
+        let at = |minute: u32| {
+            chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 1, 1, 0, minute, 0).unwrap()
+        };
+        let mut progress = TaskProgress::default();
+        progress.end_iteration(at(5), None);
+        assert_eq!(progress.seconds, 0, "no iteration under way");
+        progress.start_iteration(at(0));
+        progress.end_iteration(at(6), None);
+        progress.start_iteration(at(10));
+        progress.end_iteration(at(13), None);
+        assert_eq!(progress.seconds, 9 * 60);
+        assert_eq!(progress.iteration_started, None);
+        // Killed mid-iteration: the next run counts at most the timeout.
+        let mut state = State::default();
+        state.tasks.insert("A".into(), progress);
+        state.tasks.get_mut("A").unwrap().start_iteration(at(20));
+        state.tasks.insert("B".into(), TaskProgress::default());
+        state.tasks.get_mut("B").unwrap().start_iteration(at(50));
+        state.settle_cut_short(at(59), Duration::from_secs(20 * 60));
+        assert_eq!(state.tasks["A"].seconds, (9 + 20) * 60, "capped");
+        assert_eq!(state.tasks["B"].seconds, 9 * 60);
+        assert_eq!(state.tasks["A"].iteration_started, None);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
         task, &state, iterations, &measures,
     ))?;
     let variables = runner::context::prompt_context(
+        &context.paths,
         &queue,
         task,
         &decision,

@@ -19,6 +19,7 @@ Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
 (RALPH_MAX_ITERATIONS, RALPH_AGENT_TIMEOUT, ...), then these flags. Defaults:
   agent.preset claude · agent.timeout 20m · workers 1 · max_iterations 50
   max_iterations_per_task 20 · max_consecutive_failures 3
+  max_run_minutes null · max_task_minutes null (no wall-clock limits)
   no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
   pause_between_iterations 2s · base_branch: the branch checked out
   branch_prefix task/ · verify.task [] · verify.run []
@@ -37,6 +38,12 @@ pub struct RunArgs {
     /// Iterations for this run [default: max_iterations, 50]
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u64>,
+    /// Wall-clock minutes for this run; it stops after the iteration that reaches them [default: max_run_minutes, none]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_run_minutes: Option<u64>,
+    /// Wall-clock minutes a task's iterations may take, across runs, before it is blocked [default: max_task_minutes, none]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_task_minutes: Option<u64>,
     /// Agent preset [default: agent.preset, claude]
     #[arg(long, value_name = "PRESET", value_parser = clap::builder::PossibleValuesParser::new(PRESETS), conflicts_with = "agent_cmd")]
     pub agent: Option<String>,
@@ -82,6 +89,12 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     settings.apply_env(|name| std::env::var(name).ok())?;
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
+    }
+    if let Some(n) = args.max_run_minutes {
+        settings.max_run_minutes = Some(n);
+    }
+    if let Some(n) = args.max_task_minutes {
+        settings.max_task_minutes = Some(n);
     }
     if let Some(n) = args.workers {
         settings.workers = n;

@@ -97,8 +97,11 @@ pub fn trigger_context(
     context
 }
 
-/// The template variables of the prompt for that iteration.
+/// The template variables of the prompt for that iteration: the last
+/// failure's evidence from the state, and the task's earlier failed
+/// attempts from its critique file (without the last, shown on its own).
 pub fn prompt_context(
+    paths: &Paths,
     queue: &Queue,
     task: &Task,
     decision: &Decision,
@@ -115,6 +118,14 @@ pub fn prompt_context(
     variables.iteration = run_iterations + 1;
     variables.task_iteration = progress.iterations + 1;
     variables.task.branch = branch.map(str::to_owned);
+    // An unreadable critique file leaves the prompt without the earlier
+    // attempts; the last failure's evidence is in it all the same.
+    variables.critique = crate::critique::for_prompt(
+        &paths.critique(task.id.as_str()),
+        progress.evidence.is_some(),
+    )
+    .ok()
+    .flatten();
     variables.evidence = progress.evidence;
     variables
 }

@@ -11,8 +11,12 @@ use crate::text::count;
 pub struct Budgets {
     /// Iterations per run.
     pub max_iterations: u64,
+    /// Wall-clock minutes per run, if limited.
+    pub max_run_minutes: Option<u64>,
     /// Iterations one task may take.
     pub max_iterations_per_task: u64,
+    /// Wall-clock minutes one task's iterations may take, if limited.
+    pub max_task_minutes: Option<u64>,
     /// Failed iterations in a row before the task is blocked.
     pub max_consecutive_failures: u64,
     /// Iterations without progress that count as a failure.
@@ -32,6 +36,8 @@ pub struct Candidate {
     pub status: Status,
     /// Iterations spent on it so far.
     pub iterations: u64,
+    /// Wall-clock seconds its iterations took so far.
+    pub seconds: u64,
 }
 
 /// What the loop sees before an iteration.
@@ -43,6 +49,8 @@ pub struct Before {
     pub stop_requested: bool,
     /// Iterations done in this run.
     pub iterations: u64,
+    /// Wall-clock seconds since the run started.
+    pub run_seconds: u64,
     /// The first leaf marked `complete` and not merged yet.
     pub complete: Option<Candidate>,
     /// The task `Queue::next` picks.
@@ -60,6 +68,8 @@ pub enum Ending {
     Stopped,
     /// `max_iterations` is spent.
     BudgetSpent,
+    /// `max_run_minutes` is spent.
+    RunTimeSpent,
     /// A signal arrived.
     Interrupted,
 }
@@ -101,19 +111,42 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if task.status == Status::Ready && !seen.ready_is_reviewed {
         return Step::Finish(task.id.clone());
     }
-    if task.iterations >= budgets.max_iterations_per_task {
-        return Step::Block(
-            task.id.clone(),
-            format!(
-                "spent max_iterations_per_task ({}) without finishing",
-                budgets.max_iterations_per_task
-            ),
-        );
+    if let Some(reason) = task_budget_spent(task, budgets) {
+        return Step::Block(task.id.clone(), reason);
     }
     if seen.iterations >= budgets.max_iterations {
         return Step::End(Ending::BudgetSpent);
     }
+    if run_time_spent(seen.run_seconds, budgets) {
+        return Step::End(Ending::RunTimeSpent);
+    }
     Step::Iterate(task.id.clone())
+}
+
+/// Why `task` is blocked before another iteration, when one of its budgets
+/// (`max_iterations_per_task`, `max_task_minutes`) is spent.
+pub fn task_budget_spent(task: &Candidate, budgets: &Budgets) -> Option<String> {
+    if task.iterations >= budgets.max_iterations_per_task {
+        return Some(format!(
+            "spent max_iterations_per_task ({}) without finishing",
+            budgets.max_iterations_per_task
+        ));
+    }
+    let minutes = budgets.max_task_minutes?;
+    (task.seconds >= minutes.saturating_mul(60)).then(|| {
+        format!(
+            "spent max_task_minutes ({minutes}) without finishing ({} over {})",
+            count((task.seconds / 60) as usize, "minute"),
+            count(task.iterations as usize, "iteration")
+        )
+    })
+}
+
+/// Whether a run `run_seconds` old has spent `max_run_minutes`.
+pub fn run_time_spent(run_seconds: u64, budgets: &Budgets) -> bool {
+    budgets
+        .max_run_minutes
+        .is_some_and(|minutes| run_seconds >= minutes.saturating_mul(60))
 }
 
 /// How the agent process ended, as the agent module classified it.
@@ -354,7 +387,9 @@ mod tests {
     fn budgets() -> Budgets {
         Budgets {
             max_iterations: 10,
+            max_run_minutes: None,
             max_iterations_per_task: 5,
+            max_task_minutes: None,
             max_consecutive_failures: 3,
             no_progress_iterations: 3,
             retry_backoff: Duration::from_secs(10),
@@ -371,6 +406,7 @@ mod tests {
             id: id(text),
             status,
             iterations,
+            seconds: 0,
         }
     }
 
@@ -379,6 +415,7 @@ mod tests {
             interrupted: false,
             stop_requested: false,
             iterations: 0,
+            run_seconds: 0,
             complete: None,
             next: Some(candidate("A", Status::Pending, 0)),
             ready_is_reviewed: true,
@@ -427,6 +464,41 @@ mod tests {
         );
         s.next = None;
         assert_eq!(before(&s, &budgets()), Step::End(Ending::Drained));
+    }
+
+    #[test]
+    fn wall_clock_budgets_block_the_task_or_end_the_run() {
+        let mut limited = budgets();
+        limited.max_task_minutes = Some(10);
+        limited.max_run_minutes = Some(60);
+        let mut s = seen();
+        let mut task = candidate("A", Status::Active, 2);
+        task.seconds = 10 * 60 - 1;
+        s.next = Some(task.clone());
+        s.run_seconds = 60 * 60 - 1;
+        assert_eq!(before(&s, &limited), Step::Iterate(id("A")));
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Iterate(id("A")),
+            "off by default"
+        );
+        task.seconds = 11 * 60 + 59;
+        s.next = Some(task);
+        assert_eq!(
+            before(&s, &limited),
+            Step::Block(
+                id("A"),
+                "spent max_task_minutes (10) without finishing (11 minutes over 2 iterations)"
+                    .into()
+            )
+        );
+        s.next = Some(candidate("B", Status::Pending, 0));
+        s.run_seconds = 60 * 60;
+        assert_eq!(before(&s, &limited), Step::End(Ending::RunTimeSpent));
+        assert!(!run_time_spent(u64::MAX, &budgets()));
+        // A complete task still merges: that costs no iteration.
+        s.complete = Some(candidate("C", Status::Complete, 1));
+        assert_eq!(before(&s, &limited), Step::Finish(id("C")));
     }
 
     fn done() -> After {

@@ -60,6 +60,8 @@ pub struct Engine<'a> {
     pub(super) interrupted: &'a AtomicBool,
     pub(super) budgets: Budgets,
     pub(super) started: Instant,
+    /// When the run started, by the budgets' clock (`clock::now_utc`).
+    pub(super) run_started: chrono::DateTime<chrono::Utc>,
     /// The branch HEAD was on at the start when it was not the base (nor a
     /// task branch).
     pub(super) head_elsewhere: Option<String>,
@@ -102,6 +104,7 @@ impl<'a> Engine<'a> {
     ) -> Result<Engine<'a>, Error> {
         // The run's time includes these checks (a scan of a large tree).
         let started = Instant::now();
+        let run_started = crate::clock::now_utc();
         let settings = &options.settings;
         let triggers = roles::load(paths)?;
         let store = Store::open(paths);
@@ -194,6 +197,8 @@ impl<'a> Engine<'a> {
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.root())?;
         agent::preflight(&spec, &host)?;
+        // Iterations a crash cut short are counted before any budget is.
+        state.settle_cut_short(run_started, settings.agent.timeout);
         state.run_id = run_id;
         state.started = now();
         state.iteration = 0;
@@ -206,7 +211,9 @@ impl<'a> Engine<'a> {
             } else {
                 settings.max_iterations
             },
+            max_run_minutes: settings.max_run_minutes,
             max_iterations_per_task: settings.max_iterations_per_task,
+            max_task_minutes: settings.max_task_minutes,
             max_consecutive_failures: settings.max_consecutive_failures.max(1),
             no_progress_iterations: settings.no_progress_iterations.max(1),
             retry_backoff: settings.retry_backoff,
@@ -227,6 +234,7 @@ impl<'a> Engine<'a> {
             interrupted,
             budgets,
             started,
+            run_started,
             head_elsewhere,
             outcomes: Vec::new(),
             merged: 0,
@@ -318,7 +326,8 @@ impl<'a> Engine<'a> {
                     if let Some(end) = self.stop_or_interrupt()? {
                         return Ok(end);
                     }
-                    if self.state.iteration >= self.budgets.max_iterations {
+                    if self.state.iteration >= self.budgets.max_iterations || self.run_time_spent()
+                    {
                         return Err(err.into());
                     }
                     if let Some(end) = self.iterate(&id, None)? {
@@ -334,6 +343,7 @@ impl<'a> Engine<'a> {
                 interrupted: self.interrupted.load(Ordering::SeqCst),
                 stop_requested: self.paths.stop().exists(),
                 iterations: self.state.iteration,
+                run_seconds: self.run_seconds(),
                 complete: first_complete(&queue).map(|task| self.candidate(task)),
                 next: queue.next().map(|task| self.candidate(task)),
                 ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
@@ -440,11 +450,23 @@ impl<'a> Engine<'a> {
     }
 
     pub(super) fn candidate(&self, task: &Task) -> Candidate {
+        let progress = self.progress(task.id.as_str());
         Candidate {
             id: task.id.clone(),
             status: task.status,
-            iterations: self.progress(task.id.as_str()).iterations,
+            iterations: progress.iterations,
+            seconds: progress.seconds,
         }
+    }
+
+    /// Seconds since the run started, by the budgets' clock.
+    pub(super) fn run_seconds(&self) -> u64 {
+        crate::clock::seconds_between(self.run_started, crate::clock::now_utc())
+    }
+
+    /// Whether `max_run_minutes` is spent.
+    pub(super) fn run_time_spent(&self) -> bool {
+        decide::run_time_spent(self.run_seconds(), &self.budgets)
     }
 
     pub(super) fn progress(&self, id: &str) -> TaskProgress {
@@ -470,6 +492,14 @@ impl<'a> Engine<'a> {
                     self.budgets.max_iterations,
                     counts.active_total(),
                     if counts.active_total() == 1 { "" } else { "s" }
+                ),
+            ),
+            Ending::RunTimeSpent => (
+                RunStatus::BudgetExhausted,
+                format!(
+                    "max_run_minutes ({}) spent with {} left",
+                    self.budgets.max_run_minutes.unwrap_or_default(),
+                    count(counts.active_total(), "task")
                 ),
             ),
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (

@@ -471,12 +471,13 @@ impl Engine<'_> {
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.consecutive_failures += 1;
         entry.last_failed = true;
-        entry.evidence = Some(Evidence {
+        let failures = entry.consecutive_failures;
+        let evidence = Evidence {
             class: class.to_owned(),
             summary: summary.to_owned(),
             output_tail: Some(tail.to_owned()).filter(|t| !t.is_empty()),
-        });
-        let failures = entry.consecutive_failures;
+        };
+        self.keep_evidence(id, evidence)?;
         self.save_state()?;
         self.record(Some(id), "finish", class, summary, Map::new())?;
         if let Some(reason) = super::decide::block_reason(failures, class, summary, &self.budgets) {

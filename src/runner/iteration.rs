@@ -65,9 +65,28 @@ impl Engine<'_> {
         let n = self.state.iteration + 1;
         let _span = tracing::debug_span!("iteration", n, task = id.as_str()).entered();
         let turn = self.begin(id, task)?;
-        let outcome = self.run_agent(&turn)?;
-        self.state.phase = "judge".to_owned();
-        let seen = self.observe(&turn, &outcome)?;
+        let judged = match self.run_agent(&turn) {
+            Ok(outcome) => {
+                self.state.phase = "judge".to_owned();
+                self.observe(&turn, &outcome).map(|seen| (outcome, seen))
+            }
+            Err(err) => Err(err),
+        };
+        // The iteration's time counts for `max_task_minutes`, also when
+        // ralph cannot go on (saved with the state below, whatever the
+        // verdict).
+        let ended = crate::clock::now_utc();
+        if let Some(progress) = self.state.tasks.get_mut(id.as_str()) {
+            progress.end_iteration(ended, None);
+        }
+        let (outcome, seen) = match judged {
+            Ok(judged) => judged,
+            Err(err) => {
+                // The error is what the person needs to see.
+                let _ = self.save_state();
+                return Err(err);
+            }
+        };
         let verdict = decide::after(&seen, &self.budgets);
         self.receipt(&turn, &outcome, &verdict, &seen.task)?;
         self.act(&turn, &outcome, verdict, seen.progressed)
@@ -133,6 +152,7 @@ impl Engine<'_> {
         let decision = self.triggers.choose(&trigger_context)?;
         let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
         let variables = context::prompt_context(
+            &self.paths,
             &queue,
             &task,
             &decision,
@@ -154,6 +174,7 @@ impl Engine<'_> {
         self.state.phase = "agent".to_owned();
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.iterations += 1;
+        entry.start_iteration(crate::clock::now_utc());
         let task_iteration = entry.iterations;
         let (prompt_file, log_file) = iteration_files(self.state.total_iterations, id);
         // Prompts and logs are the project's, a worker's too: they outlive
@@ -490,7 +511,7 @@ impl Engine<'_> {
                 // every iteration without progress is another failure,
                 // and a do-nothing agent is blocked a few iterations on.
                 entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };
-                entry.evidence = Some(Evidence {
+                let evidence = Evidence {
                     class: class.clone(),
                     summary: format!(
                         "{summary} (exit: {}, log: {})",
@@ -498,7 +519,8 @@ impl Engine<'_> {
                         turn.log_name(&self.paths)
                     ),
                     output_tail: Some(outcome.tail.clone()).filter(|t| !t.is_empty()),
-                });
+                };
+                self.keep_evidence(id, evidence)?;
                 self.save_state()?;
                 if let Some(reason) = block {
                     // A task cannot be marked blocked in a file that does not
@@ -568,9 +590,10 @@ impl Engine<'_> {
         self.wait(pause)
     }
 
-    /// Whether `max_iterations` (one with `--once`) is spent.
+    /// Whether `max_iterations` (one with `--once`) or `max_run_minutes`
+    /// is spent.
     fn budget_spent(&self) -> bool {
-        self.state.iteration >= self.budgets.max_iterations
+        self.state.iteration >= self.budgets.max_iterations || self.run_time_spent()
     }
 }
 

@@ -55,7 +55,8 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         git::branch_name(&options.settings.branch_prefix, &task.id, &task.title)
     });
     let decision = triggers.choose(&context::trigger_context(task, &state, 0, &measures))?;
-    let variables = context::prompt_context(&queue, task, &decision, &state, 0, Some(&branch));
+    let variables =
+        context::prompt_context(paths, &queue, task, &decision, &state, 0, Some(&branch));
     let text = prompt::build(paths, &decision, &variables)?;
     let model = decision.fired.as_ref().and_then(|f| f.model.clone());
     let spec = Spec::new(

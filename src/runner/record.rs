@@ -11,6 +11,7 @@ use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
 use crate::error::Error;
 use crate::events::Event;
+use crate::prompt::Evidence;
 use crate::task::TaskId;
 
 impl Engine<'_> {
@@ -98,6 +99,23 @@ impl Engine<'_> {
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
         ));
         Ok(result)
+    }
+
+    /// Keeps the evidence of a failure on task `id`: appended to the
+    /// task's critique file, then the last failure's evidence in the state
+    /// (which the caller saves: a crash between the two leaves the entry
+    /// shown as an earlier attempt, never lost).
+    pub(super) fn keep_evidence(&mut self, id: &TaskId, evidence: Evidence) -> Result<(), Error> {
+        let progress = self.state.tasks.entry(id.to_string()).or_default();
+        let entry = crate::critique::entry(
+            progress.iterations,
+            &now(),
+            self.state.role.as_deref(),
+            &evidence,
+        );
+        progress.evidence = Some(evidence);
+        let path = self.paths.critique(id.as_str());
+        crate::critique::append(&path, &entry).map_err(|source| Error::Io { path, source })
     }
 
     pub(super) fn record(

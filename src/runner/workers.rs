@@ -124,6 +124,8 @@ struct Shared<'a> {
     spec: Spec,
     host: Host,
     budgets: Budgets,
+    /// When the run started, by the budgets' clock.
+    run_started: chrono::DateTime<chrono::Utc>,
 }
 
 impl<'a> Engine<'a> {
@@ -144,6 +146,11 @@ impl<'a> Engine<'a> {
             path: paths.state(),
             source,
         })?;
+        // Iterations a crash cut short in this worktree count first.
+        state.settle_cut_short(
+            crate::clock::now_utc(),
+            shared.options.settings.agent.timeout,
+        );
         state.run_id = shared.run_id.clone();
         state.started = now();
         state.iteration = 0;
@@ -172,6 +179,7 @@ impl<'a> Engine<'a> {
             interrupted: shared.interrupted,
             budgets: shared.budgets.clone(),
             started: Instant::now(),
+            run_started: shared.run_started,
             head_elsewhere: None,
             outcomes: Vec::new(),
             merged: 0,
@@ -197,8 +205,10 @@ impl<'a> Engine<'a> {
             if self.interrupted.load(Ordering::SeqCst) {
                 return Ok(Some(interrupted()));
             }
+            // The run's budgets stop every worker after its iteration.
             if hub.stop.load(Ordering::SeqCst)
                 || hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations
+                || self.run_time_spent()
             {
                 return Ok(None);
             }
@@ -225,12 +235,10 @@ impl<'a> Engine<'a> {
                 Status::Complete => self.finish_task(id, Some(&task))?,
                 Status::Ready if !reviewed => self.finish_task(id, Some(&task))?,
                 _ => {
-                    let spent = self.progress(id.as_str()).iterations;
-                    if spent >= self.budgets.max_iterations_per_task {
-                        let reason = format!(
-                            "spent max_iterations_per_task ({}) without finishing",
-                            self.budgets.max_iterations_per_task
-                        );
+                    let candidate = self.candidate(&task);
+                    if let Some(reason) =
+                        super::decide::task_budget_spent(&candidate, &self.budgets)
+                    {
                         self.block(id, &reason)?;
                         return Ok(None);
                     }
@@ -278,6 +286,7 @@ impl<'a> Engine<'a> {
             spec: self.spec.clone(),
             host: self.host.clone(),
             budgets: self.budgets.clone(),
+            run_started: self.run_started,
         };
         let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
         let mut held: Vec<(TaskId, u32)> = Vec::new();
@@ -292,8 +301,9 @@ impl<'a> Engine<'a> {
                         hub.stop.store(true, Ordering::SeqCst);
                     }
                 }
-                let budget_spent =
-                    hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations;
+                let budget_spent = hub.iterations.load(Ordering::SeqCst)
+                    >= self.budgets.max_iterations
+                    || self.run_time_spent();
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
                     if held.is_empty() && self.finish_archived_lines(&queue)? {
@@ -392,8 +402,12 @@ impl<'a> Engine<'a> {
             "every worker is done",
             Map::new(),
         )?;
-        let end = if self.state.iteration >= self.budgets.max_iterations && queue.next().is_some() {
+        let end = if queue.next().is_none() {
+            super::decide::Ending::Drained
+        } else if self.state.iteration >= self.budgets.max_iterations {
             super::decide::Ending::BudgetSpent
+        } else if self.run_time_spent() {
+            super::decide::Ending::RunTimeSpent
         } else {
             super::decide::Ending::Drained
         };

@@ -2,8 +2,10 @@
 
 mod agent;
 mod agent_fixtures;
+mod budgets;
 mod concurrency;
 mod crash;
+mod critique;
 mod demo;
 mod fuzz_corpus;
 mod git;

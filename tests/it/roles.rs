@@ -194,7 +194,7 @@ fn prompt_errors_name_what_to_fix() {
     p.ralph(&["task", "add", "x"]).success();
     p.ralph(&["prompt"]).fails(
         30,
-        "error: templates/context.md.j2:1: undefined value: `task.nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence) or delete it to use the default\n",
+        "error: templates/context.md.j2:1: undefined value: `task.nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique) or delete it to use the default\n",
     );
     std::fs::remove_file(p.path().join("working.md")).unwrap();
     std::fs::remove_file(p.path().join("templates/context.md.j2")).unwrap();
