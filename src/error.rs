@@ -23,6 +23,9 @@ pub enum Error {
     /// A document `ralph plan` cannot plan from.
     #[error(transparent)]
     Plan(#[from] crate::plan::Error),
+    /// The worker contract's input or plan is wrong (its result.json says so too).
+    #[error("{0}")]
+    Contract(String),
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
@@ -52,6 +55,7 @@ impl Error {
             Error::Task(err) => err.exit(),
             Error::Roles(err) => err.exit(),
             Error::Plan(err) => err.exit(),
+            Error::Contract(_) => Exit::InvalidInput,
             Error::Settings(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
             Error::Git(err) => err.exit(),
@@ -68,6 +72,9 @@ impl Error {
             Error::Task(err) => err.hint(),
             Error::Roles(err) => err.hint(),
             Error::Plan(err) => err.hint(),
+            Error::Contract(_) => Some(
+                "docs/contract/ holds the schema of every file of the worker contract".to_owned(),
+            ),
             Error::Prompt(err) => err.hint(),
             Error::Settings(err) => err.hint(),
             Error::Git(err) => err.hint(),

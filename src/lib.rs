@@ -8,6 +8,7 @@ pub mod bench_data;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod contract;
 pub mod critique;
 pub mod demo;
 pub mod error;

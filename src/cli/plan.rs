@@ -16,8 +16,18 @@ use crate::task::{Change, Patch, Planned, Queue, Store, TaskId};
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The document: Markdown (docs/PLANNING.md), or the prd.json of snarktank/ralph or ralph-tui
-    #[arg(value_name = "PRD")]
-    pub prd: PathBuf,
+    #[arg(
+        value_name = "PRD",
+        required_unless_present = "input",
+        conflicts_with = "input"
+    )]
+    pub prd: Option<PathBuf>,
+    /// The worker contract: plan the PRD a run-input.json names into DIR/plan.json (docs/contract/)
+    #[arg(long, value_name = "FILE", requires = "out_dir", conflicts_with_all = ["agent", "parent", "update", "dry_run"])]
+    pub input: Option<PathBuf>,
+    /// Where the worker contract writes plan.json, progress.ndjson and result.json
+    #[arg(long, value_name = "DIR", requires = "input")]
+    pub out_dir: Option<PathBuf>,
     /// Print the tasks it would add and write nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -40,8 +50,13 @@ pub struct PlanArgs {
 
 /// Runs `ralph plan`.
 pub fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
-    let (document, path) = document_name(&args.prd, &context.paths)?;
-    let shown = args.prd.display().to_string();
+    let (Some(prd), None) = (&args.prd, &args.input) else {
+        let input = args.input.as_deref().expect("clap requires PRD or --input");
+        let out_dir = args.out_dir.as_deref().expect("clap requires --out-dir");
+        return contract_plan(input, out_dir, context);
+    };
+    let (document, path) = document_name(prd, &context.paths)?;
+    let shown = prd.display().to_string();
     let bytes = std::fs::read(&path).map_err(|err| plan::Error {
         file: shown.clone(),
         line: None,
@@ -118,7 +133,7 @@ fn with_agent(
     }
     let mut out = format!(
         "{}: the planner added {}\n",
-        args.prd.display(),
+        args.prd.as_deref().unwrap_or(Path::new("")).display(),
         crate::text::count(planned.added.len(), "task")
     );
     let top = planned
@@ -139,6 +154,83 @@ fn with_agent(
         planned.log_file.display()
     );
     Ok(Outcome::print(out))
+}
+
+/// `ralph plan --input run-input.json --out-dir DIR`: the worker contract's
+/// plan. Every failure writes `DIR/result.json` saying so.
+fn contract_plan(input_path: &Path, out_dir: &Path, context: &Context) -> Result<Outcome, Error> {
+    use crate::contract::output::{PLAN_FILE, Progress, ResultFile};
+    let shown = input_path.display().to_string();
+    let fail = |run_id: Option<String>, message: String| -> Error {
+        let saved = ResultFile::plan_failed(run_id, message.clone()).save(out_dir);
+        match saved {
+            Ok(()) => Error::Contract(message),
+            Err(source) => Error::Io {
+                path: out_dir.join(crate::contract::output::RESULT_FILE),
+                source,
+            },
+        }
+    };
+    let text = std::fs::read_to_string(input_path)
+        .map_err(|err| fail(None, format!("{shown}: cannot read the input: {err}")))?;
+    let input = crate::contract::input::parse(&text)
+        .map_err(|problem| fail(None, format!("{shown}: {problem}")))?;
+    let run_id = Some(input.run_id.clone());
+    if !input.repo_path.is_dir() {
+        return Err(fail(
+            run_id,
+            format!(
+                "{shown}: $.repo_path: {} is not a folder",
+                input.repo_path.display()
+            ),
+        ));
+    }
+    let prd_file = input.repo_path.join(&input.prd_path);
+    let bytes = std::fs::read(&prd_file).map_err(|err| {
+        fail(
+            run_id.clone(),
+            format!(
+                "{shown}: $.prd_path: cannot read {}: {err}",
+                prd_file.display()
+            ),
+        )
+    })?;
+    let plan = plan::read(&input.prd_path, &input.prd_path, &bytes)
+        .map_err(|err| fail(run_id.clone(), err.to_string()))?;
+    let file = crate::contract::PlanFile::new(&input, &plan, &bytes);
+    let io = |path: PathBuf| move |source| Error::Io { path, source };
+    std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
+    let plan_path = out_dir.join(PLAN_FILE);
+    crate::files::write_atomic(&plan_path, file.to_text().as_bytes())
+        .map_err(io(plan_path.clone()))?;
+    let skipped: Vec<&str> = plan.skipped.iter().map(|s| s.source.as_str()).collect();
+    Progress {
+        timestamp: context.now.clone(),
+        run_id: input.run_id.clone(),
+        story_id: None,
+        phase: "plan",
+        attempt: None,
+        status: "ok".to_owned(),
+        context: json!({
+            "stories": file.stories.len(),
+            "prd_sha256": file.prd.sha256,
+            "skipped": skipped,
+        }),
+    }
+    .append(out_dir)
+    .map_err(io(out_dir.join(crate::contract::output::PROGRESS_FILE)))?;
+    if context.json {
+        return Ok(Outcome::print(file.to_text()));
+    }
+    let stories = match file.stories.len() {
+        1 => "1 story".to_owned(),
+        n => format!("{n} stories"),
+    };
+    Ok(Outcome::print(format!(
+        "{}: {stories} from {}\n",
+        plan_path.display(),
+        input.prd_path
+    )))
 }
 
 /// The document's name in `source`: its path from the project root with

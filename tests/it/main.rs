@@ -4,6 +4,7 @@ mod agent;
 mod agent_fixtures;
 mod budgets;
 mod concurrency;
+mod contract;
 mod crash;
 mod critique;
 mod demo;

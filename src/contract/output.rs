@@ -1,0 +1,178 @@
+//! What the contract writes to the out-dir besides `plan.json`:
+//! `progress.ndjson` (append-only events) and `result.json` (the terminal
+//! result, written on every path that ends a command).
+
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::CONTRACT_VERSION;
+use crate::exit::Exit;
+
+/// `plan.json` in the out-dir.
+pub const PLAN_FILE: &str = "plan.json";
+/// `progress.ndjson` in the out-dir.
+pub const PROGRESS_FILE: &str = "progress.ndjson";
+/// `result.json` in the out-dir.
+pub const RESULT_FILE: &str = "result.json";
+
+/// Why a run did not succeed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The input or the PRD could not be planned.
+    PlanGenerationFailed,
+    /// The agent kept exiting with an error.
+    AgentExitNonzero,
+    /// The agent ran past its timeout on the last attempt.
+    AgentTimeout,
+    /// A story's verification kept failing.
+    StoryVerificationFailed,
+    /// The run's verification failed after every story was done.
+    RunVerificationFailed,
+    /// A story or the run spent its attempts.
+    AttemptBudgetExhausted,
+    /// The run spent its minutes.
+    RunTimeout,
+    /// Stories wait on a story that cannot be done.
+    BlockedDependency,
+}
+
+impl Reason {
+    /// The exit code of a command ending for this reason (README: "The
+    /// worker contract").
+    pub fn exit(self) -> Exit {
+        match self {
+            Reason::PlanGenerationFailed => Exit::InvalidInput,
+            Reason::AgentExitNonzero | Reason::AgentTimeout => Exit::Transient,
+            Reason::StoryVerificationFailed
+            | Reason::RunVerificationFailed
+            | Reason::AttemptBudgetExhausted
+            | Reason::RunTimeout
+            | Reason::BlockedDependency => Exit::NeedsPerson,
+        }
+    }
+
+    /// What the orchestrator should do next.
+    pub fn next_action(self) -> NextAction {
+        match self {
+            Reason::PlanGenerationFailed => NextAction::HumanInput,
+            Reason::AgentExitNonzero | Reason::AgentTimeout => NextAction::Retry,
+            _ => NextAction::OpenDraftPr,
+        }
+    }
+}
+
+/// `next_action` of `result.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextAction {
+    /// Everything passed: open the pull request.
+    OpenPr,
+    /// Some work is done: open a draft for a person to finish.
+    OpenDraftPr,
+    /// A transient failure: run the same command again.
+    Retry,
+    /// The input or plan needs a person.
+    HumanInput,
+}
+
+/// `result.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ResultFile {
+    /// Always [`CONTRACT_VERSION`].
+    pub contract_version: u64,
+    /// The input's run id, when the input could be read that far.
+    pub run_id: Option<String>,
+    /// `success`, `failed` or `blocked`.
+    pub status: &'static str,
+    /// Why it did not succeed; `None` on success.
+    pub reason: Option<Reason>,
+    /// The problem in words, when there is one.
+    pub error: Option<String>,
+    /// Each story's outcome.
+    pub stories: Vec<StoryResult>,
+    /// Counts of the stories.
+    pub summary: Summary,
+    /// What to do next.
+    pub next_action: NextAction,
+}
+
+/// One story in `result.json`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoryResult {
+    /// `S1`, ...
+    pub id: String,
+    /// `done`, `failed`, `skipped` or `blocked`.
+    pub status: &'static str,
+    /// Attempts spent on it, across resumed runs.
+    pub attempts: u64,
+    /// `passed`, `failed` or `pending`.
+    pub verification: &'static str,
+}
+
+/// `summary` of `result.json`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    /// Stories done.
+    pub completed: u64,
+    /// Stories failed or blocked.
+    pub failed: u64,
+    /// Stories not attempted.
+    pub skipped: u64,
+}
+
+impl ResultFile {
+    /// The result of a command that could not plan: the input or the PRD
+    /// is wrong.
+    pub fn plan_failed(run_id: Option<String>, error: String) -> ResultFile {
+        ResultFile {
+            contract_version: CONTRACT_VERSION,
+            run_id,
+            status: "failed",
+            reason: Some(Reason::PlanGenerationFailed),
+            error: Some(error),
+            stories: Vec::new(),
+            summary: Summary::default(),
+            next_action: Reason::PlanGenerationFailed.next_action(),
+        }
+    }
+
+    /// Writes `result.json` to `dir` atomically.
+    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
+        text.push('\n');
+        crate::files::write_atomic(&dir.join(RESULT_FILE), text.as_bytes())
+    }
+}
+
+/// One line of `progress.ndjson`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Progress {
+    /// RFC 3339, UTC.
+    pub timestamp: String,
+    /// The input's run id.
+    pub run_id: String,
+    /// The story, when the event is about one.
+    pub story_id: Option<String>,
+    /// `plan`, `execute`, `verify`, `critique`, `merge` or `run_verify`.
+    pub phase: &'static str,
+    /// The story's attempt number, when the event is about one.
+    pub attempt: Option<u64>,
+    /// `started`, `ok`, `failed`, ...
+    pub status: String,
+    /// Details, an object.
+    pub context: Value,
+}
+
+impl Progress {
+    /// Appends the event to `dir/progress.ndjson` (one line, fsynced).
+    pub fn append(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut line = serde_json::to_string(self).expect("an event serializes");
+        line.push('\n');
+        crate::files::append_durable(&dir.join(PROGRESS_FILE), line.as_bytes())
+    }
+}
