@@ -854,10 +854,17 @@ pub(super) fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
 /// Lines as a body: dedented, blank lines at either end dropped, runs of
 /// blank lines made one; `None` when nothing is left.
 fn tidy(lines: &[String]) -> Option<String> {
+    // Only spaces and tabs are indentation: a wider blank character is
+    // text, and cutting through it would split a character.
+    let indent = |line: &str| {
+        line.bytes()
+            .take_while(|b| *b == b' ' || *b == b'\t')
+            .count()
+    };
     let dedent = lines
         .iter()
         .filter(|line| !line.trim().is_empty())
-        .map(|line| line.len() - line.trim_start().len())
+        .map(|line| indent(line))
         .min()?;
     let mut out: Vec<&str> = Vec::new();
     for line in lines {
@@ -940,6 +947,30 @@ mod tests {
         );
         assert_eq!(label("Files are stored on disk"), None);
         assert_eq!(label("Acceptance of the terms matters"), None);
+    }
+
+    #[test]
+    fn bodies_dedent_by_spaces_and_tabs_only() {
+        let lines = ["    a".to_owned(), "\u{3000}b".to_owned(), "  c".to_owned()];
+        assert_eq!(tidy(&lines).as_deref(), Some("    a\n\u{3000}b\n  c"));
+        let lines = ["", "    a", "", "", "      b", ""].map(str::to_owned);
+        assert_eq!(tidy(&lines).as_deref(), Some("a\n\n  b"));
+    }
+
+    #[test]
+    fn crlf_documents_read_like_lf_ones() {
+        let lf = "# T\n\n## S\n\n- FR-1: one\n  Depends on: FR-2\n- FR-2: two\n";
+        let crlf = lf.replace('\n', "\r\n");
+        let titles = |text: &str| -> Vec<(String, Vec<usize>)> {
+            read("d.md", text)
+                .unwrap()
+                .nodes
+                .into_iter()
+                .map(|node| (node.title, node.deps))
+                .collect()
+        };
+        assert_eq!(titles(&crlf), titles(lf));
+        assert_eq!(titles(lf)[2], ("FR-1: one".to_owned(), vec![3]));
     }
 
     #[test]

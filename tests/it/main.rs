@@ -15,6 +15,7 @@ mod init;
 mod messages;
 mod misbehave;
 mod plan;
+mod plan_props;
 mod reliability_doc;
 mod revert;
 mod richer_tasks;
