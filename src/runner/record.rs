@@ -147,6 +147,11 @@ impl Engine<'_> {
     }
 
     pub(super) fn save_state(&mut self) -> Result<(), Error> {
+        // A worker whose task merged has no worktree left, and nothing in
+        // it to resume: saving would make its folder again.
+        if self.hub.is_some() && !self.paths.root().exists() {
+            return Ok(());
+        }
         self.state.updated = now();
         self.state_file
             .save(&self.state)

@@ -95,8 +95,12 @@ fn four_workers_merge_every_task_once_in_parallel_respecting_deps() {
         assert_eq!(project.read(&format!("{id}.txt")), format!("{id}\n"));
     }
     assert_eq!(project.git(&["status", "--porcelain"]), "");
-    // No worktree or task branch left.
+    // No worktree or task branch left, nor a worktree's folder.
     assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+    let left: Vec<_> = std::fs::read_dir(project.path().join(".ralph/worktrees"))
+        .map(|dir| dir.map(|entry| entry.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
     // Worked side by side, each task by one worker at a time, in its worktree,
     // never before its deps were done.
