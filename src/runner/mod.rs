@@ -110,28 +110,36 @@ impl RunError {
     }
 }
 
+/// Takes `.ralph/lock` for a new run whose id starts with `prefix`
+/// (`<time>-<pid>`, or `plan-<time>-<pid>` for the planner).
+pub(crate) fn take_run_lock(
+    paths: &Paths,
+    prefix: &str,
+) -> Result<(lock::RunLock, lock::Holder), Error> {
+    let holder = lock::Holder {
+        pid: std::process::id(),
+        since: crate::clock::now(),
+        run_id: format!(
+            "{prefix}{}-{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
+            std::process::id()
+        ),
+    };
+    match lock::RunLock::acquire(paths, &holder) {
+        Ok(lock) => Ok((lock, holder)),
+        Err(lock::LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
+        Err(lock::LockError::Io(path, source)) => Err(Error::Io { path, source }),
+    }
+}
+
 /// Runs the loop in the project at `paths` under the run lock.
 pub fn run(
     paths: &Paths,
     options: &RunOptions,
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
-    let run_id = format!(
-        "{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        std::process::id()
-    );
-    let holder = lock::Holder {
-        pid: std::process::id(),
-        since: crate::clock::now(),
-        run_id: run_id.clone(),
-    };
-    let lock = match lock::RunLock::acquire(paths, &holder) {
-        Ok(lock) => lock,
-        Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
-        Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
-    };
-    let started = holder.since.clone();
+    let (lock, holder) = take_run_lock(paths, "")?;
+    let (run_id, started) = (holder.run_id, holder.since);
     match Engine::prepare(paths, options, interrupted, run_id.clone(), lock) {
         Ok(engine) => engine.run(),
         Err(err) => {

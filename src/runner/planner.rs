@@ -12,7 +12,7 @@ use crate::error::Error;
 use crate::paths::Paths;
 use crate::task::{Queue, Store};
 
-use super::{RunError, lock};
+use super::RunError;
 
 /// The shipped planner role, used when the project has no `roles/planner.md`.
 pub const DEFAULT_PLANNER_ROLE: &str = include_str!("../../roles/planner.md");
@@ -54,21 +54,8 @@ pub fn plan_with_agent(
     request: &PlannerRequest<'_>,
     interrupted: &AtomicBool,
 ) -> Result<Planned, Error> {
-    let run_id = format!(
-        "plan-{}-{}",
-        chrono::Utc::now().format("%Y%m%dT%H%M%SZ"),
-        std::process::id()
-    );
-    let holder = lock::Holder {
-        pid: std::process::id(),
-        since: crate::clock::now(),
-        run_id: run_id.clone(),
-    };
-    let _lock = match lock::RunLock::acquire(paths, &holder) {
-        Ok(lock) => lock,
-        Err(lock::LockError::Held(holder)) => return Err(RunError::Locked(holder).into()),
-        Err(lock::LockError::Io(path, source)) => return Err(Error::Io { path, source }),
-    };
+    let (_lock, holder) = super::take_run_lock(paths, "plan-")?;
+    let run_id = holder.run_id;
     let store = Store::open(paths);
     let before = store.load()?;
     let known: HashSet<String> = before.all_ids().map(str::to_owned).collect();
@@ -89,17 +76,7 @@ pub fn plan_with_agent(
     let prompt = compose(&role, request.document, request.text, &before);
     let prompt_file = PathBuf::from(format!("{}/{run_id}.md", crate::paths::PROMPTS_DIR));
     let log_file = PathBuf::from(format!("{}/{run_id}.log", crate::paths::LOGS_DIR));
-    for (file, bytes) in [(&prompt_file, prompt.as_bytes()), (&log_file, &b""[..])] {
-        let path = paths.project().join(file);
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        crate::files::write_atomic(&path, bytes).map_err(io)?;
-    }
+    super::record::save_project_file(paths, &prompt_file, prompt.as_bytes())?;
     let context = agent::Context {
         task_id: String::new(),
         task_title: request.document.to_owned(),

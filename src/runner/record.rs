@@ -11,6 +11,7 @@ use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
 use crate::error::Error;
 use crate::events::Event;
+use crate::paths::Paths;
 use crate::prompt::Evidence;
 use crate::task::TaskId;
 
@@ -163,14 +164,19 @@ impl Engine<'_> {
 
     /// Saves `bytes` at `relative` in the project (a prompt).
     pub(super) fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
-        let path = self.paths.project().join(relative);
-        let io = |source| Error::Io {
-            path: path.clone(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        crate::files::write_atomic(&path, bytes).map_err(io)
+        save_project_file(&self.paths, relative, bytes)
     }
+}
+
+/// Saves `bytes` at `relative` in the project, folders made as needed.
+pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let path = paths.project().join(relative);
+    let io = |source| Error::Io {
+        path: path.clone(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    crate::files::write_atomic(&path, bytes).map_err(io)
 }
