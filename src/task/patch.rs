@@ -234,33 +234,20 @@ impl Queue {
             }
             _ => self.tasks.lines().len(),
         };
-        let mut object = Map::new();
-        object.insert("id".into(), id.as_str().into());
-        object.insert("title".into(), title.into());
-        object.insert("status".into(), Status::Pending.as_str().into());
-        object.insert("leaf".into(), true.into());
-        if let Some(body) = &new.body {
-            object.insert("body".into(), body.as_str().into());
-        }
-        for (key, items) in [
-            ("acceptance", &new.acceptance),
-            ("files", &new.files),
-            ("verify", &new.verify),
-        ] {
-            if !items.is_empty() {
-                object.insert(key.into(), items.clone().into());
-            }
-        }
-        if !new.deps.is_empty() {
-            let deps: Vec<Value> = new.deps.iter().map(|dep| dep.as_str().into()).collect();
-            object.insert("deps".into(), deps.into());
-        }
-        for (key, text) in [("source", &new.source), ("kind", &new.kind)] {
-            if let Some(text) = text {
-                object.insert(key.into(), text.as_str().into());
-            }
-        }
-        object.insert("created".into(), now.into());
+        let deps = new.deps.iter().map(|dep| dep.as_str().into()).collect();
+        let text = TaskText {
+            title,
+            body: new.body.as_deref(),
+            acceptance: &new.acceptance,
+            files: &new.files,
+            verify: &new.verify,
+            deps,
+        };
+        let tags = [
+            ("source", new.source.as_deref()),
+            ("kind", new.kind.as_deref()),
+        ];
+        let object = new_line(&id, true, text, &tags, now);
         self.tasks.insert(at, object)?;
         changes.push(Change::Added(id));
         Ok(changes)
@@ -458,6 +445,65 @@ impl Queue {
         }
         Ok(changes)
     }
+}
+
+/// The fields of a task line a person or a document writes.
+pub(super) struct TaskText<'a> {
+    pub title: &'a str,
+    pub body: Option<&'a str>,
+    pub acceptance: &'a [String],
+    pub files: &'a [String],
+    pub verify: &'a [String],
+    pub deps: Vec<Value>,
+}
+
+impl TaskText<'_> {
+    /// Writes the fields into `object`, removing those that are empty, so
+    /// an existing line ends up with exactly this text.
+    pub(super) fn write(self, object: &mut Map<String, Value>) {
+        let strings = |items: &[String]| (!items.is_empty()).then(|| Value::from(items.to_vec()));
+        object.insert("title".into(), self.title.into());
+        for (key, value) in [
+            ("body", self.body.map(Value::from)),
+            ("acceptance", strings(self.acceptance)),
+            ("files", strings(self.files)),
+            ("verify", strings(self.verify)),
+            (
+                "deps",
+                (!self.deps.is_empty()).then(|| Value::Array(self.deps)),
+            ),
+        ] {
+            match value {
+                Some(value) => object.insert(key.into(), value),
+                None => object.shift_remove(key),
+            };
+        }
+    }
+}
+
+/// A new pending task's line, keys in the order ralph writes them: id,
+/// title, status, leaf, the rest of `text`, the `tags` that are given
+/// (`source`, `kind`), then `created`.
+pub(super) fn new_line(
+    id: &TaskId,
+    leaf: bool,
+    text: TaskText<'_>,
+    tags: &[(&str, Option<&str>)],
+    now: &str,
+) -> Map<String, Value> {
+    let mut object = Map::new();
+    object.insert("id".into(), id.as_str().into());
+    object.insert("title".into(), Value::Null);
+    object.insert("status".into(), Status::Pending.as_str().into());
+    object.insert("leaf".into(), leaf.into());
+    text.write(&mut object);
+    for (key, value) in tags {
+        if let Some(value) = value {
+            object.insert((*key).into(), (*value).into());
+        }
+    }
+    object.insert("created".into(), now.into());
+    object
 }
 
 #[cfg(test)]

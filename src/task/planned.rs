@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::error::Result;
-use super::id::{self, TaskId};
+use super::id::TaskId;
 use super::model::Status;
-use super::patch::Change;
-use super::queue::Queue;
+use super::patch::{Change, TaskText, new_line};
+use super::queue::{Queue, numbered};
 
 /// One task of a plan, as `ralph plan` compiled it from a document.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -178,7 +178,7 @@ impl Queue {
                         let rewritten = update && status == Status::Pending;
                         if rewritten {
                             self.tasks
-                                .edit(line, |object| write_text(object, task, deps))?;
+                                .edit(line, |object| text_of(task, deps).write(object))?;
                         }
                         Planned::Changed { status, rewritten }
                     }
@@ -230,79 +230,48 @@ impl Queue {
     }
 
     /// The next free id under `parent` (top level for `None`), counting the
-    /// ids this plan allocated already.
+    /// ids this plan allocated already (its lines are inserted later).
     fn allocate(
         &self,
         parent: Option<TaskId>,
         allocated: &mut HashMap<Option<TaskId>, u64>,
     ) -> TaskId {
-        let highest = match &parent {
-            Some(parent) => self
-                .all_ids()
-                .filter(|id| id::parent_of(id) == Some(parent.as_str()))
-                .filter_map(|id| id::child_number(id::last_segment(id)))
-                .max(),
-            None => self
-                .all_ids()
-                .filter(|id| id::parent_of(id).is_none())
-                .filter_map(id::letters_number)
-                .max(),
-        }
-        .unwrap_or(0);
-        let next = allocated.entry(parent.clone()).or_insert(highest);
-        *next = (*next).max(highest) + 1;
-        match parent {
-            Some(parent) => parent.child(*next),
-            None => TaskId::parse(&id::letters_name(*next)).expect("letter ids are valid"),
-        }
+        let taken = allocated.entry(parent.clone()).or_insert(0);
+        *taken += 1;
+        numbered(
+            parent.as_ref(),
+            self.highest_number(parent.as_ref()) + *taken,
+        )
     }
 }
 
-/// The line of a new planned task, its keys in the order `ralph task add`
-/// writes them.
+/// The text a document gives a planned task.
+fn text_of(task: &PlannedTask, deps: Vec<Value>) -> TaskText<'_> {
+    TaskText {
+        title: &task.title,
+        body: task.body.as_deref(),
+        acceptance: &task.acceptance,
+        files: &task.files,
+        verify: &task.verify,
+        deps,
+    }
+}
+
+/// The line of a new planned task.
 fn planned_object(
     id: &TaskId,
     task: &PlannedTask,
     deps: Vec<Value>,
     now: &str,
 ) -> Map<String, Value> {
-    let mut object = Map::new();
-    object.insert("id".into(), id.as_str().into());
-    object.insert("title".into(), Value::Null);
-    object.insert("status".into(), Status::Pending.as_str().into());
-    object.insert("leaf".into(), task.leaf.into());
-    write_text(&mut object, task, deps);
-    object.insert("source".into(), task.source.as_str().into());
-    object.insert("created".into(), now.into());
-    object
-}
-
-/// Sets the fields a document decides; an absent one is removed.
-fn write_text(object: &mut Map<String, Value>, task: &PlannedTask, deps: Vec<Value>) {
-    object.insert("title".into(), task.title.as_str().into());
-    let mut set = |key: &str, value: Option<Value>| match value {
-        Some(value) => {
-            object.insert(key.into(), value);
-        }
-        None => {
-            object.shift_remove(key);
-        }
-    };
-    set("body", task.body.as_deref().map(Value::from));
-    set("acceptance", strings(&task.acceptance));
-    set("files", strings(&task.files));
-    set("verify", strings(&task.verify));
-    set("deps", (!deps.is_empty()).then(|| Value::Array(deps)));
-}
-
-fn strings(items: &[String]) -> Option<Value> {
-    (!items.is_empty()).then(|| Value::Array(items.iter().map(|s| s.as_str().into()).collect()))
+    let tags = [("source", Some(task.source.as_str()))];
+    new_line(id, task.leaf, text_of(task, deps), &tags, now)
 }
 
 /// Whether `object` holds the text `task` would write.
 fn same_text(object: &Map<String, Value>, task: &PlannedTask, deps: &[Value]) -> bool {
     let mut wanted = Map::new();
-    write_text(&mut wanted, task, deps.to_vec());
+    text_of(task, deps.to_vec()).write(&mut wanted);
     ["title", "body", "acceptance", "files", "verify", "deps"]
         .iter()
         .all(|key| object.get(*key) == wanted.get(*key))

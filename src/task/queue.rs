@@ -317,24 +317,26 @@ impl Queue {
 
     /// The next free top-level id: one past the highest in either file.
     pub fn next_top_level_id(&self) -> TaskId {
-        let highest = self
-            .all_ids()
-            .filter(|id| id::parent_of(id).is_none())
-            .filter_map(id::letters_number)
-            .max()
-            .unwrap_or(0);
-        TaskId::parse(&id::letters_name(highest + 1)).expect("letter ids are valid")
+        numbered(None, self.highest_number(None) + 1)
     }
 
     /// The next free child id under `parent`, counting both files.
     pub fn next_child_id(&self, parent: &TaskId) -> TaskId {
-        let highest = self
-            .all_ids()
-            .filter(|id| id::parent_of(id) == Some(parent.as_str()))
-            .filter_map(|id| id::child_number(id::last_segment(id)))
+        numbered(Some(parent), self.highest_number(Some(parent)) + 1)
+    }
+
+    /// The highest number (letters at the top level) among the ids under
+    /// `parent` in either file; 0 when there are none.
+    pub(super) fn highest_number(&self, parent: Option<&TaskId>) -> u64 {
+        let under = parent.map(TaskId::as_str);
+        self.all_ids()
+            .filter(|id| id::parent_of(id) == under)
+            .filter_map(|id| match under {
+                Some(_) => id::child_number(id::last_segment(id)),
+                None => id::letters_number(id),
+            })
             .max()
-            .unwrap_or(0);
-        parent.child(highest + 1)
+            .unwrap_or(0)
     }
 
     /// Every id in either file (an id may appear twice after a crash).
@@ -444,6 +446,15 @@ impl Queue {
             .into_iter()
             .map(|task| build(task, &mut children, &live_children, &totals))
             .collect()
+    }
+}
+
+/// The id numbered `n` under `parent`: `A.3`, or the letters of `n` at the
+/// top level.
+pub(super) fn numbered(parent: Option<&TaskId>, n: u64) -> TaskId {
+    match parent {
+        Some(parent) => parent.child(n),
+        None => TaskId::parse(&id::letters_name(n)).expect("letter ids are valid"),
     }
 }
 
