@@ -199,7 +199,7 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
             }
         }
     }
-    if let Some(cycle) = super::markdown::find_cycle(&nodes) {
+    if let Some(cycle) = super::find_cycle(&nodes) {
         let names: Vec<&str> = cycle
             .iter()
             .filter_map(|&i| nodes[i].requirement.as_deref())
@@ -224,5 +224,41 @@ fn kind(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> String {
+        read("prd.json", text).unwrap_err().1
+    }
+
+    #[test]
+    fn each_problem_names_the_story_and_the_fix() {
+        let story = |fields: &str| {
+            format!(r#"{{"userStories": [{{"id": "US-1", "title": "t"{fields}}}]}}"#)
+        };
+        for (text, message) in [
+            (r#"{"userStories": {}}"#.to_owned(), "\"userStories\" must be an array of stories, not an object"),
+            (r#"{"userStories": [3]}"#.to_owned(), "userStories[0]: a story must be an object, not a number"),
+            (r#"{"userStories": [{"title": "t"}]}"#.to_owned(), "userStories[0]: a story needs an \"id\" (like \"US-001\")"),
+            (story(r#", "passes": "yes""#), "userStories[0]: \"passes\" must be true or false, not \"yes\""),
+            (story(r#", "priority": 1.5"#), "userStories[0]: \"priority\" must be a whole number, not 1.5"),
+            (story(r#", "acceptanceCriteria": "a""#), "userStories[0]: \"acceptanceCriteria\" must be an array of strings, not \"a\""),
+            (story(r#", "dependsOn": ["US-9"]"#), "userStories[0]: depends on US-9, which no story has as its id; fix or remove it"),
+            (story(r#", "dependsOn": ["US-1"]"#), "userStories[0]: story depends on itself (US-1); remove it"),
+            (
+                r#"{"userStories": [{"id": "A-1", "title": "a"}, {"id": "A-1", "title": "b"}]}"#.to_owned(),
+                "userStories[1]: story id A-1 is used twice (first by userStories[0]); give each story its own id",
+            ),
+            (
+                r#"{"userStories": [{"id": "A-1", "title": "a", "dependsOn": ["A-2"]}, {"id": "A-2", "title": "b", "dependsOn": ["A-1"]}]}"#.to_owned(),
+                "stories depend on each other in a circle (A-1 -> A-2 -> A-1); remove one of these dependencies",
+            ),
+        ] {
+            assert_eq!(problem(&text), message, "{text}");
+        }
     }
 }

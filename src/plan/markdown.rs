@@ -788,7 +788,7 @@ impl Reader<'_> {
                 Some((None, _)) => {}
             }
         }
-        if let Some(cycle) = find_cycle(&self.nodes) {
+        if let Some(cycle) = super::find_cycle(&self.nodes) {
             let names: Vec<String> = cycle
                 .iter()
                 .map(|&index| {
@@ -813,42 +813,6 @@ impl Reader<'_> {
             skipped: self.skipped,
         })
     }
-}
-
-/// A dependency cycle among the nodes, if any, in dependency order.
-pub(super) fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
-    // 0 unvisited, 1 on the path, 2 done.
-    let mut state = vec![0u8; nodes.len()];
-    for start in 0..nodes.len() {
-        if state[start] != 0 {
-            continue;
-        }
-        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
-        state[start] = 1;
-        while let Some(&mut (node, ref mut next)) = path.last_mut() {
-            if let Some(&dep) = nodes[node].deps.get(*next) {
-                *next += 1;
-                match state[dep] {
-                    0 => {
-                        state[dep] = 1;
-                        path.push((dep, 0));
-                    }
-                    1 => {
-                        let from = path
-                            .iter()
-                            .position(|(n, _)| *n == dep)
-                            .expect("on the path");
-                        return Some(path[from..].iter().map(|(n, _)| *n).collect());
-                    }
-                    _ => {}
-                }
-            } else {
-                state[node] = 2;
-                path.pop();
-            }
-        }
-    }
-    None
 }
 
 /// Lines as a body: dedented, blank lines at either end dropped, runs of

@@ -296,6 +296,10 @@ fn each_mistake_in_a_document_names_its_line() {
             "x.md:4: \"Depends on: the login work\" names no requirement id; write the ids it needs, like `Depends on: FR-1, FR-3`",
         ),
         (
+            "# X\n\n- [ ]\n",
+            "x.md:3: a requirement needs a title after its checkbox or id",
+        ),
+        (
             "{\"userStories\": [{\"id\": \"US-1\"}]}",
             "x.md: userStories[0]: story US-1 needs a \"title\"",
         ),
@@ -354,6 +358,15 @@ fn the_planning_guide_shows_the_shipped_example_as_it_is() {
     let guide = include_str!("../../docs/PLANNING.md");
     assert!(guide.contains(EXAMPLE), "docs/PLANNING.md: the example PRD");
     assert!(guide.contains(EXAMPLE_TASKS), "docs/PLANNING.md: its tasks");
+}
+
+#[test]
+fn a_missing_document_is_named() {
+    let p = TestProject::new();
+    p.ralph(&["plan", "prds/none.md"]).fails(
+        30,
+        &format!("error: prds/none.md: cannot read the document: No such file or directory (os error 2)\n{HINT}"),
+    );
 }
 
 #[test]
