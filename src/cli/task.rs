@@ -52,19 +52,19 @@ pub struct AddArgs {
     #[arg(long, value_name = "ID")]
     pub id: Option<TaskId>,
     /// Details for the agent's prompt
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, allow_hyphen_values = true, value_name = "TEXT")]
     pub body: Option<String>,
     /// A task that must be done first (repeatable)
     #[arg(long = "dep", value_name = "ID")]
     pub deps: Vec<TaskId>,
     /// An acceptance criterion, shown to the agent as a checklist (repeatable)
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, allow_hyphen_values = true, value_name = "TEXT")]
     pub acceptance: Vec<String>,
     /// A file to focus on, shown to the agent (repeatable)
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, allow_hyphen_values = true, value_name = "PATH")]
     pub files: Vec<String>,
     /// A command that must pass before the task is merged (repeatable)
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, allow_hyphen_values = true, value_name = "CMD")]
     pub verify: Vec<String>,
 }
 
@@ -92,7 +92,7 @@ pub struct BlockArgs {
     /// The task's id
     pub id: TaskId,
     /// Why the task cannot go on (shown to people and the agent)
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, allow_hyphen_values = true, value_name = "TEXT")]
     pub reason: String,
 }
 

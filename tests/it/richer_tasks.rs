@@ -419,3 +419,35 @@ ralph task complete A > /dev/null
         json!(["echo changed"])
     );
 }
+
+/// Values that start with a dash are values, as the README's walk-through
+/// writes them (`--acceptance "--verbose prints one line per file"`).
+#[test]
+fn text_values_may_start_with_a_dash() {
+    let p = TestProject::new();
+    p.ralph(&[
+        "task",
+        "add",
+        "add a --verbose flag",
+        "--body",
+        "-v too",
+        "--acceptance",
+        "--verbose prints one line per file",
+        "--verify",
+        "-x",
+    ])
+    .ok("A\n");
+    let task = &p.json_lines("tasks.jsonl")[0];
+    assert_eq!(task["body"], "-v too");
+    assert_eq!(
+        task["acceptance"],
+        json!(["--verbose prints one line per file"])
+    );
+    assert_eq!(task["verify"], json!(["-x"]));
+    p.ralph(&["task", "block", "A", "--reason", "--help is wrong"])
+        .ok("A: pending -> blocked\n");
+    assert_eq!(
+        p.json_lines("tasks.jsonl")[0]["blocked_reason"],
+        "--help is wrong"
+    );
+}
