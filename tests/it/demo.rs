@@ -93,19 +93,7 @@ fn the_example_agent_script_follows_the_contract() {
     git_start(&p);
     p.ralph(&["task", "add", "first note"]).success();
     p.ralph(&["task", "add", "second note"]).success();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
-    let run = pinned_command(RALPH, p.path())
-        .current_dir(p.path())
-        .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms")
-        .args(["run", "--quiet", "--agent-cmd", script.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    run_example_agent(&p);
     let log = Command::new("git")
         .args(["log", "--format=%s", "main"])
         .current_dir(p.path())
@@ -135,6 +123,16 @@ fn the_example_agent_script_can_run_twice_on_a_task() {
     .unwrap();
     git_start(&p);
     p.ralph(&["task", "add", "a note"]).success();
+    run_example_agent(&p);
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["failures"], serde_json::json!({"verify_failed": 1}));
+    assert_eq!(result["iterations"], 2, "{result}");
+    assert_eq!(p.read("notes/A.md"), "a note\n");
+}
+
+/// The project as a repository on `main`, everything in one commit.
+/// `ralph run --quiet` with `examples/agent.sh`; it must drain (exit 0).
+fn run_example_agent(p: &TestProject) {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/agent.sh");
     let run = pinned_command(RALPH, p.path())
         .current_dir(p.path())
@@ -149,13 +147,8 @@ fn the_example_agent_script_can_run_twice_on_a_task() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let result = p.json(".ralph/result.json");
-    assert_eq!(result["failures"], serde_json::json!({"verify_failed": 1}));
-    assert_eq!(result["iterations"], 2, "{result}");
-    assert_eq!(p.read("notes/A.md"), "a note\n");
 }
 
-/// The project as a repository on `main`, everything in one commit.
 fn git_start(p: &TestProject) {
     let git = |args: &[&str]| {
         let status = p.command("git").args(args).status().unwrap();
