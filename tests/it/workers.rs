@@ -187,12 +187,7 @@ work "$RALPH_TASK_ID.txt" done
 echo "$RALPH_TASK_ID" >> "$REC/finished"
 "#,
     );
-    let child = project
-        .run_command(&["--workers", "3"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start");
+    let child = start_workers(&project, 3);
     for id in ["A", "B", "C"] {
         crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
     }
@@ -270,6 +265,16 @@ fi
 work "$RALPH_TASK_ID.txt" done
 ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#;
+
+/// Starts `ralph run --workers N`, its output kept for `wait_for`.
+fn start_workers(project: &TestProject, workers: usize) -> std::process::Child {
+    project
+        .run_command(&["--workers", &workers.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start")
+}
 
 /// Runs `ralph run --workers N`, waits until the agents of tasks `ids`
 /// have started, kills ralph with SIGKILL (its agents go on) and marks
@@ -353,12 +358,7 @@ echo $! > "$REC/child-$RALPH_TASK_ID"
 wait
 "#,
     );
-    let child = project
-        .run_command(&["--workers", "4"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start");
+    let child = start_workers(&project, 4);
     for id in ["A", "B", "C", "D"] {
         crate::support::wait_for_file(&project.aux().join(format!("rec/child-{id}")));
     }
