@@ -157,68 +157,9 @@ fn with_agent(
 }
 
 /// `ralph plan --input run-input.json --out-dir DIR`: the worker contract's
-/// plan. Every failure writes `DIR/result.json` saying so.
+/// plan (`crate::contract::plan`).
 fn contract_plan(input_path: &Path, out_dir: &Path, context: &Context) -> Result<Outcome, Error> {
-    use crate::contract::output::{PLAN_FILE, Progress, ResultFile};
-    let shown = input_path.display().to_string();
-    let fail = |run_id: Option<String>, message: String| -> Error {
-        let saved = ResultFile::plan_failed(run_id, message.clone()).save(out_dir);
-        match saved {
-            Ok(()) => Error::Contract(message),
-            Err(source) => Error::Io {
-                path: out_dir.join(crate::contract::output::RESULT_FILE),
-                source,
-            },
-        }
-    };
-    let text = std::fs::read_to_string(input_path)
-        .map_err(|err| fail(None, format!("{shown}: cannot read the input: {err}")))?;
-    let input = crate::contract::input::parse(&text)
-        .map_err(|problem| fail(None, format!("{shown}: {problem}")))?;
-    let run_id = Some(input.run_id.clone());
-    if !input.repo_path.is_dir() {
-        return Err(fail(
-            run_id,
-            format!(
-                "{shown}: $.repo_path: {} is not a folder",
-                input.repo_path.display()
-            ),
-        ));
-    }
-    let prd_file = input.repo_path.join(&input.prd_path);
-    let bytes = std::fs::read(&prd_file).map_err(|err| {
-        fail(
-            run_id.clone(),
-            format!(
-                "{shown}: $.prd_path: cannot read {}: {err}",
-                prd_file.display()
-            ),
-        )
-    })?;
-    let plan = plan::read(&input.prd_path, &input.prd_path, &bytes)
-        .map_err(|err| fail(run_id.clone(), err.to_string()))?;
-    let file = crate::contract::PlanFile::new(&input, &plan, &bytes);
-    let io = |path: PathBuf| move |source| Error::Io { path, source };
-    std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
-    let plan_path = out_dir.join(PLAN_FILE);
-    crate::files::write_atomic(&plan_path, file.to_text().as_bytes())
-        .map_err(io(plan_path.clone()))?;
-    let skipped: Vec<&str> = plan.skipped.iter().map(|s| s.source.as_str()).collect();
-    Progress {
-        timestamp: context.now.clone(),
-        run_id: input.run_id.clone(),
-        story_id: None,
-        phase: "plan",
-        attempt: None,
-        status: "ok".to_owned(),
-        context: json!({
-            "stories": file.stories.len(),
-            "prd_sha256": file.prd.sha256,
-            "skipped": skipped,
-        }),
-    }
-    .append(out_dir)
-    .map_err(io(out_dir.join(crate::contract::output::PROGRESS_FILE)))?;
+    let file = crate::contract::plan(input_path, out_dir, &context.now)?;
     if context.json {
         return Ok(Outcome::print(file.to_text()));
     }
@@ -228,8 +169,8 @@ fn contract_plan(input_path: &Path, out_dir: &Path, context: &Context) -> Result
     };
     Ok(Outcome::print(format!(
         "{}: {stories} from {}\n",
-        plan_path.display(),
-        input.prd_path
+        out_dir.join(crate::contract::output::PLAN_FILE).display(),
+        file.prd.path
     )))
 }
 

@@ -6,11 +6,15 @@
 pub mod input;
 pub mod output;
 
+use std::path::{Path, PathBuf};
+
 use serde::Serialize;
 
 pub use input::{CONTRACT_VERSION, RunInput};
 
+use crate::error::Error;
 use crate::plan::Plan;
+use output::{PLAN_FILE, PROGRESS_FILE, Progress, RESULT_FILE, ResultFile};
 
 /// `plan.json`: the stories of a PRD, in the order they are worked.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -101,6 +105,65 @@ impl PlanFile {
         text.push('\n');
         text
     }
+}
+
+/// `ralph plan --input INPUT --out-dir DIR`: checks the input, plans its
+/// PRD, writes `DIR/plan.json` and a `plan` event to `DIR/progress.ndjson`.
+/// Every failure writes `DIR/result.json` saying so, and is returned.
+pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Error> {
+    let shown = input_path.display().to_string();
+    let fail = |run_id: Option<String>, message: String| -> Error {
+        match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
+            Ok(()) => Error::Contract(message),
+            Err(source) => Error::Io {
+                path: out_dir.join(RESULT_FILE),
+                source,
+            },
+        }
+    };
+    let text = std::fs::read_to_string(input_path)
+        .map_err(|err| fail(None, format!("{shown}: cannot read the input: {err}")))?;
+    let input = input::parse(&text).map_err(|problem| fail(None, format!("{shown}: {problem}")))?;
+    let run_id = Some(input.run_id.clone());
+    if !input.repo_path.is_dir() {
+        let folder = input.repo_path.display();
+        return Err(fail(
+            run_id,
+            format!("{shown}: $.repo_path: {folder} is not a folder"),
+        ));
+    }
+    let prd_file = input.repo_path.join(&input.prd_path);
+    let bytes = std::fs::read(&prd_file).map_err(|err| {
+        let file = prd_file.display();
+        fail(
+            run_id.clone(),
+            format!("{shown}: $.prd_path: cannot read {file}: {err}"),
+        )
+    })?;
+    let plan = crate::plan::read(&input.prd_path, &input.prd_path, &bytes)
+        .map_err(|err| fail(run_id.clone(), err.to_string()))?;
+    let file = PlanFile::new(&input, &plan, &bytes);
+    let io = |path: PathBuf| move |source| Error::Io { path, source };
+    std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
+    let plan_path = out_dir.join(PLAN_FILE);
+    crate::files::write_atomic(&plan_path, file.to_text().as_bytes()).map_err(io(plan_path))?;
+    let skipped: Vec<&str> = plan.skipped.iter().map(|s| s.source.as_str()).collect();
+    Progress {
+        timestamp: now.to_owned(),
+        run_id: input.run_id.clone(),
+        story_id: None,
+        phase: "plan",
+        attempt: None,
+        status: "ok".to_owned(),
+        context: serde_json::json!({
+            "stories": file.stories.len(),
+            "prd_sha256": file.prd.sha256,
+            "skipped": skipped,
+        }),
+    }
+    .append(out_dir)
+    .map_err(io(out_dir.join(PROGRESS_FILE)))?;
+    Ok(file)
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
