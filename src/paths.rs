@@ -42,6 +42,10 @@ pub const PROMPTS_DIR: &str = ".ralph/prompts";
 pub const LOGS_DIR: &str = ".ralph/logs";
 /// Each task's failed attempts, one Markdown file per task id.
 pub const CRITIQUE_DIR: &str = ".ralph/critique";
+/// In the home of a run working elsewhere (`ralph execute`'s out-dir):
+/// the checkout it works in, so the agent's `ralph task` there finds this
+/// home (see `project::find_root`).
+pub const WORK_TREE_FILE: &str = ".ralph/work-tree";
 /// The human-readable iteration log.
 pub const LOG_FILE: &str = "ralph.log";
 /// The stop signal.
@@ -60,13 +64,19 @@ pub const CONTEXT_TEMPLATE: &str = "templates/context.md.j2";
 /// The paths of one project, or of one parallel worker in it.
 ///
 /// A worker works in its task's worktree (`root`), where its own runtime
-/// files live (state, prompts, logs, the agent's process group), while the
-/// files every worker shares are the project's: the queue and its lock and
-/// copies, the configuration, the event stream, `ralph.log` and `.stop`.
+/// files live (state, the agent's process group), while the files every
+/// worker shares are the project's: the queue and its lock and copies,
+/// prompts and logs, the configuration, the event stream, `ralph.log` and
+/// `.stop`.
+///
+/// `ralph execute` works in a repository whose project files all live
+/// elsewhere (the worker contract's out-dir): see [`Paths::elsewhere`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Paths {
     root: PathBuf,
     project: PathBuf,
+    /// Where this engine's own state and agent group file live.
+    own: PathBuf,
 }
 
 impl Paths {
@@ -75,15 +85,29 @@ impl Paths {
         let root = root.into();
         Paths {
             project: root.clone(),
+            own: root.clone(),
             root,
+        }
+    }
+
+    /// The paths of a run whose work happens in the checkout `work` while
+    /// the queue, the configuration and every runtime file live in `home`.
+    pub fn elsewhere(work: impl Into<PathBuf>, home: impl Into<PathBuf>) -> Paths {
+        let home = home.into();
+        Paths {
+            root: work.into(),
+            own: home.clone(),
+            project: home,
         }
     }
 
     /// The paths of a worker of this project working in `folder` (its
     /// task's worktree).
     pub fn in_worktree(&self, folder: impl Into<PathBuf>) -> Paths {
+        let folder = folder.into();
         Paths {
-            root: folder.into(),
+            own: folder.clone(),
+            root: folder,
             project: self.project.clone(),
         }
     }
@@ -93,9 +117,17 @@ impl Paths {
         &self.root
     }
 
-    /// The project root, whose queue and settings every worker shares.
+    /// The project root, whose queue and settings every worker shares
+    /// (the out-dir of `ralph execute`).
     pub fn project(&self) -> &Path {
         &self.project
+    }
+
+    /// Whether the queue files are in the checkout at the root, committed
+    /// with the work (a worker's are links to the project's); not so for
+    /// [`Paths::elsewhere`].
+    pub fn queue_in_checkout(&self) -> bool {
+        self.own == self.root
     }
 
     /// `rel` (one of this module's names) under the root.
@@ -135,7 +167,7 @@ impl Paths {
 
     /// `.ralph/state.json`.
     pub fn state(&self) -> PathBuf {
-        self.join(STATE_FILE)
+        self.own.join(STATE_FILE)
     }
 
     /// `.ralph/events.ndjson`.
@@ -170,7 +202,7 @@ impl Paths {
 
     /// `.ralph/agent.pgid`.
     pub fn agent_group(&self) -> PathBuf {
-        self.join(AGENT_GROUP_FILE)
+        self.own.join(AGENT_GROUP_FILE)
     }
 
     /// `.ralph/critique/<id>.md`, the project's (a worker's too: it

@@ -33,9 +33,46 @@ pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
         .to_owned())
 }
 
+/// The home of a run working elsewhere when this command is its agent's:
+/// `project_dir` (`RALPH_PROJECT_DIR` of the agent's environment) when it
+/// names, in `.ralph/work-tree`, a checkout holding `cwd`. So an agent of
+/// `ralph execute` changes the out-dir's queue with `ralph task`, while
+/// anything it runs elsewhere (a test suite's own temporary projects) is
+/// left alone.
+pub fn home_of_agent(project_dir: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+    let home = project_dir?;
+    let text = std::fs::read_to_string(home.join(crate::paths::WORK_TREE_FILE)).ok()?;
+    let work_tree = Path::new(text.trim_end_matches('\n'));
+    let cwd = std::fs::canonicalize(cwd).ok()?;
+    cwd.starts_with(work_tree).then(|| home.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_agent_of_a_run_working_elsewhere_finds_its_home() {
+        let temp = assert_fs::TempDir::new().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        let (repo, home, other) = (root.join("repo"), root.join("out"), root.join("other"));
+        for dir in [repo.join("src"), home.join(".ralph"), other.clone()] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        // No marker: an ordinary project's agent.
+        assert_eq!(home_of_agent(Some(&home), &repo), None);
+        std::fs::write(
+            home.join(crate::paths::WORK_TREE_FILE),
+            repo.to_string_lossy().as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            home_of_agent(Some(&home), &repo.join("src")),
+            Some(home.clone())
+        );
+        assert_eq!(home_of_agent(Some(&home), &other), None);
+        assert_eq!(home_of_agent(None, &repo), None);
+    }
 
     #[test]
     fn walks_up_to_the_folder_with_the_queue_or_git() {

@@ -2,6 +2,7 @@
 
 mod bench_gen;
 mod demo;
+mod execute;
 mod init;
 mod plan;
 mod prompt;
@@ -49,6 +50,8 @@ pub enum Command {
     /// The demo's scripted agent (run by `ralph demo`)
     #[command(hide = true)]
     DemoAgent,
+    /// The worker contract: work a plan's stories on the working branch (docs/contract/)
+    Execute(execute::ExecuteArgs),
     /// Create the files ralph needs in this folder (never overwrites without --force)
     Init(init::InitArgs),
     /// Turn a requirements document (PRD) into tasks, deterministically
@@ -152,10 +155,17 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         path: PathBuf::from("."),
         source,
     })?;
+    // An agent of `ralph execute` works on the queue of the run's home.
+    let project_dir = std::env::var_os("RALPH_PROJECT_DIR").map(PathBuf::from);
+    let home = || crate::project::home_of_agent(project_dir.as_deref(), &cwd);
     let root = match (&cli.command, &cli.dir) {
         // init makes the folder it is run in (or --dir) a project.
         (Command::Init(_) | Command::BenchGen(_), None) => cwd.clone(),
-        _ => crate::project::find_root(cli.dir.as_deref(), &cwd)?,
+        (_, None) => match home() {
+            Some(home) => home,
+            None => crate::project::find_root(None, &cwd)?,
+        },
+        (_, Some(dir)) => crate::project::find_root(Some(dir), &cwd)?,
     };
     let context = Context {
         paths: crate::paths::Paths::new(root),
@@ -167,6 +177,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::BenchGen(args) => bench_gen::run(&args, &context),
         Command::Demo(args) => demo::run(&args, &context),
         Command::DemoAgent => demo::agent(&context),
+        Command::Execute(args) => execute::run(&args, &context),
         Command::Init(args) => init::run(&args, &context),
         Command::Plan(args) => plan::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),

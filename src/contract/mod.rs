@@ -3,12 +3,14 @@
 //! `progress.ndjson` and `result.json`. The schemas of all four are in
 //! `docs/contract/`.
 
+pub mod execute;
 pub mod input;
 pub mod output;
+pub mod progress;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use input::{CONTRACT_VERSION, RunInput};
 
@@ -17,7 +19,8 @@ use crate::plan::Plan;
 use output::{PLAN_FILE, PROGRESS_FILE, Progress, RESULT_FILE, ResultFile};
 
 /// `plan.json`: the stories of a PRD, in the order they are worked.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlanFile {
     /// Always [`CONTRACT_VERSION`].
     pub contract_version: u64,
@@ -30,7 +33,8 @@ pub struct PlanFile {
 }
 
 /// Which PRD a plan was made from.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PrdRef {
     /// `prd_path` of the input.
     pub path: String,
@@ -39,7 +43,8 @@ pub struct PrdRef {
 }
 
 /// One story: a leaf task of the plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Story {
     /// `S1`, `S2`, ... in plan order.
     pub id: String,
@@ -107,31 +112,50 @@ impl PlanFile {
     }
 }
 
+/// Writes a `result.json` saying the command was refused for `message`
+/// (the input or the plan is wrong), and returns the error to report.
+pub(crate) fn refuse(out_dir: &Path, run_id: Option<String>, message: String) -> Error {
+    match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
+        Ok(()) => Error::Contract(message),
+        Err(source) => Error::Io {
+            path: out_dir.join(RESULT_FILE),
+            source,
+        },
+    }
+}
+
+/// Reads and checks `run-input.json`, its repository included; a refusal
+/// is written to `out_dir/result.json`.
+pub(crate) fn read_input(input_path: &Path, out_dir: &Path) -> Result<RunInput, Error> {
+    let shown = input_path.display().to_string();
+    let text = std::fs::read_to_string(input_path).map_err(|err| {
+        refuse(
+            out_dir,
+            None,
+            format!("{shown}: cannot read the input: {err}"),
+        )
+    })?;
+    let input = input::parse(&text)
+        .map_err(|problem| refuse(out_dir, None, format!("{shown}: {problem}")))?;
+    if !input.repo_path.is_dir() {
+        let folder = input.repo_path.display();
+        return Err(refuse(
+            out_dir,
+            Some(input.run_id.clone()),
+            format!("{shown}: $.repo_path: {folder} is not a folder"),
+        ));
+    }
+    Ok(input)
+}
+
 /// `ralph plan --input INPUT --out-dir DIR`: checks the input, plans its
 /// PRD, writes `DIR/plan.json` and a `plan` event to `DIR/progress.ndjson`.
 /// Every failure writes `DIR/result.json` saying so, and is returned.
 pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Error> {
     let shown = input_path.display().to_string();
-    let fail = |run_id: Option<String>, message: String| -> Error {
-        match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
-            Ok(()) => Error::Contract(message),
-            Err(source) => Error::Io {
-                path: out_dir.join(RESULT_FILE),
-                source,
-            },
-        }
-    };
-    let text = std::fs::read_to_string(input_path)
-        .map_err(|err| fail(None, format!("{shown}: cannot read the input: {err}")))?;
-    let input = input::parse(&text).map_err(|problem| fail(None, format!("{shown}: {problem}")))?;
+    let input = read_input(input_path, out_dir)?;
     let run_id = Some(input.run_id.clone());
-    if !input.repo_path.is_dir() {
-        let folder = input.repo_path.display();
-        return Err(fail(
-            run_id,
-            format!("{shown}: $.repo_path: {folder} is not a folder"),
-        ));
-    }
+    let fail = |run_id: Option<String>, message: String| refuse(out_dir, run_id, message);
     let prd_file = input.repo_path.join(&input.prd_path);
     let bytes = std::fs::read(&prd_file).map_err(|err| {
         let file = prd_file.display();

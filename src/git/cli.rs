@@ -358,6 +358,9 @@ impl Repo {
     /// Such a file never reaches the base's history. Best effort: without a
     /// `git` command, none.
     pub fn ignored_queue_files(&self) -> Vec<(String, String)> {
+        if self.queue.is_empty() {
+            return Vec::new();
+        }
         let mut args = vec!["check-ignore", "--verbose", "--"];
         args.extend(self.queue.iter().map(|file| file.rel.as_str()));
         // Exit 1 (no output): nothing ignored.

@@ -183,6 +183,7 @@ impl Repo {
         let inner = project_prefix(&workdir, dir)?;
         let queue = [TASKS_FILE, DONE_FILE]
             .into_iter()
+            .filter(|_| paths.queue_in_checkout())
             .map(|name| QueueFile {
                 rel: format!("{inner}{name}"),
                 abs: dir.join(name),

@@ -197,7 +197,11 @@ impl Repo {
     /// The project's folder inside worktree `tree`: its root, unless the
     /// project is a subfolder of the repository.
     fn project_folder_in(&self, tree: &Path) -> PathBuf {
-        match self.queue[0].rel.rsplit_once('/') {
+        match self
+            .queue
+            .first()
+            .and_then(|file| file.rel.rsplit_once('/'))
+        {
             Some((inner, _)) => tree.join(inner),
             None => tree.to_owned(),
         }

@@ -126,20 +126,20 @@ impl<'a> Engine<'a> {
         }
         // An agent that outlived a ralph killed with -9 must not keep
         // changing the tree under this run.
-        if agent::stop_leftover_group(&paths.agent_group(), paths.root(), options.kill_grace) {
+        if agent::stop_leftover_group(&paths.agent_group(), paths.project(), options.kill_grace) {
             ui.line("stopped the agent a previous run left running");
         }
         // A write cut short by a crash leaves its temp file beside the file
         // (looked for once the leftover agent, which may have been writing
         // one with `ralph task`, is stopped).
         for file in [
-            crate::paths::TASKS_FILE,
-            crate::paths::STATE_FILE,
-            VALID_QUEUE,
-            crate::paths::VALID_ARCHIVE,
-            crate::paths::RESULT_FILE,
+            paths.tasks(),
+            paths.state(),
+            paths.valid_queue(),
+            paths.valid_archive(),
+            paths.result(),
         ] {
-            let _ = crate::files::remove_stale_temps(&paths.join(file));
+            let _ = crate::files::remove_stale_temps(&file);
         }
         let repo = open_repo(paths, settings, state.base.as_deref())?;
         // A configured base other than the branch checked out: the run's
@@ -195,7 +195,7 @@ impl<'a> Engine<'a> {
             repo.check_queue_on_base()?;
         }
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
-        let host = Host::from_process(paths.root())?;
+        let host = Host::from_process(paths.project())?;
         agent::preflight(&spec, &host)?;
         // Iterations a crash cut short are counted before any budget is.
         state.settle_cut_short(run_started, settings.agent.timeout);
@@ -549,8 +549,6 @@ impl<'a> Engine<'a> {
         }
     }
 }
-
-use crate::paths::VALID_QUEUE;
 
 /// The prompt and log files of the iteration numbered `iteration` over all
 /// runs (so a later run never overwrites them), on task `id`.

@@ -385,6 +385,7 @@ impl Engine<'_> {
             "trigger".into(),
             json!(turn.fired.as_ref().map(|f| f.number)),
         );
+        receipt.insert("task_iteration".into(), json!(turn.task_iteration));
         receipt.insert("agent".into(), json!(turn.spec.label()));
         receipt.insert("model".into(), json!(turn.spec.model()));
         receipt.insert("prompt_bytes".into(), json!(turn.prompt.len()));

@@ -1,0 +1,74 @@
+//! `ralph execute`: the worker contract's run.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{Context, Outcome, to_json};
+use crate::contract::execute::{self, Request};
+use crate::error::Error;
+
+/// Arguments of `ralph execute`.
+#[derive(Debug, Args)]
+pub struct ExecuteArgs {
+    /// The run's run-input.json (docs/contract/run-input.schema.json)
+    #[arg(long, value_name = "FILE")]
+    pub input: PathBuf,
+    /// The plan.json `ralph plan --input` wrote
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+    /// Where the queue, the run's state, progress.ndjson, result.json, critique.md and attempts/ live
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
+}
+
+/// Runs `ralph execute`.
+pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
+    let request = Request {
+        input: &args.input,
+        plan: &args.plan,
+        out_dir: &args.out_dir,
+        now: &context.now,
+        kill_grace: super::run::kill_grace(),
+    };
+    let finished = execute::execute(&request, super::run::interrupt_flag())?;
+    let result = &finished.result;
+    let mut outcome = Outcome::default();
+    if context.json {
+        outcome.stdout = to_json(result);
+    } else {
+        let summary = &result.summary;
+        let reason = result
+            .reason
+            .map(|reason| {
+                format!(
+                    " ({})",
+                    serde_json::to_value(reason)
+                        .expect("a reason serializes")
+                        .as_str()
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        outcome.stdout = format!(
+            "{}: {}{reason}: {} of {} stories done, {} failed, {} skipped; next: {}\n",
+            args.out_dir
+                .join(crate::contract::output::RESULT_FILE)
+                .display(),
+            result.status,
+            summary.completed,
+            result.stories.len(),
+            summary.failed,
+            summary.skipped,
+            serde_json::to_value(result.next_action)
+                .expect("an action serializes")
+                .as_str()
+                .unwrap_or_default(),
+        );
+        if let Some(error) = &result.error {
+            outcome.stderr = format!("{}\n", crate::text::safe(error));
+        }
+    }
+    outcome.exit = Some(finished.exit);
+    Ok(outcome)
+}
