@@ -40,15 +40,7 @@ pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
         let summary = &result.summary;
         let reason = result
             .reason
-            .map(|reason| {
-                format!(
-                    " ({})",
-                    serde_json::to_value(reason)
-                        .expect("a reason serializes")
-                        .as_str()
-                        .unwrap_or_default()
-                )
-            })
+            .map(|reason| format!(" ({})", word(reason)))
             .unwrap_or_default();
         outcome.stdout = format!(
             "{}: {}{reason}: {} of {} stories done, {} failed, {} skipped; next: {}\n",
@@ -60,15 +52,23 @@ pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
             result.stories.len(),
             summary.failed,
             summary.skipped,
-            serde_json::to_value(result.next_action)
-                .expect("an action serializes")
-                .as_str()
-                .unwrap_or_default(),
+            word(result.next_action),
         );
-        if let Some(error) = &result.error {
-            outcome.stderr = format!("{}\n", crate::text::safe(error));
-        }
     }
+    // Why it did not succeed, as ralph words its errors.
+    outcome.stderr = match (&finished.error, &result.error) {
+        (Some(err), _) => format!("{}\n", crate::error::Report(err)),
+        (None, Some(error)) => format!("{}\n", crate::text::safe(error)),
+        (None, None) => String::new(),
+    };
     outcome.exit = Some(finished.exit);
     Ok(outcome)
+}
+
+/// The JSON word of a unit enum (`open_draft_pr`).
+fn word(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(word)) => word,
+        other => format!("{other:?}"),
+    }
 }

@@ -49,6 +49,8 @@ pub struct Finished {
     pub result: ResultFile,
     /// The command's exit code.
     pub exit: Exit,
+    /// Why the loop could not start or go on, for the person reading.
+    pub error: Option<Error>,
 }
 
 /// Runs `ralph execute`. Whatever happens after the input is read,
@@ -106,8 +108,9 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         Ok(run) => {
             let queue = Store::open(&paths).load()?;
             let state = crate::state::StateFile::open(&paths).peek();
-            let attempts = attempts_reported(&out_dir);
-            conclude(&input, &plan, &queue, &state, &attempts, &run)
+            let reported = attempts_reported(&out_dir);
+            let outcomes = Outcomes::new(&plan, &queue, &state, &reported);
+            conclude(&input, outcomes, &run)
         }
         Err(err) => {
             // The loop could not start or go on (a dirty checkout, a
@@ -118,16 +121,20 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
                 Exit::NeedsPerson => (Exit::NeedsPerson, NextAction::HumanInput),
                 _ => (Exit::Transient, NextAction::Retry),
             };
-            let message = crate::error::Report(&err).to_string();
-            let result = ResultFile::ended(
-                &input.run_id,
-                "failed",
-                None,
-                Some(message),
-                Vec::new(),
-                next,
-            );
-            Finished { result, exit }
+            let mut message = err.to_string();
+            if let Some(hint) = err.hint() {
+                message.push_str(&format!("\nhint: {hint}"));
+            }
+            let stories = Outcomes::read(&paths, &plan)
+                .map(|o| o.stories)
+                .unwrap_or_default();
+            let result =
+                ResultFile::ended(&input.run_id, "failed", None, Some(message), stories, next);
+            Finished {
+                result,
+                exit,
+                error: Some(err),
+            }
         }
     };
     finished
@@ -314,66 +321,94 @@ fn apply_input(settings: &mut Settings, input: &RunInput) {
     }
 }
 
-/// `result.json` from the queue and the loop's state at the end of a run.
-fn conclude(
-    input: &RunInput,
-    plan: &PlanFile,
-    queue: &Queue,
-    state: &crate::state::State,
-    reported: &HashMap<String, u64>,
-    run: &RunResult,
-) -> Finished {
-    let mut stories: Vec<StoryResult> = Vec::new();
-    let mut first_failure: Option<(Reason, String)> = None;
-    for story in &plan.stories {
-        let progress = state.tasks.get(&story.id);
-        // A merged task's progress is dropped from the state: its
-        // attempts are the ones progress.ndjson reported.
-        let attempts = progress
-            .map_or(0, |p| p.iterations)
-            .max(reported.get(&story.id).copied().unwrap_or(0));
-        let last_class = progress
-            .and_then(|p| p.evidence.as_ref())
-            .map(|e| e.class.as_str());
-        let task = queue.get(&story.id);
-        let done = queue.done.contains(&story.id);
-        let waits_on_failed = story.deps.iter().any(|dep| {
-            stories
-                .iter()
-                .any(|s| &s.id == dep && matches!(s.status, "failed" | "blocked"))
-        });
-        let (status, verification) = if done {
-            let checked = !story.verification_commands.is_empty();
-            ("done", if checked { "passed" } else { "pending" })
-        } else if task.is_some_and(|t| t.status == Status::Blocked) || attempts > 0 {
-            let verification = if last_class == Some("verify_failed") {
-                "failed"
-            } else {
-                "pending"
-            };
-            if first_failure.is_none() && task.is_some_and(|t| t.status == Status::Blocked) {
-                let why = queue
-                    .object(&story.id)
-                    .and_then(|line| line.get("blocked_reason")?.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                first_failure = Some((
-                    story_reason(&why, last_class),
-                    format!("{}: {why}", story.id),
-                ));
-            }
-            ("failed", verification)
-        } else if waits_on_failed {
-            ("blocked", "pending")
-        } else {
-            ("skipped", "pending")
-        };
-        stories.push(StoryResult {
-            id: story.id.clone(),
-            status,
-            attempts,
-            verification,
-        });
+/// Each story's outcome from the queue and the loop's state, and the
+/// first story that failed (in plan order), with its reason and why.
+struct Outcomes {
+    stories: Vec<StoryResult>,
+    first_failure: Option<(Reason, String)>,
+}
+
+impl Outcomes {
+    /// Reads the out-dir's queue and state; `None` when the queue does not
+    /// load.
+    fn read(paths: &Paths, plan: &PlanFile) -> Option<Outcomes> {
+        let queue = Store::open(paths).load().ok()?;
+        let state = crate::state::StateFile::open(paths).peek();
+        let reported = attempts_reported(paths.project());
+        Some(Outcomes::new(plan, &queue, &state, &reported))
     }
+
+    fn new(
+        plan: &PlanFile,
+        queue: &Queue,
+        state: &crate::state::State,
+        reported: &HashMap<String, u64>,
+    ) -> Outcomes {
+        let mut stories: Vec<StoryResult> = Vec::new();
+        let mut first_failure: Option<(Reason, String)> = None;
+        for story in &plan.stories {
+            let progress = state.tasks.get(&story.id);
+            // A merged task's progress is dropped from the state: its
+            // attempts are the ones progress.ndjson reported.
+            let attempts = progress
+                .map_or(0, |p| p.iterations)
+                .max(reported.get(&story.id).copied().unwrap_or(0));
+            let last_class = progress
+                .and_then(|p| p.evidence.as_ref())
+                .map(|e| e.class.as_str());
+            let last_failed = progress.is_some_and(|p| p.last_failed);
+            let task = queue.get(&story.id);
+            let done = queue.done.contains(&story.id);
+            let waits_on_failed = story.deps.iter().any(|dep| {
+                stories
+                    .iter()
+                    .any(|s| &s.id == dep && matches!(s.status, "failed" | "blocked"))
+            });
+            let (status, verification) = if done {
+                let checked = !story.verification_commands.is_empty();
+                ("done", if checked { "passed" } else { "pending" })
+            } else if task.is_some_and(|t| t.status == Status::Blocked) || attempts > 0 {
+                let verification = if last_class == Some("verify_failed") {
+                    "failed"
+                } else {
+                    "pending"
+                };
+                if first_failure.is_none() && task.is_some_and(|t| t.status == Status::Blocked) {
+                    let why = queue
+                        .object(&story.id)
+                        .and_then(|line| line.get("blocked_reason")?.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    first_failure = Some((
+                        story_reason(&why, last_class, last_failed),
+                        format!("{}: {why}", story.id),
+                    ));
+                }
+                ("failed", verification)
+            } else if waits_on_failed {
+                ("blocked", "pending")
+            } else {
+                ("skipped", "pending")
+            };
+            stories.push(StoryResult {
+                id: story.id.clone(),
+                status,
+                attempts,
+                verification,
+            });
+        }
+        Outcomes {
+            stories,
+            first_failure,
+        }
+    }
+}
+
+/// `result.json` at the end of a run.
+fn conclude(input: &RunInput, outcomes: Outcomes, run: &RunResult) -> Finished {
+    let Outcomes {
+        stories,
+        first_failure,
+    } = outcomes;
     let all_done = stories.iter().all(|s| s.status == "done");
     let (status, reason, error, next) = match run.status {
         RunStatus::Drained if all_done => ("success", None, None, NextAction::OpenPr),
@@ -433,7 +468,11 @@ fn conclude(
         None => Exit::Transient,
     };
     let result = ResultFile::ended(&input.run_id, status, reason, error, stories, next);
-    Finished { result, exit }
+    Finished {
+        result,
+        exit,
+        error: None,
+    }
 }
 
 /// The highest attempt `progress.ndjson` reported for each story, over
@@ -454,9 +493,13 @@ fn attempts_reported(out_dir: &Path) -> HashMap<String, u64> {
     attempts
 }
 
-/// The reason a blocked story gives: its budget, or the class of the
-/// failures that blocked it.
-fn story_reason(blocked_reason: &str, last_class: Option<&str>) -> Reason {
+/// The reason a blocked story gives: a timeout of its last attempt (worth
+/// a retry), its spent budget, or the class of the failures that blocked
+/// it.
+fn story_reason(blocked_reason: &str, last_class: Option<&str>, last_failed: bool) -> Reason {
+    if last_failed && last_class == Some("timeout") {
+        return Reason::AgentTimeout;
+    }
     if blocked_reason.starts_with("spent ") {
         return Reason::AttemptBudgetExhausted;
     }

@@ -8,7 +8,7 @@
 //! | `run` | `execute` | `started`, then how the run ended |
 //! | `iteration` (one agent attempt) | `execute` | `ok`, or the failure class |
 //! | `verify` (a story's check) | `verify` | `passed`, `failed` |
-//! | `finish` (a failed attempt) | `critique` | the failure class |
+//! | `finish` (a failed attempt), or a failed `iteration` | `critique` | the failure class |
 //! | `block` | `execute` | `blocked` |
 //! | `merge` | `merge` | `ok` |
 //! | `verify_run` | `run_verify` | `passed`, `failed` |
@@ -179,9 +179,31 @@ impl Tail {
         };
         progress.append(&self.home)?;
         if let (Some(id), Some(n)) = (&story, attempt) {
-            self.note_attempt(id, n, event, phase, &status)?;
+            let begins = event.phase == "iteration";
+            self.note_attempt(id, n, event, (phase, &status), begins)?;
         }
-        if phase == "critique" {
+        // An attempt that failed in the agent (not in a check) is
+        // critiqued in the same breath.
+        let failed_class = event.extra.get("class").and_then(Value::as_str);
+        if let (true, Some(class)) = (event.phase == "iteration", failed_class) {
+            let critique = Progress {
+                phase: "critique",
+                status: class.to_owned(),
+                context: json!({"detail": event.detail}),
+                ..progress
+            };
+            critique.append(&self.home)?;
+            if let (Some(id), Some(n)) = (&story, attempt) {
+                let detail = event.detail.as_str();
+                let line = format!("- critique: {class} ({})\n", detail.replace('\n', " "));
+                let path = self
+                    .home
+                    .join(ATTEMPTS_DIR)
+                    .join(format!("{id}-attempt-{n}.md"));
+                crate::files::append_durable(&path, line.as_bytes())?;
+            }
+        }
+        if phase == "critique" || failed_class.is_some() {
             self.write_critique()?;
         }
         Ok(())
@@ -195,13 +217,13 @@ impl Tail {
         id: &str,
         n: u64,
         event: &Event,
-        phase: &str,
-        status: &str,
+        (phase, status): (&str, &str),
+        begins: bool,
     ) -> io::Result<()> {
         let dir = self.home.join(ATTEMPTS_DIR);
         std::fs::create_dir_all(&dir)?;
         let path = dir.join(format!("{id}-attempt-{n}.md"));
-        if event.phase == "iteration" {
+        if begins {
             let title = self
                 .stories
                 .iter()

@@ -8,6 +8,7 @@ mod contract;
 mod crash;
 mod critique;
 mod demo;
+mod execute;
 mod fuzz_corpus;
 mod git;
 mod hostile;
