@@ -608,3 +608,32 @@ fn a_checkout_ralph_cannot_work_in_leaves_a_result_saying_why() {
     );
     assert!(p.calls().is_empty());
 }
+
+#[test]
+fn an_out_dir_of_another_plan_is_refused_and_json_prints_the_result() {
+    let p = repo(DONE);
+    input(&p, |_| {});
+    plan(&p);
+    let mut command = execute_command(&p);
+    command.arg("--json");
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let printed: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed, result(&p));
+    let queue = out(&p, "tasks-done.jsonl");
+
+    let plan_path = p.aux().join("out/plan.json");
+    let changed = out(&p, "plan.json").replace("List notes", "List the notes");
+    std::fs::write(&plan_path, changed).unwrap();
+    let run = execute(&p);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.ends_with(
+            "/out: holds run \"run_1\" of another plan; give this run a fresh --out-dir\nhint: docs/contract/ holds the schema of every file of the worker contract\n"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(result(&p)["reason"], "plan_generation_failed");
+    // The finished run's records are kept.
+    assert_eq!(out(&p, "tasks-done.jsonl"), queue);
+}
