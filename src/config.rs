@@ -56,6 +56,46 @@ pub struct Settings {
     pub branch_prefix: String,
     /// Verification commands.
     pub verify: VerifySettings,
+    /// Pushing the base.
+    pub git: GitSettings,
+}
+
+/// The `git:` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitSettings {
+    /// When the base is pushed.
+    pub push: Push,
+    /// The remote pushed to when the base has no upstream; `None` is
+    /// `origin`.
+    pub remote: Option<String>,
+}
+
+/// `git.push`: when the base goes to its remote.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Push {
+    /// Never: the work stays local.
+    #[default]
+    Never,
+    /// After each squash commit.
+    OnMerge,
+    /// Once, when the run ends.
+    OnExit,
+}
+
+impl Push {
+    /// Reads the setting's value.
+    pub fn parse(text: &str) -> Result<Push, String> {
+        match text.trim() {
+            "never" => Ok(Push::Never),
+            "on_merge" => Ok(Push::OnMerge),
+            "on_exit" => Ok(Push::OnExit),
+            other => Err(format!(
+                "{other:?} is not a push setting; use never, on_merge or on_exit"
+            )),
+        }
+    }
 }
 
 /// The `agent:` section.
@@ -100,6 +140,7 @@ impl Default for Settings {
             base_branch: None,
             branch_prefix: "task/".to_owned(),
             verify: VerifySettings::default(),
+            git: GitSettings::default(),
         }
     }
 }
@@ -207,7 +248,7 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 16] = [
+pub const ENV_VARS: [&str; 18] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
@@ -224,6 +265,8 @@ pub const ENV_VARS: [&str; 16] = [
     "RALPH_PAUSE_BETWEEN_ITERATIONS",
     "RALPH_BASE_BRANCH",
     "RALPH_BRANCH_PREFIX",
+    "RALPH_GIT_PUSH",
+    "RALPH_GIT_REMOTE",
 ];
 
 impl Settings {
@@ -273,6 +316,8 @@ impl Settings {
                 "RALPH_PAUSE_BETWEEN_ITERATIONS" => self.pause_between_iterations = duration()?,
                 "RALPH_BASE_BRANCH" => self.base_branch = text(),
                 "RALPH_BRANCH_PREFIX" => self.branch_prefix = value.clone(),
+                "RALPH_GIT_PUSH" => self.git.push = Push::parse(&value).map_err(fail)?,
+                "RALPH_GIT_REMOTE" => self.git.remote = text(),
                 _ => unreachable!("ENV_VARS lists only handled names"),
             }
         }

@@ -88,6 +88,8 @@ pub struct Engine<'a> {
     /// commits and checkouts since), so the next claim or squash need not
     /// scan it again; dropped before anything else runs in the tree.
     pub(super) clean: Option<git::Clean>,
+    /// Why the run must stop: a push of the base failed for good.
+    pub(super) push_failure: Option<String>,
 }
 
 pub(super) use crate::clock::now;
@@ -246,6 +248,7 @@ impl<'a> Engine<'a> {
             hub: None,
             turn_held: Default::default(),
             clean: Some(clean),
+            push_failure: None,
         })
     }
 
@@ -294,6 +297,14 @@ impl<'a> Engine<'a> {
             let (status, reason) = interrupted();
             return self.finish(status, &reason, verify_run);
         }
+        // Once at the end; a push that failed already is not tried again.
+        let pushed = match (&self.push_failure, self.options.settings.git.push) {
+            (None, crate::config::Push::OnExit) => self.push_base()?,
+            _ => None,
+        };
+        if let Some(reason) = pushed.or_else(|| self.push_failure.take()) {
+            return self.finish(RunStatus::Failed, &reason, verify_run);
+        }
         let (status, reason) = if verify_run.iter().any(|c| !c.passed) {
             (
                 RunStatus::Blocked,
@@ -311,6 +322,9 @@ impl<'a> Engine<'a> {
         self.tidy_worktrees(false)?;
         loop {
             self.hold_lock()?;
+            if let Some(reason) = self.push_failure.take() {
+                return Ok((RunStatus::Failed, reason));
+            }
             let queue = match self.store.load() {
                 Ok(queue) => queue,
                 Err(err) => {

@@ -541,7 +541,14 @@ impl Engine<'_> {
         );
         self.record(Some(id), "merge", "ok", detail, Map::new())?;
         self.state.tasks.remove(id.as_str());
-        self.task_ended(id, "merged", commit, detail)
+        let squashed = commit.is_some();
+        self.task_ended(id, "merged", commit, detail)?;
+        if squashed && self.options.settings.git.push == crate::config::Push::OnMerge {
+            let _turn = self.merge_turn();
+            // The run stops before its next iteration (see `main_loop`).
+            self.push_failure = self.push_base()?;
+        }
+        Ok(())
     }
 
     /// The task is done with for this run: its outcome goes into the

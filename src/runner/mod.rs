@@ -4,6 +4,7 @@
 
 pub mod context;
 pub mod decide;
+mod deliver;
 pub mod engine;
 mod finish;
 mod iteration;

@@ -191,6 +191,7 @@ impl<'a> Engine<'a> {
             hub: Some(shared.hub),
             turn_held: Default::default(),
             clean: None,
+            push_failure: None,
             paths,
         })
     }

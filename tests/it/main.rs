@@ -7,6 +7,7 @@ mod concurrency;
 mod contract;
 mod crash;
 mod critique;
+mod delivery;
 mod demo;
 mod execute;
 mod fuzz_corpus;

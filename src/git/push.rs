@@ -1,0 +1,145 @@
+//! Pushing the base branch to its remote through the user's own `git`, so
+//! their credentials, SSH keys and hooks apply. Never forced: a push the
+//! remote refuses as not a fast-forward is reported, not overridden, and
+//! no local commit is changed.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::Repo;
+use super::error::Result;
+
+/// Longest a push may take before it is stopped and counted as a
+/// transient failure (a hung connection).
+pub const PUSH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Where the base is pushed: its upstream, or `<remote>/<base>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The remote's name.
+    pub remote: String,
+    /// The branch on the remote (`main` for `refs/heads/main`).
+    pub branch: String,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.remote, self.branch)
+    }
+}
+
+/// How one push attempt went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pushed {
+    /// The remote branch is now the local tip (or already was).
+    Done {
+        /// Whether the remote already had it.
+        up_to_date: bool,
+    },
+    /// The remote has commits the local branch lacks (someone else
+    /// pushed): pushing again will not help.
+    Rejected {
+        /// The remote branch's tip, when `git ls-remote` could tell.
+        remote_tip: Option<String>,
+    },
+    /// Anything else: a timeout, a connection error, a hook that declined.
+    /// Worth another try.
+    Failed {
+        /// What git printed.
+        said: String,
+    },
+}
+
+impl Repo {
+    /// Where `branch` is pushed: its upstream when it has one
+    /// (`branch.<name>.remote` and `.merge`), otherwise `remote` (the
+    /// setting `git.remote`, `origin` when unset) under the same name.
+    pub fn push_target(&self, branch: &str, remote: Option<&str>) -> Target {
+        let config = self.git.config().ok();
+        let read = |key: String| config.as_ref().and_then(|c| c.get_string(&key).ok());
+        let upstream = read(format!("branch.{branch}.remote")).zip(
+            read(format!("branch.{branch}.merge"))
+                .and_then(|merge| merge.strip_prefix("refs/heads/").map(str::to_owned)),
+        );
+        match (remote, upstream) {
+            (None, Some((remote, merge))) if remote != "." => Target {
+                remote,
+                branch: merge,
+            },
+            (remote, _) => Target {
+                remote: remote.unwrap_or("origin").to_owned(),
+                branch: branch.to_owned(),
+            },
+        }
+    }
+
+    /// Pushes local `branch` to `target` once: `git push --porcelain`,
+    /// never forced, stopped after `timeout`.
+    pub fn push_once(&self, branch: &str, target: &Target, timeout: Duration) -> Result<Pushed> {
+        let _timed = super::timing::timed("push", branch);
+        let refspec = format!("refs/heads/{branch}:refs/heads/{}", target.branch);
+        let args = [
+            "push",
+            "--porcelain",
+            target.remote.as_str(),
+            refspec.as_str(),
+        ];
+        let mut command = self.git_command();
+        // The porcelain lines are parsed: git's own words, not a translation.
+        command
+            .env("LC_ALL", "C")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let failed = |source: std::io::Error| super::Error::Command {
+            action: format!("push {branch} to {target}"),
+            said: format!("cannot run git: {source}"),
+        };
+        let mut child = command.spawn().map_err(failed)?;
+        let started = Instant::now();
+        loop {
+            if child.try_wait().map_err(failed)?.is_some() {
+                break;
+            }
+            if started.elapsed() >= timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Pushed::Failed {
+                    said: format!("git push did not finish in {}s", timeout.as_secs()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().map_err(failed)?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let said = format!("{}{}", String::from_utf8_lossy(&output.stderr), stdout)
+            .trim_end()
+            .to_owned();
+        // `<flag>\t<from>:<to>\t<summary>`: `!` refused, `=` up to date.
+        let line = stdout
+            .lines()
+            .find(|line| line.contains(&format!(":refs/heads/{}\t", target.branch)));
+        Ok(match line.and_then(|line| line.chars().next()) {
+            Some('=') => Pushed::Done { up_to_date: true },
+            Some(_) if output.status.success() => Pushed::Done { up_to_date: false },
+            Some('!') if line.is_some_and(|l| l.contains("[rejected]")) => Pushed::Rejected {
+                remote_tip: self.remote_tip(target),
+            },
+            _ => Pushed::Failed { said },
+        })
+    }
+
+    /// The tip of `target` on the remote, by `git ls-remote`.
+    fn remote_tip(&self, target: &Target) -> Option<String> {
+        let name = format!("refs/heads/{}", target.branch);
+        let output = self
+            .git_command()
+            .args(["ls-remote", target.remote.as_str(), name.as_str()])
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        text.split_whitespace().next().map(str::to_owned)
+    }
+}

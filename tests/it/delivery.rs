@@ -1,0 +1,174 @@
+//! Delivery: the base pushed to a real bare repository as the remote
+//! (`git.push`), through the user's own git.
+
+use crate::support::{FINISH, TestProject, by_iteration, phases};
+
+fn pending(id: &str) -> String {
+    format!(r#"{{"id":"{id}","title":"task {id}","status":"pending","leaf":true}}"#)
+}
+
+/// A project with tasks A and B, `git.push: <push>` in its settings, and a
+/// bare repository `<aux>/remote.git` as `origin`, holding `main`.
+fn project(push: &str, agent: &str) -> TestProject {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .task(&pending("B"))
+        .git_init()
+        .agent(agent);
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  push: never", &format!("  push: {push}"));
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "--allow-empty", "-am", "push setting"]);
+    let remote = p.aux().join("remote.git");
+    p.git(&[
+        "init",
+        "-q",
+        "--bare",
+        "-b",
+        "main",
+        remote.to_str().unwrap(),
+    ]);
+    p.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    p.git(&["push", "-q", "origin", "main"]);
+    p
+}
+
+/// `git ARGS` in the bare remote.
+fn remote_git(p: &TestProject, args: &[&str]) -> String {
+    let remote = p.aux().join("remote.git");
+    let mut all = vec!["--git-dir", remote.to_str().unwrap()];
+    all.extend_from_slice(args);
+    p.git(&all)
+}
+
+/// The `push` events of the run: `status: detail`.
+fn pushes(p: &TestProject) -> Vec<String> {
+    p.json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "push")
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["status"].as_str().unwrap(),
+                e["detail"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn on_merge_pushes_each_squash_commit() {
+    let p = project("on_merge", &by_iteration("RALPH_ITERATION", FINISH));
+    p.run(&[]).success();
+    let local = p.git(&["rev-parse", "main"]);
+    assert_eq!(remote_git(&p, &["rev-parse", "main"]), local);
+    let pushes = pushes(&p);
+    assert_eq!(pushes.len(), 2, "{pushes:#?}");
+    assert!(pushes[0].starts_with("ok: main at "), "{pushes:#?}");
+    assert!(pushes[0].ends_with(" pushed to origin/main"), "{pushes:#?}");
+    // Each push came right after its task's merge.
+    let events: Vec<String> = p
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "merge" || e["phase"] == "push")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["task_id"].as_str().unwrap_or("-"),
+                e["phase"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(events, ["A merge", "- push", "B merge", "- push"]);
+}
+
+#[test]
+fn on_exit_pushes_once_at_the_end_and_never_pushes_nothing() {
+    let p = project("on_exit", &by_iteration("RALPH_ITERATION", FINISH));
+    let before = remote_git(&p, &["rev-parse", "main"]);
+    p.run(&[]).success();
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "main"]),
+        p.git(&["rev-parse", "main"])
+    );
+    assert_ne!(remote_git(&p, &["rev-parse", "main"]), before);
+    assert_eq!(pushes(&p).len(), 1);
+
+    // The default is never: the remote is left alone.
+    let quiet = project("never", &by_iteration("RALPH_ITERATION", FINISH));
+    let before = remote_git(&quiet, &["rev-parse", "main"]);
+    quiet.run(&[]).success();
+    assert_eq!(remote_git(&quiet, &["rev-parse", "main"]), before);
+    assert!(pushes(&quiet).is_empty());
+}
+
+#[test]
+fn a_push_after_someone_else_pushed_stops_the_run_and_loses_nothing() {
+    // While A is worked, another clone pushes to main.
+    let p = project(
+        "on_merge",
+        &by_iteration(
+            "RALPH_ITERATION",
+            &format!(
+                "1) other=\"$REC/../other\"; git clone -q \"$REC/../remote.git\" \"$other\" 2>> \"$REC/err\" && (cd \"$other\" && echo theirs > theirs.txt && git add theirs.txt && git -c user.name=O -c user.email=o@e commit -qm theirs && git push -q origin main) 2>> \"$REC/err\"\n   work A.txt done; ralph task complete A > /dev/null ;;\n{FINISH}"
+            ),
+        ),
+    );
+    let run = p.run(&[]);
+    assert_eq!(run.code, 20, "{run:#?}\n{}", p.rec("err"));
+    let local = p.git(&["rev-parse", "--short=7", "main"]);
+    let theirs = remote_git(&p, &["rev-parse", "--short=7", "main"]);
+    assert_ne!(local, theirs);
+    let reason = format!(
+        "the push of main to origin/main was rejected: origin/main is at {theirs} (someone else pushed), which main at {local} does not include; nothing local was lost or rewritten. Bring main up to date (`git pull --rebase origin main`) and run again: ralph's next run starts from the new base"
+    );
+    assert!(
+        run.stderr.contains(&format!("warning: {reason}\n")),
+        "{run:#?}"
+    );
+    assert_eq!(p.json(".ralph/result.json")["reason"], reason);
+    assert_eq!(p.json(".ralph/result.json")["status"], "failed");
+    // A's work is on the local base; B was not started.
+    assert_eq!(p.git(&["log", "-1", "--format=%s", "main"]), "[A] task A");
+    assert_eq!(p.read("A.txt"), "done\n");
+    assert_eq!(p.calls().len(), 1);
+    assert!(phases(&p, "B").is_empty());
+    // The remote kept the other clone's commit.
+    assert_eq!(
+        remote_git(&p, &["log", "-1", "--format=%s", "main"]),
+        "theirs"
+    );
+}
+
+#[test]
+fn a_transient_push_failure_is_retried() {
+    let p = project("on_exit", &by_iteration("RALPH_ITERATION", FINISH));
+    // A pre-receive hook that declines the first push only.
+    let hook = p.aux().join("remote.git/hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nif [ ! -f '{0}' ]; then touch '{0}'; echo 'remote busy, try later' >&2; exit 1; fi\nexit 0\n",
+            p.aux().join("declined-once").display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let pushes = pushes(&p);
+    assert_eq!(pushes.len(), 2, "{pushes:#?}");
+    assert!(
+        pushes[0].starts_with("retry: the push of main to origin/main failed (")
+            && pushes[0].contains("remote busy, try later")
+            && pushes[0].ends_with("; trying again in 2s"),
+        "{pushes:#?}"
+    );
+    assert!(pushes[1].starts_with("ok: "), "{pushes:#?}");
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "main"]),
+        p.git(&["rev-parse", "main"])
+    );
+}
