@@ -58,6 +58,20 @@ pub struct Settings {
     pub verify: VerifySettings,
     /// Pushing the base.
     pub git: GitSettings,
+    /// Where the work goes: the base (`local`), or a pull request (`pr`).
+    pub delivery: Delivery,
+}
+
+/// `delivery`: where the run's work ends up.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Squash commits on the base branch.
+    #[default]
+    Local,
+    /// Squash commits on a branch `ralph/<name>`, pushed, and a pull
+    /// request opened or updated with `gh` when the run ends.
+    Pr,
 }
 
 /// The `git:` section.
@@ -141,6 +155,7 @@ impl Default for Settings {
             branch_prefix: "task/".to_owned(),
             verify: VerifySettings::default(),
             git: GitSettings::default(),
+            delivery: Delivery::Local,
         }
     }
 }
@@ -248,7 +263,7 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 18] = [
+pub const ENV_VARS: [&str; 19] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
@@ -267,6 +282,7 @@ pub const ENV_VARS: [&str; 18] = [
     "RALPH_BRANCH_PREFIX",
     "RALPH_GIT_PUSH",
     "RALPH_GIT_REMOTE",
+    "RALPH_DELIVERY",
 ];
 
 impl Settings {
@@ -318,6 +334,17 @@ impl Settings {
                 "RALPH_BRANCH_PREFIX" => self.branch_prefix = value.clone(),
                 "RALPH_GIT_PUSH" => self.git.push = Push::parse(&value).map_err(fail)?,
                 "RALPH_GIT_REMOTE" => self.git.remote = text(),
+                "RALPH_DELIVERY" => {
+                    self.delivery = match value.trim() {
+                        "local" => Delivery::Local,
+                        "pr" => Delivery::Pr,
+                        other => {
+                            return Err(fail(format!(
+                                "{other:?} is not a delivery; use local or pr"
+                            )));
+                        }
+                    }
+                }
                 _ => unreachable!("ENV_VARS lists only handled names"),
             }
         }
@@ -574,7 +601,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

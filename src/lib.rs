@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod contract;
 pub mod critique;
+pub mod delivery;
 pub mod demo;
 pub mod error;
 pub mod events;

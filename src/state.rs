@@ -32,6 +32,10 @@ pub struct State {
     /// The base branch of that run, so a run resumed on a task branch
     /// knows where to merge.
     pub base: Option<String>,
+    /// With `delivery: pr`: the pull request's branch (`ralph/<name>`,
+    /// the run's base) and the branch it targets, kept so later runs
+    /// resume the same pull request.
+    pub pull_request: Option<PullRequestPlan>,
     /// What the loop was doing (`claim`, `agent`, `verify`, `merge`, ...).
     pub phase: String,
     /// For each role, `total_iterations` when it last ran.
@@ -40,6 +44,17 @@ pub struct State {
     pub tasks: BTreeMap<String, TaskProgress>,
     /// Failed iterations of that run by class.
     pub failures: BTreeMap<String, u64>,
+}
+
+/// `delivery: pr`: the pull request's branch and what it targets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestPlan {
+    /// `ralph/<name>`: the run's base.
+    pub branch: String,
+    /// The branch the pull request merges into.
+    pub target: String,
+    /// The pull request's title.
+    pub title: String,
 }
 
 /// What the loop remembers of one task.

@@ -68,6 +68,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
         stream: false,
         quiet: false,
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
+        pr_branch: None,
     };
     let result = runner::run(&folder, &options, super::run::interrupt_flag())?;
     let repo = Repo::open(

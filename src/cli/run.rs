@@ -68,6 +68,9 @@ pub struct RunArgs {
     /// Print only the closing summary
     #[arg(long)]
     pub quiet: bool,
+    /// With delivery: pr, the pull request's branch ralph/NAME [default: from the first task's top-level title]
+    #[arg(long, value_name = "NAME")]
+    pub pr_branch: Option<String>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -116,6 +119,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         stream: args.stream,
         quiet: args.quiet,
         kill_grace: kill_grace(),
+        pr_branch: args.pr_branch.clone(),
     };
     if args.dry_run {
         return dry_run(&options, context);

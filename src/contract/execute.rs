@@ -96,6 +96,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         stream: false,
         quiet: true,
         kill_grace: request.kill_grace,
+        pr_branch: None,
     };
     let translator = super::progress::Translator::start(&paths, &input.run_id, &plan)
         .map_err(io(paths.events()))?;

@@ -79,6 +79,34 @@ impl super::Repo {
     }
 }
 
+impl super::Repo {
+    /// The commits on `branch` that `from` lacks, oldest first (a pull
+    /// request's commits).
+    pub fn branch_commits(&self, from: &str, branch: &str) -> Result<Vec<BranchCommit>> {
+        let from = self.tip(from)?.id();
+        let to = self.tip(branch)?.id();
+        let base = self
+            .git
+            .merge_base(from, to)
+            .doing("find where the branches part")?;
+        self.commits_between(base, to)
+    }
+
+    /// Makes branch `name` at `from`'s tip through the user's git, unless
+    /// it exists. Returns whether it made it.
+    pub fn make_branch(&self, name: &str, from: &str) -> Result<bool> {
+        if self.branch_exists(name)? {
+            return Ok(false);
+        }
+        self.git_ok(
+            &["branch", "--", name, from],
+            b"",
+            &format!("create the branch {name}"),
+        )?;
+        Ok(true)
+    }
+}
+
 /// How many of HEAD's latest reflog entries say which commits were made in
 /// this checkout (an iteration makes a handful).
 const REFLOG_LIMIT: usize = 1000;

@@ -81,3 +81,285 @@ impl Engine<'_> {
         }
     }
 }
+
+/// The pull request a run ended with (`result.json`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PullRequest {
+    /// Its address, when it is open.
+    pub url: Option<String>,
+    /// Whether it was opened as a draft (the run ended unfinished).
+    pub draft: bool,
+    /// `opened` or `updated`, or `failed`.
+    pub action: String,
+    /// When it failed: what `gh` said.
+    pub error: Option<String>,
+    /// When it failed: the command that opens it by hand.
+    pub command: Option<String>,
+}
+
+/// With `delivery: pr`, before the run: `gh` is checked, and the pull
+/// request's branch `ralph/<name>` is made from the base (or resumed) and
+/// becomes the run's base. Returns the options to run with.
+pub(super) fn prepare(
+    paths: &crate::paths::Paths,
+    options: &super::RunOptions,
+) -> Result<super::RunOptions, Error> {
+    let mut options = options.clone();
+    if options.settings.delivery != crate::config::Delivery::Pr {
+        return Ok(options);
+    }
+    crate::delivery::gh::Gh::new(paths.root())
+        .preflight()
+        .map_err(super::RunError::Delivery)?;
+    let state_file = crate::state::StateFile::open(paths);
+    let (mut state, _) = state_file.load().map_err(|source| Error::Io {
+        path: paths.state(),
+        source,
+    })?;
+    let recorded = state.pull_request.clone();
+    let repo = super::engine::open_repo(paths, &options.settings, state.base.as_deref())?;
+    let plan = match (&options.pr_branch, recorded) {
+        (None, Some(recorded)) => recorded,
+        (named, recorded) => {
+            let queue = crate::task::Store::open(paths).load()?;
+            let top = queue.next().map(|task| {
+                let root = task
+                    .id
+                    .as_str()
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned();
+                queue
+                    .get(&root)
+                    .map_or(task.title.clone(), |t| t.title.clone())
+            });
+            let name = named
+                .clone()
+                .or_else(|| top.as_deref().map(crate::git::slug));
+            let Some(name) = name.filter(|n| !n.is_empty()) else {
+                return Err(super::RunError::Delivery(
+                    "delivery: pr needs a branch name: give one with --pr-branch NAME, or add a task".to_owned(),
+                )
+                .into());
+            };
+            let branch = format!("ralph/{}", name.trim_start_matches("ralph/"));
+            let target = match recorded {
+                Some(recorded) if recorded.branch == branch => recorded.target,
+                _ => repo.base().to_owned(),
+            };
+            let title = top.unwrap_or_else(|| branch.clone());
+            crate::state::PullRequestPlan {
+                branch,
+                target,
+                title,
+            }
+        }
+    };
+    repo.make_branch(&plan.branch, &plan.target)?;
+    options.settings.base_branch = Some(plan.branch.clone());
+    state.pull_request = Some(plan);
+    state_file.save(&state).map_err(|source| Error::Io {
+        path: paths.state(),
+        source,
+    })?;
+    Ok(options)
+}
+
+impl Engine<'_> {
+    /// Opens or updates the pull request from the run's branch, its body
+    /// written from the run's records; a draft when the run ended
+    /// unfinished. A failure is reported with the command that finishes
+    /// the job by hand, and does not fail the run: its work is pushed.
+    pub(super) fn open_pull_request(
+        &mut self,
+        status: super::RunStatus,
+        reason: &str,
+        verify_run: &[super::result::CommandResult],
+    ) -> Result<Option<PullRequest>, Error> {
+        use crate::delivery::body::{self, Ending};
+        use crate::delivery::gh::{self, Gh};
+        let Some(plan) = self.state.pull_request.clone() else {
+            return Ok(None);
+        };
+        let done = status == super::RunStatus::Drained && verify_run.iter().all(|c| c.passed);
+        let report = self.pull_request_report(
+            &plan,
+            if done {
+                Ending::Done
+            } else {
+                Ending::Failed {
+                    reason: reason.to_owned(),
+                    next_step: next_step(status),
+                }
+            },
+        )?;
+        let text = body::body(&report);
+        let body_file = self.paths.project().join(".ralph/pull-request.md");
+        crate::files::write_atomic(&body_file, text.as_bytes()).map_err(|source| Error::Io {
+            path: body_file.clone(),
+            source,
+        })?;
+        let request = gh::Request {
+            base: &plan.target,
+            head: &plan.branch,
+            title: &plan.title,
+            body: &text,
+            draft: !done,
+        };
+        let gh = Gh::new(self.paths.root());
+        let outcome = gh.find(&plan.branch).and_then(|found| match found {
+            Some((number, url)) => gh.edit(number, &request).map(|()| ("updated", url)),
+            None => gh.create(&request).map(|url| ("opened", url)),
+        });
+        let pull_request = match outcome {
+            Ok((action, url)) => {
+                let detail = format!("{action} {url}");
+                self.ui.line(&format!("pull request {detail}"));
+                self.record(None, "pull_request", action, &detail, Map::new())?;
+                PullRequest {
+                    url: Some(url),
+                    draft: !done,
+                    action: action.to_owned(),
+                    error: None,
+                    command: None,
+                }
+            }
+            Err(said) => {
+                let shown = body_file
+                    .strip_prefix(self.paths.root())
+                    .unwrap_or(&body_file)
+                    .display()
+                    .to_string();
+                let command = gh::by_hand(&request, &shown);
+                let said = crate::redact::redact(&said).into_owned();
+                let detail = format!(
+                    "{said}; {} is pushed: open the pull request with `{command}`",
+                    plan.branch
+                );
+                self.ui.line(&format!("warning: {detail}"));
+                self.record(None, "pull_request", "failed", &detail, Map::new())?;
+                PullRequest {
+                    url: None,
+                    draft: !done,
+                    action: "failed".to_owned(),
+                    error: Some(said),
+                    command: Some(command),
+                }
+            }
+        };
+        Ok(Some(pull_request))
+    }
+
+    /// The pull request's body, from the run's records: the branch's
+    /// commits (a squash commit per task), the queue's unfinished tasks,
+    /// this run's checks and totals.
+    fn pull_request_report(
+        &self,
+        plan: &crate::state::PullRequestPlan,
+        ended: crate::delivery::body::Ending,
+    ) -> Result<crate::delivery::body::Report, Error> {
+        use crate::delivery::body::{Check, Report, TaskLine, TaskState, Totals};
+        let commits = self.base().branch_commits(&plan.target, &plan.branch)?;
+        let mut tasks: Vec<TaskLine> = Vec::new();
+        for commit in &commits {
+            // Squash commits are `[<id>] <title>`.
+            let Some((id, title)) = commit
+                .subject
+                .strip_prefix('[')
+                .and_then(|rest| rest.split_once("] "))
+            else {
+                continue;
+            };
+            tasks.push(TaskLine {
+                id: id.to_owned(),
+                title: title.to_owned(),
+                state: TaskState::Done {
+                    commit: Some(commit.id.short().to_owned()),
+                },
+            });
+        }
+        let queue = self.store.load()?;
+        for (_, task) in queue.tasks.tasks().filter(|(_, t)| t.leaf) {
+            let state = if task.status == crate::task::Status::Blocked {
+                let reason = queue
+                    .object(task.id.as_str())
+                    .and_then(|line| line.get("blocked_reason")?.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                TaskState::Blocked { reason }
+            } else {
+                TaskState::Open
+            };
+            tasks.push(TaskLine {
+                id: task.id.to_string(),
+                title: task.title.clone(),
+                state,
+            });
+        }
+        let (events, _) = self.events.tail(usize::MAX).map_err(|source| Error::Io {
+            path: self.paths.events(),
+            source,
+        })?;
+        let mut checks = Vec::new();
+        let mut totals = Totals {
+            iterations: self.state.iteration,
+            input_tokens: None,
+            output_tokens: None,
+            cost_usd: None,
+        };
+        let add = |sum: &mut Option<u64>, value: Option<u64>| {
+            if let Some(value) = value {
+                *sum = Some(sum.unwrap_or(0) + value);
+            }
+        };
+        for event in events.iter().filter(|e| e.run_id == self.state.run_id) {
+            let number = |key: &str| event.extra.get(key).and_then(serde_json::Value::as_u64);
+            match event.phase.as_str() {
+                "verify" | "verify_run" if event.status != "interrupted" => checks.push(Check {
+                    task: event.task_id.clone(),
+                    command: event
+                        .extra
+                        .get("command")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or(&event.detail)
+                        .to_owned(),
+                    passed: event.status == "ok",
+                    duration_ms: number("duration_ms").unwrap_or(0),
+                }),
+                "iteration" => {
+                    add(&mut totals.input_tokens, number("input_tokens"));
+                    add(&mut totals.output_tokens, number("output_tokens"));
+                    if let Some(cost) = event
+                        .extra
+                        .get("cost_usd")
+                        .and_then(serde_json::Value::as_f64)
+                    {
+                        totals.cost_usd = Some(totals.cost_usd.unwrap_or(0.0) + cost);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(Report {
+            title: plan.title.clone(),
+            base: plan.target.clone(),
+            branch: plan.branch.clone(),
+            ended,
+            tasks,
+            checks,
+            commits: commits
+                .iter()
+                .map(|c| (c.id.short().to_owned(), c.subject.clone()))
+                .collect(),
+            totals,
+        })
+    }
+}
+
+/// What a person does next with an unfinished run's pull request.
+fn next_step(status: super::RunStatus) -> String {
+    match status {
+        super::RunStatus::BudgetExhausted => "run ralph again (or raise max_iterations / max_run_minutes) to finish the open tasks".to_owned(),
+        _ => "unblock the blocked tasks (`ralph task list` shows why each is blocked; `ralph task set-status ID pending` frees one) or fix the failing checks, then run ralph again".to_owned(),
+    }
+}

@@ -42,6 +42,8 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Between SIGTERM and SIGKILL when the agent is stopped.
     pub kill_grace: Duration,
+    /// `--pr-branch`: the name of the pull request's branch (`ralph/<name>`).
+    pub pr_branch: Option<String>,
 }
 
 /// The loop over one project.
@@ -90,6 +92,8 @@ pub struct Engine<'a> {
     pub(super) clean: Option<git::Clean>,
     /// Why the run must stop: a push of the base failed for good.
     pub(super) push_failure: Option<String>,
+    /// With `delivery: pr`: the pull request the run ends with.
+    pub(super) pull_request: Option<super::deliver::PullRequest>,
 }
 
 pub(super) use crate::clock::now;
@@ -249,6 +253,7 @@ impl<'a> Engine<'a> {
             turn_held: Default::default(),
             clean: Some(clean),
             push_failure: None,
+            pull_request: None,
         })
     }
 
@@ -298,8 +303,11 @@ impl<'a> Engine<'a> {
             return self.finish(status, &reason, verify_run);
         }
         // Once at the end; a push that failed already is not tried again.
+        // A pull request needs its branch pushed.
+        let pr = self.options.settings.delivery == crate::config::Delivery::Pr;
         let pushed = match (&self.push_failure, self.options.settings.git.push) {
             (None, crate::config::Push::OnExit) => self.push_base()?,
+            (None, crate::config::Push::Never) if pr => self.push_base()?,
             _ => None,
         };
         if let Some(reason) = pushed.or_else(|| self.push_failure.take()) {
@@ -313,6 +321,14 @@ impl<'a> Engine<'a> {
         } else {
             (status, reason)
         };
+        if pr
+            && matches!(
+                status,
+                RunStatus::Drained | RunStatus::Blocked | RunStatus::BudgetExhausted
+            )
+        {
+            self.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
+        }
         self.finish(status, &reason, verify_run)
     }
 

@@ -71,6 +71,10 @@ pub enum RunError {
         /// Its output, relative to the project.
         log: String,
     },
+    /// `delivery: pr` cannot deliver: `gh` missing or not logged in, or no
+    /// branch name.
+    #[error("delivery: pr: {0}")]
+    Delivery(String),
     /// `ralph plan --agent` was interrupted by a signal.
     #[error("interrupted: the planner agent was stopped")]
     PlannerInterrupted,
@@ -107,6 +111,7 @@ impl RunError {
             RunError::PlannerBrokeQueue(_) => Some("fix that line by hand (`ralph task validate` checks the file), or put the file back with git".to_owned()),
             RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),
             RunError::PlannerInterrupted => None,
+            RunError::Delivery(_) => Some("or set delivery: local in config/ralph.yaml to keep the work on the base".to_owned()),
         }
     }
 }
@@ -141,6 +146,13 @@ pub fn run(
 ) -> Result<RunResult, Error> {
     let (lock, holder) = take_run_lock(paths, "")?;
     let (run_id, started) = (holder.run_id, holder.since);
+    let options = &match deliver::prepare(paths, options) {
+        Ok(options) => options,
+        Err(err) => {
+            let _ = RunResult::not_started(paths, run_id, started, err.to_string()).save(paths);
+            return Err(err);
+        }
+    };
     match Engine::prepare(paths, options, interrupted, run_id.clone(), lock) {
         Ok(engine) => engine.run(),
         Err(err) => {

@@ -39,6 +39,7 @@ impl Engine<'_> {
         failed: &str,
         command: &str,
     ) -> Result<(CommandResult, bool), Error> {
+        let started = std::time::Instant::now();
         let result = verify::run(
             command,
             self.paths.root(),
@@ -52,7 +53,13 @@ impl Engine<'_> {
             (false, false) => failed,
         };
         let detail = format!("{command}: {}", result.status);
-        self.record(task, phase, status, &detail, Map::new())?;
+        let mut extra = Map::new();
+        extra.insert("command".into(), command.into());
+        extra.insert(
+            "duration_ms".into(),
+            (started.elapsed().as_millis() as u64).into(),
+        );
+        self.record(task, phase, status, &detail, extra)?;
         Ok((result, interrupted))
     }
 
@@ -69,6 +76,7 @@ impl Engine<'_> {
             failures: self.state.failures.clone(),
             outcomes: std::mem::take(&mut self.outcomes),
             verify_run,
+            pull_request: self.pull_request.take(),
             ..RunResult::ended(
                 &self.paths,
                 self.state.run_id.clone(),

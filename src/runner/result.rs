@@ -103,6 +103,9 @@ pub struct RunResult {
     pub outcomes: Vec<TaskOutcome>,
     /// The `verify.run` commands' results, when the queue drained.
     pub verify_run: Vec<CommandResult>,
+    /// With `delivery: pr`: the pull request opened or updated, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<super::deliver::PullRequest>,
 }
 
 impl RunResult {
@@ -143,6 +146,7 @@ impl RunResult {
             failures: BTreeMap::new(),
             outcomes: Vec::new(),
             verify_run: Vec::new(),
+            pull_request: None,
         }
     }
 

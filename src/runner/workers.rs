@@ -192,6 +192,7 @@ impl<'a> Engine<'a> {
             turn_held: Default::default(),
             clean: None,
             push_failure: None,
+            pull_request: None,
             paths,
         })
     }

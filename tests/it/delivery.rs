@@ -172,3 +172,184 @@ fn a_transient_push_failure_is_retried() {
         p.git(&["rev-parse", "main"])
     );
 }
+
+/// A recording stand-in for the GitHub CLI `gh` (a test double, not the
+/// real tool): it records each call's arguments and standard input in
+/// `$REC/gh`, says it is logged in, lists the pull request it opened
+/// before, and prints an address when one is created.
+fn fake_gh(p: &TestProject) {
+    gh_script(
+        p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") if [ -f "$REC/pr-open" ]; then echo '[{"number":7,"url":"https://github.test/o/r/pull/7"}]'; else echo '[]'; fi ;;
+  "pr create") cat > "$REC/pr-body"; touch "$REC/pr-open"; echo "https://github.test/o/r/pull/7" ;;
+  "pr edit") cat > "$REC/pr-body" ;;
+esac
+"#,
+    );
+}
+
+/// Writes `<aux>/bin/gh`: `$REC` set, then `body` (no agent prelude: the
+/// body comes on standard input).
+fn gh_script(p: &TestProject, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = p.aux().join("bin/gh");
+    let text = format!("#!/bin/sh\nREC='{}'\n{body}", p.aux().join("rec").display());
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn pr_project(agent: &str) -> TestProject {
+    let p = project("never", agent);
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "deliver by pull request"]);
+    fake_gh(&p);
+    p
+}
+
+fn run_with_gh(p: &TestProject, args: &[&str]) -> crate::support::Run {
+    let mut command = p.run_command(args);
+    command.env("PATH", p.path_with_aux_bin());
+    crate::support::finish(command, 60)
+}
+
+#[test]
+fn a_pull_request_is_opened_once_and_updated_by_the_next_run() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let main_before = p.git(&["rev-parse", "main"]);
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // The work is on ralph/notes, pushed; main is untouched.
+    assert_eq!(p.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(
+        p.git(&["log", "--format=%s", "main..ralph/notes"]),
+        "[B] task B\n[A] task A"
+    );
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+    let calls = p.rec("gh");
+    assert!(
+        calls
+            .contains("gh pr create --base main --head ralph/notes --title task A --body-file -\n"),
+        "{calls}"
+    );
+    let body = p.rec("pr-body");
+    assert!(body.starts_with("## Tasks\n"), "{body}");
+    assert!(body.contains("- [x] A task A ("), "{body}");
+    assert!(body.contains("- [x] B task B ("), "{body}");
+    assert!(body.contains("## Commits\n"), "{body}");
+    assert!(body.contains("## Totals\n"), "{body}");
+    let result = p.json(".ralph/result.json");
+    assert_eq!(
+        result["pull_request"]["url"],
+        "https://github.test/o/r/pull/7"
+    );
+    assert_eq!(result["pull_request"]["action"], "opened");
+    assert_eq!(result["pull_request"]["draft"], false);
+
+    // A new task, a second run: the same branch, the pull request updated.
+    let p = p.task(&pending("C"));
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr create").count(), 1, "{calls}");
+    assert!(
+        calls.contains("gh pr edit 7 --title task A --body-file -\n"),
+        "{calls}"
+    );
+    assert!(
+        p.rec("pr-body").contains("- [x] C task C ("),
+        "{}",
+        p.rec("pr-body")
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["action"],
+        "updated"
+    );
+}
+
+#[test]
+fn a_blocked_run_opens_a_draft_that_leads_with_why() {
+    // A finishes; B's agent always fails.
+    let p = pr_project(&format!(
+        "if [ \"$RALPH_TASK_ID\" = B ]; then exit 1; fi\n{}",
+        r#"work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null"#
+    ));
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let calls = p.rec("gh");
+    assert!(calls.contains("--body-file - --draft\n"), "{calls}");
+    let body = p.rec("pr-body");
+    assert!(body.starts_with("## Not finished\n"), "{body}");
+    assert!(body.contains("- [x] A task A ("), "{body}");
+    assert!(
+        body.contains("- [ ] B task B — blocked: failed 3 iterations in a row"),
+        "{body}"
+    );
+    assert_eq!(p.json(".ralph/result.json")["pull_request"]["draft"], true);
+}
+
+#[test]
+fn a_secret_in_a_task_title_is_redacted_from_the_body() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let p = p.task(&format!(
+        r#"{{"id":"C","title":"rotate {secret}","status":"pending","leaf":true}}"#
+    ));
+    p.git(&["commit", "-q", "-am", "a task"]);
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let body = p.rec("pr-body");
+    assert!(!body.contains(secret), "{body}");
+    assert!(body.contains("[redacted]"), "{body}");
+}
+
+#[test]
+fn delivery_pr_without_gh_stops_before_any_agent_runs() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    std::fs::remove_file(p.aux().join("bin/gh")).unwrap();
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            20,
+            "error: delivery: pr: gh (the GitHub CLI) is not installed or not on PATH\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+        ),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+    assert_eq!(p.json(".ralph/result.json")["status"], "failed");
+}
+
+#[test]
+fn a_failed_pull_request_keeps_the_branch_pushed_and_prints_the_command() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        r#"case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") echo 'GraphQL: Resource not accessible' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
+    assert!(run.stderr.contains(command), "{run:#?}");
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "failed");
+    assert_eq!(result["pull_request"]["command"], command);
+    assert!(p.read(".ralph/pull-request.md").contains("## Tasks\n"));
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}

@@ -1,0 +1,6 @@
+//! Delivering a run's work as a pull request: its body, written from the
+//! run's records (`body.rs`), and the GitHub CLI that opens it (`gh.rs`).
+//! Pushing the base is git's (`git::push`), driven by `runner::deliver`.
+
+pub mod body;
+pub mod gh;
