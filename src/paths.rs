@@ -46,6 +46,11 @@ pub const CRITIQUE_DIR: &str = ".ralph/critique";
 /// the checkout it works in, so the agent's `ralph task` there finds this
 /// home (see `project::find_root`).
 pub const WORK_TREE_FILE: &str = ".ralph/work-tree";
+/// In `ralph execute`'s out-dir: the run and plan its queue was made
+/// from, so a resumed run is the same run.
+pub const CONTRACT_RUN_FILE: &str = ".ralph/contract-run.json";
+/// With `delivery: pr`: the pull request's last body.
+pub const PULL_REQUEST_BODY: &str = ".ralph/pull-request.md";
 /// The human-readable iteration log.
 pub const LOG_FILE: &str = "ralph.log";
 /// The stop signal.

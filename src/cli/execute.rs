@@ -47,7 +47,7 @@ pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
             args.out_dir
                 .join(crate::contract::output::RESULT_FILE)
                 .display(),
-            result.status,
+            word(result.status),
             summary.completed,
             result.stories.len(),
             summary.failed,

@@ -16,18 +16,16 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::output::{NextAction, Reason, ResultFile, StoryResult, Summary};
+use super::output::{
+    NextAction, Reason, ResultFile, ResultStatus, StoryResult, StoryStatus, Verification,
+};
 use super::{CONTRACT_VERSION, PlanFile, RunInput, refuse};
 use crate::config::{PRESETS, Settings};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::paths::Paths;
 use crate::runner::{self, RunOptions, RunResult, RunStatus};
-use crate::task::{Queue, Status, Store};
-
-/// Inside the out-dir: which run and plan its queue was made from, so a
-/// resumed run is the same run.
-const RUN_FILE: &str = ".ralph/contract-run.json";
+use crate::task::{NewTask, Patch, Queue, Status, Store, TaskId};
 
 /// How `ralph execute` was asked for.
 pub struct Request<'a> {
@@ -74,9 +72,9 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
     // Until the run writes its own, result.json says a run is under way, so
     // an execute killed outright (SIGKILL) still leaves one to read.
     let io = |path: PathBuf| move |source| Error::Io { path, source };
-    let under_way = ResultFile::ended(
-        &input.run_id,
-        "failed",
+    let under_way = ResultFile::new(
+        Some(input.run_id.clone()),
+        ResultStatus::Failed,
         None,
         Some("the run is under way, or ended without writing its result (killed?); run the same command to resume".to_owned()),
         Vec::new(),
@@ -106,13 +104,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         .map_err(io(out_dir.join(super::output::PROGRESS_FILE)))?;
 
     let finished = match ran {
-        Ok(run) => {
-            let queue = Store::open(&paths).load()?;
-            let state = crate::state::StateFile::open(&paths).peek();
-            let reported = attempts_reported(&out_dir);
-            let outcomes = Outcomes::new(&plan, &queue, &state, &reported);
-            conclude(&input, outcomes, &run)
-        }
+        Ok(run) => conclude(&input, Outcomes::read(&paths, &plan)?, &run),
         Err(err) => {
             // The loop could not start or go on (a dirty checkout, a
             // missing agent, another run): nothing was lost, and the error
@@ -129,8 +121,14 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
             let stories = Outcomes::read(&paths, &plan)
                 .map(|o| o.stories)
                 .unwrap_or_default();
-            let result =
-                ResultFile::ended(&input.run_id, "failed", None, Some(message), stories, next);
+            let result = ResultFile::new(
+                run_id,
+                ResultStatus::Failed,
+                None,
+                Some(message),
+                stories,
+                next,
+            );
             Finished {
                 result,
                 exit,
@@ -215,84 +213,87 @@ fn open_working_branch(paths: &Paths, input: &RunInput, input_path: &Path) -> Re
     }
 }
 
-/// Makes the out-dir the run's home: the configuration (the repository's
-/// own where it has one, ralph's defaults otherwise), the marker that sends
-/// the agent's `ralph task` here, and the queue of stories, written once:
-/// a resumed run keeps the queue it had.
+/// Makes the out-dir the run's home: its configuration, the marker that
+/// sends the agent's `ralph task` here, and the queue of stories, written
+/// once: a resumed run keeps the queue it had.
 fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> Result<(), String> {
-    let home = paths.project();
     let failed = |path: &Path, err: std::io::Error| format!("{}: {err}", path.display());
-    let mut files: Vec<(&str, Option<&str>)> = crate::init::SHIPPED
-        .iter()
-        .filter(|file| file.ownership == crate::init::Ownership::Default)
-        .map(|file| (file.path, Some(file.text)))
-        .collect();
-    files.push((crate::paths::CONTEXT_TEMPLATE, None));
-    for (name, default) in files {
-        let from = paths.root().join(name);
-        let text = match std::fs::read(&from) {
-            Ok(bytes) => bytes,
-            Err(_) => match default {
-                Some(text) => text.as_bytes().to_vec(),
-                None => continue,
-            },
-        };
-        let to = home.join(name);
-        if std::fs::read(&to).ok().as_deref() != Some(&text[..]) {
-            std::fs::create_dir_all(to.parent().expect("a file has a folder"))
-                .and_then(|()| crate::files::write_atomic(&to, &text))
-                .map_err(|err| failed(&to, err))?;
-        }
-    }
+    copy_configuration(paths).map_err(|(path, err)| failed(&path, err))?;
     let work_tree = std::fs::canonicalize(paths.root()).map_err(|err| failed(paths.root(), err))?;
-    let marker = home.join(crate::paths::WORK_TREE_FILE);
-    std::fs::create_dir_all(marker.parent().expect("in .ralph"))
-        .and_then(|()| crate::files::write_atomic(&marker, work_tree.to_string_lossy().as_bytes()))
+    let marker = paths.project().join(crate::paths::WORK_TREE_FILE);
+    write_file(&marker, work_tree.to_string_lossy().as_bytes())
         .map_err(|err| failed(&marker, err))?;
 
     let run = json!({"run_id": input.run_id, "plan_sha256": super::sha256_hex(plan.to_text().as_bytes())});
-    let run_file = home.join(RUN_FILE);
-    match std::fs::read_to_string(&run_file) {
-        Ok(text) => {
-            let recorded: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            if recorded != run {
-                return Err(format!(
-                    "{}: holds run {} of another plan; give this run a fresh --out-dir",
-                    home.display(),
-                    recorded["run_id"]
-                ));
-            }
-            Ok(())
+    let run_file = paths.project().join(crate::paths::CONTRACT_RUN_FILE);
+    if let Ok(text) = std::fs::read_to_string(&run_file) {
+        let recorded: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if recorded != run {
+            return Err(format!(
+                "{}: holds run {} of another plan; give this run a fresh --out-dir",
+                paths.project().display(),
+                recorded["run_id"]
+            ));
         }
-        Err(_) => {
-            let mut queue = String::new();
-            for story in &plan.stories {
-                let line = json!({
-                    "id": story.id,
-                    "title": story.title,
-                    "status": "pending",
-                    "leaf": true,
-                    "deps": story.deps,
-                    "acceptance": story.acceptance_criteria,
-                    "files": story.file_focus,
-                    "verify": story.verification_commands,
-                    "source": story.source,
-                    "created": now,
-                });
-                queue.push_str(&line.to_string());
-                queue.push('\n');
-            }
-            for (path, text) in [
-                (paths.tasks(), queue.as_str()),
-                (paths.done(), ""),
-                (run_file.clone(), &format!("{run}\n")),
-            ] {
-                crate::files::write_atomic(&path, text.as_bytes())
-                    .map_err(|err| failed(&path, err))?;
-            }
-            Ok(())
+        return Ok(());
+    }
+    // No run file: no run started here, so a queue a first attempt left
+    // half-written is begun again.
+    for path in [paths.tasks(), paths.done()] {
+        write_file(&path, b"").map_err(|err| failed(&path, err))?;
+    }
+    let store = Store::open(paths);
+    for story in &plan.stories {
+        let id = |text: &str| TaskId::parse(text).map_err(|err| format!("{}: {err}", story.id));
+        let new = NewTask {
+            title: story.title.clone(),
+            parent: None,
+            id: Some(id(&story.id)?),
+            body: None,
+            deps: story
+                .deps
+                .iter()
+                .map(|dep| id(dep))
+                .collect::<Result<_, _>>()?,
+            acceptance: story.acceptance_criteria.clone(),
+            files: story.file_focus.clone(),
+            verify: story.verification_commands.clone(),
+            source: Some(story.source.clone()),
+            kind: None,
+        };
+        store
+            .apply(&Patch::Add(new), now)
+            .map_err(|err| err.to_string())?;
+    }
+    write_file(&run_file, format!("{run}\n").as_bytes()).map_err(|err| failed(&run_file, err))
+}
+
+/// The repository's own configuration files, or ralph's defaults where it
+/// has none, copied into the out-dir (again at each start, so a changed
+/// file applies to a resumed run).
+fn copy_configuration(paths: &Paths) -> Result<(), (PathBuf, std::io::Error)> {
+    let shipped = crate::init::SHIPPED
+        .iter()
+        .filter(|file| file.ownership == crate::init::Ownership::Default)
+        .map(|file| (file.path, Some(file.text)));
+    for (name, default) in shipped.chain([(crate::paths::CONTEXT_TEMPLATE, None)]) {
+        let text = match (std::fs::read(paths.root().join(name)), default) {
+            (Ok(bytes), _) => bytes,
+            (Err(_), Some(text)) => text.as_bytes().to_vec(),
+            (Err(_), None) => continue,
+        };
+        let to = paths.project().join(name);
+        if std::fs::read(&to).ok().as_deref() != Some(&text[..]) {
+            write_file(&to, &text).map_err(|err| (to, err))?;
         }
     }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` atomically, its folder made as needed.
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::create_dir_all(path.parent().expect("a file has a folder"))?;
+    crate::files::write_atomic(path, bytes)
 }
 
 /// The input's limits and checks over the settings: the contract is the
@@ -311,6 +312,9 @@ fn apply_input(settings: &mut Settings, input: &RunInput) {
     // Each story carries the story commands in its own checks.
     settings.verify.task.clear();
     settings.verify.run = input.run_commands.clone();
+    // The orchestrator owns branches and pull requests.
+    settings.git.push = crate::config::Push::Never;
+    settings.delivery = crate::config::Delivery::Local;
     match input.model_hint.as_deref() {
         Some(preset) if PRESETS.contains(&preset) => {
             settings.agent.preset = Some(preset.to_owned());
@@ -330,13 +334,13 @@ struct Outcomes {
 }
 
 impl Outcomes {
-    /// Reads the out-dir's queue and state; `None` when the queue does not
-    /// load.
-    fn read(paths: &Paths, plan: &PlanFile) -> Option<Outcomes> {
-        let queue = Store::open(paths).load().ok()?;
+    /// Reads the out-dir's queue, the loop's state and the attempts
+    /// `progress.ndjson` reported.
+    fn read(paths: &Paths, plan: &PlanFile) -> Result<Outcomes, Error> {
+        let queue = Store::open(paths).load()?;
         let state = crate::state::StateFile::open(paths).peek();
         let reported = attempts_reported(paths.project());
-        Some(Outcomes::new(plan, &queue, &state, &reported))
+        Ok(Outcomes::new(plan, &queue, &state, &reported))
     }
 
     fn new(
@@ -361,18 +365,23 @@ impl Outcomes {
             let task = queue.get(&story.id);
             let done = queue.done.contains(&story.id);
             let waits_on_failed = story.deps.iter().any(|dep| {
-                stories
-                    .iter()
-                    .any(|s| &s.id == dep && matches!(s.status, "failed" | "blocked"))
+                stories.iter().any(|s| {
+                    &s.id == dep && matches!(s.status, StoryStatus::Failed | StoryStatus::Blocked)
+                })
             });
             let (status, verification) = if done {
                 let checked = !story.verification_commands.is_empty();
-                ("done", if checked { "passed" } else { "pending" })
+                let verification = if checked {
+                    Verification::Passed
+                } else {
+                    Verification::Pending
+                };
+                (StoryStatus::Done, verification)
             } else if task.is_some_and(|t| t.status == Status::Blocked) || attempts > 0 {
                 let verification = if last_class == Some("verify_failed") {
-                    "failed"
+                    Verification::Failed
                 } else {
-                    "pending"
+                    Verification::Pending
                 };
                 if first_failure.is_none() && task.is_some_and(|t| t.status == Status::Blocked) {
                     let why = queue
@@ -384,11 +393,11 @@ impl Outcomes {
                         format!("{}: {why}", story.id),
                     ));
                 }
-                ("failed", verification)
+                (StoryStatus::Failed, verification)
             } else if waits_on_failed {
-                ("blocked", "pending")
+                (StoryStatus::Blocked, Verification::Pending)
             } else {
-                ("skipped", "pending")
+                (StoryStatus::Skipped, Verification::Pending)
             };
             stories.push(StoryResult {
                 id: story.id.clone(),
@@ -410,69 +419,64 @@ fn conclude(input: &RunInput, outcomes: Outcomes, run: &RunResult) -> Finished {
         stories,
         first_failure,
     } = outcomes;
-    let all_done = stories.iter().all(|s| s.status == "done");
-    let (status, reason, error, next) = match run.status {
-        RunStatus::Drained if all_done => ("success", None, None, NextAction::OpenPr),
-        RunStatus::Blocked if all_done && run.verify_run.iter().any(|c| !c.passed) => {
-            let failed: Vec<&str> = run
-                .verify_run
-                .iter()
-                .filter(|c| !c.passed)
-                .map(|c| c.command.as_str())
-                .collect();
-            let reason = Reason::RunVerificationFailed;
-            let error = format!("run verification failed: {}", failed.join(", "));
-            ("blocked", Some(reason), Some(error), reason.next_action())
+    let run_id = Some(input.run_id.clone());
+    let all_done = stories.iter().all(|s| s.status == StoryStatus::Done);
+    let failed_checks: Vec<&str> = run
+        .verify_run
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| c.command.as_str())
+        .collect();
+    let (reason, error) = match run.status {
+        RunStatus::Drained if all_done => {
+            let result = ResultFile::new(
+                run_id,
+                ResultStatus::Success,
+                None,
+                None,
+                stories,
+                NextAction::OpenPr,
+            );
+            return Finished::new(result, Exit::Success);
         }
-        RunStatus::BudgetExhausted => {
-            let reason = if run.reason.starts_with("max_run_minutes") {
-                Reason::RunTimeout
-            } else {
-                Reason::AttemptBudgetExhausted
-            };
-            (
-                status_of(reason),
-                Some(reason),
-                Some(run.reason.clone()),
-                reason.next_action(),
-            )
-        }
-        RunStatus::Failed => {
-            let reason = Reason::AgentExitNonzero;
-            (
-                "failed",
-                Some(reason),
-                Some(run.reason.clone()),
-                reason.next_action(),
-            )
-        }
-        RunStatus::Interrupted | RunStatus::Stopped => (
-            "failed",
-            None,
-            Some(format!("{}; run the same command to resume", run.reason)),
-            NextAction::Retry,
-        ),
-        RunStatus::Drained | RunStatus::Blocked => {
-            let (reason, error) =
-                first_failure.unwrap_or((Reason::BlockedDependency, run.reason.clone()));
-            (
-                status_of(reason),
-                Some(reason),
+        RunStatus::Interrupted | RunStatus::Stopped => {
+            let error = format!("{}; run the same command to resume", run.reason);
+            let result = ResultFile::new(
+                run_id,
+                ResultStatus::Failed,
+                None,
                 Some(error),
-                reason.next_action(),
-            )
+                stories,
+                NextAction::Retry,
+            );
+            return Finished::new(result, Exit::Transient);
+        }
+        RunStatus::Blocked if all_done && !failed_checks.is_empty() => (
+            Reason::RunVerificationFailed,
+            format!("run verification failed: {}", failed_checks.join(", ")),
+        ),
+        RunStatus::BudgetExhausted if run.reason.starts_with("max_run_minutes") => {
+            (Reason::RunTimeout, run.reason.clone())
+        }
+        RunStatus::BudgetExhausted => (Reason::AttemptBudgetExhausted, run.reason.clone()),
+        RunStatus::Failed => (Reason::AgentExitNonzero, run.reason.clone()),
+        RunStatus::Drained | RunStatus::Blocked => {
+            first_failure.unwrap_or((Reason::BlockedDependency, run.reason.clone()))
         }
     };
-    let exit = match reason {
-        Some(reason) => reason.exit(),
-        None if status == "success" => Exit::Success,
-        None => Exit::Transient,
-    };
-    let result = ResultFile::ended(&input.run_id, status, reason, error, stories, next);
-    Finished {
-        result,
-        exit,
-        error: None,
+    Finished::new(
+        ResultFile::for_reason(run_id, reason, error, stories),
+        reason.exit(),
+    )
+}
+
+impl Finished {
+    fn new(result: ResultFile, exit: Exit) -> Finished {
+        Finished {
+            result,
+            exit,
+            error: None,
+        }
     }
 }
 
@@ -513,44 +517,80 @@ fn story_reason(blocked_reason: &str, last_class: Option<&str>, last_failed: boo
     }
 }
 
-/// `blocked` when a person must act, `failed` when trying again may do.
-fn status_of(reason: Reason) -> &'static str {
-    match reason.exit() {
-        Exit::NeedsPerson => "blocked",
-        _ => "failed",
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl ResultFile {
-    /// The result of an execute that ended.
-    pub fn ended(
-        run_id: &str,
-        status: &'static str,
-        reason: Option<Reason>,
-        error: Option<String>,
-        stories: Vec<StoryResult>,
-        next_action: NextAction,
-    ) -> ResultFile {
-        let count = |wanted: &[&str]| {
-            stories
-                .iter()
-                .filter(|s| wanted.contains(&s.status))
-                .count() as u64
-        };
-        let summary = Summary {
-            completed: count(&["done"]),
-            failed: count(&["failed", "blocked"]),
-            skipped: count(&["skipped"]),
-        };
-        ResultFile {
-            contract_version: CONTRACT_VERSION,
-            run_id: Some(run_id.to_owned()),
-            status,
-            reason,
-            error,
-            stories,
-            summary,
-            next_action,
-        }
+    fn input() -> RunInput {
+        super::super::input::parse(
+            r#"{"contract_version": 1, "run_id": "r", "repo_path": "/r", "prd_path": "p.md",
+                "base_branch": "main", "working_branch": "w",
+                "limits": {"story_max_attempts": 1, "run_max_attempts": 1, "story_timeout_minutes": 1, "run_timeout_minutes": 1},
+                "verification": {"story_commands": [], "run_commands": []},
+                "agent": {"mode": "ralph_fresh"}}"#,
+        )
+        .unwrap()
+    }
+
+    const PLAN: &str = r#"{"contract_version": 1, "run_id": "r", "prd": {"path": "p.md", "sha256": "0"},
+        "stories": [
+          {"id": "S1", "title": "a", "deps": [], "acceptance_criteria": [], "file_focus": [], "verification_commands": [], "source": "p.md#R1"},
+          {"id": "S2", "title": "b", "deps": ["S1"], "acceptance_criteria": [], "file_focus": [], "verification_commands": [], "source": "p.md#R2"}
+        ]}"#;
+
+    /// The message `read_plan` gives for the plan `PLAN` with `from`
+    /// replaced by `to`.
+    fn refused(from: &str, to: &str) -> String {
+        assert!(PLAN.contains(from), "{from}");
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("plan.json");
+        std::fs::write(&path, PLAN.replacen(from, to, 1)).unwrap();
+        let message = read_plan(&path, &input()).unwrap_err();
+        message.replacen(&path.display().to_string(), "plan.json", 1)
+    }
+
+    #[test]
+    fn each_problem_of_a_plan_names_its_json_path() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("plan.json");
+        std::fs::write(&path, PLAN).unwrap();
+        assert_eq!(read_plan(&path, &input()).unwrap().stories.len(), 2);
+        assert_eq!(
+            refused(r#""contract_version": 1"#, r#""contract_version": 2"#),
+            "plan.json: $.contract_version: must be 1, not 2"
+        );
+        assert_eq!(
+            refused(r#""run_id": "r""#, r#""run_id": "x""#),
+            "plan.json: $.run_id: \"x\" is not the input's run \"r\"; plan this input with `ralph plan --input`"
+        );
+        assert_eq!(
+            refused(r#""id": "S2""#, r#""id": "S3""#),
+            "plan.json: $.stories[1].id: must be \"S2\" (stories are numbered in order), not \"S3\""
+        );
+        assert_eq!(
+            refused(r#""deps": ["S1"]"#, r#""deps": ["S2"]"#),
+            "plan.json: $.stories[1].deps[0]: \"S2\" is not a story before S2"
+        );
+        assert_eq!(
+            refused(r#""title": "a""#, r#""title": " ""#),
+            "plan.json: $.stories[0].title: must not be empty"
+        );
+        assert_eq!(
+            refused(r#""title": "a""#, r#""title": "a", "extra": 1"#),
+            "plan.json: invalid plan at line 3 column 44: unknown field `extra`, expected one of `id`, `title`, `deps`, `acceptance_criteria`, `file_focus`, `verification_commands`, `source`; make it with `ralph plan --input`"
+        );
+        let start = PLAN.find(r#""stories": ["#).unwrap();
+        let empty = format!("{}\"stories\": []}}", &PLAN[..start]);
+        std::fs::write(&path, empty).unwrap();
+        assert_eq!(
+            read_plan(&path, &input()).unwrap_err(),
+            format!("{}: $.stories: the plan has no story", path.display())
+        );
+        let missing = dir.path().join("none.json");
+        assert!(
+            read_plan(&missing, &input())
+                .unwrap_err()
+                .starts_with(&format!("{}: cannot read the plan: ", missing.display()))
+        );
     }
 }

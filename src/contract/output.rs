@@ -85,9 +85,10 @@ pub struct ResultFile {
     pub contract_version: u64,
     /// The input's run id, when the input could be read that far.
     pub run_id: Option<String>,
-    /// `success`, `failed` or `blocked`.
-    pub status: &'static str,
-    /// Why it did not succeed; `None` on success.
+    /// How the command ended.
+    pub status: ResultStatus,
+    /// Why it did not succeed; `None` on success, and when a signal,
+    /// `.stop` or a refusing loop ended it (`error` says which).
     pub reason: Option<Reason>,
     /// The problem in words, when there is one.
     pub error: Option<String>,
@@ -99,17 +100,55 @@ pub struct ResultFile {
     pub next_action: NextAction,
 }
 
+/// `status` of `result.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    /// Every story done, every check passed.
+    Success,
+    /// Trying again may do (exit 20), or the input is wrong (exit 30).
+    Failed,
+    /// A person must act (exit 10).
+    Blocked,
+}
+
 /// One story in `result.json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StoryResult {
     /// `S1`, ...
     pub id: String,
-    /// `done`, `failed`, `skipped` or `blocked`.
-    pub status: &'static str,
+    /// What became of it.
+    pub status: StoryStatus,
     /// Attempts spent on it, across resumed runs.
     pub attempts: u64,
-    /// `passed`, `failed` or `pending`.
-    pub verification: &'static str,
+    /// Whether its checks passed.
+    pub verification: Verification,
+}
+
+/// `status` of a story in `result.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoryStatus {
+    /// Squash-merged.
+    Done,
+    /// Attempted and not done.
+    Failed,
+    /// Not attempted: a story it depends on failed.
+    Blocked,
+    /// Not attempted.
+    Skipped,
+}
+
+/// `verification` of a story in `result.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verification {
+    /// Its checks ran and passed.
+    Passed,
+    /// Its last failure was a check.
+    Failed,
+    /// No check has passed: none ran, or it has none.
+    Pending,
 }
 
 /// `summary` of `result.json`.
@@ -124,19 +163,58 @@ pub struct Summary {
 }
 
 impl ResultFile {
-    /// The result of a command that could not plan: the input or the PRD
-    /// is wrong.
-    pub fn plan_failed(run_id: Option<String>, error: String) -> ResultFile {
+    /// A result with `stories` summed up.
+    pub fn new(
+        run_id: Option<String>,
+        status: ResultStatus,
+        reason: Option<Reason>,
+        error: Option<String>,
+        stories: Vec<StoryResult>,
+        next_action: NextAction,
+    ) -> ResultFile {
+        let count = |wanted: &[StoryStatus]| {
+            stories
+                .iter()
+                .filter(|s| wanted.contains(&s.status))
+                .count() as u64
+        };
+        let summary = Summary {
+            completed: count(&[StoryStatus::Done]),
+            failed: count(&[StoryStatus::Failed, StoryStatus::Blocked]),
+            skipped: count(&[StoryStatus::Skipped]),
+        };
         ResultFile {
             contract_version: CONTRACT_VERSION,
             run_id,
-            status: "failed",
-            reason: Some(Reason::PlanGenerationFailed),
-            error: Some(error),
-            stories: Vec::new(),
-            summary: Summary::default(),
-            next_action: Reason::PlanGenerationFailed.next_action(),
+            status,
+            reason,
+            error,
+            stories,
+            summary,
+            next_action,
         }
+    }
+
+    /// A result that did not succeed for `reason`: its status and next
+    /// action follow from the reason.
+    pub fn for_reason(
+        run_id: Option<String>,
+        reason: Reason,
+        error: String,
+        stories: Vec<StoryResult>,
+    ) -> ResultFile {
+        let status = match reason.exit() {
+            Exit::NeedsPerson => ResultStatus::Blocked,
+            _ => ResultStatus::Failed,
+        };
+        let next = reason.next_action();
+        ResultFile::new(run_id, status, Some(reason), Some(error), stories, next)
+    }
+
+    /// The result of a command that could not plan: the input or the PRD
+    /// is wrong.
+    pub fn plan_failed(run_id: Option<String>, error: String) -> ResultFile {
+        ResultFile::for_reason(run_id, Reason::PlanGenerationFailed, error, Vec::new())
     }
 
     /// Writes `result.json` to `dir` atomically.

@@ -57,7 +57,7 @@ impl Translator {
             events,
             offset,
             partial: Vec::new(),
-            home: paths.project().to_owned(),
+            paths: paths.clone(),
             run_id: run_id.to_owned(),
             stories: plan
                 .stories
@@ -98,7 +98,8 @@ struct Tail {
     offset: u64,
     /// The start of a line not yet ended.
     partial: Vec<u8>,
-    home: PathBuf,
+    /// The out-dir's paths.
+    paths: Paths,
     run_id: String,
     /// Story id and title, in plan order.
     stories: Vec<(String, String)>,
@@ -177,7 +178,7 @@ impl Tail {
             status: status.clone(),
             context: Value::Object(context),
         };
-        progress.append(&self.home)?;
+        progress.append(&self.paths.project())?;
         if let (Some(id), Some(n)) = (&story, attempt) {
             let begins = event.phase == "iteration";
             self.note_attempt(id, n, event, (phase, &status), begins)?;
@@ -192,15 +193,9 @@ impl Tail {
                 context: json!({"detail": event.detail}),
                 ..progress
             };
-            critique.append(&self.home)?;
+            critique.append(&self.paths.project())?;
             if let (Some(id), Some(n)) = (&story, attempt) {
-                let detail = event.detail.as_str();
-                let line = format!("- critique: {class} ({})\n", detail.replace('\n', " "));
-                let path = self
-                    .home
-                    .join(ATTEMPTS_DIR)
-                    .join(format!("{id}-attempt-{n}.md"));
-                crate::files::append_durable(&path, line.as_bytes())?;
+                self.note_step(id, n, "critique", class, &event.detail)?;
             }
         }
         if phase == "critique" || failed_class.is_some() {
@@ -220,9 +215,6 @@ impl Tail {
         (phase, status): (&str, &str),
         begins: bool,
     ) -> io::Result<()> {
-        let dir = self.home.join(ATTEMPTS_DIR);
-        std::fs::create_dir_all(&dir)?;
-        let path = dir.join(format!("{id}-attempt-{n}.md"));
         if begins {
             let title = self
                 .stories
@@ -248,13 +240,31 @@ impl Tail {
                 field("exit"),
                 field("duration_ms"),
             );
+            let path = self.attempt_file(id, n);
+            std::fs::create_dir_all(path.parent().expect("in attempts/"))?;
             return crate::files::write_atomic(&path, text.as_bytes());
         }
-        let line = format!(
-            "- {phase}: {status} ({})\n",
-            event.detail.replace('\n', " ")
-        );
-        crate::files::append_durable(&path, line.as_bytes())
+        self.note_step(id, n, phase, status, &event.detail)
+    }
+
+    /// One line for a later step of attempt `n` at story `id`.
+    fn note_step(
+        &self,
+        id: &str,
+        n: u64,
+        phase: &str,
+        status: &str,
+        detail: &str,
+    ) -> io::Result<()> {
+        let line = format!("- {phase}: {status} ({})\n", detail.replace('\n', " "));
+        crate::files::append_durable(&self.attempt_file(id, n), line.as_bytes())
+    }
+
+    fn attempt_file(&self, id: &str, n: u64) -> PathBuf {
+        self.paths
+            .project()
+            .join(ATTEMPTS_DIR)
+            .join(format!("{id}-attempt-{n}.md"))
     }
 
     /// The task section of the prompt of the iteration whose output is
@@ -266,7 +276,8 @@ impl Tail {
             return String::new();
         };
         let prompt = self
-            .home
+            .paths
+            .project()
             .join(crate::paths::PROMPTS_DIR)
             .join(name)
             .with_extension("md");
@@ -288,12 +299,7 @@ impl Tail {
     fn write_critique(&self) -> io::Result<()> {
         let mut entries: Vec<(String, usize, String)> = Vec::new();
         for (at, (id, title)) in self.stories.iter().enumerate() {
-            let bytes = crate::files::read_or_empty(
-                &self
-                    .home
-                    .join(crate::paths::CRITIQUE_DIR)
-                    .join(format!("{id}.md")),
-            )?;
+            let bytes = crate::files::read_or_empty(&self.paths.critique(id))?;
             let text = String::from_utf8_lossy(&bytes);
             for entry in crate::critique::entries(&text) {
                 // `### Iteration 3 · 2026-01-01T00:10:00Z · role x · class`
@@ -306,6 +312,6 @@ impl Tail {
         for (_, _, entry) in entries {
             text.push_str(&entry);
         }
-        crate::files::write_atomic(&self.home.join(CRITIQUE_FILE), text.as_bytes())
+        crate::files::write_atomic(&self.paths.project().join(CRITIQUE_FILE), text.as_bytes())
     }
 }

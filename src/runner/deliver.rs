@@ -195,7 +195,7 @@ impl Engine<'_> {
             },
         )?;
         let text = body::body(&report);
-        let body_file = self.paths.project().join(".ralph/pull-request.md");
+        let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
         crate::files::write_atomic(&body_file, text.as_bytes()).map_err(|source| Error::Io {
             path: body_file.clone(),
             source,

@@ -637,3 +637,23 @@ fn an_out_dir_of_another_plan_is_refused_and_json_prints_the_result() {
     // The finished run's records are kept.
     assert_eq!(out(&p, "tasks-done.jsonl"), queue);
 }
+
+#[test]
+fn execute_never_pushes_nor_opens_a_pull_request_whatever_the_config_says() {
+    // With these settings `ralph run` would push (to no remote) and need gh.
+    let p = repo(DONE);
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  push: never", "  push: on_merge")
+        .replace("delivery: local", "delivery: pr");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "push and pull requests"]);
+    p.git(&["branch", "-f", "feature/notes", "main"]);
+    input(&p, |_| {});
+    plan(&p);
+    let run = execute(&p);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(result(&p)["status"], "success");
+    let events = std::fs::read_to_string(p.aux().join("out/.ralph/events.ndjson")).unwrap();
+    assert!(!events.contains("\"phase\":\"push\""), "{events}");
+}
