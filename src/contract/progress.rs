@@ -178,7 +178,7 @@ impl Tail {
             status: status.clone(),
             context: Value::Object(context),
         };
-        progress.append(&self.paths.project())?;
+        progress.append(self.paths.project())?;
         if let (Some(id), Some(n)) = (&story, attempt) {
             let begins = event.phase == "iteration";
             self.note_attempt(id, n, event, (phase, &status), begins)?;
@@ -193,7 +193,7 @@ impl Tail {
                 context: json!({"detail": event.detail}),
                 ..progress
             };
-            critique.append(&self.paths.project())?;
+            critique.append(self.paths.project())?;
             if let (Some(id), Some(n)) = (&story, attempt) {
                 self.note_step(id, n, "critique", class, &event.detail)?;
             }
