@@ -302,8 +302,6 @@ fn number(value: &Value, key: &str) -> u64 {
     value.get(key).and_then(Value::as_u64).unwrap_or(0)
 }
 
-/// The message of an error event, wherever the tool puts it, after the
-/// error's name when there is one (`ProviderAuthError: ...`).
 /// The HTTP status an error event states as a number (opencode's
 /// `error.data.statusCode`, a `status` or `code` of the error).
 fn error_status(event: &Value) -> Option<u64> {
@@ -324,6 +322,8 @@ fn error_status(event: &Value) -> Option<u64> {
     })
 }
 
+/// The message of an error event, wherever the tool puts it, after the
+/// error's name when there is one (`ProviderAuthError: ...`).
 fn error_text(event: &Value) -> Option<String> {
     let at = |path: &[&str]| {
         let mut value = event;

@@ -36,7 +36,9 @@ pub use init::init_with_commit;
 pub use push::{PUSH_TIMEOUT, Pushed, Target};
 pub use revert::Stash;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
-pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_message_with};
+pub use squash::{
+    Merged, Squash, SquashPreview, squash_message, squash_message_with, squash_subject,
+};
 pub use work::{LeftBranch, Leftovers};
 pub use workers::TaskTree;
 pub use worktree::Clean;

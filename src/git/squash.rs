@@ -52,6 +52,18 @@ pub fn squash_message(id: &str, title: &str, subjects: &[String]) -> String {
     squash_message_with(id, title, subjects, &[format!("Completes: {id}")])
 }
 
+/// The task id and title a squash commit's subject names (`[A.1] title`,
+/// or `[A.1]` for a task without a title), as [`squash_message`] writes
+/// it; `None` for any other commit.
+pub fn squash_subject(subject: &str) -> Option<(&str, &str)> {
+    let (id, title) = subject.strip_prefix('[')?.split_once(']')?;
+    let title = match title {
+        "" => "",
+        title => title.strip_prefix(' ')?,
+    };
+    (!id.is_empty() && !id.contains(' ')).then_some((id, title))
+}
+
 /// [`squash_message`] with other trailer lines: `Completes:` for each task
 /// the commit finishes (a parent archived with its last child), or
 /// `Split-into:` when a task became a container.
@@ -545,5 +557,17 @@ mod tests {
             long.lines().next().unwrap().len(),
             "[E] ".len() + MAX_SUBJECT_TITLE + 3
         );
+    }
+
+    #[test]
+    fn a_squash_subject_names_its_task() {
+        for (id, title) in [("A.1", "login form"), ("B", "")] {
+            let message = squash_message(id, title, &[]);
+            let subject = message.lines().next().unwrap();
+            assert_eq!(squash_subject(subject), Some((id, title)));
+        }
+        assert_eq!(squash_subject("fix the build"), None);
+        assert_eq!(squash_subject("[wip]x"), None);
+        assert_eq!(squash_subject("[two words] x"), None);
     }
 }

@@ -263,12 +263,7 @@ impl Engine<'_> {
         let commits = self.base().branch_commits(&plan.target, &plan.branch)?;
         let mut tasks: Vec<TaskLine> = Vec::new();
         for commit in &commits {
-            // Squash commits are `[<id>] <title>`.
-            let Some((id, title)) = commit
-                .subject
-                .strip_prefix('[')
-                .and_then(|rest| rest.split_once("] "))
-            else {
+            let Some((id, title)) = crate::git::squash_subject(&commit.subject) else {
                 continue;
             };
             tasks.push(TaskLine {

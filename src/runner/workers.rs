@@ -450,8 +450,10 @@ impl<'a> Engine<'a> {
                 }
                 // A single run works in the project's checkout: the task's
                 // work there is kept on its branch, which it checks out.
+                // Its uncommitted work is committed before the folder goes:
+                // a failure stops here, with the worktree kept.
                 if let Some(branch) = tree_repo.find_task_branch(&id, "")? {
-                    let _ = tree_repo.commit_leftovers(&branch, &id, self.state.iteration);
+                    tree_repo.commit_leftovers(&branch, &id, self.state.iteration)?;
                 }
                 drop(tree_repo);
                 self.repo.remove_task_tree(&tree)?;
