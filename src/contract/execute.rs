@@ -104,7 +104,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         .map_err(io(out_dir.join(super::output::PROGRESS_FILE)))?;
 
     let finished = match ran {
-        Ok(run) => conclude(&input, Outcomes::read(&paths, &plan)?, &run),
+        Ok(run) => conclude(&input, Outcomes::read(&paths, &plan, &input)?, &run),
         Err(err) => {
             // The loop could not start or go on (a dirty checkout, a
             // missing agent, another run): nothing was lost, and the error
@@ -118,7 +118,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
             if let Some(hint) = err.hint() {
                 message.push_str(&format!("\nhint: {hint}"));
             }
-            let stories = Outcomes::read(&paths, &plan)
+            let stories = Outcomes::read(&paths, &plan, &input)
                 .map(|o| o.stories)
                 .unwrap_or_default();
             let result = ResultFile::new(
@@ -235,7 +235,7 @@ fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> 
                 recorded["run_id"]
             ));
         }
-        return Ok(());
+        return reopen_blocked(paths, now).map_err(|err| err.to_string());
     }
     // No run file: no run started here, so a queue a first attempt left
     // half-written is begun again.
@@ -266,6 +266,28 @@ fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> 
             .map_err(|err| err.to_string())?;
     }
     write_file(&run_file, format!("{run}\n").as_bytes()).map_err(|err| failed(&run_file, err))
+}
+
+/// A resumed run is a retry: stories the last run blocked are worked
+/// again. Attempts count across runs, so a story whose attempt budget is
+/// spent is blocked again at once, for the same reason.
+fn reopen_blocked(paths: &Paths, now: &str) -> Result<(), Error> {
+    let store = Store::open(paths);
+    let blocked: Vec<TaskId> = store
+        .load()?
+        .tasks
+        .tasks()
+        .filter(|(_, task)| task.status == Status::Blocked)
+        .map(|(_, task)| task.id.clone())
+        .collect();
+    for id in blocked {
+        let patch = Patch::SetStatus {
+            id,
+            status: Status::Pending,
+        };
+        store.apply(&patch, now)?;
+    }
+    Ok(())
 }
 
 /// The repository's own configuration files, or ralph's defaults where it
@@ -336,11 +358,12 @@ struct Outcomes {
 impl Outcomes {
     /// Reads the out-dir's queue, the loop's state and the attempts
     /// `progress.ndjson` reported.
-    fn read(paths: &Paths, plan: &PlanFile) -> Result<Outcomes, Error> {
+    fn read(paths: &Paths, plan: &PlanFile, input: &RunInput) -> Result<Outcomes, Error> {
         let queue = Store::open(paths).load()?;
         let state = crate::state::StateFile::open(paths).peek();
         let reported = attempts_reported(paths.project());
-        Ok(Outcomes::new(plan, &queue, &state, &reported))
+        let budget = input.limits.story_max_attempts;
+        Ok(Outcomes::new(plan, &queue, &state, &reported, budget))
     }
 
     fn new(
@@ -348,6 +371,7 @@ impl Outcomes {
         queue: &Queue,
         state: &crate::state::State,
         reported: &HashMap<String, u64>,
+        budget: u64,
     ) -> Outcomes {
         let mut stories: Vec<StoryResult> = Vec::new();
         let mut first_failure: Option<(Reason, String)> = None;
@@ -388,10 +412,14 @@ impl Outcomes {
                         .object(&story.id)
                         .and_then(|line| line.get("blocked_reason")?.as_str().map(str::to_owned))
                         .unwrap_or_default();
-                    first_failure = Some((
-                        story_reason(&why, last_class, last_failed),
-                        format!("{}: {why}", story.id),
-                    ));
+                    // Retrying a story with no attempt left would do
+                    // nothing: that needs a person, whatever failed last.
+                    let reason = if attempts >= budget {
+                        Reason::AttemptBudgetExhausted
+                    } else {
+                        story_reason(&why, last_class, last_failed)
+                    };
+                    first_failure = Some((reason, format!("{}: {why}", story.id)));
                 }
                 (StoryStatus::Failed, verification)
             } else if waits_on_failed {

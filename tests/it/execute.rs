@@ -318,6 +318,11 @@ fn a_spent_attempt_budget_blocks_the_run_with_a_draft_pr_next() {
         ["S1 failed 2 pending", "S2 blocked 0 pending"]
     );
     assert_eq!(p.calls().len(), 2);
+    // Run again, the spent story is blocked again at once: no attempt.
+    let again = execute(&p);
+    assert_eq!(again.code, 10, "{again:#?}");
+    assert_eq!(p_result(&p)["reason"], "attempt_budget_exhausted");
+    assert_eq!(p.calls().len(), 2);
 }
 
 #[test]
@@ -352,7 +357,8 @@ fn a_failing_run_check_is_run_verification_failed() {
 #[test]
 fn an_agent_that_keeps_failing_is_agent_exit_nonzero_and_retryable() {
     let p = repo("exit 3");
-    input(&p, |_| {});
+    // Three failures in a row block a story; one attempt is left.
+    input(&p, |v| v["limits"]["story_max_attempts"] = 4.into());
     plan(&p);
     let run = execute(&p);
     assert_eq!(run.code, 20, "{run:#?}");
@@ -387,15 +393,26 @@ fn an_agent_that_keeps_failing_is_agent_exit_nonzero_and_retryable() {
         "{}",
         out(&p, "attempts/S1-attempt-3.md")
     );
+    // `retry` means it: the same command, once the agent works, goes on.
+    let p = p.agent(DONE);
+    let run = execute(&p);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        stories(&p_result(&p)),
+        ["S1 done 4 passed", "S2 done 1 pending"]
+    );
 }
 
 #[test]
 fn a_timeout_on_the_last_attempt_is_agent_timeout_and_retryable() {
     let p = repo("sleep 30");
-    input(&p, |v| v["limits"]["story_max_attempts"] = 1.into());
+    input(&p, |_| {});
     plan(&p);
+    // One failure blocks the story, with attempts left for a retry.
     let mut command = execute_command(&p);
-    command.env("RALPH_AGENT_TIMEOUT", "1s");
+    command
+        .env("RALPH_AGENT_TIMEOUT", "1s")
+        .env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
     let run = finish(command, 60);
     assert_eq!(run.code, 20, "{run:#?}");
     let result = result(&p);
@@ -656,4 +673,9 @@ fn execute_never_pushes_nor_opens_a_pull_request_whatever_the_config_says() {
     assert_eq!(result(&p)["status"], "success");
     let events = std::fs::read_to_string(p.aux().join("out/.ralph/events.ndjson")).unwrap();
     assert!(!events.contains("\"phase\":\"push\""), "{events}");
+}
+
+/// [`result`], for tests whose `result` names a value already.
+fn p_result(p: &TestProject) -> Value {
+    result(p)
 }
