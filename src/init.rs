@@ -39,6 +39,10 @@ const fn data(path: &'static str, text: &'static str) -> Shipped {
     }
 }
 
+/// The shipped planner role (`ralph plan --agent` uses it when the project
+/// has no `roles/planner.md`).
+pub const PLANNER_ROLE: &str = include_str!("../roles/planner.md");
+
 /// Every file `ralph init` writes, from the repository's `roles/`,
 /// `config/` and `templates/` folders.
 pub const SHIPPED: &[Shipped] = &[
@@ -57,7 +61,7 @@ pub const SHIPPED: &[Shipped] = &[
         "roles/refactorer.md",
         include_str!("../roles/refactorer.md"),
     ),
-    shipped("roles/planner.md", include_str!("../roles/planner.md")),
+    shipped("roles/planner.md", PLANNER_ROLE),
     shipped("config/roles.yaml", include_str!("../config/roles.yaml")),
     shipped("config/ralph.yaml", include_str!("../config/ralph.yaml")),
 ];

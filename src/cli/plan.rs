@@ -120,8 +120,7 @@ fn with_agent(
         let tasks: Vec<Value> = planned
             .added
             .iter()
-            .filter_map(|id| queue.tasks.position(id))
-            .filter_map(|line| queue.tasks.object(line).ok())
+            .filter_map(|id| queue.object(id))
             .map(Value::Object)
             .collect();
         return Ok(Outcome::print(to_json(&json!({
@@ -322,9 +321,7 @@ impl Report {
     fn json(&self, plan: &Plan, queue: &Queue, dry_run: bool) -> Value {
         let object = |id: &TaskId| {
             queue
-                .tasks
-                .position(id.as_str())
-                .and_then(|line| queue.tasks.object(line).ok())
+                .object(id.as_str())
                 .map(Value::Object)
                 .unwrap_or(Value::Null)
         };

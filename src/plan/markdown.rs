@@ -533,7 +533,7 @@ impl Reader<'_> {
                 self.claim_id(id, Some(index), number)?;
                 self.unique_key(id.clone())
             }
-            None => self.unique_key(crate::git::slug(&title)),
+            None => self.unique_key(super::source_key(&title)),
         };
         let title = match (&id, title.is_empty()) {
             (Some(id), true) => id.clone(),
@@ -567,7 +567,7 @@ impl Reader<'_> {
                 self.claim_id(id, None, number)?;
                 id.clone()
             }
-            None => crate::git::slug(&title),
+            None => super::source_key(&title),
         };
         self.skipped.push(Skipped {
             source: format!("{}#{key}", self.document),
@@ -621,7 +621,7 @@ impl Reader<'_> {
                 continue;
             }
             let title = self.sections[at].title.clone();
-            let key = self.unique_key(crate::git::slug(&title));
+            let key = self.unique_key(super::source_key(&title));
             let index = self.nodes.len();
             self.nodes.push(Node {
                 parent: Some(parent),

@@ -26,10 +26,6 @@ pub struct Plan {
     pub document: String,
     /// The tasks, parents before children, in queue order.
     pub tasks: Vec<PlannedTask>,
-    /// For each task, the requirement id it was planned from, if any.
-    pub requirements: Vec<Option<String>>,
-    /// For each task, the line of the document it starts on (0 for none).
-    pub lines: Vec<usize>,
     /// Requirements left out, and why.
     pub skipped: Vec<Skipped>,
 }
@@ -178,4 +174,30 @@ fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
         }
     }
     None
+}
+
+/// The key a task without a requirement id has in its `source`
+/// (`prds/auth.md#document-the-auth-endpoints-in-docs-api`): its title's
+/// slug. Sources are a task's identity across plans, so this must never
+/// change; the unit test pins it, whatever branch naming does.
+pub(crate) fn source_key(title: &str) -> String {
+    crate::git::slug(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_keys_never_change() {
+        assert_eq!(
+            source_key("Document the auth endpoints in docs/api.md, with examples"),
+            "document-the-auth-endpoints-in-docs-api"
+        );
+        assert_eq!(
+            source_key("Sign in with ÉTÉ 2026!"),
+            "sign-in-with-ete-2026"
+        );
+        assert_eq!(source_key("  "), "");
+    }
 }

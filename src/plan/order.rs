@@ -30,8 +30,6 @@ pub(super) fn arrange(document: &str, draft: Draft) -> Plan {
     let mut plan = Plan {
         document: document.to_owned(),
         tasks: Vec::with_capacity(order.len()),
-        requirements: Vec::with_capacity(order.len()),
-        lines: Vec::with_capacity(order.len()),
         skipped: draft.skipped,
     };
     for index in order {
@@ -51,8 +49,6 @@ pub(super) fn arrange(document: &str, draft: Draft) -> Plan {
             verify: node.verify.clone(),
             deps: node.deps.iter().map(|&dep| position[dep]).collect(),
         });
-        plan.requirements.push(node.requirement.clone());
-        plan.lines.push(node.line);
     }
     plan
 }
@@ -184,6 +180,7 @@ mod tests {
             parent: Some(parent),
             leaf: true,
             requirement: Some(requirement.to_owned()),
+            title: requirement.to_owned(),
             line,
             deps: deps.to_vec(),
             ..Node::default()
@@ -206,7 +203,7 @@ mod tests {
                 skipped: Vec::new(),
             },
         );
-        let order: Vec<_> = plan.requirements.iter().flatten().cloned().collect();
+        let order: Vec<&str> = plan.tasks[1..].iter().map(|t| t.title.as_str()).collect();
         assert_eq!(order, ["FR-3", "FR-2", "FR-10", "FR-1"]);
     }
 }

@@ -14,8 +14,6 @@ use crate::task::{Queue, Store};
 
 use super::RunError;
 
-/// The shipped planner role, used when the project has no `roles/planner.md`.
-pub const DEFAULT_PLANNER_ROLE: &str = include_str!("../../roles/planner.md");
 /// The role's name, as `RALPH_ROLE` tells the agent.
 pub const PLANNER: &str = "planner";
 
@@ -63,15 +61,10 @@ pub fn plan_with_agent(
     let host = Host::from_process(paths.root())?;
     agent::preflight(&spec, &host)?;
 
-    let role = match std::fs::read_to_string(paths.role(PLANNER)) {
+    let role = match crate::roles::read_role(paths, PLANNER) {
         Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => DEFAULT_PLANNER_ROLE.to_owned(),
-        Err(source) => {
-            return Err(Error::Io {
-                path: paths.role(PLANNER),
-                source,
-            });
-        }
+        Err(crate::roles::Error::Missing { .. }) => crate::init::PLANNER_ROLE.to_owned(),
+        Err(err) => return Err(err.into()),
     };
     let prompt = compose(&role, request.document, request.text, &before);
     let prompt_file = PathBuf::from(format!("{}/{run_id}.md", crate::paths::PROMPTS_DIR));

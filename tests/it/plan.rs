@@ -53,7 +53,6 @@ skipped Pick a password hashing library: ticked (`- [x]`) on line 60
     assert_eq!(without_times(&p.read("tasks.jsonl")), EXAMPLE_TASKS);
     // The tasks are a valid queue the loop can work, in dependency order.
     p.ralph(&["task", "validate"]).success();
-    p.ralph(&["task", "next"]).success();
     assert!(p.ralph(&["task", "next"]).stdout.starts_with("A.1.1"));
 }
 
@@ -62,9 +61,8 @@ fn the_same_document_gives_the_same_tasks() {
     let first = planned(EXAMPLE);
     let second = planned(EXAMPLE);
     let (a, b) = (first.read("tasks.jsonl"), second.read("tasks.jsonl"));
+    // Only `created` may differ between runs: the rest is byte for byte.
     assert_eq!(without_times(&a), without_times(&b));
-    // Only `created` differs between runs: the rest is byte for byte.
-    assert!(a.contains(r#""created":""#));
 }
 
 #[test]
@@ -420,7 +418,7 @@ ralph task add "Export as JSON" --parent A --dep A.1 --acceptance "the output pa
         "{files}"
     );
     assert_eq!(p.calls(), ["1  1 planner"]);
-    let tasks = lines_of(&p);
+    let tasks = p.json_lines("tasks.jsonl");
     assert_eq!(
         tasks[1]["acceptance"],
         json!(["a header row names the columns"])
@@ -437,10 +435,6 @@ ralph task add "Export as JSON" --parent A --dep A.1 --acceptance "the output pa
     assert!(prompt.contains("tasks.jsonl is empty"), "{prompt}");
     assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
     assert_eq!(p.git(&["branch", "--format=%(refname:short)"]), "main");
-}
-
-fn lines_of(p: &TestProject) -> Vec<Value> {
-    p.json_lines("tasks.jsonl")
 }
 
 #[test]
@@ -482,5 +476,5 @@ fn a_planner_that_breaks_the_queue_or_adds_nothing_says_so() {
             .contains("tasks it added before failing are kept"),
         "{run:#?}"
     );
-    assert_eq!(lines_of(&p).len(), 1);
+    assert_eq!(lines(&p).len(), 1);
 }
