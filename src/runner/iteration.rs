@@ -3,6 +3,7 @@
 
 use crate::paths::Paths;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Map, json};
 
@@ -473,6 +474,10 @@ impl Engine<'_> {
                 // A usage limit is no work done: it costs neither budget.
                 entry.iterations = entry.iterations.saturating_sub(1);
                 self.state.iteration = self.state.iteration.saturating_sub(1);
+                // A worker reserved it from the run's shared count too.
+                if let Some(hub) = self.hub {
+                    hub.iterations.fetch_sub(1, Ordering::SeqCst);
+                }
                 self.save_state()?;
                 let reason = outcome
                     .failure
@@ -594,7 +599,11 @@ impl Engine<'_> {
     /// Whether `max_iterations` (one with `--once`) or `max_run_minutes`
     /// is spent.
     fn budget_spent(&self) -> bool {
-        self.state.iteration >= self.budgets.max_iterations || self.run_time_spent()
+        // A worker's own count is its share: the run's is the hub's.
+        let iterations = self.hub.map_or(self.state.iteration, |hub| {
+            hub.iterations.load(Ordering::SeqCst)
+        });
+        iterations >= self.budgets.max_iterations || self.run_time_spent()
     }
 }
 

@@ -430,6 +430,42 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
     );
 }
 
+/// A usage limit is no work done: with workers too, it costs none of the
+/// run's iterations.
+#[test]
+fn a_usage_limit_on_a_worker_costs_no_iteration_of_the_run() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &[]))
+        .git_init();
+    project.script(
+        "bin/claude",
+        r#"if [ "$RALPH_TASK_ID" = A ] && [ ! -e "$REC/limited" ]; then
+  touch "$REC/limited"
+  echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|'$(( $(date +%s) + 1 ))'"}'
+  exit 0
+fi
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
+"#,
+    );
+    // Two tasks, one iteration each: the limit must not take a third.
+    let mut command = project.ralph_command(&[
+        "run",
+        "--agent",
+        "claude",
+        "--workers",
+        "2",
+        "--max-iterations",
+        "2",
+    ]);
+    command.env("PATH", project.path_with_aux_bin());
+    let run = finish(command, 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.json(".ralph/result.json")["status"], "drained");
+}
+
 /// `max_iterations` counts every worker's iterations.
 #[test]
 fn max_iterations_counts_every_workers_iterations() {
