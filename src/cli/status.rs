@@ -1,6 +1,7 @@
 //! `ralph status`: is a run live, what is it doing, how is the queue.
 
 use std::fmt::Write;
+use std::path::Path;
 
 use serde_json::json;
 
@@ -164,11 +165,22 @@ fn workers(paths: &crate::paths::Paths) -> Vec<Worker> {
     let Ok(entries) = std::fs::read_dir(paths.worktrees()) else {
         return Vec::new();
     };
+    // A project in a subfolder of its repository is in the same subfolder
+    // of each worktree, and its worker's state is there.
+    let inner = paths
+        .project()
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .and_then(|top| paths.project().strip_prefix(top).ok())
+        .map(Path::to_owned)
+        .unwrap_or_default();
     let mut workers: Vec<Worker> = entries
         .filter_map(Result::ok)
+        .filter(|entry| entry.path().join(".git").exists())
         .filter_map(|entry| {
             let task = entry.file_name().to_str()?.to_owned();
-            let state = crate::state::StateFile::open(&paths.in_worktree(entry.path())).peek();
+            let folder = entry.path().join(&inner);
+            let state = crate::state::StateFile::open(&paths.in_worktree(folder)).peek();
             let progress = state.tasks.get(&task).cloned().unwrap_or_default();
             Some(Worker {
                 iteration: progress.iterations,

@@ -170,6 +170,49 @@ esac
     assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
 }
 
+/// A project in a subfolder of its repository: `ralph status` reads each
+/// worker's state from the same subfolder of its worktree.
+#[test]
+fn status_shows_the_workers_of_a_project_in_a_subfolder() {
+    let project = TestProject::new().file(
+        "sub/tasks.jsonl",
+        format!("{}\n{}\n", task("A", &[]), task("B", &[])),
+    );
+    project.ralph_in("sub", &["init"]).success();
+    project.git(&["init", "-q", "-b", "main"]);
+    project.git(&["add", "-A"]);
+    project.git(&["commit", "-q", "-m", "a project in sub/"]);
+    let project = project.agent(
+        r#"touch "$REC/started-$RALPH_TASK_ID"
+while [ ! -e "$REC/go" ]; do sleep 0.05; done
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+    );
+    let child = project
+        .run_command(&["--workers", "2"])
+        .current_dir(project.path().join("sub"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    for id in ["A", "B"] {
+        crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
+    }
+    let status = project.ralph_in("sub", &["status"]);
+    std::fs::write(project.aux().join("rec/go"), "").expect("go");
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    for id in ["A", "B"] {
+        assert!(
+            status.stdout.contains(&format!(
+                "worker: {id} task {id} (iteration 1 of the task, role none, phase agent, since "
+            )),
+            "{status:#?}"
+        );
+    }
+}
+
 /// `.stop` during a run with three busy workers: each finishes its
 /// iteration, then the run stops (exit 0) with nothing left running.
 #[test]
