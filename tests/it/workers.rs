@@ -136,8 +136,10 @@ fn a_conflict_between_workers_is_resolved_in_the_losing_worktree() {
         .git_init()
         .agent(
             r#"case "$RALPH_TASK_ID-$RALPH_TASK_ITERATION" in
-A-1) sleep 0.2; work shared.txt A; ralph task complete A > /dev/null ;;
-B-1) sleep 1; work shared.txt B; ralph task complete B > /dev/null ;;
+A-1) work shared.txt A; ralph task complete A > /dev/null ;;
+B-1) # B finishes once A is merged, so its squash is the one to conflict.
+     until git -C "$RALPH_PROJECT_DIR" log main --format=%s | grep -q '^\[A\]'; do sleep 0.05; done
+     work shared.txt B; ralph task complete B > /dev/null ;;
 B-*) printf 'A\nB\n' > shared.txt
      git add shared.txt && git commit -q --no-edit
      ralph task complete B > /dev/null ;;
@@ -436,8 +438,9 @@ fn a_usage_limit_on_one_worker_pauses_the_others() {
         r#"case "$RALPH_TASK_ID" in
 A) if [ ! -e "$REC/limited" ]; then
      touch "$REC/limited"
-     echo "limit $(date +%s.%N)" >> "$REC/times"
-     echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|'$(( $(date +%s) + 2 ))'"}'
+     reset=$(( $(date +%s) + 2 ))
+     echo "reset $reset" >> "$REC/times"
+     echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|'$reset'"}'
      exit 0
    fi
    work A.txt a ;;
@@ -463,9 +466,10 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
             .parse()
             .unwrap()
     };
+    // Ordered by the clock the limit names, not by a tolerance.
     assert!(
-        at("B2") >= at("limit") + 0.9,
-        "B's next iteration waited for A's limit: {times}"
+        at("B2") >= at("reset"),
+        "B's next iteration waited for A's limit to reset: {times}"
     );
     assert!(
         run.stderr.contains("w2 B: waiting") || run.stderr.contains("w1 B: waiting"),
