@@ -212,11 +212,12 @@ fn tracing_goes_to_stderr_and_leaves_stdout_alone() {
 
 #[test]
 fn a_wait_for_a_git_lock_is_traced_with_its_time() {
-    // Someone's `git status` holds the index lock for a moment as ralph
-    // is about to commit the agent's leftovers.
+    // Someone's `git status` holds the index lock as ralph is about to
+    // commit the agent's leftovers: 3 s, well inside ralph's 10 s wait, so
+    // a slow machine still reaches the commit while it is held.
     let project = one_task().agent(
         "echo work > w.txt\nralph task complete A > /dev/null\ntouch .git/index.lock\n\
-         setsid sh -c 'touch .git/held; sleep 0.5; rm -f .git/index.lock' > /dev/null 2>&1 &\n\
+         setsid sh -c 'touch .git/held; sleep 3; rm -f .git/index.lock' > /dev/null 2>&1 &\n\
          until [ -f .git/held ]; do sleep 0.01; done\n",
     );
     let run = run(&project, &[], &[("RALPH_LOG", "ralph::git=debug")]);
