@@ -139,7 +139,7 @@ pub(super) fn prepare(
                 .or_else(|| top.as_deref().map(crate::git::slug));
             let Some(name) = name.filter(|n| !n.is_empty()) else {
                 return Err(super::RunError::Delivery(
-                    "delivery: pr needs a branch name: give one with --pr-branch NAME, or add a task".to_owned(),
+                    "the pull request needs a branch name: give one with --pr-branch NAME, or add a task".to_owned(),
                 )
                 .into());
             };

@@ -353,3 +353,35 @@ esac
         p.git(&["rev-parse", "ralph/notes"])
     );
 }
+
+#[test]
+fn delivery_pr_logged_out_or_without_a_name_stops_before_any_agent_runs() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        r#"case "$1 $2" in
+  "auth status") echo 'You are not logged into any GitHub hosts.' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            20,
+            "error: delivery: pr: gh is not logged in (gh auth failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+        ),
+    );
+    // Logged in, but nothing to name the branch after.
+    fake_gh(&p);
+    let p = p.file("tasks.jsonl", "");
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            20,
+            "error: delivery: pr: the pull request needs a branch name: give one with --pr-branch NAME, or add a task\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+        ),
+    );
+    assert!(p.calls().is_empty());
+}
