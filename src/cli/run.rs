@@ -22,7 +22,9 @@ Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
   max_run_minutes null · max_task_minutes null (no wall-clock limits)
   no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
   pause_between_iterations 2s · base_branch: the branch checked out
-  branch_prefix task/ · verify.task [] · verify.run []
+  usage_limit_max_wait 30m · branch_prefix task/ · verify.task [] · verify.run []
+  git.push never · git.remote null (the base's upstream, else origin)
+  delivery local (pr: a branch ralph/<name>, pushed, and a pull request with gh)
 Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
 spent, verify.run failed), 20 transient failure (lock held, agent not
 authenticated), 30 invalid input (tasks, roles, config, missing agent), 130
