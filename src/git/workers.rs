@@ -20,6 +20,27 @@ use crate::paths::WORKTREES_DIR;
 /// The index entry flag git's `--skip-worktree` sets (an extended flag).
 const SKIP_WORKTREE: u16 = 1 << 14;
 
+/// How a task worktree's folder is renamed while it is removed (no task
+/// id starts with a dot).
+const REMOVED: &str = ".removed-";
+
+/// Where [`Repo::remove_task_tree`] moves worktree `tree` before deleting it.
+fn removed_name(tree: &Path) -> PathBuf {
+    let name = tree.file_name().unwrap_or_default().to_string_lossy();
+    tree.with_file_name(format!("{REMOVED}{name}"))
+}
+
+/// Deletes `folder` and everything in it, if it exists.
+fn remove_folder(folder: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(folder) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(Error::Io {
+            path: folder.to_owned(),
+            source: err,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// A task's worktree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskTree {
@@ -163,7 +184,11 @@ impl Repo {
             source,
         };
         // In process: git's own `worktree remove` would be one more process
-        // per task. The folder goes, then git's record of it.
+        // per task. The folder is moved aside in one step, then git's
+        // record of it goes, then the folder: a kill at any point leaves
+        // either the whole worktree or none (a folder emptied halfway,
+        // which no run would see or could reuse, never stays), and what
+        // is left the next run's `remove_removed_task_trees` clears.
         let same =
             |path: &Path| path.canonicalize().ok() == tree.canonicalize().ok() || path == tree;
         let names = self.git.worktrees().map_err(failed)?;
@@ -172,7 +197,9 @@ impl Repo {
             .filter_map(|name| name.ok().flatten())
             .filter_map(|name| self.git.find_worktree(name).ok())
             .find(|worktree| same(worktree.path()));
-        match std::fs::remove_dir_all(tree) {
+        let aside = removed_name(tree);
+        remove_folder(&aside)?;
+        match std::fs::rename(tree, &aside) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
                 return Err(Error::Io {
                     path: tree.to_owned(),
@@ -187,9 +214,49 @@ impl Repo {
                     git2::WorktreePruneOptions::new()
                         .valid(true)
                         .locked(false)
-                        .working_tree(true),
+                        .working_tree(false),
                 ))
                 .map_err(failed)?;
+        }
+        remove_folder(&aside)
+    }
+
+    /// Finishes the removals of task worktrees a killed run cut short: the
+    /// folders moved aside go, and so do git's records of task worktrees
+    /// whose folder is gone (worktrees elsewhere are the user's).
+    pub fn remove_removed_task_trees(&self, project: &Path) -> Result<()> {
+        let folder = project.join(WORKTREES_DIR);
+        if let Ok(entries) = std::fs::read_dir(&folder) {
+            for entry in entries.filter_map(|entry| entry.ok()) {
+                if entry.file_name().to_string_lossy().starts_with(REMOVED) {
+                    remove_folder(&entry.path())?;
+                }
+            }
+        }
+        let failed = |source| Error::Git {
+            action: format!("forget the removed worktrees in {}", folder.display()),
+            source,
+        };
+        let ours = folder.canonicalize().ok();
+        let names = self.git.worktrees().map_err(failed)?;
+        for worktree in names
+            .iter()
+            .filter_map(|name| name.ok().flatten())
+            .filter_map(|name| self.git.find_worktree(name).ok())
+        {
+            let path = worktree.path();
+            let under = path.parent().is_some_and(|parent| {
+                parent == folder || (ours.is_some() && parent.canonicalize().ok() == ours)
+            });
+            if under && !path.exists() {
+                // Best effort: a record git keeps locked stays, harmless.
+                let _ = worktree.prune(Some(
+                    git2::WorktreePruneOptions::new()
+                        .valid(true)
+                        .locked(false)
+                        .working_tree(false),
+                ));
+            }
         }
         Ok(())
     }
@@ -220,6 +287,9 @@ impl Repo {
             .filter(|path| path.join(".git").exists())
             .filter_map(|path| {
                 let id = path.file_name()?.to_str()?.to_owned();
+                if id.starts_with(REMOVED) {
+                    return None;
+                }
                 let folder = self.project_folder_in(&path);
                 Some((id, path, folder))
             })

@@ -396,8 +396,9 @@ impl Repo {
     /// into tree `to`, writing only the paths that differ, the queue files
     /// apart (their index entries follow `to`, so `git status` compares
     /// their bytes on disk with it). Without `force`, a file changed on disk
-    /// since `from` is never overwritten ([`Error::Dirty`] names it). HEAD
-    /// is left alone.
+    /// since `from` is never overwritten ([`Error::Dirty`] names it); with
+    /// it, those paths end as `to` has them, untracked files `to` lacks
+    /// removed. HEAD is left alone.
     pub(super) fn switch_tree(
         &self,
         from: &git2::Tree<'_>,
@@ -416,7 +417,9 @@ impl Repo {
             let conflicts = RefCell::new(Vec::new());
             let mut checkout = CheckoutBuilder::new();
             if force {
-                checkout.force();
+                // A checkout a kill cut short writes files before the
+                // index: a file it added is untracked then, and goes too.
+                checkout.force().remove_untracked(true);
             } else {
                 checkout.safe();
             }

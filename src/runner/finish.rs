@@ -200,8 +200,11 @@ impl Engine<'_> {
                     format!("squash-merged into {}", self.repo.base()),
                 ),
                 Squash::Empty => {
+                    // The trailers first: a kill between the two leaves
+                    // the branch, by which the next run finds the task.
+                    let commit = bookkeeping(self)?;
                     self.base().preserve_and_delete_branch(branch, id)?;
-                    (bookkeeping(self)?, "nothing to merge; archived".to_owned())
+                    (commit, "nothing to merge; archived".to_owned())
                 }
                 Squash::Conflict(paths) => {
                     return Err(RunError::Stranded {
@@ -250,9 +253,11 @@ impl Engine<'_> {
     }
 
     /// Finishes task `id`, archived in `queue` when ralph stopped, never
-    /// squashing it twice: when its squash landed, only its branch goes
-    /// and the trailers of the parents archived with it are committed if
-    /// they are missing; otherwise it is landed now.
+    /// committing a trailer twice: when its squash landed, the trailers
+    /// of the parents archived with it are committed if they are missing,
+    /// then its branch goes; otherwise it is landed now with the trailers
+    /// the base lacks. The branch goes last, so a run killed before it is
+    /// gone finds the task again by it.
     pub(super) fn land_archived(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
         let record = queue.done.record(id.as_str()).unwrap_or_default();
         let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
@@ -273,25 +278,24 @@ impl Engine<'_> {
                 None => vec![format!("Completes: {id}")],
             };
         let branch = self.task_branch(id, &title)?;
-        let landed = self
-            .base()
-            .base_has_trailer(&format!("Completes: {id}"), 1000)?;
+        let own = format!("Completes: {id}");
+        let missing = self.missing_trailers(trailers)?;
         self.ui.line(&format!(
             "{id}: archived before ralph stopped; finishing its merge"
         ));
-        if !landed {
-            return self.land(id, &title, branch.as_deref(), &trailers);
+        if missing.contains(&own) {
+            return self.land(id, &title, branch.as_deref(), &missing);
         }
-        if let Some(branch) = &branch {
-            self.base().preserve_and_delete_branch(branch, id)?;
-        }
-        let missing = self.missing_trailers(trailers)?;
         if !missing.is_empty() {
             let message = format!(
                 "ralph: archive with {id}\n\nIts squash commit landed before ralph stopped.\n\n{}\n",
                 missing.join("\n")
             );
+            let _turn = self.merge_turn();
             self.base().commit_queue_files(&message)?;
+        }
+        if let Some(branch) = &branch {
+            self.base().preserve_and_delete_branch(branch, id)?;
         }
         let detail = match branch {
             Some(_) => "its squash had landed; branch removed",
@@ -327,11 +331,14 @@ impl Engine<'_> {
         ));
         let branch = self.task_branch(id, &title)?;
         let _turn = self.merge_turn();
-        self.leave_worktree()?;
         let tip = match &branch {
-            Some(branch) => Some(self.base().preserve_and_delete_branch(branch, id)?),
+            Some(branch) => Some(self.repo.branch_tip(branch)?),
             None => None,
         };
+        // Archived and committed before the worktree and the branch go: a
+        // kill in between leaves an archived task with its worktree or
+        // branch, which the next run finishes (`land_archived`); a task
+        // left in tasks.jsonl without either would be worked again.
         let changes = self.archive(id, tip.map(|tip| tip.to_string()))?;
         // The parents that followed it complete with it: their trailers
         // were to join its squash commit.
@@ -344,6 +351,10 @@ impl Engine<'_> {
             message.push('\n');
         }
         let commit = self.base().commit_queue_files(&message)?;
+        self.leave_worktree()?;
+        if let Some(branch) = &branch {
+            self.base().preserve_and_delete_branch(branch, id)?;
+        }
         let detail = "its squash had landed; archived";
         self.merged_task(id, commit.map(|c| c.to_string()), detail)
     }

@@ -422,6 +422,8 @@ impl<'a> Engine<'a> {
     /// blocked tasks stay: the former resume there.
     pub(super) fn tidy_worktrees(&mut self, workers: bool) -> Result<(), Error> {
         let queue = self.store.load()?;
+        // Removals a kill cut short are finished first.
+        self.repo.remove_removed_task_trees(self.paths.root())?;
         for (id, tree, folder) in self.repo.task_trees(self.paths.root())? {
             let folder = self.paths.in_worktree(folder);
             if crate::agent::stop_leftover_group(
@@ -478,15 +480,18 @@ impl<'a> Engine<'a> {
                 self.land_archived(&task_id, &queue)?;
             }
         }
-        // A run killed after a task's worktree went but before its branch
-        // did: the branch of a task that landed goes too (its tip kept).
+        // A run killed after an archived task's worktree went but before
+        // its branch did: the branch is finished the same way, landed if
+        // its squash had not, the trailers the base lacks committed, then
+        // deleted (its tip kept).
         let archived: Vec<&str> = queue.done.ids().collect();
-        for (branch, id) in self.repo.branches_of(&archived)? {
-            if self
-                .repo
-                .base_has_trailer(&format!("Completes: {id}"), 1000)?
-            {
-                self.repo.preserve_and_delete_branch(&branch, &id)?;
+        let ids: std::collections::BTreeSet<String> = (self.repo.branches_of(&archived)?)
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect();
+        for id in ids {
+            if let Ok(task_id) = TaskId::parse(&id) {
+                self.land_archived(&task_id, &queue)?;
             }
         }
         Ok(())

@@ -228,6 +228,107 @@ fn a_crash_after_the_squash_commit_archives_without_a_second_squash() {
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// A parallel run killed after archiving a leaf with its parent, before
+/// the squash commit took the parent's trailer; the next run killed in its
+/// recovery, after the task's worktree went and before the trailer was
+/// committed (here: the worktree removed by hand). The run after that
+/// still commits the parent's trailer, once, and removes the branch.
+#[test]
+fn a_kill_during_the_recovery_of_an_archived_task_still_commits_its_parents_trailer() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"auth","status":"pending","leaf":false}"#)
+        .task(r#"{"id":"A.1","title":"login form","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            "work \"$RALPH_TASK_ID.txt\" x\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+        );
+    let crashed = project
+        .run_command(&["--workers", "2"])
+        .env("RALPH_FAULT", "after_archive")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "ralph should have aborted");
+    let log = project.git(&["log", "main", "--format=%B"]);
+    assert!(!log.contains("Completes: A\n"), "{log}");
+    project.git(&["worktree", "remove", "--force", ".ralph/worktrees/A.1"]);
+    let again = project.run(&["--workers", "2"]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    let log = project.git(&["log", "main", "--format=%B"]);
+    assert_eq!(log.matches("Completes: A.1\n").count(), 1, "{log}");
+    assert_eq!(log.matches("Completes: A\n").count(), 1, "{log}");
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
+/// A run killed while it removed a task's worktree, once the folder was
+/// moved aside and before git forgot it: the next run removes the folder
+/// and git's record, and lands the task.
+#[test]
+fn a_kill_while_a_worktree_is_removed_leaves_no_worktree_behind() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"do x","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            "work \"$RALPH_TASK_ID.txt\" x\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+        );
+    let crashed = project
+        .run_command(&["--workers", "2"])
+        .env("RALPH_FAULT", "after_archive")
+        .output()
+        .unwrap();
+    assert_eq!(crashed.status.code(), None, "ralph should have aborted");
+    let worktrees = project.path().join(".ralph/worktrees");
+    std::fs::rename(worktrees.join("A"), worktrees.join(".removed-A")).unwrap();
+    let again = project.run(&["--workers", "2"]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(std::fs::read_dir(&worktrees).unwrap().count(), 0);
+    let log = project.git(&["log", "main", "--format=%B"]);
+    assert_eq!(log.matches("Completes: A\n").count(), 1, "{log}");
+    assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+}
+
+/// A squash on the checked-out base killed while its files were written,
+/// before the index was: a file it added is untracked there. The next run
+/// puts the base back as it was, that file removed, and goes on.
+#[test]
+fn a_squash_killed_before_its_index_was_written_leaves_no_file_behind() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"do x","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            "work \"$RALPH_TASK_ID.txt\" x\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+        );
+    // The merged tree the squash was writing: the base's, plus x.txt.
+    let blob = project.git(&["hash-object", "-w", "--stdin"]);
+    let mut listing = project.git(&["ls-tree", "main"]);
+    listing.push_str(&format!("\n100644 blob {blob}\tx.txt\n"));
+    let mut mktree = project
+        .command("git")
+        .arg("mktree")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(mktree.stdin.as_mut().unwrap(), listing.as_bytes()).unwrap();
+    let merged = String::from_utf8(mktree.wait_with_output().unwrap().stdout).unwrap();
+    let base = project.git(&["rev-parse", "main"]);
+    std::fs::write(
+        project.path().join(".git/ralph-squash-in-progress"),
+        format!("{base} {}\n", merged.trim()),
+    )
+    .unwrap();
+    std::fs::write(project.path().join("x.txt"), "").unwrap();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains("a squash into main was cut short"),
+        "{run:#?}"
+    );
+    assert!(!project.path().join("x.txt").exists(), "x.txt left behind");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
 fn finish_run(project: &TestProject, args: &[&str]) -> crate::support::Run {
     let mut command = project.run_command(args);
     command.env("RALPH_MAX_ITERATIONS_PER_TASK", "1000");
