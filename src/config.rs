@@ -60,6 +60,9 @@ pub struct Settings {
     pub git: GitSettings,
     /// Where the work goes: the base (`local`), or a pull request (`pr`).
     pub delivery: Delivery,
+    /// When the queue drains, one more task: a `final-reviewer` iteration
+    /// over the whole run's work, which passes or adds follow-up tasks.
+    pub final_review: bool,
 }
 
 /// `delivery`: where the run's work ends up.
@@ -156,6 +159,7 @@ impl Default for Settings {
             verify: VerifySettings::default(),
             git: GitSettings::default(),
             delivery: Delivery::Local,
+            final_review: false,
         }
     }
 }
@@ -263,7 +267,7 @@ impl Settings {
 
 /// The environment variables that override settings, `RALPH_` and the
 /// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 19] = [
+pub const ENV_VARS: [&str; 20] = [
     "RALPH_AGENT_PRESET",
     "RALPH_AGENT_COMMAND",
     "RALPH_AGENT_MODEL",
@@ -283,6 +287,7 @@ pub const ENV_VARS: [&str; 19] = [
     "RALPH_GIT_PUSH",
     "RALPH_GIT_REMOTE",
     "RALPH_DELIVERY",
+    "RALPH_FINAL_REVIEW",
 ];
 
 impl Settings {
@@ -306,6 +311,11 @@ impl Settings {
                 text => parse_minutes(text).map(Some).map_err(fail),
             };
             let text = || (!value.is_empty()).then(|| value.clone());
+            let switch = || match value.trim() {
+                "true" => Ok(true),
+                "false" | "" => Ok(false),
+                _ => Err(fail(format!("{value:?} is not true or false"))),
+            };
             match name {
                 "RALPH_AGENT_PRESET" => {
                     if !PRESETS.contains(&value.as_str()) {
@@ -345,6 +355,7 @@ impl Settings {
                         }
                     }
                 }
+                "RALPH_FINAL_REVIEW" => self.final_review = switch()?,
                 _ => unreachable!("ENV_VARS lists only handled names"),
             }
         }
@@ -564,6 +575,29 @@ mod tests {
     }
 
     #[test]
+    fn the_final_review_is_off_by_default_and_a_switch() {
+        assert!(!Settings::default().final_review);
+        assert!(
+            Settings::parse("final_review: true\n")
+                .unwrap()
+                .final_review
+        );
+        let from_env = |value: &'static str| {
+            let mut settings = Settings::parse("final_review: true\n").unwrap();
+            settings
+                .apply_env(|name| (name == "RALPH_FINAL_REVIEW").then(|| value.to_owned()))
+                .map(|()| settings.final_review)
+                .map_err(|err| err.to_string())
+        };
+        assert_eq!(from_env("false"), Ok(false));
+        assert_eq!(from_env("true"), Ok(true));
+        assert_eq!(
+            from_env("yes"),
+            Err("RALPH_FINAL_REVIEW: \"yes\" is not true or false".to_owned())
+        );
+    }
+
+    #[test]
     fn durations_parse_and_show() {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
@@ -601,7 +635,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -62,6 +62,10 @@ pub const SHIPPED: &[Shipped] = &[
         include_str!("../roles/refactorer.md"),
     ),
     shipped("roles/planner.md", PLANNER_ROLE),
+    shipped(
+        "roles/final-reviewer.md",
+        include_str!("../roles/final-reviewer.md"),
+    ),
     shipped("config/roles.yaml", include_str!("../config/roles.yaml")),
     shipped("config/ralph.yaml", include_str!("../config/ralph.yaml")),
 ];
@@ -193,7 +197,7 @@ mod tests {
             roles.contains(&role)
         })
         .unwrap();
-        assert_eq!(triggers.list.len(), 5);
+        assert_eq!(triggers.list.len(), 6);
         for file in SHIPPED.iter().filter(|f| f.path.ends_with(".md")) {
             assert!(
                 file.text.starts_with("# "),

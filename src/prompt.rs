@@ -53,7 +53,67 @@ pub struct PromptContext {
     /// The failed attempts before the last, from the task's critique file
     /// (`.ralph/critique/<id>.md`): Markdown, newest last, bounded.
     pub critique: Option<String>,
+    /// The run's whole work, for a task of kind `final_review`.
+    pub review: Option<ReviewView>,
 }
+
+/// What a final review looks at: the work since the run began, as the
+/// template sees it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReviewView {
+    /// The base branch.
+    pub base: String,
+    /// The base's commit when the run began (full id).
+    pub since: String,
+    /// Its first seven hex digits.
+    pub since_short: String,
+    /// Which review this is: 1, then 2 at most.
+    pub number: usize,
+    /// The tasks merged in the run, in order (earlier reviews included).
+    pub tasks: Vec<AncestorView>,
+    /// The base's commits since, oldest first (`short` id and `subject`);
+    /// at most [`REVIEW_LIST_MAX`].
+    pub commits: Vec<ReviewCommit>,
+    /// The files changed, as `git diff --stat` counts them; at most
+    /// [`REVIEW_LIST_MAX`].
+    pub files: Vec<ReviewFile>,
+    /// Commits left out of `commits`.
+    pub more_commits: usize,
+    /// Files left out of `files`.
+    pub more_files: usize,
+    /// Files changed in all.
+    pub files_changed: usize,
+    /// Lines added in all.
+    pub insertions: usize,
+    /// Lines removed in all.
+    pub deletions: usize,
+}
+
+/// One commit of the run, as the template sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReviewCommit {
+    /// The first seven hex digits of its id.
+    pub short: String,
+    /// Its subject line.
+    pub subject: String,
+}
+
+/// One file the run changed, as the template sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReviewFile {
+    /// Its path.
+    pub path: String,
+    /// Lines added.
+    pub insertions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// Whether git sees it as binary (no line counts).
+    pub binary: bool,
+}
+
+/// Most commits, and most files, a final review's prompt lists (the rest
+/// are counted).
+pub const REVIEW_LIST_MAX: usize = 200;
 
 /// The task as the template sees it.
 #[derive(Clone, Debug, Serialize)]
@@ -154,7 +214,7 @@ impl Error {
                 Some("fix working.md (`ralph init --force` rewrites the default)".to_owned())
             }
             Error::Template { file, .. } => Some(format!(
-                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique) or delete it to use the default"
+                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default"
             )),
             Error::Roles(err) => err.hint(),
             Error::Io { .. } => None,
@@ -283,6 +343,7 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
         }),
         evidence: None,
         critique: None,
+        review: None,
     }
 }
 
@@ -359,6 +420,7 @@ mod tests {
                 output_tail: Some("test parse ... FAILED".into()),
             }),
             critique: None,
+            review: None,
         }
     }
 
@@ -518,6 +580,75 @@ mod tests {
                  The end of its output:\n\n```\ntest parse ... FAILED\n```\n"
             ),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_final_review_sees_the_runs_tasks_commits_and_files() {
+        let mut review = context();
+        review.ancestors.clear();
+        review.task.body = None;
+        review.task.branch = None;
+        review.task.acceptance.clear();
+        review.task.files.clear();
+        review.task.verify.clear();
+        review.task.source = None;
+        review.role = None;
+        review.trigger = None;
+        review.evidence = None;
+        review.review = Some(ReviewView {
+            base: "main".into(),
+            since: "0123456789abcdef".into(),
+            since_short: "0123456".into(),
+            number: 1,
+            tasks: vec![
+                AncestorView {
+                    id: "A".into(),
+                    title: "parse".into(),
+                },
+                AncestorView {
+                    id: "B".into(),
+                    title: "print".into(),
+                },
+            ],
+            commits: vec![ReviewCommit {
+                short: "89abcde".into(),
+                subject: "[A] parse".into(),
+            }],
+            files: vec![
+                ReviewFile {
+                    path: "src/a.rs".into(),
+                    insertions: 12,
+                    deletions: 3,
+                    binary: false,
+                },
+                ReviewFile {
+                    path: "logo.png".into(),
+                    insertions: 0,
+                    deletions: 0,
+                    binary: true,
+                },
+            ],
+            more_commits: 1,
+            more_files: 0,
+            files_changed: 2,
+            insertions: 12,
+            deletions: 3,
+        });
+        let text = render_context("t", DEFAULT_CONTEXT_TEMPLATE, &review).unwrap();
+        assert_eq!(
+            text,
+            "# Current task\n\n\
+             - Task: A.1.2 implement middleware\n\
+             - Status: active\n\
+             - Iteration: 4 of this run, 2 on this task\n\
+             - Role: none (no trigger is true)\n\
+             \n## The run under review (final review 1 of at most 2)\n\n\
+             Everything below reached main since 0123456, where the run began: `git diff 0123456..main` shows the whole change, `git log 0123456..main` its history.\n\
+             \n### Tasks done in this run\n\n- A parse\n- B print\n\
+             \n### Commits (oldest first)\n\n- 89abcde [A] parse\n- and 1 more\n\
+             \n### Files changed\n\n\
+             ```\nsrc/a.rs | +12 -3\nlogo.png | binary\n2 files changed, 12 insertions(+), 3 deletions(-)\n```\n"
         );
     }
 

@@ -44,6 +44,24 @@ pub struct State {
     pub tasks: BTreeMap<String, TaskProgress>,
     /// Failed iterations of that run by class.
     pub failures: BTreeMap<String, u64>,
+    /// What the final review looks at: the work since the queue last
+    /// drained. Kept across runs that end otherwise (or are killed).
+    pub scope: Option<RunScope>,
+}
+
+/// The work a final review covers: from the base's commit when the first
+/// run after a drained queue started, to now.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunScope {
+    /// The base branch the scope is on.
+    pub base: String,
+    /// The base's commit when the scope began (full id).
+    pub start: String,
+    /// The tasks merged since, in order (final reviews included).
+    pub merged: Vec<String>,
+    /// The final review tasks added since, in order.
+    pub reviews: Vec<String>,
 }
 
 /// `delivery: pr`: the pull request's branch and what it targets.

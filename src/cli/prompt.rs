@@ -34,9 +34,9 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
     let triggers = roles::load(&context.paths)?;
     let (state, iterations, measures) = runner::context::observe(&context.paths, task)?;
     let decision = triggers.choose(&runner::context::trigger_context(
-        task, &state, iterations, &measures,
+        &queue, task, &state, iterations, &measures,
     ))?;
-    let variables = runner::context::prompt_context(
+    let mut variables = runner::context::prompt_context(
         &context.paths,
         &queue,
         task,
@@ -45,6 +45,7 @@ pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
         iterations,
         measures.branch.as_deref(),
     );
+    variables.review = runner::context::peek_review(&context.paths, &queue, task, &state);
     let text = prompt::build(&context.paths, &decision, &variables)?;
     let why = match &decision.fired {
         Some(fired) => format!(

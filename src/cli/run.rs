@@ -25,6 +25,7 @@ Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
   usage_limit_max_wait 30m · branch_prefix task/ · verify.task [] · verify.run []
   git.push never · git.remote null (the base's upstream, else origin)
   delivery local (pr: a branch ralph/<name>, pushed, and a pull request with gh)
+  final_review false (true: one final-reviewer task when the queue drains)
 Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
 spent, verify.run failed), 20 transient failure (lock held, agent not
 authenticated), 30 invalid input (tasks, roles, config, missing agent), 130
@@ -58,6 +59,9 @@ pub struct RunArgs {
     /// Time limit per iteration, like 20m or 90s [default: agent.timeout, 20m]
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+    /// When the queue drains, add one final-review task over the whole run's work, at most twice a run [default: final_review, false]
+    #[arg(long)]
+    pub final_review: bool,
     /// Run a single iteration
     #[arg(long)]
     pub once: bool,
@@ -113,6 +117,9 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     }
     if let Some(timeout) = args.timeout {
         settings.agent.timeout = timeout;
+    }
+    if args.final_review {
+        settings.final_review = true;
     }
     let options = RunOptions {
         settings,

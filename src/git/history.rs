@@ -1,8 +1,33 @@
-//! The base branch's history: its first parents, and who made what it
-//! gained during an iteration.
+//! The base branch's history: its first parents, who made what it gained
+//! during an iteration, and what it gained over a whole run.
+
+use git2::{Delta, DiffOptions};
 
 use super::error::{Context, Result};
 use super::{BranchCommit, CommitId};
+
+/// What the base gained since a commit: `git log --first-parent` and
+/// `git diff --stat` between the two.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BaseChanges {
+    /// The base's commits since, oldest first (first parents only).
+    pub commits: Vec<BranchCommit>,
+    /// The files changed, in path order, without the queue files.
+    pub files: Vec<FileChange>,
+}
+
+/// One file of a diff, as `git diff --stat` counts it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileChange {
+    /// Its path (the new one when renamed).
+    pub path: String,
+    /// Lines added.
+    pub insertions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// Whether git sees it as binary (no line counts).
+    pub binary: bool,
+}
 
 impl super::Repo {
     /// The base's commits, newest first, first parents only (like
@@ -50,6 +75,91 @@ impl super::Repo {
                 })
             })
             .collect()
+    }
+
+    /// Whether the base's tip is `commit` or descends from it (a base reset
+    /// or rewritten since no longer does).
+    pub fn base_descends_from(&self, commit: &str) -> bool {
+        let Ok(from) = git2::Oid::from_str(commit) else {
+            return false;
+        };
+        let Ok(tip) = self.tip(&self.base) else {
+            return false;
+        };
+        tip.id() == from
+            || self
+                .git
+                .graph_descendant_of(tip.id(), from)
+                .unwrap_or(false)
+    }
+
+    /// What the base gained since `start`: its commits (first parents,
+    /// oldest first) and the files changed between the two trees, with
+    /// their line counts, the queue files left out.
+    pub fn base_changes_since(&self, start: &str) -> Result<BaseChanges> {
+        let from = git2::Oid::from_str(start).doing("read the run's start")?;
+        let old = self.git.find_commit(from).doing("read the run's start")?;
+        let tip = self.tip(&self.base)?;
+        let mut walk = self.git.revwalk().doing("walk the history")?;
+        walk.push(tip.id()).doing("walk the history")?;
+        walk.hide(from).doing("walk the history")?;
+        walk.simplify_first_parent().doing("follow first parents")?;
+        let mut commits = Vec::new();
+        for oid in walk {
+            let commit = (self.git)
+                .find_commit(oid.doing("walk the history")?)
+                .doing("read a commit")?;
+            commits.push(BranchCommit {
+                id: commit.id().into(),
+                subject: commit
+                    .summary_bytes()
+                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                    .unwrap_or_default(),
+            });
+        }
+        commits.reverse();
+        let old_tree = old.tree().doing("read the run's start tree")?;
+        let new_tree = tip.tree().doing("read the base's tree")?;
+        let mut diff = self
+            .git
+            .diff_tree_to_tree(
+                Some(&old_tree),
+                Some(&new_tree),
+                Some(DiffOptions::new().context_lines(0)),
+            )
+            .doing("diff the run's work")?;
+        diff.find_similar(None).doing("find renames")?;
+        let mut files = Vec::new();
+        for index in 0..diff.deltas().len() {
+            let delta = diff.get_delta(index).expect("an index below the count");
+            let file = match delta.status() {
+                Delta::Deleted => delta.old_file(),
+                _ => delta.new_file(),
+            };
+            let path = file
+                .path_bytes()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .unwrap_or_default();
+            if self.is_queue_file(&path) {
+                continue;
+            }
+            let patch = git2::Patch::from_diff(&diff, index).doing("count a file's lines")?;
+            let (insertions, deletions) = match &patch {
+                Some(patch) => {
+                    let (_, added, removed) = patch.line_stats().doing("count a file's lines")?;
+                    (added, removed)
+                }
+                None => (0, 0),
+            };
+            files.push(FileChange {
+                path,
+                insertions,
+                deletions,
+                binary: delta.flags().is_binary()
+                    || patch.is_some_and(|p| p.delta().flags().is_binary()),
+            });
+        }
+        Ok(BaseChanges { commits, files })
     }
 
     /// The commits the base gained since it was at `before`, oldest first,

@@ -31,6 +31,7 @@ use git2::{BranchType, ErrorCode, RepositoryState};
 
 pub use branch::Claim;
 pub use error::{Error, Result};
+pub use history::{BaseChanges, FileChange};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
 pub use init::init_with_commit;
 pub use push::{PUSH_TIMEOUT, Pushed, Target};

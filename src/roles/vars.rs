@@ -35,6 +35,11 @@ pub const VARIABLES: &[(&str, VarType, &str)] = &[
     ("task_id", VarType::String, "the current task's id"),
     ("task_title", VarType::String, "the current task's title"),
     ("task_status", VarType::String, "the current task's status"),
+    (
+        "task_kind",
+        VarType::String,
+        "the current task's kind (empty when it has none)",
+    ),
     ("task_depth", VarType::Int, "1 for A, 2 for A.1, ..."),
     ("iteration", VarType::Int, "iterations in this run so far"),
     (
@@ -109,6 +114,9 @@ pub struct TriggerContext {
     pub task_title: String,
     /// The current task's status.
     pub task_status: String,
+    /// The current task's `kind` field, empty when it has none
+    /// (`final_review` for the run's final review).
+    pub task_kind: String,
     /// Depth of the task id.
     pub task_depth: i64,
     /// Iterations in this run so far.
@@ -151,6 +159,7 @@ impl TriggerContext {
             "task_id" => Value::String(self.task_id.clone()),
             "task_title" => Value::String(self.task_title.clone()),
             "task_status" => Value::String(self.task_status.clone()),
+            "task_kind" => Value::String(self.task_kind.clone()),
             "task_depth" => Value::Int(self.task_depth),
             "iteration" => Value::Int(self.iteration),
             "task_iteration" => Value::Int(self.task_iteration),
@@ -211,6 +220,7 @@ impl TriggerContext {
             "task_id" => self.task_id = value.to_owned(),
             "task_title" => self.task_title = value.to_owned(),
             "task_status" => self.task_status = value.to_owned(),
+            "task_kind" => self.task_kind = value.to_owned(),
             "task_depth" => self.task_depth = int()?,
             "iteration" => self.iteration = int()?,
             "task_iteration" => self.task_iteration = int()?,

@@ -4,10 +4,13 @@
 
 use crate::git::Repo;
 use crate::paths::Paths;
-use crate::prompt::{self, PromptContext};
+use crate::prompt::{self, AncestorView, PromptContext, REVIEW_LIST_MAX, ReviewView};
 use crate::roles::{Decision, TriggerContext};
-use crate::state::State;
+use crate::state::{RunScope, State};
 use crate::task::{Queue, Task};
+
+/// The `kind` of the run's final review tasks.
+pub const FINAL_REVIEW_KIND: &str = "final_review";
 
 /// The work on a task's branch.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -62,9 +65,10 @@ pub fn observe(paths: &Paths, task: &Task) -> Result<(State, u64, Measures), cra
     Ok((state, run_iterations, measures))
 }
 
-/// The trigger variables for `task` before the run's iteration number
-/// `run_iterations + 1`.
+/// The trigger variables for `task` (its line in `queue`) before the
+/// run's iteration number `run_iterations + 1`.
 pub fn trigger_context(
+    queue: &Queue,
     task: &Task,
     state: &State,
     run_iterations: u64,
@@ -76,6 +80,7 @@ pub fn trigger_context(
         .cloned()
         .unwrap_or_default();
     let mut context = TriggerContext::for_task(task);
+    context.task_kind = task_kind(queue, task).unwrap_or_default();
     context.iteration = run_iterations as i64;
     context.task_iteration = progress.iterations as i64;
     context.branch_commits = measures.commits;
@@ -128,4 +133,82 @@ pub fn prompt_context(
     .flatten();
     variables.evidence = progress.evidence;
     variables
+}
+
+/// The `kind` field of `task`'s line in `queue`, if it has one.
+pub fn task_kind(queue: &Queue, task: &Task) -> Option<String> {
+    let object = queue.object(task.id.as_str())?;
+    object.get("kind")?.as_str().map(str::to_owned)
+}
+
+/// What a final review looks at, for a task of kind `final_review`: the
+/// tasks merged in `scope`, and the base's commits and changed files since
+/// it began. `None` for any other task, or without a scope.
+pub fn review_view(
+    repo: &Repo,
+    queue: &Queue,
+    task: &Task,
+    scope: Option<&RunScope>,
+) -> Result<Option<ReviewView>, crate::git::Error> {
+    let Some(scope) = scope else {
+        return Ok(None);
+    };
+    if task_kind(queue, task).as_deref() != Some(FINAL_REVIEW_KIND) {
+        return Ok(None);
+    }
+    let changes = repo.base_changes_since(&scope.start)?;
+    let title = |id: &str| match queue.get(id) {
+        Some(task) => task.title.to_string(),
+        None => (queue.done.record(id))
+            .and_then(|record| record.get("title")?.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+    };
+    let number = match scope.reviews.iter().position(|r| r == task.id.as_str()) {
+        Some(at) => at + 1,
+        None => scope.reviews.len() + 1,
+    };
+    let commits = changes.commits.len();
+    let files = changes.files.len();
+    Ok(Some(ReviewView {
+        base: repo.base().to_owned(),
+        since: scope.start.clone(),
+        since_short: scope.start.chars().take(7).collect(),
+        number,
+        tasks: (scope.merged.iter())
+            .map(|id| AncestorView {
+                id: id.clone(),
+                title: title(id),
+            })
+            .collect(),
+        insertions: changes.files.iter().map(|f| f.insertions).sum(),
+        deletions: changes.files.iter().map(|f| f.deletions).sum(),
+        files_changed: files,
+        more_commits: commits.saturating_sub(REVIEW_LIST_MAX),
+        more_files: files.saturating_sub(REVIEW_LIST_MAX),
+        commits: (changes.commits.into_iter().take(REVIEW_LIST_MAX))
+            .map(|commit| prompt::ReviewCommit {
+                short: commit.id.short().to_owned(),
+                subject: commit.subject,
+            })
+            .collect(),
+        files: (changes.files.into_iter().take(REVIEW_LIST_MAX))
+            .map(|file| prompt::ReviewFile {
+                path: file.path,
+                insertions: file.insertions,
+                deletions: file.deletions,
+                binary: file.binary,
+            })
+            .collect(),
+    }))
+}
+
+/// [`review_view`] read without changing anything, for `ralph prompt`
+/// and `--dry-run`: the scope the state recorded; none when the
+/// repository cannot be read.
+pub fn peek_review(paths: &Paths, queue: &Queue, task: &Task, state: &State) -> Option<ReviewView> {
+    let settings = crate::config::Settings::load(paths).ok()?;
+    let repo = super::engine::open_repo(paths, &settings, state.base.as_deref()).ok()?;
+    review_view(&repo, queue, task, state.scope.as_ref())
+        .ok()
+        .flatten()
 }

@@ -149,6 +149,21 @@ pub fn run_time_spent(run_seconds: u64, budgets: &Budgets) -> bool {
         .is_some_and(|minutes| run_seconds >= minutes.saturating_mul(60))
 }
 
+/// Most final reviews between two drained queues: the first, and one more
+/// over the follow-up tasks it added; never a third.
+pub const MAX_FINAL_REVIEWS: usize = 2;
+
+/// Whether a queue that drained with nothing left (`clear`: no task
+/// blocked or waiting) gets a final review task: `final_review` is on,
+/// fewer than [`MAX_FINAL_REVIEWS`] were added, and the last task merged
+/// is no review (something was merged, and not only reviewed, since).
+pub fn final_review_due(enabled: bool, clear: bool, merged: &[String], reviews: &[String]) -> bool {
+    enabled
+        && clear
+        && reviews.len() < MAX_FINAL_REVIEWS
+        && merged.last().is_some_and(|last| !reviews.contains(last))
+}
+
 /// How the agent process ended, as the agent module classified it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentEnd {
@@ -408,6 +423,33 @@ mod tests {
             iterations,
             seconds: 0,
         }
+    }
+
+    #[test]
+    fn a_final_review_follows_merged_work_at_most_twice() {
+        let list = |ids: &[&str]| ids.iter().map(|i| (*i).to_owned()).collect::<Vec<_>>();
+        let due = |merged: &[&str], reviews: &[&str]| {
+            final_review_due(true, true, &list(merged), &list(reviews))
+        };
+        assert!(!due(&[], &[]), "nothing merged: nothing to review");
+        assert!(due(&["A", "B"], &[]));
+        assert!(
+            !final_review_due(false, true, &list(&["A"]), &[]),
+            "the setting is off"
+        );
+        assert!(
+            !final_review_due(true, false, &list(&["A"]), &[]),
+            "a task is blocked: the run does not end drained"
+        );
+        assert!(!due(&["A", "B", "C"], &["C"]), "the review passed");
+        assert!(
+            due(&["A", "B", "C", "D", "E"], &["C"]),
+            "its follow-ups merged"
+        );
+        assert!(
+            !due(&["A", "C", "D", "F", "G"], &["C", "F"]),
+            "never a third review"
+        );
     }
 
     fn seen() -> Before {

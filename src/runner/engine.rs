@@ -166,6 +166,10 @@ impl<'a> Engine<'a> {
                 "warning: {file} is ignored by git ({rule}), so ralph's commits leave it out and its changes never reach the base's history; add `!{file}` to .gitignore to keep them"
             ));
         }
+        if let Some(warning) = super::review::missing_role_warning(settings.final_review, &triggers)
+        {
+            ui.line(&warning);
+        }
         for lock in repo.clear_stale_locks()? {
             ui.line(&format!(
                 "removed a stale {} (a git process died holding it)",
@@ -211,6 +215,7 @@ impl<'a> Engine<'a> {
         state.role = None;
         state.failures.clear();
         state.base = Some(repo.base().to_owned());
+        super::review::open_scope(&mut state, &repo)?;
         let budgets = Budgets {
             max_iterations: if options.once {
                 1
@@ -294,6 +299,9 @@ impl<'a> Engine<'a> {
             }
         };
         let verify_run = if status == RunStatus::Drained {
+            // Reviewed or not, the work is done with: the next run's
+            // review covers its own.
+            self.state.scope = None;
             self.verify_run()?
         } else {
             Vec::new()
@@ -380,6 +388,9 @@ impl<'a> Engine<'a> {
             };
             let step = decide::before(&seen, &self.budgets);
             if let Step::End(ending) = step {
+                if ending == Ending::Drained && self.add_final_review()? {
+                    continue;
+                }
                 return self.ending(ending, &queue);
             }
             // Every step reloads what it needs: holding this copy while the

@@ -571,6 +571,9 @@ impl Engine<'_> {
         commit: Option<String>,
         detail: &str,
     ) -> Result<(), Error> {
+        if outcome == "merged" {
+            self.note_merged(id.as_str());
+        }
         self.outcomes.push(TaskOutcome {
             task: id.to_string(),
             outcome: outcome.to_owned(),

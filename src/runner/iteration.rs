@@ -148,11 +148,11 @@ impl Engine<'_> {
         }
 
         let measures = Measures::of(&self.repo, &task, Some(&claim.branch))?;
-        let trigger_context =
-            context::trigger_context(&task, &self.state, self.state.iteration, &measures);
-        let decision = self.triggers.choose(&trigger_context)?;
         let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
-        let variables = context::prompt_context(
+        let trigger_context =
+            context::trigger_context(&queue, &task, &self.state, self.state.iteration, &measures);
+        let decision = self.triggers.choose(&trigger_context)?;
+        let mut variables = context::prompt_context(
             &self.paths,
             &queue,
             &task,
@@ -161,6 +161,7 @@ impl Engine<'_> {
             self.state.iteration,
             Some(&claim.branch),
         );
+        variables.review = self.review_view(&queue, &task)?;
         let text = prompt::build(&self.paths, &decision, &variables)?;
         let fired = decision.fired;
 

@@ -54,9 +54,14 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     let branch = measures.branch.clone().unwrap_or_else(|| {
         git::branch_name(&options.settings.branch_prefix, &task.id, &task.title)
     });
-    let decision = triggers.choose(&context::trigger_context(task, &state, 0, &measures))?;
-    let variables =
+    let decision = triggers.choose(&context::trigger_context(
+        &queue, task, &state, 0, &measures,
+    ))?;
+    let mut variables =
         context::prompt_context(paths, &queue, task, &decision, &state, 0, Some(&branch));
+    if let Some(repo) = &repo {
+        variables.review = context::review_view(repo, &queue, task, state.scope.as_ref())?;
+    }
     let text = prompt::build(paths, &decision, &variables)?;
     let model = decision.fired.as_ref().and_then(|f| f.model.clone());
     let spec = Spec::new(

@@ -38,6 +38,9 @@ pub struct Hub {
     /// Until when a usage limit one worker hit holds back every worker's
     /// next iteration (they all run the same agent).
     pub(super) paused_until: Mutex<Option<Instant>>,
+    /// The run's review scope as the run last saw it, for a final review's
+    /// prompt (a worker's own state has none).
+    pub(super) scope: Mutex<Option<crate::state::RunScope>>,
 }
 
 impl Hub {
@@ -51,6 +54,14 @@ impl Hub {
         if paused.is_none_or(|at| at < until) {
             *paused = Some(until);
         }
+    }
+
+    /// The run's review scope.
+    pub(super) fn scope(&self) -> Option<crate::state::RunScope> {
+        self.scope
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// How long the next iteration must still wait, if at all.
@@ -330,6 +341,8 @@ impl<'a> Engine<'a> {
                             .task_tree(self.paths.root(), task.id.as_str(), &task.title)?;
                     let number = free.pop().expect("a free worker");
                     held.push((task.id.clone(), number));
+                    *hub.scope.lock().unwrap_or_else(PoisonError::into_inner) =
+                        self.state.scope.clone();
                     self.ui.line(&format!(
                         "w{number} {} {}: working in {}",
                         task.id,
@@ -355,6 +368,11 @@ impl<'a> Engine<'a> {
                     });
                 }
                 if held.is_empty() {
+                    // Drained with nothing left: the final review, when due,
+                    // is one more task to hand out.
+                    if ending.is_none() && failed.is_none() && self.add_final_review()? {
+                        continue;
+                    }
                     return Ok(());
                 }
                 let (id, number, report) = match receiver.recv_timeout(Duration::from_millis(100)) {
@@ -367,6 +385,12 @@ impl<'a> Engine<'a> {
                 match report {
                     Ok(report) => {
                         self.merged += report.merged;
+                        for outcome in &report.outcomes {
+                            if outcome.outcome == "merged" {
+                                self.note_merged(&outcome.task);
+                            }
+                        }
+                        self.save_state()?;
                         self.outcomes.extend(report.outcomes);
                         for (class, count) in report.failures {
                             *self.state.failures.entry(class).or_default() += count;

@@ -3,6 +3,7 @@
 
 mod branch_names;
 mod claim;
+mod history;
 mod identity;
 mod layouts;
 mod leftovers;

@@ -12,6 +12,7 @@ created roles/debugger.md
 created roles/documenter.md
 created roles/refactorer.md
 created roles/planner.md
+created roles/final-reviewer.md
 created config/roles.yaml
 created config/ralph.yaml
 added to .gitignore: .ralph/, ralph.log, .stop
@@ -38,6 +39,7 @@ fn init_creates_every_default_and_says_when_git_is_missing() {
         "documenter",
         "refactorer",
         "planner",
+        "final-reviewer",
     ] {
         assert!(
             p.read(&format!("roles/{role}.md")).starts_with("# Role: "),
@@ -97,7 +99,7 @@ fn init_refuses_an_unknown_agent_and_reports_json() {
     assert!(bad.stderr.contains("invalid value 'gpt'"), "{bad:?}");
     assert!(!p.path().join("working.md").exists());
     let json = p.ralph(&["init", "--json"]).success().json();
-    assert_eq!(json["created"].as_array().unwrap().len(), 12);
+    assert_eq!(json["created"].as_array().unwrap().len(), 13);
     assert_eq!(json["git_repository"], true);
     assert_eq!(
         json["gitignore_added"],

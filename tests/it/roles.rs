@@ -13,19 +13,20 @@ const HINT: &str = "hint: fix config/roles.yaml (the syntax is described at the 
 #[test]
 fn roles_check_lists_the_seed_triggers() {
     project().ralph(&["roles", "check"]).ok(concat!(
-        "trigger 1: branch_commits >= 5 -> reviewer\n",
-        "trigger 2: task_title contains 'refactor' -> architect\n",
-        "trigger 3: last_iteration_failed -> debugger\n",
-        "trigger 4: iterations_since_role('documenter') >= 10 -> documenter\n",
-        "trigger 5: task_marked_ready_to_complete -> reviewer\n",
-        "ok: 5 triggers\n",
+        "trigger 1: task_kind == 'final_review' -> final-reviewer\n",
+        "trigger 2: branch_commits >= 5 -> reviewer\n",
+        "trigger 3: task_title contains 'refactor' -> architect\n",
+        "trigger 4: last_iteration_failed -> debugger\n",
+        "trigger 5: iterations_since_role('documenter') >= 10 -> documenter\n",
+        "trigger 6: task_marked_ready_to_complete -> reviewer\n",
+        "ok: 6 triggers\n",
     ));
     let json = project()
         .ralph(&["roles", "check", "--json"])
         .success()
         .json();
     assert_eq!(
-        json["triggers"][1]["normalized"],
+        json["triggers"][2]["normalized"],
         "contains(task_title, \"refactor\")"
     );
     TestProject::new().ralph(&["roles", "check"]).ok(
@@ -38,7 +39,7 @@ fn roles_check_reports_each_broken_trigger_with_exit_30() {
     let cases = [
         (
             "triggers:\n  - condition: \"brnch_commits >= 5\"\n    role: reviewer\n",
-            "config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes",
+            "config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes",
         ),
         (
             "triggers:\n  - condition: \"true\"\n    role: reviewer\n  - condition: \"task_title > 3\"\n    role: reviewer\n",
@@ -77,19 +78,23 @@ fn roles_which_explains_the_choice_for_the_next_task() {
     p.ralph(&["task", "add", "refactor the parser"]).success();
     p.ralph(&["roles", "which"]).ok(concat!(
         "task: A refactor the parser\n",
-        "trigger 1: false  branch_commits >= 5\n",
-        "trigger 2: true   task_title contains 'refactor'\n",
-        "role: architect (trigger 2: task_title contains 'refactor')\n",
+        "trigger 1: false  task_kind == 'final_review'\n",
+        "trigger 2: false  branch_commits >= 5\n",
+        "trigger 3: true   task_title contains 'refactor'\n",
+        "role: architect (trigger 3: task_title contains 'refactor')\n",
         "values read:\n",
+        "  task_kind = \"\"\n",
         "  branch_commits = 0\n",
         "  task_title = \"refactor the parser\"\n",
     ));
     p.ralph(&["roles", "which", "--var", "branch_commits=5"])
         .ok(concat!(
             "task: A refactor the parser\n",
-            "trigger 1: true   branch_commits >= 5\n",
-            "role: reviewer (trigger 1: branch_commits >= 5)\n",
+            "trigger 1: false  task_kind == 'final_review'\n",
+            "trigger 2: true   branch_commits >= 5\n",
+            "role: reviewer (trigger 2: branch_commits >= 5)\n",
             "values read:\n",
+            "  task_kind = \"\"\n",
             "  branch_commits = 5\n",
         ));
     let json = p
@@ -105,7 +110,7 @@ fn roles_which_explains_the_choice_for_the_next_task() {
         .success()
         .json();
     assert_eq!(json["role"], "documenter");
-    assert_eq!(json["trigger"], 4);
+    assert_eq!(json["trigger"], 5);
     assert_eq!(json["values"]["iterations_since_role('documenter')"], 10);
     assert_eq!(json["values"]["last_iteration_failed"], false);
     let none = p
@@ -129,7 +134,7 @@ fn roles_which_without_a_task_says_so() {
     project()
         .ralph(&["roles", "which", "--var", "last_iteration_failed=true"])
         .ok_noting(
-            "trigger 1: false  branch_commits >= 5\ntrigger 2: false  task_title contains 'refactor'\ntrigger 3: true   last_iteration_failed\nrole: debugger (trigger 3: last_iteration_failed)\nvalues read:\n  branch_commits = 0\n  task_title = \"\"\n  last_iteration_failed = true\n",
+            "trigger 1: false  task_kind == 'final_review'\ntrigger 2: false  branch_commits >= 5\ntrigger 3: false  task_title contains 'refactor'\ntrigger 4: true   last_iteration_failed\nrole: debugger (trigger 4: last_iteration_failed)\nvalues read:\n  task_kind = \"\"\n  branch_commits = 0\n  task_title = \"\"\n  last_iteration_failed = true\n",
             "note: no current task; task variables are empty unless set with --var\n",
         );
 }
@@ -158,13 +163,13 @@ fn prompt_is_working_md_then_role_then_task_context() {
          - Status: pending\n\
          - Part of: A implement auth\n\
          - Iteration: 1 of this run, 1 on this task\n\
-         - Role: architect, because trigger 2 (`task_title contains 'refactor'`) is true: Design before code on refactoring tasks\n\
+         - Role: architect, because trigger 3 (`task_title contains 'refactor'`) is true: Design before code on refactoring tasks\n\
          \n## Details\n\nKeep the API.\n"
     );
     assert_eq!(
         run.stderr,
         format!(
-            "task: A.1 refactor the store\nrole: architect (trigger 2: task_title contains 'refactor')\nprompt: {} bytes\n",
+            "task: A.1 refactor the store\nrole: architect (trigger 3: task_title contains 'refactor')\nprompt: {} bytes\n",
             run.stdout.len()
         )
     );
@@ -194,7 +199,7 @@ fn prompt_errors_name_what_to_fix() {
     p.ralph(&["task", "add", "x"]).success();
     p.ralph(&["prompt"]).fails(
         30,
-        "error: templates/context.md.j2:1: undefined value: `task.nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique) or delete it to use the default\n",
+        "error: templates/context.md.j2:1: undefined value: `task.nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default\n",
     );
     std::fs::remove_file(p.path().join("working.md")).unwrap();
     std::fs::remove_file(p.path().join("templates/context.md.j2")).unwrap();
