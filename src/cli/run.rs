@@ -152,6 +152,10 @@ pub(super) fn kill_grace() -> Duration {
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     let plan = runner::plan::plan(&context.paths, options)?;
+    let delivery = match plan.task {
+        Some(_) => runner::deliver::preview(&context.paths, options)?,
+        None => runner::deliver::Preview::default(),
+    };
     let spec = Spec::new(
         &options.settings.agent,
         options.agent_cmd.as_deref(),
@@ -165,6 +169,8 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             "role": plan.role,
             "prompt_bytes": plan.prompt_bytes,
             "agent": plan.argv,
+            "push": delivery.push,
+            "pull_request": delivery.pull_request,
         }))));
     }
     let mut out = String::new();
@@ -183,5 +189,15 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         crate::text::safe(&plan.argv.join(" ")),
         spec.label()
     );
+    if let Some(push) = &delivery.push {
+        let _ = writeln!(out, "push:   {}", crate::text::safe(push));
+    }
+    if let Some(command) = &delivery.pull_request {
+        let _ = writeln!(
+            out,
+            "pull request, when the run ends: {}\n  (gh pr edit instead when one is open; a draft when the run ends unfinished)",
+            crate::text::safe(command)
+        );
+    }
     Ok(Outcome::print(out))
 }

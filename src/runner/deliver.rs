@@ -116,46 +116,8 @@ pub(super) fn prepare(
         path: paths.state(),
         source,
     })?;
-    let recorded = state.pull_request.clone();
     let repo = super::engine::open_repo(paths, &options.settings, state.base.as_deref())?;
-    let plan = match (&options.pr_branch, recorded) {
-        (None, Some(recorded)) => recorded,
-        (named, recorded) => {
-            let queue = crate::task::Store::open(paths).load()?;
-            let top = queue.next().map(|task| {
-                let root = task
-                    .id
-                    .as_str()
-                    .split('.')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
-                queue
-                    .get(&root)
-                    .map_or(task.title.clone(), |t| t.title.clone())
-            });
-            let name = named
-                .clone()
-                .or_else(|| top.as_deref().map(crate::git::slug));
-            let Some(name) = name.filter(|n| !n.is_empty()) else {
-                return Err(super::RunError::Delivery(
-                    "the pull request needs a branch name: give one with --pr-branch NAME, or add a task".to_owned(),
-                )
-                .into());
-            };
-            let branch = format!("ralph/{}", name.trim_start_matches("ralph/"));
-            let target = match recorded {
-                Some(recorded) if recorded.branch == branch => recorded.target,
-                _ => repo.base().to_owned(),
-            };
-            let title = top.unwrap_or_else(|| branch.clone());
-            crate::state::PullRequestPlan {
-                branch,
-                target,
-                title,
-            }
-        }
-    };
+    let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.make_branch(&plan.branch, &plan.target)?;
     options.settings.base_branch = Some(plan.branch.clone());
     state.pull_request = Some(plan);
@@ -164,6 +126,109 @@ pub(super) fn prepare(
         source,
     })?;
     Ok(options)
+}
+
+/// The pull request's branch, target and title: the one `recorded` in
+/// the state unless `--pr-branch` names another, else `ralph/<name>`
+/// (the name given, or the slug of the next task's top-level title) from
+/// the base. Nothing is written.
+fn pull_request_plan(
+    paths: &crate::paths::Paths,
+    options: &super::RunOptions,
+    recorded: Option<crate::state::PullRequestPlan>,
+    repo: &crate::git::Repo,
+) -> Result<crate::state::PullRequestPlan, Error> {
+    if let (None, Some(recorded)) = (&options.pr_branch, &recorded) {
+        return Ok(recorded.clone());
+    }
+    let queue = crate::task::Store::open(paths).load()?;
+    let top = queue.next().map(|task| {
+        let root = task.id.as_str().split('.').next().unwrap_or_default();
+        queue
+            .get(root)
+            .map_or(task.title.clone(), |t| t.title.clone())
+    });
+    let name = options
+        .pr_branch
+        .clone()
+        .or_else(|| top.as_deref().map(crate::git::slug));
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        return Err(super::RunError::Delivery(
+            "the pull request needs a branch name: give one with --pr-branch NAME, or add a task"
+                .to_owned(),
+        )
+        .into());
+    };
+    let branch = format!("ralph/{}", name.trim_start_matches("ralph/"));
+    let target = match recorded {
+        Some(recorded) if recorded.branch == branch => recorded.target,
+        _ => repo.base().to_owned(),
+    };
+    let title = top.unwrap_or_else(|| branch.clone());
+    Ok(crate::state::PullRequestPlan {
+        branch,
+        target,
+        title,
+    })
+}
+
+/// What `ralph run --dry-run` says of delivery.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Preview {
+    /// Which branch is pushed where, and when.
+    pub push: Option<String>,
+    /// The `gh` command the run's end runs (`gh pr edit` instead when a
+    /// pull request from the branch is open; `--draft` added when the
+    /// run ends unfinished).
+    pub pull_request: Option<String>,
+}
+
+/// Where and when the run would push, and the `gh` command its end would
+/// run. Nothing is run (`gh` included) and nothing is written.
+pub fn preview(paths: &crate::paths::Paths, options: &super::RunOptions) -> Result<Preview, Error> {
+    use crate::config::{Delivery, Push};
+    let settings = &options.settings;
+    let pr = settings.delivery == Delivery::Pr;
+    if settings.git.push == Push::Never && !pr {
+        return Ok(Preview::default());
+    }
+    let state = crate::state::StateFile::open(paths).peek();
+    let repo = super::engine::open_repo(paths, settings, state.base.as_deref())?;
+    let plan = if pr {
+        Some(pull_request_plan(
+            paths,
+            options,
+            state.pull_request.clone(),
+            &repo,
+        )?)
+    } else {
+        None
+    };
+    let pushed = plan
+        .as_ref()
+        .map_or_else(|| repo.base().to_owned(), |plan| plan.branch.clone());
+    let target = repo.push_target(&pushed, settings.git.remote.as_deref());
+    let when = match settings.git.push {
+        Push::OnMerge => "after each squash commit",
+        Push::OnExit | Push::Never => "once, when the run ends",
+    };
+    let body_file = paths.project().join(crate::paths::PULL_REQUEST_BODY);
+    let body_file = body_file.strip_prefix(paths.root()).unwrap_or(&body_file);
+    Ok(Preview {
+        push: Some(format!("{pushed} to {target} {when}")),
+        pull_request: plan.map(|plan| {
+            crate::delivery::gh::by_hand(
+                &crate::delivery::gh::Request {
+                    base: &plan.target,
+                    head: &plan.branch,
+                    title: &plan.title,
+                    body: "",
+                    draft: false,
+                },
+                &body_file.display().to_string(),
+            )
+        }),
+    })
 }
 
 impl Engine<'_> {

@@ -4,7 +4,7 @@
 
 pub mod context;
 pub mod decide;
-mod deliver;
+pub mod deliver;
 pub mod engine;
 mod finish;
 mod iteration;

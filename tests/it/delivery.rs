@@ -385,3 +385,139 @@ esac
     );
     assert!(p.calls().is_empty());
 }
+
+#[test]
+fn a_push_that_fails_every_time_ends_the_run_with_the_commits_kept() {
+    let p = project("on_exit", &by_iteration("RALPH_ITERATION", FINISH));
+    // A pre-receive hook that declines every push.
+    let hook = p.aux().join("remote.git/hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'remote down' >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let before = remote_git(&p, &["rev-parse", "main"]);
+    let run = p.run(&[]);
+    assert_eq!(run.code, 20, "{run:#?}");
+    let pushes = pushes(&p);
+    assert_eq!(pushes.len(), 3, "{pushes:#?}");
+    assert!(pushes[1].ends_with("; trying again in 4s"), "{pushes:#?}");
+    let reason = p.json(".ralph/result.json")["reason"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        reason.starts_with("the push of main to origin/main failed 3 times (last: ")
+            && reason.contains("remote down")
+            && reason.ends_with("); the commits are safe locally: push main by hand, or run again"),
+        "{reason}"
+    );
+    assert!(
+        run.stderr.contains(&format!("warning: {reason}\n")),
+        "{run:#?}"
+    );
+    assert_eq!(pushes[2], format!("failed: {reason}"));
+    // Both tasks are merged locally; the remote is where it was.
+    assert_eq!(
+        p.git(&["log", "-2", "--format=%s", "main"]),
+        "[B] task B\n[A] task A"
+    );
+    assert_eq!(remote_git(&p, &["rev-parse", "main"]), before);
+}
+
+#[test]
+fn dry_run_names_the_push_and_the_gh_command_and_runs_neither() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let branches = p.git(&["branch", "--list"]);
+    let run = run_with_gh(&p, &["--dry-run", "--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout.contains(
+            "push:   ralph/notes to origin/ralph/notes once, when the run ends\npull request, when the run ends: gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md\n  (gh pr edit instead when one is open; a draft when the run ends unfinished)\n"
+        ),
+        "{run:#?}"
+    );
+    let run = run_with_gh(&p, &["--dry-run", "--json"]);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        json["pull_request"],
+        "gh pr create --base main --head ralph/task-a --title 'task A' --body-file .ralph/pull-request.md"
+    );
+    assert_eq!(
+        json["push"],
+        "ralph/task-a to origin/ralph/task-a once, when the run ends"
+    );
+    // Nothing ran and nothing was made: no gh call, no branch, no agent.
+    assert!(!p.aux().join("rec/gh").exists());
+    assert_eq!(p.git(&["branch", "--list"]), branches);
+    assert!(p.calls().is_empty());
+
+    // Pushing the base, without a pull request.
+    let p = project("on_merge", &by_iteration("RALPH_ITERATION", FINISH));
+    let run = p.run(&["--dry-run"]);
+    assert!(
+        run.stdout
+            .contains("push:   main to origin/main after each squash commit\n"),
+        "{run:#?}"
+    );
+    assert!(!run.stdout.contains("pull request"), "{run:#?}");
+    let quiet = project("never", &by_iteration("RALPH_ITERATION", FINISH));
+    assert!(!quiet.run(&["--dry-run"]).stdout.contains("push:"));
+}
+
+#[test]
+fn a_body_over_githubs_limit_keeps_every_task_and_cuts_the_evidence() {
+    // Each task's check is a 40,000-character command, so the two checks
+    // alone pass the 65,536-character limit.
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let long = format!("test -n '{}'", "x".repeat(40_000));
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  task: []", &format!("  task:\n    - \"{long}\""));
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a long check"]);
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let body = p.rec("pr-body");
+    assert!(body.chars().count() <= 65_536, "{}", body.chars().count());
+    assert!(body.starts_with("## Tasks\n"), "{}", &body[..200]);
+    assert!(body.contains("- [x] A task A ("), "{}", &body[..400]);
+    assert!(body.contains("- [x] B task B ("), "{}", &body[..400]);
+    // The commits went first, then B's check; each cut says so.
+    let cut = |section: &str| {
+        let start = body.find(section).unwrap();
+        let end = body[start + 3..]
+            .find("## ")
+            .map_or(body.len(), |e| e + start + 3);
+        body[start..end].to_owned()
+    };
+    let verification = cut("## Verification\n");
+    assert_eq!(verification.matches("- ✅ `test -n").count(), 1);
+    assert!(verification.ends_with("\n_… 1 more line cut to fit GitHub's limit._\n\n"));
+    assert_eq!(
+        cut("## Commits\n"),
+        "## Commits\n\n_… 2 more lines cut to fit GitHub's limit._\n\n"
+    );
+    assert!(body.contains("## Totals\n"));
+    assert_eq!(body, p.read(".ralph/pull-request.md"));
+}
+
+#[test]
+fn the_final_review_of_a_pull_request_run_is_in_its_body() {
+    let agent = r#"case "$RALPH_ROLE" in
+final-reviewer) ralph task complete "$RALPH_TASK_ID" > /dev/null ;;
+*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;
+esac
+"#;
+    let p = pr_project(agent);
+    let run = run_with_gh(&p, &["--pr-branch", "notes", "--final-review"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        p.git(&["log", "--format=%s", "main..ralph/notes"]),
+        "[C] Final review of the run\n[B] task B\n[A] task A"
+    );
+    let body = p.rec("pr-body");
+    assert!(body.contains("- [x] C Final review of the run ("), "{body}");
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
