@@ -130,6 +130,53 @@ pub struct AgentSettings {
     pub timeout: Duration,
 }
 
+/// Whether a verify command is one of the obvious non-checks: nothing at
+/// all, or a command that exits 0 without looking at anything (`true`,
+/// `:`, `exit 0`). A command that passes for other reasons is the
+/// project's business.
+pub fn checks_nothing(command: &str) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    matches!(
+        words.as_slice(),
+        [] | ["true" | "/bin/true" | "/usr/bin/true" | ":" | "exit"] | ["exit", "0"]
+    )
+}
+
+/// The line (1-based) of `command` in the `verify.<key>` list of `yaml`,
+/// or of the key itself, for an error message.
+fn line_of_check(yaml: &str, key: &str, command: &str) -> Option<usize> {
+    let lines: Vec<&str> = yaml.lines().collect();
+    let section = lines.iter().position(|line| line.trim_end() == "verify:")?;
+    let key_line = (section + 1..lines.len()).find(|&index| {
+        let line = lines[index].trim_start();
+        line.starts_with(&format!("{key}:"))
+    })?;
+    let wanted = command.trim();
+    let holds = |line: &str| {
+        let line = line.split(" #").next().unwrap_or_default();
+        if wanted.is_empty() {
+            line.contains("\"\"") || line.contains("''") || line.trim() == "-"
+        } else {
+            line.contains(wanted)
+        }
+    };
+    let item = std::iter::once(key_line)
+        .chain((key_line + 1..lines.len()).take_while(|&index| {
+            let line = lines[index];
+            line.trim().is_empty() || line.trim_start().starts_with(['-', '#'])
+        }))
+        .find(|&index| {
+            let line = lines[index];
+            let value = if index == key_line {
+                line.split_once(':').map_or("", |(_, value)| value)
+            } else {
+                line
+            };
+            holds(value)
+        });
+    Some(item.unwrap_or(key_line) + 1)
+}
+
 /// The `verify:` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -246,6 +293,19 @@ impl Settings {
                     PRESETS.join(", ")
                 ),
             });
+        }
+        for (key, commands) in [
+            ("task", &settings.verify.task),
+            ("run", &settings.verify.run),
+        ] {
+            if let Some(command) = commands.iter().find(|command| checks_nothing(command)) {
+                return Err(Error::Invalid {
+                    line: line_of_check(yaml, key, command),
+                    message: format!(
+                        "verify.{key}: {command:?} always passes, so it checks nothing; remove it, or name a command that tests the project (for example `cargo test` or `npm test`)"
+                    ),
+                });
+            }
         }
         Ok(settings)
     }
@@ -572,6 +632,52 @@ mod tests {
             err.to_string(),
             "RALPH_MAX_TASK_MINUTES: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit"
         );
+    }
+
+    #[test]
+    fn obvious_non_checks_are_refused_on_their_line() {
+        for command in [
+            "",
+            "  ",
+            "true",
+            ":",
+            "exit 0",
+            "exit  0",
+            "/bin/true",
+            "exit",
+        ] {
+            assert!(checks_nothing(command), "{command:?}");
+        }
+        for command in [
+            "cargo test",
+            "true && cargo test",
+            "exit 1",
+            "test -f out",
+            "truee",
+        ] {
+            assert!(!checks_nothing(command), "{command:?}");
+        }
+        let refused = |yaml: &str| match Settings::parse(yaml) {
+            Err(Error::Invalid { line, message }) => (line, message),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused("verify:\n  task:\n    - cargo test\n    - \"exit 0\"  # placeholder\n"),
+            (
+                Some(4),
+                "verify.task: \"exit 0\" always passes, so it checks nothing; remove it, or name a command that tests the project (for example `cargo test` or `npm test`)".to_owned()
+            )
+        );
+        assert_eq!(
+            refused("max_iterations: 5\nverify:\n  task: [cargo test]\n  run: [\"\"]\n").0,
+            Some(4)
+        );
+        assert_eq!(
+            refused("verify:\n  run:\n  - make check\n  - ':'\n").1,
+            "verify.run: \":\" always passes, so it checks nothing; remove it, or name a command that tests the project (for example `cargo test` or `npm test`)"
+        );
+        assert_eq!(refused("verify: {task: [\"true\"]}\n").0, None);
+        assert!(Settings::parse("verify:\n  task: [\"exit 1\", cargo test]\n").is_ok());
     }
 
     #[test]

@@ -103,6 +103,9 @@ pub struct TaskProgress {
     /// `clock::now_utc`); cleared once the iteration's time is counted, so
     /// found set at a run's start it was cut short by a crash.
     pub iteration_started: Option<String>,
+    /// Checks (`verify.task` and the task's own) that passed on its work
+    /// before its merge; 0: it is merged on the agent's word alone.
+    pub checked: u64,
 }
 
 impl TaskProgress {

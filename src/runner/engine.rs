@@ -282,6 +282,9 @@ impl<'a> Engine<'a> {
             counts.with(Status::Active) + counts.with(Status::Ready),
             count(self.budgets.max_iterations as usize, "iteration"),
         ));
+        if let Some(warning) = unverified_warning(&self.options.settings.verify.task, &self.store) {
+            self.ui.line(&warning);
+        }
         self.record(None, "run", "started", "run started", Map::new())?;
         let workers = self.options.settings.workers.clamp(1, 64) as u32;
         let ending = if workers > 1 {
@@ -657,4 +660,27 @@ pub(super) fn seconds(duration: Duration) -> String {
 /// The run's end when a signal asked for it.
 pub(super) fn interrupted() -> (RunStatus, String) {
     (RunStatus::Interrupted, "interrupted by a signal".to_owned())
+}
+
+/// The warning for a run whose open tasks would be merged on the agent's
+/// word alone: `verify.task` is empty and some have no `verify` of their
+/// own. Said once, at the start; none when the queue cannot be read (the
+/// loop says why soon enough).
+fn unverified_warning(configured: &[String], store: &Store) -> Option<String> {
+    if !configured.is_empty() {
+        return None;
+    }
+    let queue = store.load().ok()?;
+    let unchecked = (queue.tasks.tasks())
+        .filter(|(_, task)| task.leaf && task.status != Status::Complete)
+        .filter(|(_, task)| queue.string_list(task.id.as_str(), "verify").is_empty())
+        .count();
+    (unchecked > 0).then(|| {
+        format!(
+            "warning: verify.task is empty and {} {own}: the agent's word alone decides when {they} done; add the project's test command to verify.task in config/ralph.yaml (`ralph init --detect` finds the ones it already has)",
+            count(unchecked, "open task"),
+            own = if unchecked == 1 { "has no verify of its own" } else { "have no verify of their own" },
+            they = if unchecked == 1 { "it is" } else { "they are" },
+        )
+    })
 }

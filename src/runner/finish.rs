@@ -143,6 +143,7 @@ impl Engine<'_> {
         const OWN: &str = "the task's own verification command";
         let configured = self.options.settings.verify.task.clone();
         let configured = configured.iter().map(|command| (command, CONFIGURED));
+        let mut passed = 0;
         for (command, what) in configured.chain(own.iter().map(|command| (command, OWN))) {
             let (result, interrupted) = self.check(Some(id), "verify", "verify_failed", command)?;
             // A signal that stops the check is not the task's failure: the
@@ -160,7 +161,12 @@ impl Engine<'_> {
                 self.task_failed(id, "verify_failed", &summary, &result.output_tail)?;
                 return Ok(false);
             }
+            passed += 1;
         }
+        // Kept with the task's progress, so a merge finished by the next
+        // run (after a crash) still knows its work was checked.
+        self.state.tasks.entry(id.to_string()).or_default().checked = passed;
+        self.save_state()?;
         Ok(true)
     }
 
@@ -550,10 +556,20 @@ impl Engine<'_> {
                     .unwrap_or_default()
             ),
         );
-        self.record(Some(id), "merge", "ok", detail, Map::new())?;
+        let verified = self
+            .state
+            .tasks
+            .get(id.as_str())
+            .is_some_and(|progress| progress.checked > 0);
+        let mut extra = Map::new();
+        extra.insert("verified".to_owned(), verified.into());
+        self.record(Some(id), "merge", "ok", detail, extra)?;
         self.state.tasks.remove(id.as_str());
         let squashed = commit.is_some();
         self.task_ended(id, "merged", commit, detail)?;
+        if let Some(outcome) = self.outcomes.last_mut() {
+            outcome.verified = Some(verified);
+        }
         if squashed && self.options.settings.git.push == crate::config::Push::OnMerge {
             let _turn = self.merge_turn();
             // The run stops before its next iteration (see `main_loop`).
@@ -579,6 +595,7 @@ impl Engine<'_> {
             outcome: outcome.to_owned(),
             commit,
             detail: detail.to_owned(),
+            verified: None,
         });
         self.state.current_task = None;
         self.save_state()

@@ -15,6 +15,9 @@ use crate::paths::Paths;
 use crate::prompt::Evidence;
 use crate::task::TaskId;
 
+/// Most unverified tasks the run's summary names (result.json has all).
+const SHOWN_UNVERIFIED: usize = 10;
+
 impl Engine<'_> {
     pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
         let mut results = Vec::new();
@@ -96,11 +99,28 @@ impl Engine<'_> {
             .iter()
             .map(|(class, n)| format!("{class} {n}"))
             .collect();
+        let unverified: Vec<&str> = (result.outcomes.iter())
+            .filter(|outcome| outcome.verified == Some(false))
+            .map(|outcome| outcome.task.as_str())
+            .collect();
+        let done = match unverified.len() {
+            0 => format!("{} done", result.merged),
+            n => format!(
+                "{} done ({n} unverified: {}{})",
+                result.merged,
+                unverified[..n.min(SHOWN_UNVERIFIED)].join(", "),
+                if n > SHOWN_UNVERIFIED {
+                    format!(" and {} more", n - SHOWN_UNVERIFIED)
+                } else {
+                    String::new()
+                }
+            ),
+        };
         self.ui.summary(&format!(
-            "ralph: {} — {}\n  tasks: {} done, {} blocked, {} left · iterations: {} · time: {} · failures: {}",
+            "ralph: {} — {}\n  tasks: {}, {} blocked, {} left · iterations: {} · time: {} · failures: {}",
             status.as_str(),
             reason,
-            result.merged,
+            done,
             result.blocked,
             result.remaining,
             result.iterations,

@@ -61,6 +61,10 @@ pub struct TaskOutcome {
     pub commit: Option<String>,
     /// A sentence.
     pub detail: String,
+    /// For a merged task: whether checks passed on its work before the
+    /// merge (`false`: merged on the agent's word alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
 }
 
 /// One verification command's result.

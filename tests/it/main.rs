@@ -29,5 +29,6 @@ mod task_commands;
 mod task_files;
 mod task_props;
 mod trace;
+mod trust;
 mod usergit;
 mod workers;

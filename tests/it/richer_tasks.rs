@@ -286,7 +286,10 @@ fn a_tasks_own_failing_check_is_evidence_and_it_merges_once_it_passes() {
     let project = TestProject::new();
     let check = own_check(&project);
     let project = project
-        .file("config/ralph.yaml", "verify:\n  task:\n    - \"true\"\n")
+        .file(
+            "config/ralph.yaml",
+            "verify:\n  task:\n    - \"test -f tasks.jsonl\"\n",
+        )
         .task(&task_with_checks("A", std::slice::from_ref(&check)))
         .git_init()
         .agent(&agent_that_forgets_done_txt_once());
@@ -324,7 +327,10 @@ fn a_tasks_own_failing_check_is_evidence_and_it_merges_once_it_passes() {
     );
     // verify.task first, then the task's own.
     let details = verify_details(&project, "A");
-    assert!(details[0].starts_with("true: "), "{details:?}");
+    assert!(
+        details[0].starts_with("test -f tasks.jsonl: "),
+        "{details:?}"
+    );
     assert!(details[1].starts_with(&format!("{check}: ")), "{details:?}");
     // It ran in the project, on the task's branch.
     let root = project.path().canonicalize().unwrap();
