@@ -173,12 +173,18 @@ esac
 }
 
 /// A project in a subfolder of its repository: `ralph status` reads each
-/// worker's state from the same subfolder of its worktree.
+/// worker's state from the same subfolder of its worktree, and a `.stop`
+/// in the project's folder ends the run once the workers are done.
 #[test]
-fn status_shows_the_workers_of_a_project_in_a_subfolder() {
+fn status_and_stop_work_for_the_workers_of_a_project_in_a_subfolder() {
     let project = TestProject::new().file(
         "sub/tasks.jsonl",
-        format!("{}\n{}\n", task("A", &[]), task("B", &[])),
+        format!(
+            "{}\n{}\n{}\n",
+            task("A", &[]),
+            task("B", &[]),
+            task("C", &[])
+        ),
     );
     project.ralph_in("sub", &["init"]).success();
     project.git(&["init", "-q", "-b", "main"]);
@@ -202,9 +208,17 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
         crate::support::wait_for_file(&project.aux().join(format!("rec/started-{id}")));
     }
     let status = project.ralph_in("sub", &["status"]);
+    project.ralph_in("sub", &["stop"]).success();
     std::fs::write(project.aux().join("rec/go"), "").expect("go");
     let run = crate::support::wait_for(child, 60);
     assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("ralph: stopped — .stop asked the run to stop"),
+        "{run:#?}"
+    );
+    assert!(!project.aux().join("rec/started-C").exists(), "{run:#?}");
+    assert_eq!(project.json_lines("sub/tasks-done.jsonl").len(), 2);
     for id in ["A", "B"] {
         assert!(
             status.stdout.contains(&format!(
