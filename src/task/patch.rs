@@ -128,13 +128,16 @@ pub enum Change {
 impl Patch {
     /// Whether applying the patch to a valid queue always leaves it valid,
     /// so the store need not check every line again: a status or a block
-    /// reason takes part in no rule, and archiving removes only tasks
-    /// without open children, recording them as archived (no id repeated
-    /// or orphaned, every dep still known, no cycle added).
+    /// reason takes part in no rule; archiving removes only tasks without
+    /// open children, recording them as archived (no id repeated or
+    /// orphaned, every dep still known, no cycle added); and an added task
+    /// gets a free id under a live parent (made a container), with deps it
+    /// checked, none its ancestor, while no line can depend on it yet (a
+    /// valid queue's deps are all known), so it closes no cycle.
     pub(crate) fn keeps_valid(&self) -> bool {
         matches!(
             self,
-            Patch::SetStatus { .. } | Patch::Block { .. } | Patch::Archive { .. }
+            Patch::Add(_) | Patch::SetStatus { .. } | Patch::Block { .. } | Patch::Archive { .. }
         )
     }
 }
@@ -210,6 +213,11 @@ impl Queue {
         for dep in &new.deps {
             if dep == &id {
                 return Err(Error::refused(format!("task {id} cannot depend on itself")));
+            }
+            if dep.is_ancestor_of(id.as_str()) {
+                return Err(Error::refused(format!(
+                    "task {id} cannot depend on its own ancestor {dep}, which is done only after it; drop --dep {dep}"
+                )));
             }
             if self.tasks.position(dep.as_str()).is_none() && !self.done.contains(dep.as_str()) {
                 return Err(Error::NotFound {
@@ -620,6 +628,31 @@ mod tests {
         assert_eq!(
             q.apply(&with_id("B.1"), NOW).unwrap_err().to_string(),
             "task B is archived (tasks-done.jsonl line 1); archived tasks do not change"
+        );
+        let with_deps = |parent: &str, deps: &[&str]| {
+            Patch::Add(NewTask {
+                title: "x".into(),
+                parent: Some(id(parent)),
+                deps: deps.iter().map(|dep| id(dep)).collect(),
+                ..NewTask::default()
+            })
+        };
+        assert_eq!(
+            q.apply(&with_deps("A", &["A"]), NOW)
+                .unwrap_err()
+                .to_string(),
+            "task A.1 cannot depend on its own ancestor A, which is done only after it; drop --dep A"
+        );
+        assert_eq!(
+            q.apply(&with_deps("A", &["C"]), NOW)
+                .unwrap_err()
+                .to_string(),
+            "no task \"C\" in tasks.jsonl or tasks-done.jsonl (given with --dep)"
+        );
+        // Refused before anything changed: the queue is as it was.
+        assert_eq!(
+            q.tasks.render(),
+            "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n"
         );
     }
 
