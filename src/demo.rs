@@ -31,6 +31,7 @@ pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
     for (name, text) in [
         ("README.md", README),
         ("tasks.jsonl", TASKS),
+        ("check.sh", CHECK),
         ("config/ralph.yaml", settings.as_str()),
     ] {
         let path = dir.join(name);
@@ -40,7 +41,11 @@ pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The shipped settings with the demo agent and short waits.
+/// The demo project's check (`verify.task`): every note the agent wrote
+/// starts with a title line, so no task is merged on the agent's word.
+const CHECK: &str = "#!/bin/sh\n# The demo's check, run before each merge: every note has a title line.\nfor note in work/*.md; do\n  head -n 1 \"$note\" | grep -q '^# ' || { echo \"$note has no title line\"; exit 1; }\ndone\n";
+
+/// The shipped settings with the demo agent, its check and short waits.
 fn settings(agent: &str) -> String {
     let command = serde_yaml::to_string(agent).expect("a string serializes");
     crate::init::SHIPPED
@@ -54,6 +59,7 @@ fn settings(agent: &str) -> String {
             1,
         )
         .replacen("  timeout: 20m", "  timeout: 1m", 1)
+        .replacen("  task: []", "  task: [\"sh check.sh\"]", 1)
         .replacen("retry_backoff: 10s", "retry_backoff: 1s", 1)
         .replacen(
             "pause_between_iterations: 2s",

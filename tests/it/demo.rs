@@ -55,6 +55,19 @@ fn the_demo_runs_the_sample_project_to_the_end() {
             .unwrap();
     assert_eq!(result["status"], "drained");
     assert_eq!(result["failures"]["exit"], 1);
+    // Each merge passed the demo's check first: none on the agent's word.
+    let merged: Vec<String> = (result["outcomes"].as_array().unwrap().iter())
+        .filter(|o| o["outcome"] == "merged")
+        .map(|o| format!("{} {}", o["task"].as_str().unwrap(), o["verified"]))
+        .collect();
+    assert_eq!(
+        merged,
+        ["A.1 true", "A.2 true", "B.1 true", "B.2 true", "C true"]
+    );
+    assert!(
+        !(run.stdout.clone() + &run.stderr).contains("verify.task is empty"),
+        "{run:#?}"
+    );
     // What to type next works from the demo's folder: ralph by its path.
     let bin = std::fs::canonicalize(RALPH).unwrap();
     let next = run.stdout.split_once("\nLook next:\n").unwrap().1;
