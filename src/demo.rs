@@ -26,7 +26,7 @@ pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
         move |source| Error::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    crate::init::init(paths, false, None).map_err(io(dir))?;
+    crate::init::init(paths, false, None, &[]).map_err(io(dir))?;
     let settings = settings(agent);
     for (name, text) in [
         ("README.md", README),

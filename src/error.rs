@@ -29,6 +29,9 @@ pub enum Error {
     /// The loop settings are wrong.
     #[error(transparent)]
     Settings(#[from] crate::config::Error),
+    /// The checks found could not be written into the settings.
+    #[error(transparent)]
+    Detect(#[from] crate::detect::WriteError),
     /// The repository is not ready, or a git operation failed.
     #[error(transparent)]
     Git(#[from] crate::git::Error),
@@ -57,6 +60,7 @@ impl Error {
             Error::Plan(err) => err.exit(),
             Error::Contract(_) => Exit::InvalidInput,
             Error::Settings(err) => err.exit(),
+            Error::Detect(err) => err.exit(),
             Error::Prompt(err) => err.exit(),
             Error::Git(err) => err.exit(),
             Error::Run(err) => err.exit(),
@@ -77,6 +81,7 @@ impl Error {
             ),
             Error::Prompt(err) => err.hint(),
             Error::Settings(err) => err.hint(),
+            Error::Detect(err) => err.hint(),
             Error::Git(err) => err.hint(),
             Error::Run(err) => err.hint(),
             Error::Agent(err) => err.hint(),

@@ -1,7 +1,9 @@
 //! `ralph init`: the shipped defaults, embedded in the binary, and writing
 //! the ones a project is missing.
 
+use crate::detect::Check;
 use crate::files;
+use crate::paths::SETTINGS_FILE;
 
 /// Whether `--force` may replace a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,12 +100,13 @@ pub struct Report {
 }
 
 /// Writes the shipped files missing under `root` (all defaults with
-/// `force`), with `agent` as the preset in `config/ralph.yaml`, and adds
-/// ralph's runtime paths to `.gitignore`.
+/// `force`), with `agent` as the preset and `checks` as the `verify` lists
+/// in `config/ralph.yaml`, and adds ralph's runtime paths to `.gitignore`.
 pub fn init(
     paths: &crate::paths::Paths,
     force: bool,
     agent: Option<&str>,
+    checks: &[Check],
 ) -> std::io::Result<Report> {
     let root = paths.root();
     let mut report = Report {
@@ -121,9 +124,10 @@ pub fn init(
             (true, false, Ownership::Default) => Action::Kept,
         };
         if matches!(action, Action::Created | Action::Replaced) {
-            let text = match (file.path, agent) {
-                ("config/ralph.yaml", Some(preset)) => with_preset(file.text, preset),
-                _ => file.text.to_owned(),
+            let text = if file.path == SETTINGS_FILE {
+                settings(file.text, agent, checks)?
+            } else {
+                file.text.to_owned()
             };
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
@@ -168,6 +172,21 @@ pub fn init(
         files::append_durable(&gitignore, text.as_bytes())?;
     }
     Ok(report)
+}
+
+/// The settings `text` with `agent` as the preset and `checks` as the
+/// `verify` lists.
+fn settings(text: &str, agent: Option<&str>, checks: &[Check]) -> std::io::Result<String> {
+    let text = match agent {
+        Some(preset) => with_preset(text, preset),
+        None => text.to_owned(),
+    };
+    if checks.is_empty() {
+        return Ok(text);
+    }
+    // The shipped verify section is a plain one, which takes any checks
+    // (a unit test of `detect` shows it); an error here is a bug.
+    crate::detect::with_checks(&text, checks).map_err(std::io::Error::other)
 }
 
 /// The settings text with `agent.preset` set to `preset`.
@@ -220,6 +239,21 @@ mod tests {
             ),
         )
         .unwrap();
+    }
+
+    #[test]
+    fn the_settings_take_a_preset_and_checks_together() {
+        let checks = [crate::detect::Check {
+            command: "npm test".to_owned(),
+            source: "package.json".to_owned(),
+            scope: crate::detect::Scope::Task,
+        }];
+        let text = settings(include_str!("../config/ralph.yaml"), Some("codex"), &checks).unwrap();
+        let settings = Settings::parse(&text).unwrap();
+        assert_eq!(settings.agent.preset.as_deref(), Some("codex"));
+        assert_eq!(settings.verify.task, ["npm test"]);
+        assert_eq!(settings.verify.run, ["npm test"]);
+        assert!(text.contains("    - \"npm test\"  # package.json\n"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod contract;
 pub mod critique;
 pub mod delivery;
 pub mod demo;
+pub mod detect;
 pub mod error;
 pub mod events;
 pub mod exit;

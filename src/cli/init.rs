@@ -1,4 +1,6 @@
-//! `ralph init`: make a folder ready for ralph.
+//! `ralph init`: make a folder ready for ralph, with the checks its
+//! project already runs; `ralph init --detect`: compare those with the
+//! settings, and `--write` them there.
 
 use std::fmt::Write;
 
@@ -6,12 +8,20 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Context, Outcome, to_json};
-use crate::config::PRESETS;
+use crate::config::{PRESETS, Settings, VerifySettings};
+use crate::detect::{self, Check, WriteError};
 use crate::error::Error;
 use crate::init::{Action, init};
+use crate::paths::SETTINGS_FILE;
+use crate::text;
 
 /// Arguments of `ralph init`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Checks: init looks at the project's files (Cargo.toml, package.json, pyproject.toml, go.mod, \
+a Makefile, a justfile, CI files) for the commands its developers run, and writes them into a \
+new config/ralph.yaml: tests into verify.task (before each merge), every check into verify.run \
+(once, when the queue drains). README, \"Checks found at init\", has the rules.")]
 pub struct InitArgs {
     /// Replace the shipped defaults that exist (never tasks or learnings)
     #[arg(long)]
@@ -19,23 +29,54 @@ pub struct InitArgs {
     /// Agent preset to write into config/ralph.yaml [default: claude]
     #[arg(long, value_name = "PRESET", value_parser = clap::builder::PossibleValuesParser::new(PRESETS))]
     pub agent: Option<String>,
+    /// Look for no checks: a new config/ralph.yaml gets empty verify lists
+    #[arg(long, conflicts_with = "detect")]
+    pub no_detect: bool,
+    /// Only report the checks found and the ones config/ralph.yaml has; create nothing
+    #[arg(long, conflicts_with_all = ["force", "agent"])]
+    pub detect: bool,
+    /// With --detect: write the checks found into config/ralph.yaml's verify lists
+    #[arg(long, requires = "detect")]
+    pub write: bool,
 }
 
 /// Runs `ralph init` in the folder named by `--dir`, or the current one.
 pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
+    if args.detect {
+        return compare(args, context);
+    }
+    let checks = if args.no_detect {
+        Vec::new()
+    } else {
+        detect::detect(context.paths.root())
+    };
     let report =
-        init(&context.paths, args.force, args.agent.as_deref()).map_err(|source| Error::Io {
-            path: context.paths.root().to_owned(),
-            source,
+        init(&context.paths, args.force, args.agent.as_deref(), &checks).map_err(|source| {
+            Error::Io {
+                path: context.paths.root().to_owned(),
+                source,
+            }
         })?;
     let mut outcome = Outcome::default();
     let settings_kept = report.files.iter().any(|(path, action)| {
-        *path == "config/ralph.yaml" && matches!(action, Action::Kept | Action::KeptData)
+        *path == SETTINGS_FILE && matches!(action, Action::Kept | Action::KeptData)
     });
     if let (Some(agent), true) = (&args.agent, settings_kept) {
         let _ = writeln!(
             outcome.stderr,
             "note: config/ralph.yaml exists, so --agent {agent} was not written; set agent.preset there or pass --force"
+        );
+    }
+    if settings_kept
+        && !checks.is_empty()
+        && configured(context)
+            .ok()
+            .flatten()
+            .is_none_or(|(_, settings)| !has_checks(&settings.verify, &checks))
+    {
+        let _ = writeln!(
+            outcome.stderr,
+            "note: config/ralph.yaml exists, so the checks found were not written; `ralph init --detect --write` writes them"
         );
     }
     if !report.in_git {
@@ -60,6 +101,8 @@ pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
             "kept": of(&[Action::Kept, Action::KeptData]),
             "gitignore_added": report.ignored,
             "git_repository": report.in_git,
+            "detected": detected_json(&checks),
+            "checks_written": !settings_kept && !checks.is_empty(),
         }));
         return Ok(outcome);
     }
@@ -81,5 +124,140 @@ pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
             report.ignored.join(", ")
         );
     }
+    if !args.no_detect {
+        outcome.stdout.push_str(&found(&checks));
+    }
     Ok(outcome)
+}
+
+/// `ralph init --detect [--write]`: the checks found against the ones
+/// `config/ralph.yaml` has, written there with `--write`.
+fn compare(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
+    let checks = detect::detect(context.paths.root());
+    let configured = configured(context)?;
+    let up_to_date = configured
+        .as_ref()
+        .is_some_and(|(_, settings)| has_checks(&settings.verify, &checks));
+    let mut written = false;
+    if args.write && !checks.is_empty() && !up_to_date {
+        let Some((text, _)) = &configured else {
+            return Err(WriteError::Missing.into());
+        };
+        // A leading byte order mark is kept, like every other byte.
+        let (bom, body) = match text.strip_prefix('\u{feff}') {
+            Some(body) => ("\u{feff}", body),
+            None => ("", text.as_str()),
+        };
+        let edited = format!("{bom}{}", detect::with_checks(body, &checks)?);
+        let path = context.paths.settings();
+        crate::files::write_atomic(&path, edited.as_bytes())
+            .map_err(|source| Error::Io { path, source })?;
+        written = true;
+    }
+    if context.json {
+        let configured = configured
+            .as_ref()
+            .map(|(_, settings)| json!({"task": settings.verify.task, "run": settings.verify.run}));
+        return Ok(Outcome::print(to_json(&json!({
+            "detected": detected_json(&checks),
+            "configured": configured,
+            "up_to_date": up_to_date,
+            "written": written,
+        }))));
+    }
+    let mut out = found(&checks);
+    if let Some((_, settings)) = &configured {
+        for (key, list) in [
+            ("task", &settings.verify.task),
+            ("run", &settings.verify.run),
+        ] {
+            let _ = writeln!(out, "{SETTINGS_FILE} has verify.{key}: {}", flow(list));
+        }
+    }
+    let verdict = if configured.is_none() {
+        "config/ralph.yaml does not exist yet; `ralph init` writes it with the checks found"
+    } else if checks.is_empty() {
+        if args.write {
+            "nothing written: no checks found"
+        } else {
+            ""
+        }
+    } else if up_to_date {
+        "config/ralph.yaml has these checks already"
+    } else if written {
+        "wrote these checks into verify.task and verify.run of config/ralph.yaml"
+    } else {
+        "`ralph init --detect --write` writes these checks into config/ralph.yaml"
+    };
+    if !verdict.is_empty() {
+        let _ = writeln!(out, "{verdict}");
+    }
+    Ok(Outcome::print(out))
+}
+
+/// The text of `config/ralph.yaml` and its settings; `None` when it is
+/// missing.
+fn configured(context: &Context) -> Result<Option<(String, Settings)>, Error> {
+    let path = context.paths.settings();
+    let bytes = match std::fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(Error::Io { path, source }),
+    };
+    let text = String::from_utf8(bytes).map_err(|err| {
+        let (line, message) = crate::files::not_utf8(err.as_bytes(), err.utf8_error());
+        crate::config::Error::Invalid {
+            line: Some(line),
+            message,
+        }
+    })?;
+    let settings = Settings::parse(text.strip_prefix('\u{feff}').unwrap_or(&text))?;
+    Ok(Some((text, settings)))
+}
+
+/// Whether the settings' verify lists are those of `checks`.
+fn has_checks(verify: &VerifySettings, checks: &[Check]) -> bool {
+    verify.task == detect::task_list(checks) && verify.run == detect::run_list(checks)
+}
+
+/// A line per check found, or one saying there is none.
+fn found(checks: &[Check]) -> String {
+    if checks.is_empty() {
+        return "no checks found for verify.task and verify.run\n".to_owned();
+    }
+    let mut out = String::new();
+    for check in checks {
+        let lists: Vec<String> = check
+            .lists()
+            .iter()
+            .map(|list| format!("verify.{list}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "found `{}` ({}): {}",
+            text::safe(&check.command),
+            text::safe(&check.source),
+            lists.join(", ")
+        );
+    }
+    out
+}
+
+/// A list of commands as YAML flow: `["cargo test", "npm test"]`.
+fn flow(list: &[String]) -> String {
+    let items: Vec<String> = list.iter().map(|item| detect::quote(item)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+fn detected_json(checks: &[Check]) -> serde_json::Value {
+    checks
+        .iter()
+        .map(|check| {
+            json!({
+                "command": check.command,
+                "source": check.source,
+                "lists": check.lists(),
+            })
+        })
+        .collect()
 }

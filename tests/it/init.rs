@@ -16,6 +16,7 @@ created roles/final-reviewer.md
 created config/roles.yaml
 created config/ralph.yaml
 added to .gitignore: .ralph/, ralph.log, .stop
+no checks found for verify.task and verify.run
 ";
 
 #[test]
@@ -64,7 +65,7 @@ fn init_never_overwrites_without_force_and_force_spares_the_data() {
     assert!(run.stdout.starts_with("kept working.md (it exists; --force replaces it)\ncreated learnings.md\nkept tasks.jsonl (it holds the project's own data; never replaced)\n"), "{run:?}");
     assert!(
         run.stdout
-            .ends_with("added to .gitignore: ralph.log, .stop\n"),
+            .ends_with("added to .gitignore: ralph.log, .stop\nno checks found for verify.task and verify.run\n"),
         "{run:?}"
     );
     assert_eq!(run.stderr, "");
@@ -82,7 +83,9 @@ fn init_never_overwrites_without_force_and_force_spares_the_data() {
     // Only aider's own files are left to add the second time: aider
     // would add them on its first run, as that task's change.
     assert!(
-        forced.stdout.ends_with("added to .gitignore: .aider*\n"),
+        forced.stdout.ends_with(
+            "added to .gitignore: .aider*\nno checks found for verify.task and verify.run\n"
+        ),
         "{forced:?}"
     );
     assert!(

@@ -9,6 +9,7 @@ mod crash;
 mod critique;
 mod delivery;
 mod demo;
+mod detect;
 mod execute;
 mod final_review;
 mod fuzz_corpus;
