@@ -13,6 +13,7 @@ pub mod critique;
 pub mod delivery;
 pub mod demo;
 pub mod detect;
+pub mod doctor;
 pub mod error;
 pub mod events;
 pub mod exit;

@@ -290,7 +290,7 @@ pub fn preflight(spec: &Spec, host: &Host) -> Result<(), Error> {
 
 /// Finds the agent's program: a path is taken relative to the project, a
 /// bare name is looked up on the agent's `PATH`.
-fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
+pub fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
     let program = spec.program();
     let missing = |path: Option<PathBuf>| Error::MissingBinary {
         preset: spec.named_preset(),

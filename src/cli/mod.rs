@@ -2,6 +2,7 @@
 
 mod bench_gen;
 mod demo;
+mod doctor;
 mod execute;
 mod init;
 mod plan;
@@ -50,6 +51,8 @@ pub enum Command {
     /// The demo's scripted agent (run by `ralph demo`)
     #[command(hide = true)]
     DemoAgent,
+    /// Check this project: what `ralph run` would do, and what is missing (exit 10 on an error)
+    Doctor(doctor::DoctorArgs),
     /// The worker contract: work a plan's stories on the working branch (docs/contract/)
     Execute(execute::ExecuteArgs),
     /// Create the files ralph needs in this folder (never overwrites without --force)
@@ -177,6 +180,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::BenchGen(args) => bench_gen::run(&args, &context),
         Command::Demo(args) => demo::run(&args, &context),
         Command::DemoAgent => demo::agent(&context),
+        Command::Doctor(args) => doctor::run(&args, &context),
         Command::Execute(args) => execute::run(&args, &context),
         Command::Init(args) => init::run(&args, &context),
         Command::Plan(args) => plan::run(&args, &context),

@@ -442,7 +442,7 @@ fn locked(lock: PathBuf) -> Error {
 }
 
 /// Whether `path` is a file git would run as a hook.
-fn is_executable(path: &std::path::Path) -> bool {
+pub(super) fn is_executable(path: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)

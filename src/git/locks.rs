@@ -46,7 +46,7 @@ impl super::Repo {
 /// The lock files git and libgit2 take to change the index or HEAD (in
 /// the working tree's git folder `git_dir`) or a ref (in `common_dir`, the
 /// repository's shared folder: the same one but in a linked worktree).
-fn lock_files(git_dir: &Path, common_dir: &Path) -> Vec<PathBuf> {
+pub(super) fn lock_files(git_dir: &Path, common_dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = [
         git_dir.join("index.lock"),
         git_dir.join("HEAD.lock"),

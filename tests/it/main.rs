@@ -10,6 +10,7 @@ mod critique;
 mod delivery;
 mod demo;
 mod detect;
+mod doctor;
 mod execute;
 mod final_review;
 mod fuzz_corpus;

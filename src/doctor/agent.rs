@@ -1,0 +1,49 @@
+//! The agent a run would start.
+
+use super::Findings;
+use crate::agent::{self, Host, Preset, Spec};
+use crate::paths::Paths;
+use crate::runner::RunOptions;
+
+/// The agent a run would start: its command, its program found as the run
+/// finds it, and for codex its login (`codex login status`, the one tool
+/// with an offline status command ralph trusts). Whether it was found.
+pub(super) fn agent(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
+    let spec = match Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), None) {
+        Ok(spec) => spec,
+        Err(err) => {
+            found.failed("agent", err);
+            return false;
+        }
+    };
+    let host = match Host::from_process(paths.project()) {
+        Ok(host) => host,
+        Err(err) => {
+            found.failed("agent", err);
+            return false;
+        }
+    };
+    let program = match agent::resolve(&spec, &host) {
+        Ok(program) => program,
+        Err(err) => {
+            found.failed("agent", err);
+            return false;
+        }
+    };
+    if let Err(err) = agent::preflight(&spec, &host) {
+        found.failed("agent", err);
+        return false;
+    }
+    let login = match (spec.dialect(), spec.named_preset()) {
+        (Some(Preset::Codex), _) => "`codex login status` says it is logged in".to_owned(),
+        (_, Some(preset)) => format!(
+            "{preset} has no offline login check, so a login it lacks shows at the first iteration, which then stops the run (exit 20)"
+        ),
+        (_, None) => "a login it needs shows at the first iteration".to_owned(),
+    };
+    found.ok(
+        "agent",
+        &format!("{} found at {}; {login}", spec.label(), program.display()),
+    );
+    true
+}

@@ -1,0 +1,84 @@
+//! Where the work goes, and where it is pushed.
+
+use super::Findings;
+use crate::config::{Delivery, Push};
+use crate::git::Repo;
+use crate::paths::Paths;
+use crate::runner::{self, RunOptions};
+
+/// Where the work goes: the base or a pull request (`gh` installed and
+/// logged in), and where it is pushed (the remote must exist).
+pub(super) fn delivery(
+    found: &mut Findings,
+    paths: &Paths,
+    options: &RunOptions,
+    repo: Option<&Repo>,
+    has_task: bool,
+) {
+    let settings = &options.settings;
+    let pr = settings.delivery == Delivery::Pr;
+    let base = repo.map_or("the base branch", Repo::base);
+    if pr {
+        match crate::delivery::gh::Gh::new(paths.root()).preflight() {
+            Ok(()) => found.ok(
+                "delivery",
+                &format!("pr: gh is installed and logged in; the run works on a branch ralph/<name> and opens a pull request into {base}"),
+            ),
+            Err(said) => found.error(
+                "delivery",
+                &format!("pr: {said}"),
+                "fix that, or set delivery: local in config/ralph.yaml to keep the work on the base",
+            ),
+        }
+    } else {
+        found.ok(
+            "delivery",
+            &format!("local: each finished task is squash-merged into {base}"),
+        );
+    }
+    if settings.git.push == Push::Never && !pr {
+        found.ok(
+            "push",
+            "never (git.push): the work stays in this repository",
+        );
+        return;
+    }
+    let Some(repo) = repo else {
+        return;
+    };
+    // Where the run pushes (`Repo::push_target`): `git.remote` when set,
+    // else the base's upstream remote, else origin; the pull request's new
+    // branch has no upstream.
+    let remote = match (&settings.git.remote, pr) {
+        (Some(remote), _) => remote.clone(),
+        (None, false) => repo.push_target(repo.base(), None).remote,
+        (None, true) => "origin".to_owned(),
+    };
+    if !repo.has_remote(&remote) {
+        found.error(
+            "push",
+            &format!("the repository has no remote {remote}, so the push would fail after the work is done"),
+            &format!("add it (`git remote add {remote} URL`), name another in git.remote, or set git.push: never{}", if pr { " and delivery: local" } else { "" }),
+        );
+        return;
+    }
+    let preview = if pr && !has_task {
+        None
+    } else {
+        match runner::deliver::preview(paths, options) {
+            Ok(preview) => preview.push,
+            Err(err) => {
+                found.failed("push", err);
+                return;
+            }
+        }
+    };
+    let message = match preview {
+        Some(push) => push,
+        None => format!("the pull request's branch to {remote}, once a task names it"),
+    };
+    found.ok(
+        "push",
+        &format!("{message}, through your git (its credentials and hooks)"),
+    );
+}

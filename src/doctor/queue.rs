@@ -1,0 +1,150 @@
+//! The queue, the triggers, and the task the next iteration works on.
+
+use super::{Findings, named};
+use crate::config::Settings;
+use crate::paths::{Paths, ROLES_FILE};
+use crate::runner::{self, RunOptions};
+use crate::task::{Queue, Status, Store};
+use crate::text::count;
+
+/// Both task files, as every command reads them.
+pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
+    let queue = match Store::open(paths).load() {
+        Ok(queue) => queue,
+        Err(err) => {
+            found.failed("queue", err);
+            return None;
+        }
+    };
+    let counts = queue.counts();
+    let statuses: Vec<String> = Status::ALL
+        .iter()
+        .filter(|status| counts.with(**status) > 0)
+        .map(|status| format!("{} {status}", counts.with(*status)))
+        .collect();
+    let statuses = if statuses.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", statuses.join(", "))
+    };
+    found.ok(
+        "queue",
+        &format!(
+            "{}{statuses}; {} archived",
+            count(counts.active_total(), "task"),
+            counts.archived
+        ),
+    );
+    if let Some(torn) = queue.done.torn() {
+        found.warning(
+            "queue",
+            &format!(
+                "{}:{}: a torn last line (a crash during an append?) is ignored",
+                crate::paths::DONE_FILE,
+                torn.line
+            ),
+            &format!(
+                "nothing to do: the next archive moves it to {}",
+                crate::paths::QUARANTINE_DIR
+            ),
+        );
+    }
+    let blocked: Vec<String> = queue
+        .tasks
+        .tasks()
+        .filter(|(_, task)| task.status == Status::Blocked)
+        .map(|(_, task)| task.id.to_string())
+        .collect();
+    if !blocked.is_empty() {
+        found.warning(
+            "queue",
+            &format!(
+                "{}: {}; runs leave {} and {} subtasks alone",
+                count(blocked.len(), "blocked task"),
+                named(&blocked),
+                if blocked.len() == 1 { "it" } else { "them" },
+                if blocked.len() == 1 { "its" } else { "their" },
+            ),
+            &format!(
+                "read why with `ralph task show {}`; once dealt with, `ralph task start {}` lets the next run take it up",
+                blocked[0], blocked[0]
+            ),
+        );
+    }
+    if queue.next().is_none() && counts.with(Status::Complete) == 0 {
+        if counts.active_total() == 0 {
+            found.warning(
+                "queue",
+                "no task: `ralph run` has nothing to do",
+                "add one: `ralph task add TITLE`, or plan a document with `ralph plan PRD`",
+            );
+        } else {
+            found.warning(
+                "queue",
+                "no workable task: pending ones wait on deps or a blocked parent",
+                "`ralph task tree` shows what waits on what",
+            );
+        }
+    }
+    Some(queue)
+}
+
+/// The triggers of `config/roles.yaml`, as `ralph roles check` reads
+/// them. Whether they loaded.
+pub(super) fn triggers(found: &mut Findings, paths: &Paths, settings: &Settings) -> bool {
+    let triggers = match crate::roles::load(paths) {
+        Ok(triggers) => triggers,
+        Err(err) => {
+            found.failed("triggers", err);
+            return false;
+        }
+    };
+    if paths.roles_config().exists() {
+        found.ok(
+            "triggers",
+            &format!(
+                "{} in {ROLES_FILE}, each valid, with its role file",
+                count(triggers.list.len(), "trigger")
+            ),
+        );
+    } else {
+        found.ok(
+            "triggers",
+            &format!("no {ROLES_FILE}, so no triggers: every iteration runs without a role (`ralph init` writes the defaults)"),
+        );
+    }
+    if settings.final_review && !triggers.read_variable("task_kind") {
+        found.warning(
+            "triggers",
+            &format!("final_review is on, but no trigger in {ROLES_FILE} reads task_kind, so the final review gets no final-reviewer role"),
+            "add `- condition: \"task_kind == 'final_review'\"` with `role: \"final-reviewer\"` as the first trigger (`ralph init` writes roles/final-reviewer.md)",
+        );
+    }
+    true
+}
+
+/// The task the next iteration works on, its branch and role, with its
+/// prompt composed as the run composes it. Whether there is one.
+pub(super) fn next(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
+    match runner::plan::plan(paths, options) {
+        Ok(plan) => {
+            let Some(task) = &plan.task else {
+                return false;
+            };
+            found.ok(
+                "next",
+                &format!(
+                    "{task} {}: branch {}, role {}",
+                    crate::text::safe(&plan.title),
+                    plan.branch.as_deref().unwrap_or("-"),
+                    plan.role_why
+                ),
+            );
+            true
+        }
+        Err(err) => {
+            found.failed("next", err);
+            false
+        }
+    }
+}
