@@ -113,11 +113,8 @@ pub(super) fn git(
         );
     }
     for (file, rule) in repo.ignored_queue_files() {
-        found.warning(
-            "git",
-            &format!("{file} is ignored by git ({rule}), so ralph's commits leave it out and its changes never reach the base's history"),
-            &format!("add `!{file}` to .gitignore to keep them"),
-        );
+        let (message, fix) = crate::git::ignored_queue_file(&file, &rule);
+        found.warning("git", &message, &fix);
     }
     Some(repo)
 }

@@ -113,12 +113,8 @@ pub(super) fn triggers(found: &mut Findings, paths: &Paths, settings: &Settings)
             &format!("no {ROLES_FILE}, so no triggers: every iteration runs without a role (`ralph init` writes the defaults)"),
         );
     }
-    if settings.final_review && !triggers.read_variable("task_kind") {
-        found.warning(
-            "triggers",
-            &format!("final_review is on, but no trigger in {ROLES_FILE} reads task_kind, so the final review gets no final-reviewer role"),
-            "add `- condition: \"task_kind == 'final_review'\"` with `role: \"final-reviewer\"` as the first trigger (`ralph init` writes roles/final-reviewer.md)",
-        );
+    if let Some((message, fix)) = runner::review::missing_role(settings.final_review, &triggers) {
+        found.warning("triggers", &message, fix);
     }
     true
 }

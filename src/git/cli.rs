@@ -448,6 +448,17 @@ pub(super) fn is_executable(path: &std::path::Path) -> bool {
         .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
+/// What is wrong, and the fix, when queue file `file` is ignored by git
+/// through `rule` (see [`Repo::ignored_queue_files`]).
+pub fn ignored_queue_file(file: &str, rule: &str) -> (String, String) {
+    (
+        format!(
+            "{file} is ignored by git ({rule}), so ralph's commits leave it out and its changes never reach the base's history"
+        ),
+        format!("add `!{file}` to .gitignore to keep them"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use git2::{BranchType, ErrorCode, RepositoryState};
 
 pub use branch::Claim;
+pub use cli::ignored_queue_file;
 pub use error::{Error, Result};
 pub use history::{BaseChanges, FileChange};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};

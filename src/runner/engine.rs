@@ -162,13 +162,12 @@ impl<'a> Engine<'a> {
             ui.line(&format!("warning: {warning}"));
         }
         for (file, rule) in repo.ignored_queue_files() {
-            ui.line(&format!(
-                "warning: {file} is ignored by git ({rule}), so ralph's commits leave it out and its changes never reach the base's history; add `!{file}` to .gitignore to keep them"
-            ));
+            let (message, fix) = git::ignored_queue_file(&file, &rule);
+            ui.line(&format!("warning: {message}; {fix}"));
         }
-        if let Some(warning) = super::review::missing_role_warning(settings.final_review, &triggers)
+        if let Some((message, fix)) = super::review::missing_role(settings.final_review, &triggers)
         {
-            ui.line(&warning);
+            ui.line(&format!("warning: {message}; {fix}"));
         }
         for lock in repo.clear_stale_locks()? {
             ui.line(&format!(

@@ -14,7 +14,7 @@ pub mod planner;
 mod record;
 pub mod result;
 mod revert;
-mod review;
+pub mod review;
 pub mod ui;
 pub mod verify;
 mod workers;

@@ -11,6 +11,7 @@ use super::decide::{self, MAX_FINAL_REVIEWS};
 use super::engine::{Engine, now};
 use crate::error::Error;
 use crate::git::Repo;
+use crate::paths::ROLES_FILE;
 use crate::prompt::ReviewView;
 use crate::roles::Triggers;
 use crate::state::{RunScope, State};
@@ -41,11 +42,15 @@ pub(super) fn open_scope(state: &mut State, repo: &Repo) -> Result<(), Error> {
     Ok(())
 }
 
-/// The warning for a run with `final_review` on whose triggers never
-/// look at a task's kind: its reviews would run without their role.
-pub(super) fn missing_role_warning(enabled: bool, triggers: &Triggers) -> Option<String> {
+/// What is wrong, and the fix, when `final_review` is on but no trigger
+/// looks at a task's kind: the reviews would run without their role
+/// (`ralph run` warns at its start, `ralph doctor` says it too).
+pub fn missing_role(enabled: bool, triggers: &Triggers) -> Option<(String, &'static str)> {
     (enabled && !triggers.read_variable("task_kind")).then(|| {
-        "warning: final_review is on, but no trigger in config/roles.yaml reads task_kind, so the final review gets no final-reviewer role; add `- condition: \"task_kind == 'final_review'\"` with `role: \"final-reviewer\"` as the first trigger (`ralph init` writes roles/final-reviewer.md)".to_owned()
+        (
+            format!("final_review is on, but no trigger in {ROLES_FILE} reads task_kind, so the final review gets no final-reviewer role"),
+            "add `- condition: \"task_kind == 'final_review'\"` with `role: \"final-reviewer\"` as the first trigger (`ralph init` writes roles/final-reviewer.md)",
+        )
     })
 }
 
