@@ -148,6 +148,20 @@ impl State {
         }
     }
 
+    /// Starts run `run_id` on `base` at `now` from this saved state: the
+    /// iterations a crash cut short are counted first (each at most
+    /// `cap`, see [`Self::settle_cut_short`]), then the run's own counters
+    /// and role start over, while each task's progress carries on.
+    pub fn begin_run(&mut self, run_id: String, base: &str, now: DateTime<Utc>, cap: Duration) {
+        self.settle_cut_short(now, cap);
+        self.run_id = run_id;
+        self.started = crate::clock::stamp(now);
+        self.iteration = 0;
+        self.role = None;
+        self.failures.clear();
+        self.base = Some(base.to_owned());
+    }
+
     /// Every role's count, for the trigger context.
     pub fn role_counts(&self) -> BTreeMap<String, i64> {
         self.roles

@@ -207,13 +207,7 @@ impl<'a> Engine<'a> {
         let host = Host::from_process(paths.project())?;
         agent::preflight(&spec, &host)?;
         // Iterations a crash cut short are counted before any budget is.
-        state.settle_cut_short(run_started, settings.agent.timeout);
-        state.run_id = run_id;
-        state.started = now();
-        state.iteration = 0;
-        state.role = None;
-        state.failures.clear();
-        state.base = Some(repo.base().to_owned());
+        state.begin_run(run_id, repo.base(), run_started, settings.agent.timeout);
         super::review::open_scope(&mut state, &repo)?;
         let budgets = Budgets {
             max_iterations: if options.once {
@@ -559,22 +553,31 @@ impl<'a> Engine<'a> {
 
     /// `.stop` or a signal, checked between the steps of a long wait.
     pub(super) fn stop_or_interrupt(&self) -> Result<Next, Error> {
+        let end = self.requested_end();
+        if let Some((RunStatus::Stopped, _)) = end {
+            self.remove_stop_file();
+        }
+        Ok(end)
+    }
+
+    /// How the run must end now, if something asked it to: a signal, or
+    /// `.stop` (left in place: see [`Self::remove_stop_file`]).
+    pub(super) fn requested_end(&self) -> Next {
         if self.interrupted.load(Ordering::SeqCst) {
-            return Ok(Some(interrupted()));
+            return Some(interrupted());
         }
-        if self.paths.stop().exists() {
-            return Ok(Some(self.stopped()));
-        }
-        Ok(None)
+        self.paths.stop().exists().then(stop_requested)
+    }
+
+    /// `.stop` is done with once the run it stopped ends.
+    pub(super) fn remove_stop_file(&self) {
+        let _ = std::fs::remove_file(self.paths.stop());
     }
 
     /// The run's end when `.stop` asked for it (which is removed).
     fn stopped(&self) -> (RunStatus, String) {
-        let _ = std::fs::remove_file(self.paths.stop());
-        (
-            RunStatus::Stopped,
-            format!("{STOP_FILE} asked the run to stop"),
-        )
+        self.remove_stop_file();
+        stop_requested()
     }
 
     /// Waits `duration`, waking for `.stop` and signals.
@@ -659,6 +662,14 @@ pub(super) fn seconds(duration: Duration) -> String {
 /// The run's end when a signal asked for it.
 pub(super) fn interrupted() -> (RunStatus, String) {
     (RunStatus::Interrupted, "interrupted by a signal".to_owned())
+}
+
+/// The run's end when `.stop` asked for it.
+fn stop_requested() -> (RunStatus, String) {
+    (
+        RunStatus::Stopped,
+        format!("{STOP_FILE} asked the run to stop"),
+    )
 }
 
 /// The warning for a run whose open tasks would be merged on the agent's

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
-use super::decide::Budgets;
+use super::decide::{self, Before, Budgets, Ending, Step};
 use super::engine::{Engine, RunOptions, first_complete, interrupted, now};
 use super::iteration::Next;
 use super::result::{RunStatus, TaskOutcome};
@@ -54,6 +54,16 @@ impl Hub {
         if paused.is_none_or(|at| at < until) {
             *paused = Some(until);
         }
+    }
+
+    /// Reserves one of the run's iterations before a worker starts it
+    /// (the run's budget counts every worker's); false when none is left.
+    fn reserve(&self, budgets: &Budgets) -> bool {
+        if self.iterations.fetch_add(1, Ordering::SeqCst) >= budgets.max_iterations {
+            self.iterations.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        true
     }
 
     /// The run's review scope.
@@ -158,15 +168,12 @@ impl<'a> Engine<'a> {
             source,
         })?;
         // Iterations a crash cut short in this worktree count first.
-        state.settle_cut_short(
+        state.begin_run(
+            shared.run_id.clone(),
+            &shared.base,
             crate::clock::now_utc(),
             shared.options.settings.agent.timeout,
         );
-        state.run_id = shared.run_id.clone();
-        state.started = now();
-        state.iteration = 0;
-        state.failures.clear();
-        state.base = Some(shared.base.clone());
         // What an agent left uncommitted when ralph was killed: kept on the
         // branch before anything runs (an unfinished merge stays the
         // agent's to finish).
@@ -215,21 +222,20 @@ impl<'a> Engine<'a> {
         // A run killed between this task's squash commit and its archive.
         self.recover_archived_task()?;
         loop {
-            if self.interrupted.load(Ordering::SeqCst) {
-                return Ok(Some(interrupted()));
-            }
-            // The run's budgets stop every worker after its iteration.
-            if hub.stop.load(Ordering::SeqCst)
-                || hub.iterations.load(Ordering::SeqCst) >= self.budgets.max_iterations
-                || self.run_time_spent()
-            {
-                return Ok(None);
-            }
             let queue = match self.store.load() {
                 Ok(queue) => queue,
                 Err(_) => {
-                    // Broken mid-run: the agent repairs it, the error as evidence.
-                    hub.iterations.fetch_add(1, Ordering::SeqCst);
+                    // Broken mid-run: the agent repairs it, the error as
+                    // evidence, unless the run must end.
+                    if self.interrupted.load(Ordering::SeqCst) {
+                        return Ok(Some(interrupted()));
+                    }
+                    if hub.stop.load(Ordering::SeqCst)
+                        || self.run_time_spent()
+                        || !hub.reserve(&self.budgets)
+                    {
+                        return Ok(None);
+                    }
                     if let Some(end) = self.iterate(id, None)? {
                         return Ok(Some(end));
                     }
@@ -242,19 +248,28 @@ impl<'a> Engine<'a> {
             if queue.done.contains(id.as_str()) || !task.leaf {
                 return Ok(None);
             }
-            let reviewed = self.triggers.read_variable("task_marked_ready_to_complete");
-            match task.status {
-                Status::Blocked => return Ok(None),
-                Status::Complete => self.finish_task(id, Some(&task))?,
-                Status::Ready if !reviewed => self.finish_task(id, Some(&task))?,
-                _ => {
-                    let candidate = self.candidate(&task);
-                    if let Some(reason) =
-                        super::decide::task_budget_spent(&candidate, &self.budgets)
-                    {
-                        self.block(id, &reason)?;
-                        return Ok(None);
-                    }
+            // The loop's own decision, over this worker's one task and the
+            // run's shared counts.
+            let candidate = self.candidate(&task);
+            let seen = Before {
+                interrupted: self.interrupted.load(Ordering::SeqCst),
+                stop_requested: hub.stop.load(Ordering::SeqCst),
+                iterations: hub.iterations.load(Ordering::SeqCst),
+                run_seconds: self.run_seconds(),
+                complete: (task.status == Status::Complete).then(|| candidate.clone()),
+                next: (task.status != Status::Blocked).then_some(candidate),
+                ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
+            };
+            match decide::before(&seen, &self.budgets) {
+                Step::End(Ending::Interrupted) => return Ok(Some(interrupted())),
+                // The run's ending is the run's to say (`parallel_loop`).
+                Step::End(_) => return Ok(None),
+                Step::Finish(_) => self.finish_task(id, Some(&task))?,
+                Step::Block(_, reason) => {
+                    self.block(id, &reason)?;
+                    return Ok(None);
+                }
+                Step::Iterate(_) => {
                     if let Some(left) = hub.paused_for() {
                         self.ui.line(&format!(
                             "{id}: waiting {} for the usage limit another worker hit",
@@ -265,11 +280,7 @@ impl<'a> Engine<'a> {
                         }
                         continue;
                     }
-                    // The run's budget counts every worker's iterations:
-                    // one is reserved before it starts.
-                    if hub.iterations.fetch_add(1, Ordering::SeqCst) >= self.budgets.max_iterations
-                    {
-                        hub.iterations.fetch_sub(1, Ordering::SeqCst);
+                    if !hub.reserve(&self.budgets) {
                         return Ok(None);
                     }
                     if let Some(end) = self.iterate(id, Some(&task))? {
@@ -309,7 +320,8 @@ impl<'a> Engine<'a> {
         std::thread::scope(|scope| -> Result<(), Error> {
             loop {
                 if ending.is_none() {
-                    ending = self.parallel_ending()?;
+                    // `.stop` stays until every worker has stopped.
+                    ending = self.requested_end();
                     if ending.is_some() {
                         hub.stop.store(true, Ordering::SeqCst);
                     }
@@ -416,7 +428,7 @@ impl<'a> Engine<'a> {
         }
         if let Some(ending) = ending {
             if ending.0 == RunStatus::Stopped {
-                let _ = std::fs::remove_file(self.paths.stop());
+                self.remove_stop_file();
             }
             return Ok(ending);
         }
@@ -519,21 +531,6 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(())
-    }
-
-    /// Whether the parallel run must stop handing out work and end: a
-    /// signal, or `.stop` (left in place until every worker has stopped).
-    fn parallel_ending(&self) -> Result<Next, Error> {
-        if self.interrupted.load(Ordering::SeqCst) {
-            return Ok(Some(interrupted()));
-        }
-        if self.paths.stop().exists() {
-            return Ok(Some((
-                RunStatus::Stopped,
-                format!("{} asked the run to stop", crate::paths::STOP_FILE),
-            )));
-        }
-        Ok(None)
     }
 }
 
