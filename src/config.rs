@@ -130,6 +130,20 @@ pub struct AgentSettings {
     pub timeout: Duration,
 }
 
+/// Most parallel workers (`--workers` takes as many).
+pub const MAX_WORKERS: u64 = 64;
+
+/// `workers` when it is a number of agents ralph runs side by side.
+fn check_workers(workers: u64) -> Result<u64, String> {
+    if (1..=MAX_WORKERS).contains(&workers) {
+        Ok(workers)
+    } else {
+        Err(format!(
+            "{workers} is not between 1 and {MAX_WORKERS}; write how many agents work side by side, like 2"
+        ))
+    }
+}
+
 /// Whether a verify command is one of the obvious non-checks: nothing at
 /// all, or a command that exits 0 without looking at anything (`true`,
 /// `:`, `exit 0`). A command that passes for other reasons is the
@@ -294,6 +308,13 @@ impl Settings {
                 ),
             });
         }
+        if let Err(message) = check_workers(settings.workers) {
+            return Err(Error::Invalid {
+                line: (yaml.lines().position(|line| line.starts_with("workers:")))
+                    .map(|index| index + 1),
+                message: format!("workers: {message}"),
+            });
+        }
         for (key, commands) in [
             ("task", &settings.verify.task),
             ("run", &settings.verify.run),
@@ -390,7 +411,7 @@ impl Settings {
                 "RALPH_AGENT_COMMAND" => self.agent.command = text(),
                 "RALPH_AGENT_MODEL" => self.agent.model = text(),
                 "RALPH_AGENT_TIMEOUT" => self.agent.timeout = duration()?,
-                "RALPH_WORKERS" => self.workers = count()?,
+                "RALPH_WORKERS" => self.workers = check_workers(count()?).map_err(fail)?,
                 "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
                 "RALPH_MAX_RUN_MINUTES" => self.max_run_minutes = minutes()?,
                 "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
@@ -631,6 +652,31 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "RALPH_MAX_TASK_MINUTES: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit"
+        );
+    }
+
+    #[test]
+    fn workers_are_between_1_and_64() {
+        let refused = |yaml: &str| match Settings::parse(yaml) {
+            Err(Error::Invalid { line, message }) => (line, message),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            refused("max_iterations: 5\nworkers: 0\n"),
+            (
+                Some(2),
+                "workers: 0 is not between 1 and 64; write how many agents work side by side, like 2".to_owned()
+            )
+        );
+        assert_eq!(refused("workers: 65\n").0, Some(1));
+        assert_eq!(Settings::parse("workers: 64\n").unwrap().workers, 64);
+        let mut settings = Settings::default();
+        let err = settings
+            .apply_env(|name| (name == "RALPH_WORKERS").then(|| "100".to_owned()))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "RALPH_WORKERS: 100 is not between 1 and 64; write how many agents work side by side, like 2"
         );
     }
 

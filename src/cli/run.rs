@@ -36,7 +36,7 @@ interrupted.";
 #[command(after_help = SETTINGS_HELP)]
 pub struct RunArgs {
     /// Agents working side by side, each on its own task in its own git worktree [default: workers, 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::config::MAX_WORKERS))]
     pub workers: Option<u64>,
     /// Iterations for this run [default: max_iterations, 50]
     #[arg(long, value_name = "N")]

@@ -279,7 +279,7 @@ impl<'a> Engine<'a> {
             self.ui.line(&warning);
         }
         self.record(None, "run", "started", "run started", Map::new())?;
-        let workers = self.options.settings.workers.clamp(1, 64) as u32;
+        let workers = self.options.settings.workers as u32;
         let ending = if workers > 1 {
             self.parallel_loop(workers)
         } else {
