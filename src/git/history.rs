@@ -50,14 +50,23 @@ impl super::Repo {
     /// the trailer line `trailer` (`Completes: A.1`): a squash that already
     /// landed is never made twice.
     pub fn base_has_trailer(&self, trailer: &str, limit: usize) -> Result<bool> {
+        let wanted = [trailer.to_owned()];
+        Ok(self.base_lacks_trailers(&wanted, limit)?.is_empty())
+    }
+
+    /// Those of `trailers` that none of the base's last `limit` commits
+    /// (first parents) has, in their order: one walk for all of them.
+    pub fn base_lacks_trailers(&self, trailers: &[String], limit: usize) -> Result<Vec<String>> {
+        let mut missing: Vec<String> = trailers.to_vec();
         for commit in self.base_commits(limit)? {
+            if missing.is_empty() {
+                break;
+            }
             let commit = commit?;
             let message = String::from_utf8_lossy(commit.message_bytes());
-            if message.lines().any(|line| line.trim_end() == trailer) {
-                return Ok(true);
-            }
+            missing.retain(|trailer| !message.lines().any(|line| line.trim_end() == trailer));
         }
-        Ok(false)
+        Ok(missing)
     }
 
     /// The last `limit` commits of the base branch, newest first (first

@@ -312,13 +312,7 @@ impl Engine<'_> {
 
     /// Those of `trailers` the base's recent history lacks.
     fn missing_trailers(&self, trailers: Vec<String>) -> Result<Vec<String>, Error> {
-        let mut missing = Vec::new();
-        for trailer in trailers {
-            if !self.base().base_has_trailer(&trailer, 1000)? {
-                missing.push(trailer);
-            }
-        }
-        Ok(missing)
+        Ok(self.base().base_lacks_trailers(&trailers, 1000)?)
     }
 
     /// A crash between a task's squash commit and its archive leaves the

@@ -52,3 +52,36 @@ fn base_changes_since_counts_lines_renames_and_binaries_without_the_queue() {
     assert!(!git.base_descends_from(&start));
     assert!(!git.base_descends_from("not a commit"));
 }
+
+#[test]
+fn the_trailers_the_base_lacks_are_found_in_one_walk_within_the_limit() {
+    let repo = project();
+    repo.git(&[
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "[A] first\n\nCompletes: A.1\nCompletes: A",
+    ]);
+    repo.commit_file("b.txt", "b\n", "[B] second\n\nCompletes: B");
+    let git = open(&repo);
+    let wanted: Vec<String> = [
+        "Completes: A",
+        "Completes: C",
+        "Completes: B",
+        "Completes: A.1",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    assert_eq!(
+        git.base_lacks_trailers(&wanted, 1000).unwrap(),
+        ["Completes: C"]
+    );
+    // Only the last commit is looked at: A's trailers are out of reach.
+    assert_eq!(
+        git.base_lacks_trailers(&wanted, 1).unwrap(),
+        ["Completes: A", "Completes: C", "Completes: A.1"]
+    );
+    assert!(git.base_has_trailer("Completes: B", 1).unwrap());
+    assert!(!git.base_has_trailer("Completes: A.", 1000).unwrap());
+}
