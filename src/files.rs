@@ -227,6 +227,14 @@ pub fn temp_owner(file: &str, name: &str) -> Option<u32> {
         .ok()
 }
 
+/// Removes file `path`; one already gone is fine.
+pub fn remove_if_exists(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+        _ => Ok(()),
+    }
+}
+
 /// Removes the temp files of `write_atomic` for `path` (beside it) that a
 /// writer left behind when it died (its pid no longer runs). Returns how
 /// many.

@@ -308,10 +308,7 @@ impl Repo {
             Some((base, tree)) => {
                 crate::files::write_atomic(&path, format!("{base} {tree}\n").as_bytes()).map_err(io)
             }
-            None => match std::fs::remove_file(&path) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io(err)),
-                _ => Ok(()),
-            },
+            None => crate::files::remove_if_exists(&path).map_err(io),
         }
     }
 

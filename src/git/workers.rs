@@ -148,10 +148,7 @@ impl Repo {
             if std::fs::read_link(&link).is_ok_and(|at| at == target) {
                 continue;
             }
-            match std::fs::remove_file(&link) {
-                Err(err) if err.kind() != std::io::ErrorKind::NotFound => return Err(io(err)),
-                _ => {}
-            }
+            crate::files::remove_if_exists(&link).map_err(io)?;
             std::os::unix::fs::symlink(&target, &link).map_err(io)?;
             linked.push(file.rel.as_str());
         }

@@ -88,15 +88,10 @@ impl Store {
     pub fn unwatch(&self) -> Result<Known> {
         let _lock = self.lock()?;
         let watch = self.paths.queue_watch();
-        match fs::remove_file(&watch) {
-            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::Io {
-                    path: watch,
-                    source: err,
-                });
-            }
-            _ => {}
-        }
+        crate::files::remove_if_exists(&watch).map_err(|source| Error::Io {
+            path: watch.clone(),
+            source,
+        })?;
         self.known()
     }
 
