@@ -331,6 +331,14 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The project's settings as a command runs with them: the file (or the
+    /// defaults), then the process's `RALPH_*` variables over it.
+    pub fn load_with_env(paths: &crate::paths::Paths) -> Result<Settings, Error> {
+        let mut settings = Settings::load(paths)?;
+        settings.apply_env(|name| std::env::var(name).ok())?;
+        Ok(settings)
+    }
+
     /// Loads the project's settings; a missing file gives the defaults.
     pub fn load(paths: &crate::paths::Paths) -> Result<Settings, Error> {
         let path = paths.settings();

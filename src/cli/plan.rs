@@ -99,8 +99,7 @@ fn with_agent(
     document: &str,
     bytes: &[u8],
 ) -> Result<Outcome, Error> {
-    let mut settings = crate::config::Settings::load(&context.paths)?;
-    settings.apply_env(|name| std::env::var(name).ok())?;
+    let settings = crate::config::Settings::load_with_env(&context.paths)?;
     let text = String::from_utf8_lossy(bytes);
     let request = crate::runner::planner::PlannerRequest {
         document,

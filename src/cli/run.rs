@@ -94,8 +94,7 @@ pub(super) fn interrupt_flag() -> &'static AtomicBool {
 
 /// Runs `ralph run`.
 pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
-    let mut settings = Settings::load(&context.paths)?;
-    settings.apply_env(|name| std::env::var(name).ok())?;
+    let mut settings = Settings::load_with_env(&context.paths)?;
     if let Some(n) = args.max_iterations {
         settings.max_iterations = n;
     }

@@ -84,8 +84,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         .save(&out_dir)
         .map_err(io(out_dir.join(super::output::RESULT_FILE)))?;
 
-    let mut settings = Settings::load(&paths)?;
-    settings.apply_env(|name| std::env::var(name).ok())?;
+    let mut settings = Settings::load_with_env(&paths)?;
     apply_input(&mut settings, &input);
     let options = RunOptions {
         settings,
