@@ -191,6 +191,28 @@ fn an_archived_requirement_is_not_planned_again() {
     p.ralph(&["task", "validate"]).success();
 }
 
+#[test]
+fn a_container_made_a_leaf_by_hand_holds_new_requirements_again() {
+    let p = planned("# Small\n\n- FR-1: one\n");
+    // By hand: its one task deleted, the container made a leaf.
+    let container = p
+        .read("tasks.jsonl")
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"leaf\":false", "\"leaf\":true");
+    std::fs::write(p.path().join("tasks.jsonl"), format!("{container}\n")).unwrap();
+    p.ralph(&["task", "validate"]).success();
+    p.ralph(&["plan", "prds/auth.md"])
+        .ok("prds/auth.md: added 1 task (1 planned before)
+  A  Small
++   A.1  FR-1: one
+note: A is now a container (\"leaf\": false)
+");
+    assert_eq!(lines(&p)[0]["leaf"], false);
+    p.ralph(&["task", "validate"]).success();
+}
+
 /// snarktank/ralph's published `prd.json` shape, written by hand, with
 /// ralph-tui's `dependsOn`.
 const PRD_JSON: &str = r#"{
