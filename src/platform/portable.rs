@@ -26,10 +26,15 @@ impl Watch {
 
 /// Swaps in three steps: a second name for `b` (a hard link), `a` renamed
 /// over `b`, then that second name renamed to `a`. Not atomic: a file
-/// renamed over `b` between the first two steps is lost. But a write into
-/// the old `b` (an append, an editor writing in place) lands in the file
-/// that ends up at `a`, where the caller looks for it.
+/// renamed over `b` between the first two steps would be lost, so `b` is
+/// looked at again just before the second, and a `b` that is no longer
+/// the file linked calls the swap off as `NotFound` (for the caller, a
+/// change like a deletion), leaving only the moment between that look and
+/// the rename. A write into the old `b` (an append, an editor writing in
+/// place) lands in the file that ends up at `a`, where the caller looks
+/// for it.
 pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
     let mut name = b.as_os_str().to_owned();
     name.push(format!(".swap-{}", std::process::id()));
     let old = PathBuf::from(name);
@@ -38,6 +43,12 @@ pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(err),
         // No hard links here: the caller renames.
         Err(_) => return Ok(false),
+    }
+    let identity = |path: &Path| std::fs::metadata(path).map(|meta| (meta.dev(), meta.ino()));
+    let linked = identity(&old);
+    if linked.is_err() || identity(b).ok() != linked.ok() {
+        let _ = std::fs::remove_file(&old);
+        return Err(io::ErrorKind::NotFound.into());
     }
     if let Err(err) = std::fs::rename(a, b) {
         let _ = std::fs::remove_file(&old);
