@@ -114,6 +114,22 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
     Ok(false)
 }
 
+/// The files of somebody else's that swaps over `path` had to move aside
+/// ([`displaced`]), in name order.
+pub fn displaced_copies(path: &Path) -> Vec<PathBuf> {
+    let prefix = format!("{}.displaced-", file_name(path));
+    let Ok(entries) = fs::read_dir(parent_dir(path)) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|entry| entry.path())
+        .collect();
+    found.sort();
+    found
+}
+
 /// Where a file of somebody else's that ralph had to move is kept: named
 /// `tasks.jsonl.<...>`, so git never takes it into a commit.
 fn displaced(path: &Path) -> PathBuf {

@@ -35,6 +35,9 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
             counts.archived
         ),
     );
+    for (message, fix) in Store::open(paths).displaced() {
+        found.warning("queue", &message, &fix);
+    }
     if let Some(torn) = queue.done.torn() {
         found.warning(
             "queue",

@@ -278,6 +278,9 @@ impl<'a> Engine<'a> {
         if let Some(warning) = unverified_warning(&self.options.settings.verify.task, &self.store) {
             self.ui.line(&warning);
         }
+        for (message, fix) in self.store.displaced() {
+            self.ui.line(&format!("warning: {message}; {fix}"));
+        }
         self.record(None, "run", "started", "run started", Map::new())?;
         let workers = self.options.settings.workers as u32;
         let ending = if workers > 1 {

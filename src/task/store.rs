@@ -28,6 +28,26 @@ impl Store {
         }
     }
 
+    /// The versions of the queue files somebody else wrote that ralph had
+    /// to move aside (the file was replaced twice while ralph replaced
+    /// it), each as what was found and the fix. Nothing of theirs is lost
+    /// there, but nothing in them is in the queue either.
+    pub fn displaced(&self) -> Vec<(String, String)> {
+        [self.paths.tasks(), self.paths.done()]
+            .iter()
+            .flat_map(|file| {
+                let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                files::displaced_copies(file).into_iter().map(move |copy| {
+                    let copy = copy.file_name().unwrap_or_default().to_string_lossy().into_owned();
+                    (
+                        format!("{copy} holds a version of {name} that ralph moved aside: {name} was replaced twice while ralph was replacing it"),
+                        format!("compare it with {name}, copy back any task lines it alone has, then delete it"),
+                    )
+                })
+            })
+            .collect()
+    }
+
     /// Reads and validates both files without locking: ralph's writers
     /// replace `tasks.jsonl` atomically, and a file still being rewritten in
     /// place (an editor) is read once it has settled.

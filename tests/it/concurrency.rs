@@ -146,3 +146,35 @@ fn a_second_run_is_refused_while_one_runs_and_works_once_it_is_killed() {
         "{third:#?}"
     );
 }
+
+/// A version of `tasks.jsonl` a swap had to move aside (the file replaced
+/// twice while ralph replaced it) is named at the run's start and by the
+/// doctor, until a person merges it and deletes it.
+#[test]
+fn a_version_moved_aside_is_named_until_it_is_dealt_with() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(AGENT)
+        .file(
+            "tasks.jsonl.displaced-4242",
+            "{\"id\":\"B\",\"title\":\"theirs\",\"status\":\"pending\",\"leaf\":true}\n",
+        );
+    let said = "tasks.jsonl.displaced-4242 holds a version of tasks.jsonl that ralph moved aside: tasks.jsonl was replaced twice while ralph was replacing it; compare it with tasks.jsonl, copy back any task lines it alone has, then delete it";
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(&format!("\nwarning: {said}\n")),
+        "{run:#?}"
+    );
+    let doctor = project.ralph(&["doctor"]);
+    assert!(
+        doctor
+            .stdout
+            .contains(&format!("\nwarning: queue: {said}\n")),
+        "{doctor:#?}"
+    );
+    std::fs::remove_file(project.path().join("tasks.jsonl.displaced-4242")).unwrap();
+    let doctor = project.ralph(&["doctor"]);
+    assert!(!doctor.stdout.contains("displaced"), "{doctor:#?}");
+}
