@@ -1,7 +1,7 @@
 //! The base branch's history: its first parents, who made what it gained
 //! during an iteration, and what it gained over a whole run.
 
-use git2::{Delta, DiffOptions};
+use git2::DiffOptions;
 
 use super::error::{Context, Result};
 use super::{BranchCommit, CommitId};
@@ -141,14 +141,7 @@ impl super::Repo {
         let mut files = Vec::new();
         for index in 0..diff.deltas().len() {
             let delta = diff.get_delta(index).expect("an index below the count");
-            let file = match delta.status() {
-                Delta::Deleted => delta.old_file(),
-                _ => delta.new_file(),
-            };
-            let path = file
-                .path_bytes()
-                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                .unwrap_or_default();
+            let path = super::work::delta_path(&delta);
             if self.is_queue_file(&path) {
                 continue;
             }

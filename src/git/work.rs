@@ -77,14 +77,7 @@ impl Repo {
         diff.find_similar(None).doing("find renames")?;
         let mut paths = Vec::new();
         for delta in diff.deltas() {
-            let file = match delta.status() {
-                Delta::Deleted => delta.old_file(),
-                _ => delta.new_file(),
-            };
-            let path = file
-                .path_bytes()
-                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                .unwrap_or_default();
+            let path = delta_path(&delta);
             if !self.is_queue_file(&path) {
                 paths.push(path);
             }
@@ -281,4 +274,16 @@ impl Repo {
         }
         Ok(commits)
     }
+}
+
+/// The path a diff entry is about: the old one for a deletion, else the
+/// new one (a rename's destination).
+pub(super) fn delta_path(delta: &git2::DiffDelta<'_>) -> String {
+    let file = match delta.status() {
+        Delta::Deleted => delta.old_file(),
+        _ => delta.new_file(),
+    };
+    file.path_bytes()
+        .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+        .unwrap_or_default()
 }
