@@ -664,6 +664,37 @@ mod tests {
     }
 
     #[test]
+    fn a_push_or_delivery_variable_of_another_value_names_the_choices() {
+        let refused = |name: &str, value: &str| {
+            let mut settings = Settings::default();
+            settings
+                .apply_env(|asked| (asked == name).then(|| value.to_owned()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refused("RALPH_GIT_PUSH", "always"),
+            "RALPH_GIT_PUSH: \"always\" is not a push setting; use never, on_merge or on_exit"
+        );
+        assert_eq!(
+            refused("RALPH_DELIVERY", "github"),
+            "RALPH_DELIVERY: \"github\" is not a delivery; use local or pr"
+        );
+        let mut settings = Settings::default();
+        settings
+            .apply_env(|name| match name {
+                "RALPH_GIT_PUSH" => Some("on_exit".to_owned()),
+                "RALPH_DELIVERY" => Some("pr".to_owned()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            (settings.git.push, settings.delivery),
+            (Push::OnExit, Delivery::Pr)
+        );
+    }
+
+    #[test]
     fn workers_are_between_1_and_64() {
         let refused = |yaml: &str| match Settings::parse(yaml) {
             Err(Error::Invalid { line, message }) => (line, message),

@@ -351,6 +351,17 @@ mod tests {
             "$.repo_path: \"repo\" must be an absolute path"
         );
         assert_eq!(
+            with(r#""run_id": "run_20260213_abc123""#, r#""run_id": "../up""#),
+            "$.run_id: \"../up\" must be letters, digits, '-', '_' or '.' (it names files), not starting with '.'"
+        );
+        assert_eq!(
+            with(r#""model_hint": "opencode""#, r#""model_hint": 7"#),
+            format!(
+                "$.agent.model_hint: must be a preset name ({}) or a model, not 7",
+                crate::config::PRESETS.join(", ")
+            )
+        );
+        assert_eq!(
             with(
                 r#""working_branch": "feature/example""#,
                 r#""working_branch": "a b""#

@@ -308,6 +308,10 @@ fn each_mistake_in_a_document_names_its_line() {
             "x.md:3: requirements depend on each other in a circle (FR-1 -> FR-2 -> FR-1); remove one of these \"Depends on\" entries",
         ),
         (
+            "# X\n\n- FR-1: a\n  Depends on: FR-1\n",
+            "x.md:4: FR-1 depends on itself; remove it from \"Depends on\"",
+        ),
+        (
             "# X\n\n- FR-1: a\n- FR-1: b\n",
             "x.md:4: FR-1 is defined twice (first on line 3); give each requirement its own id",
         ),
