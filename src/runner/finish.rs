@@ -560,10 +560,14 @@ impl Engine<'_> {
         self.record(Some(id), "merge", "ok", detail, extra)?;
         self.state.tasks.remove(id.as_str());
         let squashed = commit.is_some();
-        self.task_ended(id, "merged", commit, detail)?;
-        if let Some(outcome) = self.outcomes.last_mut() {
-            outcome.verified = Some(verified);
-        }
+        self.note_merged(id.as_str());
+        self.end_task(TaskOutcome {
+            task: id.to_string(),
+            outcome: "merged".to_owned(),
+            commit,
+            detail: detail.to_owned(),
+            verified: Some(verified),
+        })?;
         if squashed && self.options.settings.git.push == crate::config::Push::OnMerge {
             let _turn = self.merge_turn();
             // The run stops before its next iteration (see `main_loop`).
@@ -581,16 +585,17 @@ impl Engine<'_> {
         commit: Option<String>,
         detail: &str,
     ) -> Result<(), Error> {
-        if outcome == "merged" {
-            self.note_merged(id.as_str());
-        }
-        self.outcomes.push(TaskOutcome {
+        self.end_task(TaskOutcome {
             task: id.to_string(),
             outcome: outcome.to_owned(),
             commit,
             detail: detail.to_owned(),
             verified: None,
-        });
+        })
+    }
+
+    fn end_task(&mut self, outcome: TaskOutcome) -> Result<(), Error> {
+        self.outcomes.push(outcome);
         self.state.current_task = None;
         self.save_state()
     }
