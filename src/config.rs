@@ -663,6 +663,14 @@ mod tests {
         );
     }
 
+    /// The line and message `yaml` is refused with.
+    fn refused(yaml: &str) -> (Option<usize>, String) {
+        match Settings::parse(yaml) {
+            Err(Error::Invalid { line, message }) => (line, message),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn a_push_or_delivery_variable_of_another_value_names_the_choices() {
         let refused = |name: &str, value: &str| {
@@ -696,10 +704,6 @@ mod tests {
 
     #[test]
     fn workers_are_between_1_and_64() {
-        let refused = |yaml: &str| match Settings::parse(yaml) {
-            Err(Error::Invalid { line, message }) => (line, message),
-            other => panic!("{other:?}"),
-        };
         assert_eq!(
             refused("max_iterations: 5\nworkers: 0\n"),
             (
@@ -742,10 +746,6 @@ mod tests {
         ] {
             assert!(!checks_nothing(command), "{command:?}");
         }
-        let refused = |yaml: &str| match Settings::parse(yaml) {
-            Err(Error::Invalid { line, message }) => (line, message),
-            other => panic!("{other:?}"),
-        };
         assert_eq!(
             refused("verify:\n  task:\n    - cargo test\n    - \"exit 0\"  # placeholder\n"),
             (
