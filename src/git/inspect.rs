@@ -77,7 +77,7 @@ impl Repo {
     }
 
     /// Whether commit `at` is the base's tip or one of its ancestors.
-    fn is_behind_base(&self, at: &str) -> Result<bool> {
+    pub(super) fn is_behind_base(&self, at: &str) -> Result<bool> {
         let head = git2::Oid::from_str(at).doing("read HEAD")?;
         let base = self.tip(&self.base)?.id();
         Ok(head == base

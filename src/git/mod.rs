@@ -275,11 +275,7 @@ impl Repo {
             return Ok(None);
         };
         self.check_no_operation()?;
-        let head = git2::Oid::from_str(at.as_str()).doing("read HEAD")?;
-        let base = self.tip(&self.base)?.id();
-        let behind = head == base
-            || (self.git.graph_descendant_of(base, head)).doing("compare HEAD with the base")?;
-        if !behind {
+        if !self.is_behind_base(at.as_str())? {
             return Ok(None);
         }
         self.check_clean()?;
