@@ -108,6 +108,9 @@ pub struct Context {
     /// Whether this is an agent's command inside a run (`RALPH_RUN_ID` is
     /// set): text it writes to the queue is then masked like the logs.
     pub in_run: bool,
+    /// The folder ralph was started in, which relative paths on the
+    /// command line are relative to.
+    pub cwd: PathBuf,
 }
 
 /// Parses the command line, runs the command, prints, and returns the exit code.
@@ -175,6 +178,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         now: crate::clock::now(),
         json: cli.json,
         in_run: std::env::var_os("RALPH_RUN_ID").is_some(),
+        cwd,
     };
     match cli.command {
         Command::BenchGen(args) => bench_gen::run(&args, &context),

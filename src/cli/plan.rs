@@ -55,7 +55,8 @@ pub fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
         let out_dir = args.out_dir.as_deref().expect("clap requires --out-dir");
         return contract_plan(input, out_dir, context);
     };
-    let (document, path) = document_name(prd, &context.paths)?;
+    let path = context.cwd.join(prd);
+    let document = document_name(&path, &context.paths);
     let shown = prd.display().to_string();
     let bytes = std::fs::read(&path).map_err(|err| plan::Error {
         file: shown.clone(),
@@ -172,26 +173,21 @@ fn contract_plan(input_path: &Path, out_dir: &Path, context: &Context) -> Result
     )))
 }
 
-/// The document's name in `source`: its path from the project root with
-/// `/` separators, or its absolute path when it lies outside the project.
-fn document_name(prd: &Path, paths: &crate::paths::Paths) -> Result<(String, PathBuf), Error> {
-    let cwd = std::env::current_dir().map_err(|source| Error::Io {
-        path: PathBuf::from("."),
-        source,
-    })?;
-    let path = cwd.join(prd);
-    let absolute = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+/// The name in `source` of the document at `path` (absolute): its path
+/// from the project root with `/` separators, or its absolute path when
+/// it lies outside the project.
+fn document_name(path: &Path, paths: &crate::paths::Paths) -> String {
+    let absolute = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     let root =
         std::fs::canonicalize(paths.project()).unwrap_or_else(|_| paths.project().to_owned());
-    let name = match absolute.strip_prefix(&root) {
+    match absolute.strip_prefix(&root) {
         Ok(relative) => relative
             .components()
             .map(|part| part.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
             .join("/"),
         Err(_) => absolute.to_string_lossy().into_owned(),
-    };
-    Ok((name, path))
+    }
 }
 
 /// What became of each planned task.
