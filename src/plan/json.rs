@@ -83,7 +83,7 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
         }
     };
     let mut skipped = Vec::new();
-    let mut ids: HashMap<String, (Option<usize>, usize)> = HashMap::new();
+    let mut ids: super::Ids = HashMap::new();
     let mut wanted: Vec<(usize, Vec<String>, usize)> = Vec::new();
     for (position, story) in stories.iter().enumerate() {
         let at = format!("userStories[{position}]: ");
@@ -173,13 +173,9 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
     }
     for (index, deps, position) in wanted {
         for dep in deps {
-            match ids.get(&dep) {
-                Some((Some(target), _)) if *target != index => {
-                    if !nodes[index].deps.contains(target) {
-                        nodes[index].deps.push(*target);
-                    }
-                }
-                Some((Some(_), _)) => {
+            match super::depend(&mut nodes, &ids, index, &dep) {
+                Ok(()) => {}
+                Err(super::Unresolved::Itself) => {
                     return Err((
                         None,
                         format!(
@@ -187,8 +183,7 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
                         ),
                     ));
                 }
-                Some((None, _)) => {}
-                None => {
+                Err(super::Unresolved::Unknown) => {
                     return Err((
                         None,
                         format!(

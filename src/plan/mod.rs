@@ -11,6 +11,7 @@ mod json;
 mod markdown;
 mod order;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use crate::exit::Exit;
@@ -138,6 +139,33 @@ pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
         ));
     }
     Ok(order::arrange(document, draft))
+}
+
+/// Why a dependency of a requirement does not resolve.
+enum Unresolved {
+    /// No requirement of the document has the id.
+    Unknown,
+    /// The id is the requirement's own.
+    Itself,
+}
+
+/// Requirement id -> its node (`None`: ticked, done already) and line.
+type Ids = HashMap<String, (Option<usize>, usize)>;
+
+/// Adds the requirement `id` to the deps of `nodes[node]` once; a ticked
+/// one is done already and adds nothing.
+fn depend(nodes: &mut [Node], ids: &Ids, node: usize, id: &str) -> Result<(), Unresolved> {
+    match ids.get(id) {
+        None => Err(Unresolved::Unknown),
+        Some((Some(dep), _)) if *dep == node => Err(Unresolved::Itself),
+        Some((Some(dep), _)) => {
+            if !nodes[node].deps.contains(dep) {
+                nodes[node].deps.push(*dep);
+            }
+            Ok(())
+        }
+        Some((None, _)) => Ok(()),
+    }
 }
 
 /// A dependency cycle among the nodes, if any, in dependency order.

@@ -52,7 +52,7 @@ struct Reader<'a> {
     /// The document's own prose (before the first section).
     prose: Vec<usize>,
     /// Requirement id -> (node or None when ticked, line).
-    ids: HashMap<String, (Option<usize>, usize)>,
+    ids: super::Ids,
     /// Keys given out, to keep them unique.
     keys: HashMap<String, usize>,
     /// Per node: the `Depends on` ids and the line naming them.
@@ -443,8 +443,9 @@ impl Reader<'_> {
     /// Resolves `Depends on` ids into node indexes and checks for cycles.
     fn finish(mut self) -> Result<Draft, Failure> {
         for (node, id, number) in std::mem::take(&mut self.wanted) {
-            match self.ids.get(&id) {
-                None => {
+            match super::depend(&mut self.nodes, &self.ids, node, &id) {
+                Ok(()) => {}
+                Err(super::Unresolved::Unknown) => {
                     let this = self.nodes[node]
                         .requirement
                         .clone()
@@ -456,19 +457,12 @@ impl Reader<'_> {
                         ),
                     ));
                 }
-                Some((Some(dep), _)) if *dep == node => {
+                Err(super::Unresolved::Itself) => {
                     return Err((
                         number,
                         format!("{id} depends on itself; remove it from \"Depends on\""),
                     ));
                 }
-                Some((Some(dep), _)) => {
-                    if !self.nodes[node].deps.contains(dep) {
-                        self.nodes[node].deps.push(*dep);
-                    }
-                }
-                // Ticked: done already.
-                Some((None, _)) => {}
             }
         }
         if let Some(cycle) = super::find_cycle(&self.nodes) {
