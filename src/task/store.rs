@@ -156,11 +156,7 @@ impl Store {
     /// Complete records are never touched.
     fn quarantine(&self, torn: &Torn) -> Result<Change> {
         let io = |path: PathBuf| move |source| Error::Io { path, source };
-        let dir = self.paths.quarantine_dir();
-        fs::create_dir_all(&dir).map_err(io(dir.clone()))?;
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-        let kept = dir.join(format!("{DONE_FILE}.line{}.{stamp}.torn", torn.line));
-        files::write_atomic(&kept, &torn.bytes).map_err(io(kept.clone()))?;
+        let kept = self.keep_aside(&format!(".line{}", torn.line), "torn", &torn.bytes)?;
         let path = self.paths.done();
         let file = OpenOptions::new()
             .write(true)
@@ -170,11 +166,23 @@ impl Store {
         file.sync_all().map_err(io(path))?;
         Ok(Change::TornLineMoved {
             line: torn.line,
-            to: kept
-                .strip_prefix(self.paths.project())
-                .unwrap_or(&kept)
-                .to_owned(),
+            to: kept,
         })
+    }
+
+    /// Keeps archive `bytes` in `.ralph/quarantine/`, in a file named
+    /// `tasks-done.jsonl<tag>.<time>.<kind>`; returns its project path.
+    pub(super) fn keep_aside(&self, tag: &str, kind: &str, bytes: &[u8]) -> Result<PathBuf> {
+        let io = |path: PathBuf| move |source| Error::Io { path, source };
+        let dir = self.paths.quarantine_dir();
+        fs::create_dir_all(&dir).map_err(io(dir.clone()))?;
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let kept = dir.join(format!("{DONE_FILE}{tag}.{stamp}.{kind}"));
+        files::write_atomic(&kept, bytes).map_err(io(kept.clone()))?;
+        Ok(kept
+            .strip_prefix(self.paths.project())
+            .unwrap_or(&kept)
+            .to_owned())
     }
 
     pub(super) fn read(&self, path: &Path) -> Result<Vec<u8>> {

@@ -205,26 +205,12 @@ impl Store {
     /// Keeps archive lines nobody wrote through the store in a file of
     /// their own under `.ralph/quarantine/`; returns its project path.
     fn quarantine_lines(&self, foreign: &[&[u8]]) -> Result<PathBuf> {
-        let dir = self.paths.quarantine_dir();
-        fs::create_dir_all(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?;
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-        let kept = dir.join(format!("{DONE_FILE}.{stamp}.foreign"));
         let mut bytes = Vec::new();
         for line in foreign {
             bytes.extend_from_slice(line);
             bytes.push(b'\n');
         }
-        files::write_atomic(&kept, &bytes).map_err(|source| Error::Io {
-            path: kept.clone(),
-            source,
-        })?;
-        Ok(kept
-            .strip_prefix(self.paths.project())
-            .unwrap_or(&kept)
-            .to_owned())
+        self.keep_aside("", "foreign", &bytes)
     }
 
     /// Replaces `copy` with `bytes` unless it holds them already.
