@@ -23,6 +23,15 @@ impl Repo {
         if self.branch_exists(&wanted)? {
             return Ok(Some(wanted));
         }
+        let mut found: Vec<String> = (self.task_branches()?.into_iter())
+            .filter(|name| slug::is_branch_of(name, &self.prefix, id))
+            .collect();
+        found.sort();
+        Ok(found.into_iter().next())
+    }
+
+    /// The local branches named with the task prefix.
+    pub(super) fn task_branches(&self) -> Result<Vec<String>> {
         let mut found = Vec::new();
         let branches = self
             .git
@@ -31,13 +40,12 @@ impl Repo {
         for branch in branches {
             let (branch, _) = branch.doing("list branches")?;
             if let Some(name) = branch.name().doing("read a branch name")?
-                && slug::is_branch_of(name, &self.prefix, id)
+                && name.starts_with(&self.prefix)
             {
                 found.push(name.to_owned());
             }
         }
-        found.sort();
-        Ok(found.into_iter().next())
+        Ok(found)
     }
 
     /// Claims task `id`: reuses its existing branch (a resume) or creates

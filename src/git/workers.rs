@@ -346,28 +346,13 @@ impl Repo {
     /// The task branches left for tasks `ids` (archived ones, say), as
     /// `(branch, id)`.
     pub fn branches_of(&self, ids: &[&str]) -> Result<Vec<(String, String)>> {
-        let mut found = Vec::new();
-        let branches = self
-            .git
-            .branches(Some(git2::BranchType::Local))
-            .map_err(|source| Error::Git {
-                action: "list branches".to_owned(),
-                source,
-            })?;
-        for branch in branches.flatten() {
-            let Ok(Some(name)) = branch.0.name() else {
-                continue;
-            };
-            if !name.starts_with(&self.prefix) {
-                continue;
-            }
-            if let Some(id) = ids
-                .iter()
-                .find(|id| super::slug::is_branch_of(name, &self.prefix, id))
-            {
-                found.push((name.to_owned(), (*id).to_owned()));
-            }
-        }
-        Ok(found)
+        Ok((self.task_branches()?.into_iter())
+            .filter_map(|name| {
+                let id = ids
+                    .iter()
+                    .find(|id| super::slug::is_branch_of(&name, &self.prefix, id))?;
+                Some((name, (*id).to_owned()))
+            })
+            .collect())
     }
 }
