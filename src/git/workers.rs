@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use super::Repo;
-use super::error::{Error, Result};
+use super::error::{Context, Error, Result, io_error};
 use super::slug::branch_name;
 use crate::paths::WORKTREES_DIR;
 
@@ -33,10 +33,7 @@ fn removed_name(tree: &Path) -> PathBuf {
 /// Deletes `folder` and everything in it, if it exists.
 fn remove_folder(folder: &Path) -> Result<()> {
     match std::fs::remove_dir_all(folder) {
-        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(Error::Io {
-            path: folder.to_owned(),
-            source: err,
-        }),
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(io_error(folder)(err)),
         _ => Ok(()),
     }
 }
@@ -110,10 +107,7 @@ impl Repo {
     /// the base) does not have committed: the links stand in for them.
     fn check_queue_committed(&self, branch: &str, resumed: bool) -> Result<()> {
         let tip = self.tip(if resumed { branch } else { &self.base })?;
-        let tree = tip.tree().map_err(|source| Error::Git {
-            action: "read the base's tree".to_owned(),
-            source,
-        })?;
+        let tree = tip.tree().doing("read the base's tree")?;
         match self
             .queue
             .iter()
@@ -141,15 +135,11 @@ impl Repo {
             let name = file.rel.rsplit('/').next().unwrap_or(&file.rel);
             let target = project.join(name);
             let link = tree.join(&file.rel);
-            let io = |source| Error::Io {
-                path: link.clone(),
-                source,
-            };
             if std::fs::read_link(&link).is_ok_and(|at| at == target) {
                 continue;
             }
-            crate::files::remove_if_exists(&link).map_err(io)?;
-            std::os::unix::fs::symlink(&target, &link).map_err(io)?;
+            crate::files::remove_if_exists(&link).map_err(io_error(&link))?;
+            std::os::unix::fs::symlink(&target, &link).map_err(io_error(&link))?;
             linked.push(file.rel.as_str());
         }
         if linked.is_empty() {
@@ -198,10 +188,7 @@ impl Repo {
         remove_folder(&aside)?;
         match std::fs::rename(tree, &aside) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
-                return Err(Error::Io {
-                    path: tree.to_owned(),
-                    source: err,
-                });
+                return Err(io_error(tree)(err));
             }
             _ => {}
         }
