@@ -521,3 +521,28 @@ esac
         p.git(&["rev-parse", "ralph/notes"])
     );
 }
+
+#[test]
+fn a_gh_that_lists_no_json_fails_the_pull_request_not_the_run() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        r#"case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo 'Welcome to GitHub CLI!' ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "failed");
+    assert_eq!(
+        result["pull_request"]["error"],
+        "gh pr list printed no JSON (expected value at line 1 column 1): Welcome to GitHub CLI!"
+    );
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
