@@ -32,9 +32,10 @@ pub fn write_atomic_with(
 /// The check is made again after the new file is swapped in: a write to
 /// the version replaced in the instant between the check and the swap
 /// (`>>`, an editor writing in place) is seen and that version put back,
-/// never lost. Where the system swaps in one step (Linux), so is a file
-/// renamed over the target in that instant (`jq ... && mv`); elsewhere,
-/// that rename is lost in a window of microseconds (README, "Platforms").
+/// never lost. Where the system swaps in one step (Linux, macOS), so is a
+/// file renamed over the target in that instant (`jq ... && mv`);
+/// elsewhere, that rename is lost in a window of microseconds (README,
+/// "Platforms").
 pub fn write_atomic_unless_changed(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,

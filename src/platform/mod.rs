@@ -1,9 +1,10 @@
 //! The few calls that differ between operating systems, each behind one
 //! function (or, for the working-tree watch, one type): Linux gets its
-//! system calls (`linux.rs`, `inotify.rs`); macOS and every other Unix get
-//! a portable version (`portable.rs`) that uses only POSIX calls and the
-//! `ps` and `lsof` commands. The cargo feature `portable` forces the
-//! portable version on Linux too, so CI builds and tests it.
+//! system calls (`linux.rs`, `inotify.rs`); every other Unix gets a
+//! portable version (`portable.rs`) that uses only POSIX calls and the
+//! `ps` and `lsof` commands, and macOS the portable version but for its
+//! one-step swap (`macos.rs`). The cargo feature `portable` forces the
+//! portable version on Linux and macOS too, so CI builds and tests it.
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod inotify;
@@ -12,9 +13,17 @@ mod linux;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use linux as imp;
 
+#[cfg(all(target_os = "macos", not(feature = "portable")))]
+mod macos;
+#[cfg(all(target_os = "macos", not(feature = "portable")))]
+use macos as imp;
+
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
 mod portable;
-#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+#[cfg(any(
+    all(not(target_os = "linux"), not(target_os = "macos")),
+    feature = "portable"
+))]
 use portable as imp;
 
 use std::io;
@@ -24,8 +33,8 @@ use std::path::Path;
 /// elsewhere it never starts, and every scan is a full one.
 pub use imp::Watch;
 
-/// Swaps the files at `a` and `b`: in one step on Linux, in three
-/// elsewhere (see `portable.rs`). `Ok(false)`: this system or file system
+/// Swaps the files at `a` and `b`: in one step on Linux and macOS, in
+/// three elsewhere and on file systems that cannot (see `portable.rs`). `Ok(false)`: this system or file system
 /// cannot, and nothing was done.
 pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     imp::exchange(a, b)

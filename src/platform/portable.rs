@@ -1,5 +1,7 @@
-//! Any Unix (macOS among them): a swap through a hard link, `ps` for
-//! processes and `lsof` for their working folders; no tree watch.
+//! Any Unix: a swap through a hard link, `ps` for processes and `lsof`
+//! for their working folders; no tree watch. macOS uses all of it but the
+//! swap, which it can do in one step (`macos.rs`), and falls back to this
+//! one where its file system cannot.
 
 use std::io;
 use std::path::{Path, PathBuf};
