@@ -20,6 +20,13 @@ pub struct DemoArgs {
     /// Folder for the sample project, new or empty [default: a new temporary folder]
     #[arg(value_name = "DIR")]
     pub folder: Option<PathBuf>,
+    /// The global `--dir`, which the demo refuses: taken here (same id)
+    /// so that clap does not list it in the demo's help.
+    #[arg(long = "dir", value_name = "DIR", hide = true)]
+    pub dir: Option<PathBuf>,
+    /// The global `--json`, refused and hidden the same way.
+    #[arg(long, hide = true)]
+    pub json: bool,
 }
 
 /// Runs `ralph demo`.

@@ -126,8 +126,8 @@ pub fn main() -> Exit {
             };
         }
     };
-    if let Command::Demo(_) = &cli.command
-        && (cli.dir.is_some() || cli.json)
+    if let Command::Demo(demo) = &cli.command
+        && (cli.dir.is_some() || cli.json || demo.dir.is_some() || demo.json)
     {
         // A usage error, worded and coded as clap's own.
         let _ = <Cli as clap::CommandFactory>::command()

@@ -89,6 +89,20 @@ fn the_demo_runs_the_sample_project_to_the_end() {
         "{wrong:#?}"
     );
     assert!(!p.path().join("elsewhere").exists());
+    // Both ways round, and for --json; the demo's help lists neither.
+    for args in [["--dir", "elsewhere", "demo"], ["demo", "--json", "greet2"]] {
+        let wrong = p.ralph(&args);
+        assert_eq!(wrong.code, 2, "{args:?}: {wrong:#?}");
+        assert!(wrong.stderr.contains("takes neither"), "{wrong:#?}");
+    }
+    let help = p.ralph(&["demo", "--help"]);
+    assert_eq!(help.code, 0, "{help:#?}");
+    assert!(help.stdout.contains("[DIR]"), "{}", help.stdout);
+    assert!(
+        !help.stdout.contains("--dir") && !help.stdout.contains("--json"),
+        "{}",
+        help.stdout
+    );
     // A folder with something in it is refused.
     p.ralph(&["demo", "greet"]).fails(
         30,
