@@ -440,6 +440,11 @@ fn sigterm_leaves_a_result_and_the_same_command_resumes_without_redoing_done_sto
     wait_for_file(&p.aux().join("rec/hanging"));
     // While it runs, result.json already says a run is under way.
     let under_way = result(&p);
+    assert_eq!(under_way["status"], "failed");
+    assert_eq!(
+        under_way["error"],
+        "the run is under way, or ended without writing its result (killed?); run the same command to resume"
+    );
     assert_eq!(under_way["next_action"], "retry");
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();

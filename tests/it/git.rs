@@ -8,6 +8,7 @@ mod identity;
 mod layouts;
 mod leftovers;
 mod preflight;
+mod push;
 mod squash;
 mod workers;
 

@@ -464,6 +464,42 @@ ralph task add "Export as JSON" --parent A --dep A.1 --acceptance "the output pa
 }
 
 #[test]
+fn a_planner_stopped_by_a_signal_exits_130_and_keeps_what_it_added() {
+    let p = TestProject::new()
+        .git_init()
+        .file("prd.md", FREE_FORM)
+        .agent("ralph task add 'half a plan' > /dev/null\ntouch \"$REC/planning\"\nsleep 30\n");
+    let agent = p.aux().join("agent.sh");
+    let child = p
+        .ralph_command(&[
+            "plan",
+            "--agent",
+            "prd.md",
+            "--agent-cmd",
+            agent.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for_file(&p.aux().join("rec/planning"));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 130, "{run:#?}");
+    assert_eq!(
+        run.stderr,
+        "error: interrupted: the planner agent was stopped\n"
+    );
+    let titles: Vec<String> = p
+        .json_lines("tasks.jsonl")
+        .iter()
+        .map(|task| task["title"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(titles, ["half a plan"]);
+}
+
+#[test]
 fn a_planner_that_breaks_the_queue_or_adds_nothing_says_so() {
     let p = TestProject::new()
         .file("prd.md", FREE_FORM)
