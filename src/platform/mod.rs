@@ -34,8 +34,8 @@ use std::path::Path;
 pub use imp::Watch;
 
 /// Swaps the files at `a` and `b`: in one step on Linux and macOS, in
-/// three elsewhere and on file systems that cannot (see `portable.rs`). `Ok(false)`: this system or file system
-/// cannot, and nothing was done.
+/// three elsewhere and on file systems that cannot (see `portable.rs`).
+/// `Ok(false)`: this system or file system cannot, and nothing was done.
 pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     imp::exchange(a, b)
 }
