@@ -22,18 +22,22 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{Error, Exit, Report};
 
+/// The help heading of the options every command takes, listed after a
+/// command's own.
+const GLOBAL: &str = "Global options";
+
 /// ralph runs coding agents in a durable, file-based loop.
 #[derive(Debug, Parser)]
 #[command(name = "ralph", version, about, max_term_width = 100)]
 pub struct Cli {
     /// Project folder [default: nearest folder up from here holding tasks.jsonl or .git]
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", help_heading = GLOBAL)]
     pub dir: Option<PathBuf>,
     /// Print data as one JSON value
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     /// Write debug tracing to stderr (same as RALPH_LOG=debug)
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL)]
     pub verbose: bool,
     /// What to do
     #[command(subcommand)]

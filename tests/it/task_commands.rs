@@ -372,6 +372,18 @@ fn help_and_usage_errors_exit_0_and_2() {
         help.stdout
             .contains("Add a pending leaf task and print its id")
     );
+    // A command's own options come first; the ones every command takes
+    // follow under their own heading.
+    let help = p.ralph(&["task", "add", "--help"]).success();
+    let (own, global) = help.stdout.split_once("\nGlobal options:\n").unwrap();
+    assert!(
+        own.contains("--parent <ID>") && !own.contains("--dir"),
+        "{own}"
+    );
+    assert!(
+        global.contains("--dir <DIR>") && global.contains("--json") && global.contains("--verbose"),
+        "{global}"
+    );
     let usage = p.ralph(&["task", "frobnicate"]);
     assert_eq!(usage.code, 2);
     assert!(
