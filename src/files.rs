@@ -11,7 +11,8 @@ use crate::platform;
 /// Replaces `path` with `bytes` atomically: a temp file in the same folder,
 /// fsynced, keeping the old file's permissions, renamed over the target,
 /// then the folder is fsynced. A crash leaves either the old or the new
-/// content.
+/// content. Where `path` is a symbolic link, the file it points to is
+/// replaced, and the link stays.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |file| file.write_all(bytes))
 }
@@ -21,7 +22,26 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
+    let path = &through_links(path)?;
     write_then(path, write, |temp| fs::rename(temp, path).map(|()| true)).map(|_| ())
+}
+
+/// `path` with the symbolic links it ends in followed, to the file they
+/// point to, which need not exist: where a write must go for a link to
+/// stay a link (a rename over the link would replace it with a file).
+fn through_links(path: &Path) -> io::Result<PathBuf> {
+    let mut path = path.to_owned();
+    // The system's own limit on links followed in one lookup.
+    for _ in 0..40 {
+        match fs::read_link(&path) {
+            Ok(target) => path = parent_dir(&path).join(target),
+            Err(_) => return Ok(path),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{}: too many levels of symbolic links",
+        path.display()
+    )))
 }
 
 /// `write_atomic_with` for a file read with stamp `expected`: it replaces the
@@ -41,6 +61,7 @@ pub fn write_atomic_unless_changed(
     write: impl FnOnce(&mut File) -> io::Result<()>,
     expected: Stamp,
 ) -> io::Result<bool> {
+    let path = &through_links(path)?;
     write_then(path, write, |temp| replace_if(temp, path, expected))
 }
 
@@ -118,6 +139,9 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
 /// The files of somebody else's that swaps over `path` had to move aside
 /// ([`displaced`]), in name order.
 pub fn displaced_copies(path: &Path) -> Vec<PathBuf> {
+    let Ok(path) = &through_links(path) else {
+        return Vec::new();
+    };
     let prefix = format!("{}.displaced-", file_name(path));
     let Ok(entries) = fs::read_dir(parent_dir(path)) else {
         return Vec::new();
@@ -256,6 +280,7 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// writer left behind when it died (its pid no longer runs). Returns how
 /// many.
 pub fn remove_stale_temps(path: &Path) -> io::Result<usize> {
+    let path = &through_links(path)?;
     let (dir, name) = (parent_dir(path), file_name(path));
     let mut removed = 0;
     for entry in fs::read_dir(dir)? {
@@ -386,6 +411,44 @@ mod tests {
         write_atomic(&path, b"two\n").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two\n");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_write_through_a_symbolic_link_keeps_the_link() {
+        use std::os::unix::fs::symlink;
+        let ours = |file: &mut File| file.write_all(b"ours\n");
+        let dir = assert_fs::TempDir::new().unwrap();
+        fs::create_dir(dir.path().join("real")).unwrap();
+        let target = dir.path().join("real/queue.jsonl");
+        fs::write(&target, "read\n").unwrap();
+        // A relative link, and a link to that link.
+        let link = dir.path().join("tasks.jsonl");
+        symlink("real/queue.jsonl", &link).unwrap();
+        let second = dir.path().join("second.jsonl");
+        symlink(&link, &second).unwrap();
+        let stamp = Stamp::of(&second).unwrap();
+        assert!(write_atomic_unless_changed(&second, ours, stamp).unwrap());
+        write_atomic(&link, b"again\n").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
+        assert!(fs::symlink_metadata(&second).unwrap().is_symlink());
+        assert_eq!(fs::read(&target).unwrap(), b"again\n");
+        // The temp files went in the target's folder, and are gone.
+        assert_eq!(fs::read_dir(dir.path().join("real")).unwrap().count(), 1);
+        // A link to a file that does not exist yet: the file is created.
+        let dangling = dir.path().join("done.jsonl");
+        symlink("real/done.jsonl", &dangling).unwrap();
+        let none = Stamp::of(&dangling).unwrap();
+        assert!(write_atomic_unless_changed(&dangling, ours, none).unwrap());
+        assert!(fs::symlink_metadata(&dangling).unwrap().is_symlink());
+        assert_eq!(
+            fs::read(dir.path().join("real/done.jsonl")).unwrap(),
+            b"ours\n"
+        );
+        // A loop of links is an error, not a hang.
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        symlink(&b, &a).unwrap();
+        symlink(&a, &b).unwrap();
+        assert!(write_atomic(&a, b"x").is_err());
     }
 
     #[test]

@@ -501,6 +501,8 @@ impl Repo {
     /// What each queue file's entry in a commit on the base must be: its
     /// bytes on disk as a blob with `base`'s mode, or `None` when the file
     /// is missing, or neither tracked in `base` nor committable (ignored).
+    /// A queue file that is a symbolic link is the link, as `git add`
+    /// stores it: the path it points to.
     fn queue_versions(&self, base: &git2::Tree<'_>) -> Result<Vec<(&str, Option<Version>)>> {
         let mut versions = Vec::new();
         for file in &self.queue {
@@ -516,16 +518,20 @@ impl Repo {
                 Err(_) => Some(FileMode::Blob),
             };
             // An ignored file is not even read (it may be hundreds of MB).
-            let bytes = match mode {
-                Some(_) => read_if_exists(&file.abs)?,
+            let read = match mode {
+                Some(_) => read_entry(&file.abs)?,
                 None => None,
             };
-            let version = match (bytes, mode) {
-                (Some(bytes), Some(mode)) => Some((
+            let version = match (read, mode) {
+                (Some((bytes, link)), Some(mode)) => Some((
                     self.git
                         .blob(&bytes)
                         .doing(&format!("store {}", file.rel))?,
-                    mode,
+                    match (link, mode) {
+                        (true, _) => FileMode::Link,
+                        (false, FileMode::Link) => FileMode::Blob,
+                        (false, mode) => mode,
+                    },
                 )),
                 _ => None,
             };
@@ -649,6 +655,15 @@ fn parse_status(out: &[u8]) -> Vec<Entry> {
             path: record[3..].to_vec(),
         })
         .collect()
+}
+
+/// The file at `path` as git stores it, and whether it is a symbolic
+/// link (stored as the path it points to); `None` when there is none.
+fn read_entry(path: &Path) -> Result<Option<(Vec<u8>, bool)>> {
+    if let Ok(target) = fs::read_link(path) {
+        return Ok(Some((target.as_os_str().as_bytes().to_vec(), true)));
+    }
+    Ok(read_if_exists(path)?.map(|bytes| (bytes, false)))
 }
 
 fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {

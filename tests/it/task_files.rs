@@ -338,3 +338,42 @@ fn a_slow_reader_of_the_output_does_not_hold_writers_of_a_big_file() {
     );
     assert!(p.read("tasks.jsonl").ends_with(&line(25_000)));
 }
+
+#[test]
+fn a_queue_file_that_is_a_symbolic_link_stays_one_through_a_run() {
+    // The queue kept outside the repository, linked in; the link is
+    // committed, as `git add -A` takes it.
+    let p = TestProject::new()
+        .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"second","status":"pending","leaf":true}"#)
+        .agent(&crate::support::by_iteration(
+            "RALPH_ITERATION",
+            crate::support::FINISH,
+        ));
+    let real = p.aux().join("queue.jsonl");
+    std::fs::rename(p.path().join("tasks.jsonl"), &real).unwrap();
+    std::os::unix::fs::symlink(&real, p.path().join("tasks.jsonl")).unwrap();
+    let p = p.git_init();
+    p.ralph(&["task", "add", "third"]).ok("C\n");
+    p.run(&[]).success();
+    let link = p.path().join("tasks.jsonl");
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert_eq!(std::fs::read_link(&link).unwrap(), real);
+    // Every change went through the link, to the file it points to.
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "");
+    let archived: Vec<String> = p
+        .json_lines("tasks-done.jsonl")
+        .iter()
+        .map(|task| task["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(archived, ["A", "B", "C"]);
+    // The base's commits hold the link, not the queue's bytes, so git
+    // sees nothing changed.
+    let entry = p.git(&["ls-tree", "HEAD", "tasks.jsonl"]);
+    assert!(entry.starts_with("120000 blob "), "{entry}");
+    assert_eq!(
+        p.git(&["cat-file", "-p", "HEAD:tasks.jsonl"]),
+        real.display().to_string()
+    );
+    assert_eq!(p.git(&["status", "--porcelain"]), "");
+}
