@@ -409,20 +409,33 @@ impl Repo {
         self.queue.iter().any(|file| file.rel == path)
     }
 
-    /// A temp file a queue write renames over a queue file: ralph's own
-    /// `.tasks.jsonl.<pid>.tmp`, or a person's `tasks.jsonl.<anything>` (as
-    /// in `jq ... tasks.jsonl > tasks.jsonl.tmp && mv ...`).
+    /// A file that comes and goes beside a queue file while someone edits
+    /// it (see [`is_companion`]).
     fn is_queue_temp(&self, path: &str) -> bool {
         let (path_dir, path_name) = path.rsplit_once('/').unwrap_or(("", path));
         self.queue.iter().any(|file| {
             let (dir, name) = file.rel.rsplit_once('/').unwrap_or(("", file.rel.as_str()));
-            dir == path_dir
-                && (crate::files::temp_owner(path_name, name).is_some()
-                    || path_name
-                        .strip_prefix(name)
-                        .is_some_and(|rest| rest.starts_with('.')))
+            dir == path_dir && is_companion(path_name, name)
         })
     }
+}
+
+/// Whether file `file` is a companion of queue file `name` in the same
+/// folder: a temp file renamed over it (ralph's `.tasks.jsonl.<pid>.tmp`,
+/// a person's `tasks.jsonl.<anything>` as in `jq ... > tasks.jsonl.tmp &&
+/// mv ...`), or what an editor keeps beside a file it has open: vim's and
+/// nano's swap files (`.tasks.jsonl.swp`), emacs's backup, auto-save file
+/// and lock (`tasks.jsonl~`, `#tasks.jsonl#`, `.#tasks.jsonl`), and the
+/// files of a JetBrains editor's safe write (`tasks.jsonl___jb_tmp___`).
+fn is_companion(file: &str, name: &str) -> bool {
+    let suffix =
+        |rest: &str| rest.starts_with('.') || ["~", "___jb_tmp___", "___jb_old___"].contains(&rest);
+    file.strip_prefix(name).is_some_and(suffix)
+        || (file.strip_prefix('.'))
+            .and_then(|rest| rest.strip_prefix(name))
+            .is_some_and(|rest| rest.starts_with('.'))
+        || file == format!("#{name}#")
+        || file == format!(".#{name}")
 }
 
 /// The project folder's path inside the working tree, `/`-separated and
@@ -444,4 +457,38 @@ fn project_prefix(workdir: &Path, dir: &Path) -> Result<String> {
 /// A repository-relative, `/`-separated path as libgit2 takes it.
 fn git2_path(rel: &str) -> &Path {
     Path::new(rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_companion;
+
+    #[test]
+    fn editors_and_temp_files_beside_a_queue_file_are_its_companions() {
+        for file in [
+            ".tasks.jsonl.4242.tmp",
+            "tasks.jsonl.tmp",
+            "tasks.jsonl.tmp7",
+            ".tasks.jsonl.swp",
+            ".tasks.jsonl.swo",
+            "tasks.jsonl~",
+            "#tasks.jsonl#",
+            ".#tasks.jsonl",
+            "tasks.jsonl___jb_tmp___",
+            "tasks.jsonl___jb_old___",
+        ] {
+            assert!(is_companion(file, "tasks.jsonl"), "{file}");
+        }
+        for file in [
+            "tasks.jsonl",
+            "tasks-done.jsonl",
+            "tasks.jsonlx",
+            "my-tasks.jsonl~",
+            ".tasks.jsonl",
+            "#tasks.jsonl",
+            "notes.txt.swp",
+        ] {
+            assert!(!is_companion(file, "tasks.jsonl"), "{file}");
+        }
+    }
 }

@@ -377,3 +377,34 @@ fn a_queue_file_that_is_a_symbolic_link_stays_one_through_a_run() {
     );
     assert_eq!(p.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn an_editor_open_on_the_queue_neither_stops_a_run_nor_enters_its_commits() {
+    // vim has tasks.jsonl open when the run starts; during it, emacs's
+    // auto-save file and a JetBrains safe write come and go.
+    let p = TestProject::new()
+        .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&crate::support::by_iteration(
+            "RALPH_ITERATION",
+            &format!(
+                "1) printf 'autosave' > '#tasks.jsonl#'; printf 'old' > tasks.jsonl___jb_old___; {}",
+                crate::support::FINISH.trim_start_matches("*) ")
+            ),
+        ))
+        .file(".tasks.jsonl.swp", "b0VIM 9.0 swap");
+    p.run(&[]).success();
+    let committed = p.git(&["log", "--format=", "--name-only", "main"]);
+    for companion in [
+        ".tasks.jsonl.swp",
+        "#tasks.jsonl#",
+        "tasks.jsonl___jb_old___",
+    ] {
+        assert!(
+            !committed.contains(companion),
+            "{companion} committed:\n{committed}"
+        );
+        assert!(p.path().join(companion).exists(), "{companion} removed");
+    }
+    assert!(committed.contains("A.txt"), "{committed}");
+}
