@@ -281,7 +281,14 @@ impl<'a> Engine<'a> {
         for (message, fix) in self.store.displaced() {
             self.ui.line(&format!("warning: {message}; {fix}"));
         }
-        self.record(None, "run", "started", "run started", Map::new())?;
+        let started = format!(
+            "on {}, agent {}, {}, max {}",
+            self.repo.base(),
+            self.spec.label(),
+            count(counts.active_total(), "task"),
+            count(self.budgets.max_iterations as usize, "iteration"),
+        );
+        self.record(None, "run", "started", &started, Map::new())?;
         let workers = self.options.settings.workers as u32;
         let ending = if workers > 1 {
             self.parallel_loop(workers)

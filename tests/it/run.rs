@@ -163,6 +163,20 @@ fn a_nested_queue_drains_into_one_squash_commit_per_task() {
         (&last["phase"], &last["status"]),
         (&"run".into(), &"drained".into())
     );
+    // The start says what the run set out to do.
+    let first = events(&project).swap_remove(0);
+    assert_eq!(
+        (&first["phase"], &first["status"], &first["detail"]),
+        (
+            &"run".into(),
+            &"started".into(),
+            &format!(
+                "on main, agent command `{}`, 4 tasks, max 50 iterations",
+                agent.display()
+            )
+            .into()
+        )
+    );
 
     // ralph.log: a line per iteration and per merge.
     let log_lines: Vec<String> = project
