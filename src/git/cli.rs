@@ -391,7 +391,7 @@ fn wait_while_locked(locks: &[PathBuf]) -> Result<()> {
 /// Calls `attempt` until it finds no lock file in its way (`Ok(Ok(_))`),
 /// backing off from 10 ms to 500 ms; a lock still in the way after
 /// [`LOCK_WAIT`] is [`Error::Locked`].
-fn wait_out_lock<T>(
+pub(super) fn wait_out_lock<T>(
     mut attempt: impl FnMut() -> Result<std::result::Result<T, PathBuf>>,
 ) -> Result<T> {
     let started = Instant::now();

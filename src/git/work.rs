@@ -215,18 +215,16 @@ impl Repo {
         if !unmerged.is_empty() {
             return Err(Error::Unmerged { paths: unmerged });
         }
-        self.wait_for_index_lock()?;
-        let mut index = self.index()?;
         // The agent may have staged a queue file itself: those never enter
         // a branch commit made by ralph.
-        let mut changed = false;
-        let queue = self.queue.iter().map(|file| file.rel.as_str());
-        for path in queue.chain(own_staged.iter().map(String::as_str)) {
-            changed |= self.unstage(&mut index, &head_tree, path)?;
-        }
-        if changed {
-            index.write().doing("write the index")?;
-        }
+        self.update_index(|index| {
+            let mut changed = false;
+            let queue = self.queue.iter().map(|file| file.rel.as_str());
+            for path in queue.chain(own_staged.iter().map(String::as_str)) {
+                changed |= self.unstage(index, &head_tree, path)?;
+            }
+            Ok(changed)
+        })?;
         if paths.is_empty() && !staged {
             // The agent committed everything.
             return Ok((None, Clean::new()));

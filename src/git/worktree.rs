@@ -456,15 +456,13 @@ impl Repo {
     /// (the one checked out, or HEAD's just committed), so `git status`
     /// compares their bytes on disk with it.
     pub(super) fn queue_entries_follow(&self, tree: &git2::Tree<'_>) -> Result<()> {
-        let mut index = self.index()?;
-        let mut changed = false;
-        for file in &self.queue {
-            changed |= self.unstage(&mut index, tree, &file.rel)?;
-        }
-        if changed {
-            index.write().doing("write the index")?;
-        }
-        Ok(())
+        self.update_index(|index| {
+            let mut changed = false;
+            for file in &self.queue {
+                changed |= self.unstage(index, tree, &file.rel)?;
+            }
+            Ok(changed)
+        })
     }
 
     /// The queue files a commit on top of `tree` can take: tracked in it,
@@ -490,6 +488,33 @@ impl Repo {
         let mut index = self.git.index().doing("open the index")?;
         index.read(false).doing("read the index")?;
         Ok(index)
+    }
+
+    /// Reads the index, lets `change` edit it, and writes it back when
+    /// `change` says it changed something. While another git process
+    /// holds `index.lock` (a `git status` that an editor or a shell prompt
+    /// runs refreshes the index under it), waits that out and starts again
+    /// from the index as that process left it.
+    pub(super) fn update_index(
+        &self,
+        mut change: impl FnMut(&mut Index) -> Result<bool>,
+    ) -> Result<()> {
+        let lock = self.git.path().join("index.lock");
+        let mut retry = false;
+        super::cli::wait_out_lock(|| {
+            let mut index = self.index()?;
+            if std::mem::replace(&mut retry, true) {
+                // libgit2's copy holds the change that was not written.
+                index.read(true).doing("read the index")?;
+            }
+            if !change(&mut index)? {
+                return Ok(Ok(()));
+            }
+            match index.write() {
+                Err(err) if err.code() == ErrorCode::Locked => Ok(Err(lock.clone())),
+                written => written.doing("write the index").map(Ok),
+            }
+        })
     }
 
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for

@@ -389,3 +389,31 @@ fn a_clean_token_skips_the_scan_but_never_an_edit_the_checkout_would_overwrite()
     assert_eq!(repo.read("lib.txt"), "branch\n");
     assert_eq!(repo.read("notes.txt"), "edited after the scan\n");
 }
+
+#[test]
+fn an_index_lock_another_git_holds_for_a_moment_is_waited_out() {
+    let repo = project();
+    let git = open(&repo);
+    finished_task(&repo, &git);
+    let Squash::Merged(_) = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() else {
+        panic!("expected a merge");
+    };
+    // The archive changes again, and its record goes into the squash
+    // commit while a `git status` elsewhere (an editor, a shell prompt)
+    // holds the index lock to refresh the index.
+    let record = format!("{{\"id\":\"A\",\"title\":\"{TITLE}\",\"commit\":\"x\"}}\n");
+    repo.write("tasks-done.jsonl", &record);
+    let lock = repo.path().join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        std::fs::remove_file(lock).unwrap();
+    });
+    git.amend_with_queue_files(&[]).unwrap();
+    release.join().unwrap();
+    assert_eq!(
+        repo.git(&["show", "main:tasks-done.jsonl"]),
+        record.trim_end()
+    );
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
