@@ -178,3 +178,31 @@ fn a_version_moved_aside_is_named_until_it_is_dealt_with() {
     let doctor = project.ralph(&["doctor"]);
     assert!(!doctor.stdout.contains("displaced"), "{doctor:#?}");
 }
+
+#[test]
+fn a_run_beside_a_git_status_loop_never_trips_on_its_index_lock() {
+    // Editors and shell prompts run `git status` all the time, and it takes
+    // `.git/index.lock` to refresh the index.
+    let _alone = crate::support::heavy();
+    let mut project = TestProject::new();
+    for n in 0..30 {
+        project = project.task(&format!(
+            r#"{{"id":"T{n}","title":"task {n}","status":"pending","leaf":true}}"#
+        ));
+    }
+    let project = project.git_init().agent(AGENT);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let run = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = project.command("git").arg("status").output();
+            }
+        });
+        let run = project.run(&["--max-iterations", "100"]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        run
+    });
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.json_lines("tasks-done.jsonl").len(), 30);
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
