@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use git2::build::{CheckoutBuilder, TreeUpdateBuilder};
 use git2::{CheckoutNotificationType, ErrorCode, FileMode, Index, IndexEntry, IndexTime, Oid};
@@ -446,6 +446,12 @@ impl Repo {
                     paths.dedup();
                     return Err(Error::Dirty { paths });
                 }
+                // Every file is written, and libgit2's copy of the index
+                // has them; only writing it out met another git's lock.
+                Err(err) if err.code() == ErrorCode::Locked => {
+                    let mut index = self.git.index().doing("open the index")?;
+                    super::cli::wait_out_lock(|| self.try_write_index(&mut index))?;
+                }
                 other => other.doing("check out the files")?,
             }
         }
@@ -499,7 +505,6 @@ impl Repo {
         &self,
         mut change: impl FnMut(&mut Index) -> Result<bool>,
     ) -> Result<()> {
-        let lock = self.git.path().join("index.lock");
         let mut retry = false;
         super::cli::wait_out_lock(|| {
             let mut index = self.index()?;
@@ -510,11 +515,18 @@ impl Repo {
             if !change(&mut index)? {
                 return Ok(Ok(()));
             }
-            match index.write() {
-                Err(err) if err.code() == ErrorCode::Locked => Ok(Err(lock.clone())),
-                written => written.doing("write the index").map(Ok),
-            }
+            self.try_write_index(&mut index)
         })
+    }
+
+    /// Writes `index` out, or names the lock file another git holds.
+    fn try_write_index(&self, index: &mut Index) -> Result<std::result::Result<(), PathBuf>> {
+        match index.write() {
+            Err(err) if err.code() == ErrorCode::Locked => {
+                Ok(Err(self.git.path().join("index.lock")))
+            }
+            written => written.doing("write the index").map(Ok),
+        }
     }
 
     /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for

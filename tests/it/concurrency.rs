@@ -181,8 +181,15 @@ fn a_version_moved_aside_is_named_until_it_is_dealt_with() {
 
 #[test]
 fn a_run_beside_a_git_status_loop_never_trips_on_its_index_lock() {
-    // Editors and shell prompts run `git status` all the time, and it takes
-    // `.git/index.lock` to refresh the index.
+    run_beside_git_status(&[]);
+    // Parallel workers check the base out after each merge.
+    run_beside_git_status(&["--workers", "2"]);
+}
+
+/// Runs thirty tasks with `args` while `git status` runs in a loop: editors
+/// and shell prompts run it all the time, and it takes `.git/index.lock`
+/// to refresh the index.
+fn run_beside_git_status(args: &[&str]) {
     let _alone = crate::support::heavy();
     let mut project = TestProject::new();
     for n in 0..30 {
@@ -198,11 +205,11 @@ fn a_run_beside_a_git_status_loop_never_trips_on_its_index_lock() {
                 let _ = project.command("git").arg("status").output();
             }
         });
-        let run = project.run(&["--max-iterations", "100"]);
+        let run = project.run(&[&["--max-iterations", "100"], args].concat());
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         run
     });
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.code, 0, "{args:?}: {run:#?}");
     assert_eq!(project.json_lines("tasks-done.jsonl").len(), 30);
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
