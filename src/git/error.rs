@@ -117,6 +117,11 @@ pub enum Error {
         /// What the hook printed.
         said: String,
     },
+    /// The index is split (`core.splitIndex`), which libgit2 cannot read.
+    #[error(
+        "the repository's index is split (core.splitIndex), which the git library ralph reads it with does not support"
+    )]
+    SplitIndex,
     /// A `git` command failed.
     #[error("git: {action}: {said}")]
     Command {
@@ -172,6 +177,9 @@ impl Error {
             }
             Error::DetachedHead { .. } => {
                 "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
+            }
+            Error::SplitIndex => {
+                "join it again: `git config core.splitIndex false && git update-index --no-split-index`".to_owned()
             }
             Error::InProgress { abort, .. } => format!("finish it, or abandon it with `{abort}`"),
             Error::Dirty { .. } => {

@@ -69,6 +69,9 @@ impl Repo {
         if let Err(err) = self.check_base_free() {
             problems.push(err);
         }
+        if let Err(err) = self.index() {
+            problems.push(err);
+        }
         let resuming = matches!((&head, resumed), (Head::Branch(on), Some(branch)) if on == branch);
         if !resuming && let Err(err) = self.check_clean() {
             problems.push(err);

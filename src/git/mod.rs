@@ -261,6 +261,8 @@ impl Repo {
         }
         self.check_base_free()?;
         self.check_signing()?;
+        // An index libgit2 cannot read stops the run here, not mid-task.
+        self.index()?;
         self.check_clean()
     }
 

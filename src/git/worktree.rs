@@ -491,9 +491,15 @@ impl Repo {
     /// The index as it is on disk now: the user's git changes it too, and
     /// libgit2 keeps the copy it read last (checkouts use that one).
     pub(super) fn index(&self) -> Result<Index> {
-        let mut index = self.git.index().doing("open the index")?;
-        index.read(false).doing("read the index")?;
-        Ok(index)
+        let split = |err: &git2::Error| err.message().contains("extension: 'link'");
+        let read = self.git.index().and_then(|mut index| {
+            index.read(false)?;
+            Ok(index)
+        });
+        match read {
+            Err(err) if split(&err) => Err(Error::SplitIndex),
+            read => read.doing("read the index"),
+        }
     }
 
     /// Reads the index, lets `change` edit it, and writes it back when

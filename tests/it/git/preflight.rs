@@ -233,3 +233,22 @@ fn a_tracked_runtime_file_counts_as_a_change() {
     let err = git.preflight().unwrap_err();
     assert!(matches!(err, Error::Dirty { ref paths } if paths == &[".ralph/state.json"]));
 }
+
+#[test]
+fn a_split_index_is_refused_with_how_to_join_it() {
+    let repo = project();
+    repo.git(&["config", "core.splitIndex", "true"]);
+    repo.git(&["update-index", "--split-index"]);
+    let err = open(&repo).preflight().err().unwrap();
+    assert_eq!(
+        report(err),
+        (
+            "error: the repository's index is split (core.splitIndex), which the git library ralph reads it with does not support\nhint: join it again: `git config core.splitIndex false && git update-index --no-split-index`".to_owned(),
+            30
+        )
+    );
+    // Joined again as the hint says, the repository is ready.
+    repo.git(&["config", "core.splitIndex", "false"]);
+    repo.git(&["update-index", "--no-split-index"]);
+    open(&repo).preflight().unwrap();
+}
