@@ -329,6 +329,7 @@ impl Repo {
             return Ok(());
         };
         let here = self.workdir().canonicalize().ok();
+        let common = self.git.commondir().canonicalize().ok();
         let base = format!("refs/heads/{}", self.base);
         for block in list.split("\n\n") {
             let mut path = None;
@@ -340,6 +341,15 @@ impl Repo {
                     branch = Some(rest);
                 }
             }
+            // A submodule's main worktree is listed by its git folder (its
+            // working tree is set with core.worktree): find that tree.
+            let path = path.map(|path| match path.canonicalize().ok() {
+                Some(listed) if Some(&listed) == common.as_ref() => git2::Repository::open(&listed)
+                    .ok()
+                    .and_then(|repo| repo.workdir().and_then(|dir| dir.canonicalize().ok()))
+                    .unwrap_or(path),
+                _ => path,
+            });
             if let (Some(path), Some(branch)) = (path, branch)
                 && branch == base
                 && path.canonicalize().ok() != here

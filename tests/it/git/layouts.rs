@@ -167,3 +167,51 @@ fn with_feature_worktree() -> (GitRepo, std::path::PathBuf) {
     ]);
     (repo, wt)
 }
+
+#[test]
+fn a_submodule_checkout_is_a_checkout_like_any_other() {
+    let sub = GitRepo::new();
+    let parent = GitRepo::new();
+    parent.git(&[
+        "-c",
+        "protocol.file.allow=always",
+        "submodule",
+        "add",
+        "-q",
+        sub.path().to_str().unwrap(),
+        "sub",
+    ]);
+    parent.git(&["commit", "-q", "-m", "add sub"]);
+    let checkout = parent.path().join("sub");
+    parent.git_in(&checkout, &["switch", "-q", "-c", "work"]);
+    // git lists a submodule's main worktree by its git folder; it is the
+    // checkout ralph runs in, not another worktree.
+    let git = Repo::open(&ralph::paths::Paths::new(&checkout), &Options::default()).unwrap();
+    assert_eq!(git.base(), "work");
+    git.preflight().unwrap();
+    // A linked worktree of the submodule with the same base is refused,
+    // naming the submodule's checkout.
+    let wt = parent.sibling("sub-wt");
+    parent.git_in(
+        &checkout,
+        &["worktree", "add", "-q", "-b", "other", wt.to_str().unwrap()],
+    );
+    let on_work = Options {
+        base_branch: Some("work".to_owned()),
+        ..Options::default()
+    };
+    let err = Repo::open(&ralph::paths::Paths::new(&wt), &on_work)
+        .unwrap()
+        .preflight()
+        .err()
+        .unwrap();
+    let (message, code) = report(err);
+    assert!(
+        message.starts_with(&format!(
+            "error: the base branch work is checked out in another worktree, {};",
+            checkout.canonicalize().unwrap().display()
+        )),
+        "{message}"
+    );
+    assert_eq!(code, 30);
+}
