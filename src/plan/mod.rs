@@ -135,7 +135,9 @@ pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
     if draft.nodes.len() <= 1 && draft.skipped.is_empty() {
         return Err(error(
             None,
-            "no requirements found: no requirement ids (FR-1, REQ-12, US-003, R1) as headings or list items, no `- [ ]` checklist items, no `userStories`".to_owned(),
+            format!(
+                "no requirements found: no requirement ids (FR-1, REQ-12, US-003, R1) as headings or list items, no `- [ ]` checklist items, no `userStories`; to have an agent plan a free-form document, run `ralph plan --agent {shown}`"
+            ),
         ));
     }
     Ok(order::arrange(document, draft))

@@ -289,7 +289,7 @@ fn a_document_with_nothing_to_plan_writes_nothing() {
     let p = TestProject::new().file("notes.md", "# Notes\n\nSome thoughts.\n\n- a plain list\n");
     p.ralph(&["plan", "notes.md"]).fails(
         30,
-        &format!("error: notes.md: no requirements found: no requirement ids (FR-1, REQ-12, US-003, R1) as headings or list items, no `- [ ]` checklist items, no `userStories`\n{HINT}"),
+        &format!("error: notes.md: no requirements found: no requirement ids (FR-1, REQ-12, US-003, R1) as headings or list items, no `- [ ]` checklist items, no `userStories`; to have an agent plan a free-form document, run `ralph plan --agent notes.md`\n{HINT}"),
     );
     assert!(!p.path().join("tasks.jsonl").exists());
 }
