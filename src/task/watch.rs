@@ -19,13 +19,15 @@ use super::store::Store;
 use crate::files;
 use crate::paths::{DONE_FILE, TASKS_FILE};
 
-/// Both queue files as ralph last knew them (see the module doc).
+/// Both queue files as ralph last knew them (see the module doc). A copy
+/// that is gone (an agent's `git clean -x` empties `.ralph/`) is `None`:
+/// nothing to compare with, so nothing is put back.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Known {
     /// `tasks.jsonl`; `None` when ralph never saw a valid one.
     pub tasks: Option<Vec<u8>>,
     /// `tasks-done.jsonl` (empty when there is none).
-    pub done: Vec<u8>,
+    pub done: Option<Vec<u8>>,
 }
 
 /// What [`Store::put_back`] restored.
@@ -84,23 +86,28 @@ impl Store {
         Ok(())
     }
 
-    /// Ends the watch and returns the copies.
+    /// Ends the watch and returns the copies; none when the watch itself
+    /// was removed meanwhile, since writes no longer reached the copies.
     pub fn unwatch(&self) -> Result<Known> {
         let _lock = self.lock()?;
         let watch = self.paths.queue_watch();
+        let watched = watch.exists();
         crate::files::remove_if_exists(&watch).map_err(|source| Error::Io {
             path: watch.clone(),
             source,
         })?;
+        if !watched {
+            return Ok(Known::default());
+        }
         self.known()
     }
 
     /// The copies as they are now.
     fn known(&self) -> Result<Known> {
-        let copy = self.paths.valid_queue();
+        let copy = |path: PathBuf| path.exists().then(|| self.read(&path)).transpose();
         Ok(Known {
-            tasks: copy.exists().then(|| self.read(&copy)).transpose()?,
-            done: self.read(&self.paths.valid_archive())?,
+            tasks: copy(self.paths.valid_queue())?,
+            done: copy(self.paths.valid_archive())?,
         })
     }
 
@@ -113,8 +120,13 @@ impl Store {
             return Ok(());
         }
         let known = self.known()?;
+        // A copy gone meanwhile is not made again: from here on it would
+        // lack what happened before.
+        let Some(mut done) = known.done else {
+            return Ok(());
+        };
         if let Some(tasks) = &known.tasks
-            && let Ok(mut queue) = Queue::parse(tasks, &known.done)
+            && let Ok(mut queue) = Queue::parse(tasks, &done)
             && queue.apply(patch, now).is_ok()
             && queue.validate().is_ok()
             && queue.tasks.is_changed()
@@ -122,7 +134,6 @@ impl Store {
             self.keep(&self.paths.valid_queue(), queue.tasks.render().as_bytes())?;
         }
         if !appended.is_empty() {
-            let mut done = known.done;
             // The store moved a torn last line aside before appending.
             if !done.is_empty() && !done.ends_with(b"\n") {
                 let end = done.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -174,15 +185,18 @@ impl Store {
                     lost.map_or((None, Vec::new()), |(at, now)| (Some(at), now));
                 restored.tasks = Some(TasksRestored {
                     reverted_to,
-                    missing: missing_ids(kept, &now, &known.done),
+                    missing: missing_ids(kept, &now, known.done.as_deref().unwrap_or_default()),
                 });
                 break;
             }
         }
+        let Some(known_done) = &known.done else {
+            return Ok(restored);
+        };
         let path = self.paths.done();
         let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io(&path))?;
-        if now != known.done {
-            let kept: HashSet<&[u8]> = lines(&known.done).collect();
+        if now != *known_done {
+            let kept: HashSet<&[u8]> = lines(known_done).collect();
             let present: HashSet<&[u8]> = lines(&now).collect();
             let foreign: Vec<&[u8]> = lines(&now).filter(|line| !kept.contains(line)).collect();
             let quarantined = match foreign.is_empty() {
@@ -195,7 +209,7 @@ impl Store {
                 foreign: foreign.len(),
                 quarantined,
             });
-            let write = |file: &mut fs::File| std::io::Write::write_all(file, &known.done);
+            let write = |file: &mut fs::File| std::io::Write::write_all(file, known_done);
             // An append landing meanwhile is taken up by the next check.
             files::write_atomic_unless_changed(&path, write, stamp).map_err(io(&path))?;
         }
@@ -306,7 +320,50 @@ mod tests {
             Some(&fs::read(dir.path().join(TASKS_FILE)).unwrap()[..])
         );
         add(&store, "three");
-        assert_eq!(store.unwatch().unwrap(), known, "no watch, no update");
+        assert_eq!(store.known().unwrap(), known, "no watch, no update");
+        // A second end of the same watch knows nothing: the copies may lack
+        // what happened since.
+        assert_eq!(store.unwatch().unwrap(), Known::default());
+    }
+
+    #[test]
+    fn copies_an_agent_removed_put_nothing_back() {
+        // `git clean -fdx` empties `.ralph/` in the middle of an iteration.
+        let (dir, store) = project();
+        add(&store, "one");
+        let id = TaskId::parse("A").unwrap();
+        store
+            .apply(
+                &Patch::SetStatus {
+                    id: id.clone(),
+                    status: Status::Complete,
+                },
+                NOW,
+            )
+            .unwrap();
+        store
+            .apply(&Patch::Archive { id, commit: None }, NOW)
+            .unwrap();
+        let archive = fs::read(dir.path().join(DONE_FILE)).unwrap();
+        add(&store, "two");
+        store.watch().unwrap();
+        fs::remove_dir_all(dir.path().join(".ralph")).unwrap();
+        // The agent's own `ralph task complete` after that.
+        store
+            .apply(
+                &Patch::SetStatus {
+                    id: TaskId::parse("B").unwrap(),
+                    status: Status::Complete,
+                },
+                NOW,
+            )
+            .unwrap();
+        let known = store.unwatch().unwrap();
+        assert_eq!(known, Known::default());
+        let restored = store.put_back(&known, never).unwrap();
+        assert!(!restored.any(), "{restored:?}");
+        assert_eq!(fs::read(dir.path().join(DONE_FILE)).unwrap(), archive);
+        assert!(!dir.path().join(".ralph/quarantine").exists());
     }
 
     #[test]
@@ -367,7 +424,11 @@ mod tests {
         let known = store.unwatch().unwrap();
         let done = dir.path().join(DONE_FILE);
         let written = fs::read(&done).unwrap();
-        assert_eq!(known.done, written, "the store's own record is known");
+        assert_eq!(
+            known.done,
+            Some(written.clone()),
+            "the store's own record is known"
+        );
         let forged = b"{\"id\":\"C\",\"title\":\"forged\",\"status\":\"complete\"}\n";
         fs::write(&done, forged).unwrap();
         let restored = store.put_back(&known, never).unwrap();

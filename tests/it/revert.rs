@@ -213,3 +213,24 @@ fn records_appended_between_runs_count() {
     assert_eq!(archived(&project), ["A", "B"]);
     assert_eq!(project.calls(), ["1 B 1 none"]);
 }
+
+#[test]
+fn git_clean_x_emptying_ralphs_folder_loses_no_archive_record() {
+    // Every iteration ends with `git clean -fdx`, which removes ralph's
+    // copies of the queue in `.ralph/` along with everything ignored.
+    let project = TestProject::new().git_init().agent(&by_iteration(&format!(
+        "*) git clean -fdxq; {}",
+        FINISH.trim_start_matches("*) ")
+    )));
+    for title in ["one", "two", "three"] {
+        project.ralph(&["task", "add", title]).success();
+    }
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(archived(&project), ["A", "B", "C"]);
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"],
+        serde_json::json!({})
+    );
+    assert!(!project.path().join(".ralph/quarantine").exists());
+}
