@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::git::CommitId;
 use crate::prompt::{self, Evidence};
 use crate::roles::Fired;
-use crate::task::{Patch, Queue, Status, Task, TaskId};
+use crate::task::{Known, Patch, Queue, Status, Task, TaskId};
 
 /// How the loop should go on after a step: `None` carries on, `Some` ends
 /// the run with this status and reason.
@@ -36,6 +36,8 @@ struct Turn {
     base_before: CommitId,
     /// The stash's size before the agent ran.
     stashes_before: usize,
+    /// The queue files as the watch copied them before the agent ran.
+    queue_before: Known,
     iteration: u64,
     task_iteration: u64,
     fired: Option<Fired>,
@@ -191,13 +193,15 @@ impl Engine<'_> {
         )?;
         // From here until `observe`, queue writes also update ralph's copies.
         // A worker's queue files are links git cannot revert: no watch.
-        if self.hub.is_none() {
-            self.store.watch()?;
-        }
+        let queue_before = match self.hub {
+            None => self.store.watch()?,
+            Some(_) => Known::default(),
+        };
         Ok(Turn {
             id: id.clone(),
             task,
             stashes_before: self.repo.stashes()?.len(),
+            queue_before,
             tip_before: self.repo.branch_tip(&claim.branch)?,
             base_before: self.repo.branch_tip(self.repo.base())?,
             branch: claim.branch,
@@ -272,6 +276,7 @@ impl Engine<'_> {
             branch: turn.branch.clone(),
             tip: turn.tip_before.clone(),
             stashes: turn.stashes_before,
+            queue: turn.queue_before.clone(),
         })?;
         // An unmerged index or an operation in progress is the agent's to
         // finish: the next iteration is told how, nothing is committed.

@@ -6,7 +6,7 @@
 use super::engine::Engine;
 use crate::error::Error;
 use crate::git::CommitId;
-use crate::task::Restored;
+use crate::task::{Known, Restored};
 use crate::text::count;
 
 /// The failure class of a queue file put back after git reverted it or it
@@ -23,6 +23,8 @@ pub(super) struct Before {
     pub tip: CommitId,
     /// How many entries the stash had.
     pub stashes: usize,
+    /// The queue files as the watch copied them.
+    pub queue: Known,
 }
 
 impl Engine<'_> {
@@ -37,10 +39,14 @@ impl Engine<'_> {
         if self.hub.is_some() {
             return Ok(None);
         }
-        let known = self.store.unwatch()?;
-        let restored = self.store.put_back(&known, |name, bytes| {
-            self.repo.queue_file_version(name, bytes, &before.tip)
-        })?;
+        let restored = match self.store.unwatch()? {
+            Some(known) => self.store.put_back(&known, |name, bytes| {
+                self.repo.queue_file_version(name, bytes, &before.tip)
+            })?,
+            // ralph's copies went (`git clean -x`): a queue file that went
+            // with them comes back as it was when the agent started.
+            None => self.store.put_back_deleted(&before.queue)?,
+        };
         tracing::debug!(?restored, "queue files checked after the iteration");
         if !restored.any() {
             return Ok(None);
@@ -99,9 +105,12 @@ fn describe(restored: &Restored, how: &str) -> Vec<String> {
             [] => String::new(),
             ids => format!(" ({} gone: {})", count(ids.len(), "task"), ids.join(", ")),
         };
-        sentences.push(format!(
-            "{what}{lost}; ralph put back the queue as it last knew it, with the changes made through `ralph task` during the iteration"
-        ));
+        let how_back = if restored.from_start {
+            "as it was when the iteration started: ralph's copies in .ralph/ were removed too (`git clean -x`), so changes made through `ralph task` during the iteration are not in it"
+        } else {
+            "as it last knew it, with the changes made through `ralph task` during the iteration"
+        };
+        sentences.push(format!("{what}{lost}; ralph put back the queue {how_back}"));
     }
     if let Some(archive) = &restored.archive {
         let mut what = Vec::new();
@@ -149,6 +158,7 @@ mod tests {
                 foreign: 1,
                 quarantined: Some(".ralph/quarantine/x.foreign".into()),
             }),
+            from_start: false,
         };
         assert_eq!(
             describe(&restored, "`git stash`"),

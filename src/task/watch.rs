@@ -37,6 +37,9 @@ pub struct Restored {
     pub tasks: Option<TasksRestored>,
     /// `tasks-done.jsonl` was put back.
     pub archive: Option<ArchiveRestored>,
+    /// Put back as the files were when the agent started: ralph's copies,
+    /// which hold the changes made through `ralph task` since, were gone.
+    pub from_start: bool,
 }
 
 impl Restored {
@@ -73,22 +76,28 @@ impl Store {
     /// lock, copies `tasks.jsonl` (when it parses; otherwise the last valid
     /// copy stays, the one the agent needs to repair it) and
     /// `tasks-done.jsonl`, and marks the watch so every write until
-    /// [`Store::unwatch`] updates the copies too.
-    pub fn watch(&self) -> Result<()> {
+    /// [`Store::unwatch`] updates the copies too. Returns what it copied,
+    /// for [`Store::put_back_deleted`] should the copies go.
+    pub fn watch(&self) -> Result<Known> {
         let _lock = self.lock()?;
         let tasks = self.read(&self.paths.tasks())?;
         let done = self.read(&self.paths.done())?;
-        if Queue::parse(&tasks, &done).is_ok() {
+        let valid = Queue::parse(&tasks, &done).is_ok();
+        if valid {
             self.keep(&self.paths.valid_queue(), &tasks)?;
         }
         self.keep(&self.paths.valid_archive(), &done)?;
         self.keep(&self.paths.queue_watch(), b"")?;
-        Ok(())
+        Ok(Known {
+            tasks: valid.then_some(tasks),
+            done: Some(done),
+        })
     }
 
-    /// Ends the watch and returns the copies; none when the watch itself
-    /// was removed meanwhile, since writes no longer reached the copies.
-    pub fn unwatch(&self) -> Result<Known> {
+    /// Ends the watch and returns the copies; `None` when the watch itself
+    /// was removed meanwhile (an agent's `git clean -x` empties `.ralph/`),
+    /// since writes no longer reached the copies.
+    pub fn unwatch(&self) -> Result<Option<Known>> {
         let _lock = self.lock()?;
         let watch = self.paths.queue_watch();
         let watched = watch.exists();
@@ -97,9 +106,60 @@ impl Store {
             source,
         })?;
         if !watched {
-            return Ok(Known::default());
+            return Ok(None);
         }
-        self.known()
+        self.known().map(Some)
+    }
+
+    /// Puts back, under the queue lock, a queue file that is gone, from
+    /// `before`, what [`Store::watch`] copied: what is left to do when the
+    /// watch went with ralph's copies (a `git clean -x` removes an ignored
+    /// queue file and `.ralph/` alike). Changes made through `ralph task`
+    /// in the iteration went with them; a file still there is kept.
+    pub fn put_back_deleted(&self, before: &Known) -> Result<Restored> {
+        let _lock = self.lock()?;
+        let mut restored = Restored {
+            from_start: true,
+            ..Restored::default()
+        };
+        let done = before.done.as_deref().unwrap_or_default();
+        let missing = |path: &Path| -> Result<Option<files::Stamp>> {
+            let stamp = files::Stamp::of(path).map_err(|source| Error::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            Ok((!stamp.exists()).then_some(stamp))
+        };
+        let put = |path: &Path, bytes: &[u8], stamp| {
+            let write = |file: &mut fs::File| std::io::Write::write_all(file, bytes);
+            files::write_atomic_unless_changed(path, write, stamp).map_err(|source| Error::Io {
+                path: path.to_owned(),
+                source,
+            })
+        };
+        let path = self.paths.tasks();
+        if let Some(kept) = &before.tasks
+            && let Some(stamp) = missing(&path)?
+            && put(&path, kept, stamp)?
+        {
+            restored.tasks = Some(TasksRestored {
+                reverted_to: None,
+                missing: missing_ids(kept, b"", done),
+            });
+        }
+        let path = self.paths.done();
+        if !done.is_empty()
+            && let Some(stamp) = missing(&path)?
+            && put(&path, done, stamp)?
+        {
+            restored.archive = Some(ArchiveRestored {
+                reverted_to: None,
+                changed: lines(done).count(),
+                foreign: 0,
+                quarantined: None,
+            });
+        }
+        Ok(restored)
     }
 
     /// The copies as they are now.
@@ -314,7 +374,7 @@ mod tests {
                 NOW,
             )
             .unwrap();
-        let known = store.unwatch().unwrap();
+        let known = store.unwatch().unwrap().unwrap();
         assert_eq!(
             known.tasks.as_deref(),
             Some(&fs::read(dir.path().join(TASKS_FILE)).unwrap()[..])
@@ -323,7 +383,7 @@ mod tests {
         assert_eq!(store.known().unwrap(), known, "no watch, no update");
         // A second end of the same watch knows nothing: the copies may lack
         // what happened since.
-        assert_eq!(store.unwatch().unwrap(), Known::default());
+        assert_eq!(store.unwatch().unwrap(), None);
     }
 
     #[test]
@@ -346,7 +406,7 @@ mod tests {
             .unwrap();
         let archive = fs::read(dir.path().join(DONE_FILE)).unwrap();
         add(&store, "two");
-        store.watch().unwrap();
+        let before = store.watch().unwrap();
         fs::remove_dir_all(dir.path().join(".ralph")).unwrap();
         // The agent's own `ralph task complete` after that.
         store
@@ -358,12 +418,33 @@ mod tests {
                 NOW,
             )
             .unwrap();
-        let known = store.unwatch().unwrap();
-        assert_eq!(known, Known::default());
-        let restored = store.put_back(&known, never).unwrap();
+        assert_eq!(store.unwatch().unwrap(), None);
+        // Both files are there: both are kept as they are.
+        let tasks = fs::read(dir.path().join(TASKS_FILE)).unwrap();
+        let restored = store.put_back_deleted(&before).unwrap();
         assert!(!restored.any(), "{restored:?}");
         assert_eq!(fs::read(dir.path().join(DONE_FILE)).unwrap(), archive);
+        assert_eq!(fs::read(dir.path().join(TASKS_FILE)).unwrap(), tasks);
         assert!(!dir.path().join(".ralph/quarantine").exists());
+        assert!(restored.from_start);
+        // Ignored queue files go with `.ralph/`: they come back as the
+        // watch copied them.
+        let before = store.watch().unwrap();
+        fs::remove_dir_all(dir.path().join(".ralph")).unwrap();
+        fs::remove_file(dir.path().join(TASKS_FILE)).unwrap();
+        fs::remove_file(dir.path().join(DONE_FILE)).unwrap();
+        assert_eq!(store.unwatch().unwrap(), None);
+        let restored = store.put_back_deleted(&before).unwrap();
+        assert_eq!(
+            restored.tasks,
+            Some(TasksRestored {
+                reverted_to: None,
+                missing: vec!["B".to_owned()],
+            })
+        );
+        assert_eq!(restored.archive.as_ref().map(|a| a.changed), Some(1));
+        assert_eq!(fs::read(dir.path().join(TASKS_FILE)).unwrap(), tasks);
+        assert_eq!(fs::read(dir.path().join(DONE_FILE)).unwrap(), archive);
     }
 
     #[test]
@@ -373,7 +454,7 @@ mod tests {
         let committed = fs::read(dir.path().join(TASKS_FILE)).unwrap();
         store.watch().unwrap();
         add(&store, "two");
-        let known = store.unwatch().unwrap();
+        let known = store.unwatch().unwrap().unwrap();
         // A hand edit: no version git holds.
         fs::write(dir.path().join(TASKS_FILE), &committed).unwrap();
         assert_eq!(store.put_back(&known, never).unwrap(), Restored::default());
@@ -398,7 +479,7 @@ mod tests {
         let (dir, store) = project();
         add(&store, "one");
         store.watch().unwrap();
-        let known = store.unwatch().unwrap();
+        let known = store.unwatch().unwrap().unwrap();
         fs::remove_file(dir.path().join(TASKS_FILE)).unwrap();
         let restored = store.put_back(&known, never).unwrap();
         let tasks = restored.tasks.unwrap();
@@ -421,7 +502,7 @@ mod tests {
             commit: None,
         };
         store.apply(&archive("A"), NOW).unwrap();
-        let known = store.unwatch().unwrap();
+        let known = store.unwatch().unwrap().unwrap();
         let done = dir.path().join(DONE_FILE);
         let written = fs::read(&done).unwrap();
         assert_eq!(

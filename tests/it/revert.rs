@@ -234,3 +234,29 @@ fn git_clean_x_emptying_ralphs_folder_loses_no_archive_record() {
     );
     assert!(!project.path().join(".ralph/quarantine").exists());
 }
+
+#[test]
+fn git_clean_x_removing_ignored_queue_files_loses_no_task() {
+    // The queue files are ignored, so `git clean -fdx` removes them along
+    // with ralph's copies in `.ralph/`.
+    let project = TestProject::new()
+        .file(".gitignore", "tasks.jsonl\ntasks-done.jsonl\n")
+        .git_init()
+        .agent(&by_iteration(&format!(
+            "1) git clean -fdxq; {} ;;\n{FINISH}",
+            FINISH.trim_start_matches("*) ").trim_end_matches(" ;;")
+        )));
+    for title in ["one", "two", "three"] {
+        project.ralph(&["task", "add", title]).success();
+    }
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "warning: tasks.jsonl was deleted (3 tasks gone: A, B, C); ralph put back the queue as it was when the iteration started: ralph's copies in .ralph/ were removed too (`git clean -x`), so changes made through `ralph task` during the iteration are not in it"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(archived(&project), ["A", "B", "C"]);
+    assert_eq!(project.read("tasks.jsonl"), "");
+}
