@@ -276,7 +276,7 @@ impl Engine<'_> {
             branch: turn.branch.clone(),
             tip: turn.tip_before.clone(),
             stashes: turn.stashes_before,
-            queue: turn.queue_before.clone(),
+            queue: &turn.queue_before,
         })?;
         // An unmerged index or an operation in progress is the agent's to
         // finish: the next iteration is told how, nothing is committed.

@@ -17,14 +17,14 @@ pub const QUEUE_REVERTED: &str = "queue_reverted";
 pub const ARCHIVE_EDITED: &str = "archive_edited";
 
 /// The queue files' state when the agent started.
-pub(super) struct Before {
+pub(super) struct Before<'a> {
     /// The task branch and its tip.
     pub branch: String,
     pub tip: CommitId,
     /// How many entries the stash had.
     pub stashes: usize,
     /// The queue files as the watch copied them.
-    pub queue: Known,
+    pub queue: &'a Known,
 }
 
 impl Engine<'_> {
@@ -34,7 +34,7 @@ impl Engine<'_> {
     /// `tasks.jsonl`, which is kept).
     pub(super) fn put_back_queue(
         &self,
-        before: &Before,
+        before: &Before<'_>,
     ) -> Result<Option<(String, String)>, Error> {
         if self.hub.is_some() {
             return Ok(None);
@@ -45,7 +45,7 @@ impl Engine<'_> {
             })?,
             // ralph's copies went (`git clean -x`): a queue file that went
             // with them comes back as it was when the agent started.
-            None => self.store.put_back_deleted(&before.queue)?,
+            None => self.store.put_back_deleted(before.queue)?,
         };
         tracing::debug!(?restored, "queue files checked after the iteration");
         if !restored.any() {

@@ -1,6 +1,6 @@
 //! Errors of the task store and task operations.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::exit::Exit;
 
@@ -85,6 +85,14 @@ impl Error {
 
 /// Shorthand for results of this module.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Makes an I/O failure on `path` an [`Error::Io`].
+pub(super) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@ use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use super::done::Torn;
-use super::error::{Error, Result};
+use super::error::{Error, Result, io_error};
 use super::patch::{Change, Patch};
 use super::queue::Queue;
 use crate::files::{self, Stamp};
@@ -59,7 +59,7 @@ impl Store {
         let path = self.paths.tasks();
         let done = self.read(&self.paths.done())?;
         let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
-            .map_err(|source| Error::Io { path, source })?;
+            .map_err(io_error(&path))?;
         Ok((queue?, stamp))
     }
 
@@ -129,8 +129,8 @@ impl Store {
                 crate::fault::crash_at("mid_queue_write");
                 Ok(())
             };
-            written.replaced = files::write_atomic_unless_changed(&path, write, stamp)
-                .map_err(|source| Error::Io { path, source })?;
+            written.replaced =
+                files::write_atomic_unless_changed(&path, write, stamp).map_err(io_error(&path))?;
         }
         Ok(written)
     }
@@ -146,8 +146,7 @@ impl Store {
             None => None,
         };
         let path = self.paths.done();
-        files::append_durable(&path, text.as_bytes())
-            .map_err(|source| Error::Io { path, source })?;
+        files::append_durable(&path, text.as_bytes()).map_err(io_error(&path))?;
         Ok(moved)
     }
 
@@ -155,15 +154,14 @@ impl Store {
     /// cuts it off the file, so the next record starts on a line of its own.
     /// Complete records are never touched.
     fn quarantine(&self, torn: &Torn) -> Result<Change> {
-        let io = |path: PathBuf| move |source| Error::Io { path, source };
         let kept = self.keep_aside(&format!(".line{}", torn.line), "torn", &torn.bytes)?;
         let path = self.paths.done();
         let file = OpenOptions::new()
             .write(true)
             .open(&path)
-            .map_err(io(path.clone()))?;
-        file.set_len(torn.offset).map_err(io(path.clone()))?;
-        file.sync_all().map_err(io(path))?;
+            .map_err(io_error(&path))?;
+        file.set_len(torn.offset).map_err(io_error(&path))?;
+        file.sync_all().map_err(io_error(&path))?;
         Ok(Change::TornLineMoved {
             line: torn.line,
             to: kept,
@@ -173,12 +171,11 @@ impl Store {
     /// Keeps archive `bytes` in `.ralph/quarantine/`, in a file named
     /// `tasks-done.jsonl<tag>.<time>.<kind>`; returns its project path.
     pub(super) fn keep_aside(&self, tag: &str, kind: &str, bytes: &[u8]) -> Result<PathBuf> {
-        let io = |path: PathBuf| move |source| Error::Io { path, source };
         let dir = self.paths.quarantine_dir();
-        fs::create_dir_all(&dir).map_err(io(dir.clone()))?;
+        fs::create_dir_all(&dir).map_err(io_error(&dir))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let kept = dir.join(format!("{DONE_FILE}{tag}.{stamp}.{kind}"));
-        files::write_atomic(&kept, bytes).map_err(io(kept.clone()))?;
+        files::write_atomic(&kept, bytes).map_err(io_error(&kept))?;
         Ok(kept
             .strip_prefix(self.paths.project())
             .unwrap_or(&kept)
@@ -186,16 +183,13 @@ impl Store {
     }
 
     pub(super) fn read(&self, path: &Path) -> Result<Vec<u8>> {
-        files::read_or_empty(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })
+        files::read_or_empty(path).map_err(io_error(path))
     }
 
     /// Takes the exclusive queue lock, waiting for another writer to finish.
     pub(super) fn lock(&self) -> Result<File> {
         let path = self.paths.queue_lock();
-        files::lock(&path).map_err(|source| Error::Io { path, source })
+        files::lock(&path).map_err(io_error(&path))
     }
 }
 

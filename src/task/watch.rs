@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::error::{Error, Result};
+use super::error::{Result, io_error};
 use super::patch::Patch;
 use super::queue::Queue;
 use super::store::Store;
@@ -26,7 +26,8 @@ use crate::paths::{DONE_FILE, TASKS_FILE};
 pub struct Known {
     /// `tasks.jsonl`; `None` when ralph never saw a valid one.
     pub tasks: Option<Vec<u8>>,
-    /// `tasks-done.jsonl` (empty when there is none).
+    /// `tasks-done.jsonl` (empty when there is none); `None` when the
+    /// copy is gone.
     pub done: Option<Vec<u8>>,
 }
 
@@ -101,10 +102,7 @@ impl Store {
         let _lock = self.lock()?;
         let watch = self.paths.queue_watch();
         let watched = watch.exists();
-        crate::files::remove_if_exists(&watch).map_err(|source| Error::Io {
-            path: watch.clone(),
-            source,
-        })?;
+        files::remove_if_exists(&watch).map_err(io_error(&watch))?;
         if !watched {
             return Ok(None);
         }
@@ -124,18 +122,12 @@ impl Store {
         };
         let done = before.done.as_deref().unwrap_or_default();
         let missing = |path: &Path| -> Result<Option<files::Stamp>> {
-            let stamp = files::Stamp::of(path).map_err(|source| Error::Io {
-                path: path.to_owned(),
-                source,
-            })?;
+            let stamp = files::Stamp::of(path).map_err(io_error(path))?;
             Ok((!stamp.exists()).then_some(stamp))
         };
         let put = |path: &Path, bytes: &[u8], stamp| {
             let write = |file: &mut fs::File| std::io::Write::write_all(file, bytes);
-            files::write_atomic_unless_changed(path, write, stamp).map_err(|source| Error::Io {
-                path: path.to_owned(),
-                source,
-            })
+            files::write_atomic_unless_changed(path, write, stamp).map_err(io_error(path))
         };
         let path = self.paths.tasks();
         if let Some(kept) = &before.tasks
@@ -218,17 +210,14 @@ impl Store {
         let _lock = self.lock()?;
         let mut restored = Restored::default();
         let path = self.paths.tasks();
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| Error::Io { path, source }
-        };
         if let Some(kept) = &known.tasks {
             // Read once settled: an editor rewriting the file in place
             // shows it empty or half written for a moment, which may look
             // like a version git holds. Written back only while unchanged:
             // a hand edit landing meanwhile is looked at again.
             for _ in 0..5 {
-                let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io(&path))?;
+                let (now, stamp) =
+                    files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
                 let lost = if !stamp.exists() {
                     Some(None)
                 } else if now != *kept {
@@ -238,7 +227,9 @@ impl Store {
                 };
                 let Some(lost) = lost else { break };
                 let write = |file: &mut fs::File| std::io::Write::write_all(file, kept);
-                if !files::write_atomic_unless_changed(&path, write, stamp).map_err(io(&path))? {
+                if !files::write_atomic_unless_changed(&path, write, stamp)
+                    .map_err(io_error(&path))?
+                {
                     continue;
                 }
                 let (reverted_to, now) =
@@ -254,7 +245,7 @@ impl Store {
             return Ok(restored);
         };
         let path = self.paths.done();
-        let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io(&path))?;
+        let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
         if now != *known_done {
             let kept: HashSet<&[u8]> = lines(known_done).collect();
             let present: HashSet<&[u8]> = lines(&now).collect();
@@ -271,7 +262,7 @@ impl Store {
             });
             let write = |file: &mut fs::File| std::io::Write::write_all(file, known_done);
             // An append landing meanwhile is taken up by the next check.
-            files::write_atomic_unless_changed(&path, write, stamp).map_err(io(&path))?;
+            files::write_atomic_unless_changed(&path, write, stamp).map_err(io_error(&path))?;
         }
         Ok(restored)
     }
@@ -289,17 +280,13 @@ impl Store {
 
     /// Replaces `copy` with `bytes` unless it holds them already.
     fn keep(&self, copy: &Path, bytes: &[u8]) -> Result<()> {
-        let io = |source| Error::Io {
-            path: copy.to_owned(),
-            source,
-        };
-        if copy.exists() && files::read_or_empty(copy).map_err(io)? == bytes {
+        if copy.exists() && files::read_or_empty(copy).map_err(io_error(copy))? == bytes {
             return Ok(());
         }
         if let Some(dir) = copy.parent() {
-            fs::create_dir_all(dir).map_err(io)?;
+            fs::create_dir_all(dir).map_err(io_error(copy))?;
         }
-        files::write_atomic(copy, bytes).map_err(io)
+        files::write_atomic(copy, bytes).map_err(io_error(copy))
     }
 }
 
