@@ -395,7 +395,7 @@ impl Repo {
     /// a checkout would overwrite it.
     fn is_own(&self, path: &str, not_in_head: bool) -> bool {
         self.is_queue_file(path)
-            || (not_in_head && (self.is_queue_temp(path) || self.is_runtime_file(path)))
+            || (not_in_head && (self.is_queue_companion(path) || self.is_runtime_file(path)))
     }
 
     fn is_runtime_file(&self, path: &str) -> bool {
@@ -413,7 +413,7 @@ impl Repo {
 
     /// A file that comes and goes beside a queue file while someone edits
     /// it (see [`is_companion`]).
-    fn is_queue_temp(&self, path: &str) -> bool {
+    fn is_queue_companion(&self, path: &str) -> bool {
         let (path_dir, path_name) = path.rsplit_once('/').unwrap_or(("", path));
         self.queue.iter().any(|file| {
             let (dir, name) = file.rel.rsplit_once('/').unwrap_or(("", file.rel.as_str()));
