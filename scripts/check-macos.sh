@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Type-checks and lints ralph for macOS (aarch64-apple-darwin) from Linux,
-# so code behind `cfg(target_os = "macos")` (src/platform/macos.rs) is
+# so code behind `cfg(target_os = "macos")` (in src/platform/swap.rs) is
 # compiled somewhere. Nothing is linked or run: `cargo clippy` stops before
 # linking, so the C code of the vendored libgit2 and zlib is not compiled
 # either (there is no macOS SDK here); a stand-in C compiler makes empty

@@ -1,23 +1,11 @@
-//! Linux: `renameat2` and `/proc`.
+//! Linux: `/proc`.
 
 // Built only where these calls exist (see `mod.rs`).
 #![cfg(target_os = "linux")]
 
 pub use super::inotify::Watch;
 
-use std::io;
 use std::path::{Path, PathBuf};
-
-pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
-    use nix::errno::Errno;
-    use nix::fcntl::{AT_FDCWD, RenameFlags, renameat2};
-    match renameat2(AT_FDCWD, a, AT_FDCWD, b, RenameFlags::RENAME_EXCHANGE) {
-        Ok(()) => Ok(true),
-        // A file system that cannot swap (some network ones).
-        Err(Errno::EINVAL | Errno::ENOSYS | Errno::EOPNOTSUPP) => Ok(false),
-        Err(err) => Err(err.into()),
-    }
-}
 
 pub fn group_members(group: i32) -> Option<Vec<u32>> {
     let entries = std::fs::read_dir("/proc").ok()?;

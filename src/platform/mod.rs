@@ -1,10 +1,11 @@
 //! The few calls that differ between operating systems, each behind one
 //! function (or, for the working-tree watch, one type): Linux gets its
-//! system calls (`linux.rs`, `inotify.rs`); every other Unix gets a
-//! portable version (`portable.rs`) that uses only POSIX calls and the
-//! `ps` and `lsof` commands, and macOS the portable version but for its
-//! one-step swap (`macos.rs`). The cargo feature `portable` forces the
-//! portable version on Linux and macOS too, so CI builds and tests it.
+//! system calls (`linux.rs`, `inotify.rs`); macOS and every other Unix get
+//! a portable version (`portable.rs`) that uses only POSIX calls and the
+//! `ps` and `lsof` commands. The swap of two files is one function for
+//! all (`swap.rs`), in one step where the system can. The cargo feature
+//! `portable` forces the portable version on Linux too, so CI builds and
+//! tests it.
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod inotify;
@@ -13,20 +14,13 @@ mod linux;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 use linux as imp;
 
-#[cfg(all(target_os = "macos", not(feature = "portable")))]
-mod macos;
-#[cfg(all(target_os = "macos", not(feature = "portable")))]
-use macos as imp;
-
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
 mod portable;
-#[cfg(any(
-    all(not(target_os = "linux"), not(target_os = "macos")),
-    feature = "portable"
-))]
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
 use portable as imp;
 
-use std::io;
+mod swap;
+
 use std::path::Path;
 
 /// The changes to a working tree since the last scan: inotify on Linux;
@@ -34,11 +28,9 @@ use std::path::Path;
 pub use imp::Watch;
 
 /// Swaps the files at `a` and `b`: in one step on Linux and macOS, in
-/// three elsewhere and on file systems that cannot (see `portable.rs`).
+/// three elsewhere and on file systems that cannot (see `swap.rs`).
 /// `Ok(false)`: this system or file system cannot, and nothing was done.
-pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
-    imp::exchange(a, b)
-}
+pub use swap::exchange;
 
 /// The processes of process group `group` that are still running (not
 /// zombies), or `None` when this system cannot tell.
@@ -88,19 +80,6 @@ pub fn alive(pid: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_exchange_swaps_two_files() {
-        let dir = assert_fs::TempDir::new().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::write(&a, "a").unwrap();
-        std::fs::write(&b, "b").unwrap();
-        // Both versions swap on the local file systems tests run on.
-        assert!(exchange(&a, &b).unwrap());
-        assert_eq!(std::fs::read_to_string(&a).unwrap(), "b");
-        assert_eq!(std::fs::read_to_string(&b).unwrap(), "a");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
-    }
 
     #[test]
     fn a_group_and_its_environment_are_seen() {

@@ -1,9 +1,6 @@
-//! Any Unix: a swap through a hard link, `ps` for processes and `lsof`
-//! for their working folders; no tree watch. macOS uses all of it but the
-//! swap, which it can do in one step (`macos.rs`), and falls back to this
-//! one where its file system cannot.
+//! Any Unix, macOS among them: `ps` for processes and `lsof` for their
+//! working folders; no tree watch.
 
-use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -24,40 +21,6 @@ impl Watch {
     }
 
     pub fn settled(&mut self) {}
-}
-
-/// Swaps in three steps: a second name for `b` (a hard link), `a` renamed
-/// over `b`, then that second name renamed to `a`. Not atomic: a file
-/// renamed over `b` between the first two steps would be lost, so `b` is
-/// looked at again just before the second, and a `b` that is no longer
-/// the file linked calls the swap off as `NotFound` (for the caller, a
-/// change like a deletion), leaving only the moment between that look and
-/// the rename. A write into the old `b` (an append, an editor writing in
-/// place) lands in the file that ends up at `a`, where the caller looks
-/// for it.
-pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
-    use std::os::unix::fs::MetadataExt;
-    let mut name = b.as_os_str().to_owned();
-    name.push(format!(".swap-{}", std::process::id()));
-    let old = PathBuf::from(name);
-    match std::fs::hard_link(b, &old) {
-        Ok(()) => {}
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(err),
-        // No hard links here: the caller renames.
-        Err(_) => return Ok(false),
-    }
-    let identity = |path: &Path| std::fs::metadata(path).map(|meta| (meta.dev(), meta.ino()));
-    let linked = identity(&old);
-    if linked.is_err() || identity(b).ok() != linked.ok() {
-        let _ = std::fs::remove_file(&old);
-        return Err(io::ErrorKind::NotFound.into());
-    }
-    if let Err(err) = std::fs::rename(a, b) {
-        let _ = std::fs::remove_file(&old);
-        return Err(err);
-    }
-    std::fs::rename(&old, a)?;
-    Ok(true)
 }
 
 /// `ps` with `args`, its output when it ran and succeeded.
