@@ -537,12 +537,20 @@ fn signal_group(group: Pid, signal: Signal) {
 /// Stops the agent process group a previous ralph noted in `group_file`
 /// before it died (killed with -9, say), if that group still runs in
 /// `project_dir`: SIGTERM, then SIGKILL after `grace`. Returns whether a
-/// group was stopped; the file is removed.
+/// group was stopped. The file is removed once the group is gone or known
+/// not to be an agent of the project's: a ralph killed in the middle of
+/// this leaves the note for the next one.
 pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duration) -> bool {
     let Ok(text) = std::fs::read_to_string(group_file) else {
         return false;
     };
+    let stopped = stop_group_of_project(&text, project_dir, grace);
     let _ = std::fs::remove_file(group_file);
+    stopped
+}
+
+/// [`stop_leftover_group`] for the group id `text` names.
+fn stop_group_of_project(text: &str, project_dir: &Path, grace: Duration) -> bool {
     let Ok(raw) = text.trim().parse::<i32>() else {
         return false;
     };
@@ -576,6 +584,7 @@ pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duratio
     if !ours || !group_alive(group) {
         return false;
     }
+    crate::fault::crash_at("mid_leftover_stop");
     signal_group(group, Signal::SIGTERM);
     let until = Instant::now() + grace;
     while group_alive(group) && Instant::now() < until {
