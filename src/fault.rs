@@ -5,12 +5,17 @@
 use std::sync::OnceLock;
 
 /// The named points of a task's life where ralph can be made to crash.
-pub const POINTS: [&str; 9] = [
+/// `mid_leftover_stop` is met only by a run that finds an agent a crashed
+/// run left running.
+pub const POINTS: [&str; 12] = [
     "after_claim",
     "after_branch",
     "mid_agent",
+    "mid_leftover_stop",
     "after_leftovers",
     "mid_queue_write",
+    "mid_squash_files",
+    "mid_squash_commit",
     "after_squash_commit",
     "after_archive",
     "mid_state_write",

@@ -4,7 +4,7 @@
 use git2::{Index, Oid};
 
 use super::error::{Context, Result};
-use super::{Clean, CommitId, Repo, WIP_SUBJECT_PREFIX};
+use super::{Clean, CommitId, Head, Repo, WIP_SUBJECT_PREFIX};
 
 /// What merging a task branch into the base would give, without doing it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,6 +125,15 @@ enum Merge {
     },
     Empty,
     Conflict(Vec<String>),
+}
+
+/// What a squash under way notes: the base's tip, the merged tree, and
+/// the commit whose tree was checked out (the task branch's tip, or the
+/// base's when the tree stays on the base).
+struct SquashNote {
+    base: Oid,
+    merged: Oid,
+    from: Oid,
 }
 
 impl Repo {
@@ -253,18 +262,24 @@ impl Repo {
             .find_commit(if on_base { base } else { tip })
             .and_then(|commit| commit.tree())
             .doing(&format!("read the tree of {from}"))?;
-        // On the base, a kill between writing the merged files and their
-        // commit would leave them as uncommitted changes there: a note says
-        // so, and the next run puts the base back (`undo_interrupted_squash`).
-        if on_base {
-            self.note_squash(Some((base, tree.id())))?;
-        }
+        // A kill between writing the merged files and their commit would
+        // leave them as uncommitted changes on the base, or on the task
+        // branch before HEAD moved: a note says so, and the next run puts
+        // the files back (`undo_interrupted_squash`).
+        let from_commit = if on_base { base } else { tip };
+        self.note_squash(Some(SquashNote {
+            base,
+            merged: tree.id(),
+            from: from_commit,
+        }))?;
         // The merge, staged and checked out on the base, is committed by
         // the user's git: its hooks judge it, its signing signs it.
         self.switch_tree(&from_tree, &tree, false)?;
+        crate::fault::crash_at("mid_squash_files");
         self.point_head_at(&self.base)?;
+        crate::fault::crash_at("mid_squash_commit");
         let committed = self.commit_index(&message, true)?;
-        if on_base && committed.is_ok() {
+        if committed.is_ok() {
             self.note_squash(None)?;
         }
         match committed {
@@ -277,9 +292,7 @@ impl Repo {
                 // Back to where it was: the task branch, or the base.
                 self.switch_tree(&tree, &from_tree, true)?;
                 self.point_head_at(from)?;
-                if on_base {
-                    self.note_squash(None)?;
-                }
+                self.note_squash(None)?;
                 if is_git_failure(&said) {
                     return Err(super::Error::Command {
                         action: format!("commit the squash on {}", self.base),
@@ -291,49 +304,64 @@ impl Repo {
         }
     }
 
-    /// Where a squash made on the checked-out base notes what it is doing.
+    /// Where a squash notes what it is doing while its files are out.
     fn squash_note(&self) -> std::path::PathBuf {
         self.git.path().join("ralph-squash-in-progress")
     }
 
-    /// Notes a squash under way on the checked-out base (the base's tip and
-    /// the merged tree), or removes the note.
-    fn note_squash(&self, under_way: Option<(Oid, Oid)>) -> Result<()> {
+    /// Notes a squash under way, or removes the note.
+    fn note_squash(&self, under_way: Option<SquashNote>) -> Result<()> {
         let path = self.squash_note();
         let io = |source| super::Error::Io {
             path: path.clone(),
             source,
         };
         match under_way {
-            Some((base, tree)) => {
-                crate::files::write_atomic(&path, format!("{base} {tree}\n").as_bytes()).map_err(io)
+            Some(SquashNote { base, merged, from }) => {
+                crate::files::write_atomic(&path, format!("{base} {merged} {from}\n").as_bytes())
+                    .map_err(io)
             }
             None => crate::files::remove_if_exists(&path).map_err(io),
         }
     }
 
-    /// Puts the checked-out base back as it was when a run was killed in
-    /// the middle of a squash there (the merged files written, not yet
-    /// committed). Returns whether it did; a squash that was committed
-    /// only loses its note.
-    pub fn undo_interrupted_squash(&self) -> Result<bool> {
+    /// Puts the files back as they were when a run was killed in the
+    /// middle of a squash (the merged files written, not yet committed):
+    /// as the base has them once HEAD had moved there, as the task branch
+    /// has them before. Returns the branch whose files were put back; a
+    /// squash that was committed, or a HEAD moved since, only loses its
+    /// note.
+    pub fn undo_interrupted_squash(&self) -> Result<Option<String>> {
         let Ok(note) = std::fs::read_to_string(self.squash_note()) else {
-            return Ok(false);
+            return Ok(None);
         };
         let mut ids = note.split_whitespace().map(Oid::from_str);
         let (Some(Ok(base)), Some(Ok(merged))) = (ids.next(), ids.next()) else {
             self.note_squash(None)?;
-            return Ok(false);
+            return Ok(None);
         };
-        let tip = self.tip(&self.base)?;
-        let undone = tip.id() == base && self.is_on(&self.base)?;
-        if undone {
+        // A note of an older ralph names no branch commit: the base's.
+        let from = ids.next().and_then(|id| id.ok()).unwrap_or(base);
+        let head = self.head()?;
+        let head_tip = self
+            .git
+            .head()
+            .and_then(|head| head.peel_to_commit())
+            .doing("read HEAD's commit")?;
+        let back_to = match &head {
+            Head::Branch(branch) if *branch == self.base && head_tip.id() == base => {
+                Some(branch.clone())
+            }
+            Head::Branch(branch) if from != base && head_tip.id() == from => Some(branch.clone()),
+            _ => None,
+        };
+        if back_to.is_some() {
             let merged = self.git.find_tree(merged).doing("read the merged tree")?;
-            let base_tree = tip.tree().doing("read the base's tree")?;
-            self.switch_tree(&merged, &base_tree, true)?;
+            let tree = head_tip.tree().doing("read the tree of HEAD")?;
+            self.switch_tree(&merged, &tree, true)?;
         }
         self.note_squash(None)?;
-        Ok(undone)
+        Ok(back_to)
     }
 
     /// Amends the commit at the base's tip (the squash just made, checked

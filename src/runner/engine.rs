@@ -175,9 +175,9 @@ impl<'a> Engine<'a> {
                 lock.display()
             ));
         }
-        if repo.undo_interrupted_squash()? {
+        if let Some(branch) = repo.undo_interrupted_squash()? {
             ui.line(&format!(
-                "a squash into {} was cut short when ralph stopped; its files were put back as the base has them",
+                "a squash into {} was cut short when ralph stopped; its files were put back as {branch} has them",
                 repo.base()
             ));
         }

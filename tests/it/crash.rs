@@ -116,6 +116,12 @@ fn a_crash_at_every_named_point_loses_nothing() {
         let project = project();
         let mut command = project.run_command(&[]);
         command.env("RALPH_FAULT", point);
+        if point == "mid_leftover_stop" {
+            // First a crash that leaves an agent running for it to stop.
+            let mut first = project.run_command(&[]);
+            first.env("RALPH_FAULT", "mid_agent").env("SLOW_AGENT", "1");
+            assert_eq!(first.output().unwrap().status.code(), None, "{point}");
+        }
         if point == "mid_agent" {
             command.env("SLOW_AGENT", "1");
         }
@@ -130,7 +136,7 @@ fn a_crash_at_every_named_point_loses_nothing() {
             again.code, 0,
             "{point}: the run after the crash: {again:#?}"
         );
-        if point == "mid_agent" {
+        if point == "mid_agent" || point == "mid_leftover_stop" {
             assert!(
                 again
                     .stderr
