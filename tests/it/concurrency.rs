@@ -48,10 +48,14 @@ fn edit(project: &TestProject, route: usize, n: usize) {
 #[test]
 fn two_hundred_edits_by_every_route_during_a_run_are_all_kept() {
     let _alone = crate::support::heavy();
+    // Task A waits for the first edits, so they reach the live run however
+    // slowly the machine starts the editing processes.
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
         .git_init()
-        .agent(AGENT);
+        .agent(&format!(
+            "[ \"$RALPH_TASK_ID\" = A ] && while [ ! -e \"$REC/../go\" ]; do sleep 0.01; done\n{AGENT}"
+        ));
     let mut run = project
         .run_command(&["--quiet", "--max-iterations", "1000"])
         .stdout(Stdio::null())
@@ -60,6 +64,9 @@ fn two_hundred_edits_by_every_route_during_a_run_are_all_kept() {
         .unwrap();
     for n in 0..200 {
         edit(&project, n % 4, n);
+        if n == 20 {
+            std::fs::write(project.aux().join("go"), "").unwrap();
+        }
         std::thread::sleep(std::time::Duration::from_millis(15));
     }
     // The run may have drained before the last edits: run again to finish.
