@@ -55,10 +55,13 @@ pub(super) fn delivery(
         (None, true) => "origin".to_owned(),
     };
     if !repo.has_remote(&remote) {
-        found.error(
+        let pull_request = pr;
+        found.failed(
             "push",
-            &format!("the repository has no remote {remote}, so the push would fail after the work is done"),
-            &format!("add it (`git remote add {remote} URL`), name another in git.remote, or set git.push: never{}", if pr { " and delivery: local" } else { "" }),
+            crate::git::Error::NoRemote {
+                remote,
+                pull_request,
+            },
         );
         return;
     }

@@ -88,6 +88,15 @@ pub enum Error {
         /// The base branch.
         base: String,
     },
+    /// The run pushes (`git.push`, or a pull request's branch) to a remote
+    /// the repository lacks.
+    #[error("the repository has no remote {remote}, so the push would fail after the work is done")]
+    NoRemote {
+        /// The remote the push would go to.
+        remote: String,
+        /// Whether the run delivers by pull request.
+        pull_request: bool,
+    },
     /// The index has unmerged paths (a conflict left unresolved).
     #[error("the index has unmerged paths: {}", list_paths(paths))]
     Unmerged {
@@ -195,6 +204,17 @@ impl Error {
             Error::OnTaskBranch { .. } => {
                 "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
             }
+            Error::NoRemote {
+                remote,
+                pull_request,
+            } => format!(
+                "add it (`git remote add {remote} URL`), name another in git.remote, or set git.push: never{}",
+                if *pull_request {
+                    " and delivery: local"
+                } else {
+                    ""
+                }
+            ),
             Error::InvalidPrefix { .. } => {
                 "use letters, digits, `-` and `/` (the default is `task/`)".to_owned()
             }

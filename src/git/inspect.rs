@@ -172,4 +172,22 @@ impl Repo {
     pub fn has_remote(&self, name: &str) -> bool {
         self.git.find_remote(name).is_ok()
     }
+
+    /// Refuses a push of `branch` (to `remote`, else where
+    /// [`Repo::push_target`] sends it) to a remote the repository lacks.
+    pub fn check_push_remote(
+        &self,
+        branch: &str,
+        remote: Option<&str>,
+        pull_request: bool,
+    ) -> Result<()> {
+        let remote = self.push_target(branch, remote).remote;
+        if self.has_remote(&remote) {
+            return Ok(());
+        }
+        Err(super::Error::NoRemote {
+            remote,
+            pull_request,
+        })
+    }
 }

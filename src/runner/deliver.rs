@@ -118,6 +118,7 @@ pub(super) fn prepare(
     })?;
     let repo = super::engine::open_repo(paths, &options.settings, state.base.as_deref())?;
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
+    repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
     repo.make_branch(&plan.branch, &plan.target)?;
     options.settings.base_branch = Some(plan.branch.clone());
     state.pull_request = Some(plan);

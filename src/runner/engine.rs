@@ -203,6 +203,13 @@ impl<'a> Engine<'a> {
         if settings.workers > 1 {
             repo.check_queue_on_base()?;
         }
+        // A push to nowhere would fail only once the work is done (a pull
+        // request's remote is checked before its branch is made).
+        if settings.git.push != crate::config::Push::Never
+            && settings.delivery != crate::config::Delivery::Pr
+        {
+            repo.check_push_remote(repo.base(), settings.git.remote.as_deref(), false)?;
+        }
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.project())?;
         agent::preflight(&spec, &host)?;

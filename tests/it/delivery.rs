@@ -328,6 +328,29 @@ fn delivery_pr_without_gh_stops_before_any_agent_runs() {
     assert_eq!(p.json(".ralph/result.json")["status"], "failed");
 }
 
+/// A push to a remote the repository lacks would fail only after the
+/// work is done: the run refuses to start, naming it, before any agent.
+#[test]
+fn a_push_or_pull_request_to_a_missing_remote_stops_before_any_agent_runs() {
+    let said = |hint: &str| {
+        format!(
+            "error: the repository has no remote origin, so the push would fail after the work is done\nhint: add it (`git remote add origin URL`), name another in git.remote, or set git.push: never{hint}\n"
+        )
+    };
+    let p = project("on_merge", &by_iteration("RALPH_ITERATION", FINISH));
+    p.git(&["remote", "remove", "origin"]);
+    let run = p.run(&[]);
+    assert_eq!((run.code, run.stderr), (30, said("")));
+    assert!(p.calls().is_empty());
+
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    p.git(&["remote", "remove", "origin"]);
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!((run.code, run.stderr), (30, said(" and delivery: local")));
+    assert!(p.calls().is_empty());
+    assert_eq!(p.git(&["branch", "--list", "ralph/*"]), "");
+}
+
 #[test]
 fn a_failed_pull_request_keeps_the_branch_pushed_and_prints_the_command() {
     let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
