@@ -176,8 +176,13 @@ impl<'a> Engine<'a> {
             ));
         }
         if let Some(branch) = repo.undo_interrupted_squash()? {
+            let whose = if branch == repo.base() {
+                "the base".to_owned()
+            } else {
+                format!("the task branch {branch}")
+            };
             ui.line(&format!(
-                "a squash into {} was cut short when ralph stopped; its files were put back as {branch} has them",
+                "a squash into {} was cut short when ralph stopped; its files were put back as {whose} has them",
                 repo.base()
             ));
         }
