@@ -265,7 +265,8 @@ pub(crate) fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) ->
     }
 }
 
-fn list_paths(paths: &[String]) -> String {
+/// `paths` for a message: the first ten, then how many more.
+pub fn list_paths(paths: &[String]) -> String {
     let named = paths
         .iter()
         .take(DIRTY_NAMED)

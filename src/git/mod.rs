@@ -32,7 +32,7 @@ use git2::{BranchType, ErrorCode, RepositoryState};
 
 pub use branch::Claim;
 pub use cli::ignored_queue_file;
-pub use error::{Error, Result};
+pub use error::{Error, Result, list_paths};
 pub use history::{BaseChanges, FileChange};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
 pub use init::init_with_commit;

@@ -430,6 +430,13 @@ impl Engine<'_> {
     /// for it, leaving only the task's own conflicts.
     fn conflicted(&mut self, id: &TaskId, paths: &[String]) -> Result<(), Error> {
         let base = self.repo.base().to_owned();
+        self.ui.log(
+            &now(),
+            &format!(
+                "{id}: the squash into {base} conflicts in {}",
+                crate::git::list_paths(paths)
+            ),
+        );
         let summary = if self.base_repo.is_some() {
             let left = self
                 .repo

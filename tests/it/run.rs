@@ -629,6 +629,10 @@ else ralph task complete "$RALPH_TASK_ID" > /dev/null; fi
     );
     // The base has the other change only.
     assert_eq!(project.git(&["show", "main:shared.txt"]), "base");
+    // Said where people look: the terminal and ralph.log.
+    let said = "A: the squash into main conflicts in shared.txt\n";
+    assert!(run.stderr.contains(said), "{run:#?}");
+    assert!(project.read("ralph.log").contains(&format!(" {said}")));
 }
 
 /// The agent follows the conflict's evidence, which `working.md` agrees
