@@ -21,7 +21,9 @@ pub use classify::{Failure, FailureClass, Status, classify, judge};
 pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::{Preset, PromptPassing};
-pub use process::{Limits, Outcome, Request, preflight, resolve, run, stop_leftover_group};
+pub use process::{
+    Limits, Outcome, Request, kill_live_groups, preflight, resolve, run, stop_leftover_group,
+};
 pub use reset::reset_time;
 pub use shell::{ShellRun, run_shell};
 pub use spec::{Invocation, MAX_ARG_BYTES, Spec};

@@ -337,6 +337,37 @@ enum Stopping {
     Killed(Instant),
 }
 
+/// The process groups [`supervise`] runs now, for [`kill_live_groups`].
+static LIVE_GROUPS: std::sync::Mutex<Vec<Pid>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps a group in [`LIVE_GROUPS`] while it lives in this value.
+struct Registered(Pid);
+
+impl Registered {
+    fn new(group: Pid) -> Registered {
+        let mut groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        groups.push(group);
+        Registered(group)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+        groups.retain(|group| *group != self.0);
+    }
+}
+
+/// Kills (SIGKILL) every process group ralph runs now: agents and
+/// checks, with everything they started. Their supervisors then see them
+/// end as usual, so the run still saves its state and its result.
+pub fn kill_live_groups() {
+    let groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    for group in groups.iter() {
+        signal_group(*group, Signal::SIGKILL);
+    }
+}
+
 /// Runs `command` in its own process group with stdout and stderr merged
 /// into `capture`, writes `stdin` (then closes it) from a thread, and stops
 /// the whole group (SIGTERM, SIGKILL after the grace) on timeout, on
@@ -369,6 +400,7 @@ pub(super) fn supervise(
     // The process group's id is the leader's pid.
     tracing::debug!(pid = child.id(), "started in its own process group");
     let group = Pid::from_raw(child.id() as i32);
+    let _registered = Registered::new(group);
     if let Some(path) = group_file {
         // A ralph killed with -9 leaves this behind; the next run stops the
         // group. No fsync: a power cut ends the group too.

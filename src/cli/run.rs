@@ -1,7 +1,7 @@
 //! `ralph run`: the loop.
 
 use std::fmt::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use clap::Args;
@@ -81,13 +81,27 @@ pub struct RunArgs {
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// The flag a signal sets, with the handler installed: the first Ctrl-C or
-/// SIGTERM stops the agent and saves state; a second one ends ralph at once.
+/// How many Ctrl-Cs or SIGTERMs have come.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// The flag a signal sets, with the handler installed. The first Ctrl-C or
+/// SIGTERM stops the agent (SIGTERM, SIGKILL after the grace) and saves
+/// state; a second kills the agent and any check now, and state is still
+/// saved; a third ends ralph at once, for a run stuck elsewhere.
 pub(super) fn interrupt_flag() -> &'static AtomicBool {
-    let _ = ctrlc::set_handler(|| {
-        if INTERRUPTED.swap(true, Ordering::SeqCst) {
-            std::process::exit(Exit::Interrupted as i32);
+    let _ = ctrlc::set_handler(|| match SIGNALS.fetch_add(1, Ordering::SeqCst) {
+        0 => {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            eprintln!(
+                "ralph: stopping: the agent gets {} to finish, then state is saved; interrupt again to kill it now",
+                crate::config::ShowDuration(kill_grace())
+            );
         }
+        1 => {
+            agent::kill_live_groups();
+            eprintln!("ralph: killed the agent; saving state (interrupt again to quit at once)");
+        }
+        _ => std::process::exit(Exit::Interrupted as i32),
     });
     &INTERRUPTED
 }

@@ -249,3 +249,45 @@ fn sigint_during_verification_is_not_the_tasks_failure() {
         ["[A] one", "initial commit"]
     );
 }
+
+/// A second Ctrl-C kills an agent that takes its time over the first
+/// (here: ignores SIGTERM, with a minute's grace), and the run still
+/// stops the way a signal stops it: state saved, result written, 130.
+#[test]
+fn a_second_sigint_kills_a_slow_agent_now_and_still_saves_the_run() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"long","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"trap '' TERM
+echo $$ > "$REC/agent.tmp"; mv "$REC/agent.tmp" "$REC/agent.pid"
+while :; do sleep 0.05; done
+"#,
+        );
+    let child = project
+        .run_command(&[])
+        .env("RALPH_KILL_GRACE", "45s")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ralph run");
+    let ralph = nix::unistd::Pid::from_raw(child.id() as i32);
+    wait_for_file(&project.aux().join("rec/agent.pid"));
+    let sigint = || nix::sys::signal::kill(ralph, nix::sys::signal::Signal::SIGINT).unwrap();
+    sigint();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    sigint();
+    let run = wait_for(child, 30);
+    assert_eq!(run.code, 130, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "\nralph: stopping: the agent gets 45s to finish, then state is saved; interrupt again to kill it now\nralph: killed the agent; saving state (interrupt again to quit at once)\n"
+        ),
+        "{run:#?}"
+    );
+    let agent: i32 = project.rec("agent.pid").trim().parse().unwrap();
+    assert!(!alive(agent), "the agent still runs");
+    assert_eq!(result(&project)["status"], "interrupted");
+    assert!(!project.path().join(".ralph/agent.pgid").exists());
+    assert_eq!(project.json(".ralph/state.json")["current_task"], "A");
+}
