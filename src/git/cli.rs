@@ -123,7 +123,10 @@ impl Repo {
     pub(super) fn stage(&self, paths: &[Vec<u8>]) -> Result<()> {
         let mut list = Vec::new();
         for path in paths {
-            list.extend_from_slice(path);
+            // `git status` names a repository inside the tree (a clone the
+            // agent made) `dir/`, which `update-index` ignores; `dir`
+            // stages its commit, as `git add` does.
+            list.extend_from_slice(path.strip_suffix(b"/").unwrap_or(path));
             list.push(0);
         }
         // `git add --all` of a tracked file in an ignored folder stages it

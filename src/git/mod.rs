@@ -44,7 +44,7 @@ pub use squash::{
     Merged, Squash, SquashPreview, squash_message, squash_message_with, squash_subject,
 };
 pub use work::{LeftBranch, Leftovers};
-pub use workers::TaskTree;
+pub use workers::{Kept, TaskTree};
 pub use worktree::Clean;
 
 use crate::paths::{DONE_FILE, LOG_FILE, Paths, RUNTIME_DIR, STOP_FILE, TASKS_FILE};

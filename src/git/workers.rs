@@ -38,6 +38,27 @@ fn remove_folder(folder: &Path) -> Result<()> {
     }
 }
 
+/// The index mode of a gitlink: a commit of another repository.
+const GITLINK: u32 = 0o160000;
+
+/// Whether `folder` is missing or empty.
+fn empty_or_missing(folder: &Path) -> bool {
+    match std::fs::read_dir(folder) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(err) => err.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
+/// A git repository found inside a task's worktree as it was removed, and
+/// where it was moved to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// Its path in the repository.
+    pub path: String,
+    /// Where it is now.
+    pub to: PathBuf,
+}
+
 /// A task's worktree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskTree {
@@ -165,7 +186,8 @@ impl Repo {
 
     /// Removes task worktree `tree` (its branch stays). Whatever is
     /// uncommitted there is lost: callers commit leftovers first.
-    pub fn remove_task_tree(&self, tree: &Path) -> Result<()> {
+    pub fn remove_task_tree(&self, tree: &Path) -> Result<Vec<Kept>> {
+        let kept = self.keep_repositories_in(tree)?;
         let failed = |source| Error::Git {
             action: format!("remove the worktree {}", tree.display()),
             source,
@@ -202,7 +224,46 @@ impl Repo {
                 ))
                 .map_err(failed)?;
         }
-        remove_folder(&aside)
+        remove_folder(&aside)?;
+        Ok(kept)
+    }
+
+    /// Moves the git repositories inside worktree `tree` that its commit
+    /// holds as gitlinks (a clone the agent made and committed, as `git
+    /// add` does) out of it before it goes: their files and history are
+    /// nowhere else. Each goes where the project's checkout has its empty
+    /// gitlink folder, else to `.ralph/kept/<task>/`.
+    fn keep_repositories_in(&self, tree: &Path) -> Result<Vec<Kept>> {
+        let Ok(index) = git2::Repository::open(tree).and_then(|repo| repo.index()) else {
+            return Ok(Vec::new());
+        };
+        let kept_folder = tree.parent().and_then(Path::parent).map(|ralph| {
+            ralph
+                .join("kept")
+                .join(tree.file_name().unwrap_or_default())
+        });
+        let mut kept = Vec::new();
+        for entry in index.iter().filter(|entry| entry.mode == GITLINK) {
+            let path = String::from_utf8_lossy(&entry.path).into_owned();
+            let from = tree.join(&path);
+            if !from.join(".git").is_dir() {
+                continue;
+            }
+            let home = self.workdir().join(&path);
+            let to = match (empty_or_missing(&home), &kept_folder) {
+                (true, _) | (false, None) => {
+                    let _ = std::fs::remove_dir(&home);
+                    home
+                }
+                (false, Some(folder)) => folder.join(&path),
+            };
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(io_error(parent))?;
+            }
+            std::fs::rename(&from, &to).map_err(io_error(&from))?;
+            kept.push(Kept { path, to });
+        }
+        Ok(kept)
     }
 
     /// Finishes the removals of task worktrees a killed run cut short: the

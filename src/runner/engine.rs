@@ -501,6 +501,25 @@ impl<'a> Engine<'a> {
         self.base_repo.as_ref().unwrap_or(&self.repo)
     }
 
+    /// Removes the task worktree `tree`, saying where each repository of
+    /// its own found inside went.
+    pub(super) fn remove_task_tree(&self, tree: &std::path::Path) -> Result<(), Error> {
+        let base = self.base();
+        let shown = |path: &std::path::Path| {
+            let path = path.strip_prefix(base.workdir()).unwrap_or(path);
+            path.display().to_string()
+        };
+        for kept in base.remove_task_tree(tree)? {
+            self.ui.line(&format!(
+                "warning: {} in the worktree {} is a git repository of its own, committed as a gitlink (as `git add` does); ralph moved it to {} before removing the worktree",
+                kept.path,
+                shown(tree),
+                shown(&kept.to)
+            ));
+        }
+        Ok(())
+    }
+
     /// Holds the merge turn while a parallel worker changes the base: one
     /// worker at a time. A single run needs none; a worker that holds the
     /// turn already (a failed merge that blocks the task) keeps it.

@@ -466,7 +466,7 @@ impl Engine<'_> {
     /// cannot be deleted while checked out there). A single run has none.
     fn leave_worktree(&self) -> Result<(), Error> {
         if self.base_repo.is_some() {
-            self.base().remove_task_tree(self.repo.workdir())?;
+            self.remove_task_tree(self.repo.workdir())?;
         }
         Ok(())
     }

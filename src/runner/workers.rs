@@ -494,13 +494,13 @@ impl<'a> Engine<'a> {
                     tree_repo.commit_leftovers(&branch, &id, self.state.iteration)?;
                 }
                 drop(tree_repo);
-                self.repo.remove_task_tree(&tree)?;
+                self.remove_task_tree(&tree)?;
                 self.ui.line(&format!(
                     "task {id} goes on in the project's checkout; its worktree from a parallel run is removed (its work is on its branch)"
                 ));
                 continue;
             }
-            self.repo.remove_task_tree(&tree)?;
+            self.remove_task_tree(&tree)?;
             let archived = queue.done.contains(&id);
             self.ui.line(&format!(
                 "removed the worktree of task {id}, which is {}",

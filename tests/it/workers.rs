@@ -680,3 +680,51 @@ fn a_squash_cut_short_on_the_base_is_undone_at_start() {
     );
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
+
+/// An agent that clones a repository into the tree (here: makes one) and
+/// leaves it: it is committed as a gitlink, as `git add` does, and the
+/// repository itself, whose files and history are nowhere else, survives
+/// its worktree: moved to where the project's checkout holds the gitlink,
+/// or kept aside when something else is there. One worker runs in the
+/// project's checkout, where the repository simply stays.
+#[test]
+fn a_repository_the_agent_leaves_in_the_tree_is_committed_and_kept() {
+    let agent = r#"git init -q -b trunk "lib-$RALPH_TASK_ID"
+echo "$RALPH_TASK_ID" > "lib-$RALPH_TASK_ID/f"
+git -C "lib-$RALPH_TASK_ID" add f
+git -C "lib-$RALPH_TASK_ID" -c user.name=a -c user.email=a@b commit -q -m lib
+echo uncommitted > "lib-$RALPH_TASK_ID/g"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+    for workers in ["1", "2"] {
+        let project = TestProject::new()
+            .task(&task("A", &[]))
+            .git_init()
+            .agent(agent);
+        let run = finish(project.run_command(&["--workers", workers]), 60);
+        assert_eq!(run.code, 0, "{workers}: {run:#?}");
+        let lib = project.path().join("lib-A");
+        assert_eq!(project.read("lib-A/f"), "A\n", "{workers}");
+        assert_eq!(project.read("lib-A/g"), "uncommitted\n", "{workers}");
+        let head = project.git(&["-C", lib.to_str().unwrap(), "rev-parse", "HEAD"]);
+        assert_eq!(
+            project.git(&["ls-tree", "main", "lib-A"]),
+            format!("160000 commit {head}\tlib-A"),
+            "{workers}"
+        );
+        // Clean but for the repository's own uncommitted file.
+        assert_eq!(
+            project.git(&["status", "--porcelain", "--ignore-submodules=dirty"]),
+            "",
+            "{workers}"
+        );
+        if workers == "2" {
+            assert!(
+                run.stderr.contains(
+                    "\nw1 warning: lib-A in the worktree .ralph/worktrees/A is a git repository of its own, committed as a gitlink (as `git add` does); ralph moved it to lib-A before removing the worktree\n"
+                ),
+                "{run:#?}"
+            );
+        }
+    }
+}
