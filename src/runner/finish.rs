@@ -99,7 +99,22 @@ impl Engine<'_> {
         self.leave_worktree()?;
         self.base().preserve_and_delete_branch(&branch, id)?;
         let detail = format!("squash-merged into {}", self.repo.base());
-        self.merged_task(id, Some(commit.to_string()), &detail)
+        self.merged_task(id, Some(commit.to_string()), &detail)?;
+        // A hook ran in the squash (no clean token came back): what it
+        // wrote would stop the next claim with a puzzling dirty tree.
+        if self.clean.is_none() {
+            self.clean = Some(self.base().check_clean().map_err(|err| {
+                match err {
+                    crate::git::Error::Dirty { paths } => RunError::HookWroteFiles {
+                        task: id.to_string(),
+                        paths,
+                    }
+                    .into(),
+                    err => Error::from(err),
+                }
+            })?);
+        }
+        Ok(())
     }
 
     /// Squashes `branch` into the base, without scanning the tree again

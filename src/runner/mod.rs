@@ -53,6 +53,16 @@ pub enum RunError {
         /// What the hook printed.
         said: String,
     },
+    /// A hook of the repository wrote files into the tree while git made
+    /// the squash commit of a task (merged all the same): the next task
+    /// would start from a tree that is not clean.
+    #[error("a git hook wrote {} while git committed the squash of {task}; the next task needs a clean tree", crate::git::list_paths(.paths))]
+    HookWroteFiles {
+        /// The task just merged.
+        task: String,
+        /// What the hook left, repository-relative.
+        paths: Vec<String>,
+    },
     /// `ralph plan --agent`: the planner agent failed.
     #[error("the planner agent failed ({class}): {reason}")]
     PlannerFailed {
@@ -95,7 +105,7 @@ impl RunError {
             RunError::PlannerFailed { class, .. } if class == "missing_binary" => {
                 Exit::InvalidInput
             }
-            RunError::PlannerBrokeQueue(_) => Exit::InvalidInput,
+            RunError::PlannerBrokeQueue(_) | RunError::HookWroteFiles { .. } => Exit::InvalidInput,
             RunError::PlannerAddedNothing { .. } => Exit::NeedsPerson,
             RunError::PlannerInterrupted => Exit::Interrupted,
             _ => Exit::Transient,
@@ -108,6 +118,7 @@ impl RunError {
             RunError::Locked(_) => Some("wait for it to finish, or stop it with `ralph stop` (or Ctrl-C in its terminal)".to_owned()),
             RunError::Stranded { .. } => Some("commit or stash those changes on the right branch, check out the task branch, then run again".to_owned()),
             RunError::HookRejected { branch, .. } => Some(format!("make the work on {branch} pass the hook, then squash it by hand (`git merge --squash {branch}` on the base, commit) and delete the branch")),
+            RunError::HookWroteFiles { task, .. } => Some(format!("{task} is merged and archived; commit those files, or keep them out of commits (`git rm --cached` them if a commit took them, and list them in .gitignore), then run again")),
             RunError::PlannerFailed { log, .. } => Some(format!("its output is in {log}; tasks it added before failing are kept (`ralph task tree`)")),
             RunError::PlannerBrokeQueue(_) => Some("fix that line by hand (`ralph task validate` checks the file), or put the file back with git".to_owned()),
             RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),

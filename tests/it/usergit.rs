@@ -149,6 +149,52 @@ fn a_hook_that_refuses_every_commit_blocks_the_task_and_stops_the_run() {
     );
 }
 
+/// A hook that writes a file the repository does not ignore, here a
+/// post-commit log: the squash it ran in lands, and the run stops before
+/// the next task with the files and the way out (nothing claimed).
+#[test]
+fn a_hook_that_writes_files_into_the_tree_stops_the_run_naming_them() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"two","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            "work \"$RALPH_TASK_ID.txt\" x\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+        );
+    hook(&project, "post-commit", "date >> post-commit.log\n");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.ends_with(
+            "error: a git hook wrote post-commit.log while git committed the squash of A; the next task needs a clean tree\nhint: A is merged and archived; commit those files, or keep them out of commits (`git rm --cached` them if a commit took them, and list them in .gitignore), then run again\n"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[A] one"
+    );
+    assert_eq!(project.json_lines("tasks-done.jsonl")[0]["id"], "A");
+    assert_eq!(project.json_lines("tasks.jsonl")[0]["status"], "pending");
+    assert_eq!(project.git(&["branch", "--list", "task/B*"]), "");
+    assert_eq!(project.calls(), ["1 A 1 none"]);
+    // The agent's own commit ran the hook too, so A's work holds the log:
+    // untracked and ignored, as the hint says, and the next run goes on.
+    std::fs::write(
+        project.path().join(".git/info/exclude"),
+        "post-commit.log\n",
+    )
+    .unwrap();
+    project.git(&["rm", "-q", "--cached", "post-commit.log"]);
+    project.git(&["commit", "-q", "-m", "untrack the hook's log"]);
+    let again = project.run(&[]);
+    assert_eq!(again.code, 0, "{again:#?}");
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%s", "main"]),
+        "[B] two"
+    );
+}
+
 #[test]
 fn a_hook_under_core_hooks_path_is_run_and_leftover_commits_skip_it() {
     let project = one_task("feature");
