@@ -177,7 +177,7 @@ impl Repo {
 
     /// git's configuration as it is now (read afresh: a person or an agent
     /// may change it during a run).
-    fn config(&self) -> Option<git2::Config> {
+    pub(super) fn config(&self) -> Option<git2::Config> {
         self.git
             .config()
             .and_then(|mut config| config.snapshot())

@@ -454,8 +454,62 @@ impl Repo {
                 }
                 other => other.doing("check out the files")?,
             }
+            self.smudge_filtered(&paths, to)?;
         }
         self.queue_entries_follow(to)
+    }
+
+    /// Writes again, through the user's git, those of `paths` (just checked
+    /// out as tree `to` has them) whose filter turns the committed form
+    /// into other bytes on disk: libgit2 runs no smudge filter, so an LFS
+    /// file would be left as its pointer.
+    fn smudge_filtered(&self, paths: &[Vec<u8>], to: &git2::Tree<'_>) -> Result<()> {
+        let Some(config) = self.config() else {
+            return Ok(());
+        };
+        let smudges = |filter: &str| {
+            ["smudge", "process"]
+                .iter()
+                .any(|key| config.get_string(&format!("filter.{filter}.{key}")).is_ok())
+        };
+        let filtered: Vec<&[u8]> = paths
+            .iter()
+            .map(Vec::as_slice)
+            .filter(|path| {
+                let rel = Path::new(std::ffi::OsStr::from_bytes(path));
+                let filter =
+                    self.git
+                        .get_attr(rel, "filter", git2::AttrCheckFlags::INDEX_THEN_FILE);
+                to.get_path(rel).is_ok() && matches!(filter, Ok(Some(filter)) if smudges(filter))
+            })
+            .collect();
+        if filtered.is_empty() {
+            return Ok(());
+        }
+        // git writes no file whose index entry matches it on disk, as
+        // libgit2 just recorded: a size of zero tells it to look again.
+        self.update_index(|index| {
+            for path in &filtered {
+                if let Some(mut entry) =
+                    index.get_path(Path::new(std::ffi::OsStr::from_bytes(path)), 0)
+                {
+                    entry.file_size = 0;
+                    entry.mtime = IndexTime::new(0, 0);
+                    index
+                        .add(&entry)
+                        .doing("mark a filtered file for writing")?;
+                }
+            }
+            Ok(true)
+        })?;
+        let mut list = Vec::new();
+        for path in &filtered {
+            list.extend_from_slice(path);
+            list.push(0);
+        }
+        let args = ["checkout-index", "--force", "-z", "--stdin"];
+        self.git_ok(&args, &list, "write the filtered files (LFS)")?;
+        Ok(())
     }
 
     /// Sets the queue files' index entries to their versions in `tree`

@@ -602,6 +602,50 @@ fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// Files ralph itself checks out go through the user's smudge filter: an
+/// LFS file of a resumed task's branch, and one somebody else committed on
+/// the base while the task worked, are their contents on disk, not their
+/// pointers, for the agent and after the squash.
+#[test]
+fn lfs_files_ralph_checks_out_are_their_contents_not_pointers() {
+    let project = one_task("weights");
+    with_lfs(&project);
+    project.script(
+        "agent.sh",
+        r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
+  echo "real weights" > model.bin
+  git add model.bin && git commit -q -m "add the weights"
+  ralph task block A --reason wait > /dev/null
+  exit 0
+fi
+cat model.bin > "$REC/seen"
+# Meanwhile somebody commits an LFS file on the base.
+git worktree add -q "$REC/other" main
+(cd "$REC/other" && echo "their asset" > asset.bin && git add asset.bin && git commit -q -m asset)
+git worktree remove "$REC/other"
+ralph task complete A > /dev/null
+"#,
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(!project.path().join("model.bin").exists());
+    let tasks = project
+        .read("tasks.jsonl")
+        .replace("\"blocked\"", "\"pending\"");
+    std::fs::write(project.path().join("tasks.jsonl"), tasks).unwrap();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.rec("seen"), "real weights\n");
+    assert_eq!(project.read("model.bin"), "real weights\n");
+    assert_eq!(project.read("asset.bin"), "their asset\n");
+    assert!(
+        project
+            .git(&["cat-file", "-p", "main:asset.bin"])
+            .starts_with("version https://git-lfs.github.com/spec/v1")
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
 /// A PATH like the test's own, without `git-lfs`: one folder of links to
 /// every other program on it.
 fn path_without_git_lfs(project: &TestProject) -> std::path::PathBuf {
