@@ -168,6 +168,44 @@ impl Repo {
             .collect()
     }
 
+    /// Lists ralph's runtime files in the repository's own exclude file
+    /// (`.git/info/exclude`, never committed), so an agent's `git add -A`
+    /// never stages them even when it rewrites `.gitignore` without
+    /// them: they would reach the base with its work. Returns whether it
+    /// added a line.
+    pub fn exclude_runtime_files(&self) -> Result<bool> {
+        let path = self.git.commondir().join("info").join("exclude");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let missing: Vec<String> = self
+            .runtime
+            .iter()
+            .map(|rel| format!("/{rel}"))
+            .filter(|pattern| !text.lines().any(|line| line.trim_end() == pattern))
+            .collect();
+        if missing.is_empty() {
+            return Ok(false);
+        }
+        let mut added = String::new();
+        if !text.is_empty() && !text.ends_with('\n') {
+            added.push('\n');
+        }
+        added.push_str("# ralph's runtime files (added by ralph run)\n");
+        for pattern in missing {
+            added.push_str(&pattern);
+            added.push('\n');
+        }
+        if let Some(info) = path.parent() {
+            std::fs::create_dir_all(info).map_err(super::error::io_error(info))?;
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, added.as_bytes()))
+            .map_err(super::error::io_error(&path))?;
+        Ok(true)
+    }
+
     /// Whether the repository has a remote called `name`.
     pub fn has_remote(&self, name: &str) -> bool {
         self.git.find_remote(name).is_ok()

@@ -161,6 +161,9 @@ impl<'a> Engine<'a> {
         if let Some(warning) = repo.identity().warning() {
             ui.line(&format!("warning: {warning}"));
         }
+        if paths.queue_in_checkout() {
+            repo.exclude_runtime_files()?;
+        }
         for (file, rule) in repo.ignored_queue_files() {
             let (message, fix) = git::ignored_queue_file(&file, &rule);
             ui.line(&format!("warning: {message}; {fix}"));

@@ -646,6 +646,41 @@ ralph task complete A > /dev/null
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// An agent that writes a `.gitignore` of its own, without ralph's lines,
+/// and stages everything: ralph's runtime files stay out of its commits
+/// and off the base, and the next task and the next run go on.
+#[test]
+fn an_agent_that_rewrites_gitignore_never_commits_ralphs_runtime_files() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"two","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"echo "node_modules/" > .gitignore
+echo x > "$RALPH_TASK_ID.txt"
+git add -A && git commit -q -m "$RALPH_TASK_ID"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let files = project.git(&["ls-tree", "-r", "--name-only", "main"]);
+    assert!(files.contains("\nA.txt\nB.txt\n"), "{files}");
+    assert!(
+        !files
+            .lines()
+            .any(|file| file.starts_with(".ralph/") || file == "ralph.log"),
+        "{files}"
+    );
+    assert!(
+        project.read(".git/info/exclude").ends_with(
+            "# ralph's runtime files (added by ralph run)\n/.ralph/\n/ralph.log\n/.stop\n"
+        )
+    );
+    let again = project.run(&[]);
+    assert_eq!(again.code, 0, "{again:#?}");
+}
+
 /// A PATH like the test's own, without `git-lfs`: one folder of links to
 /// every other program on it.
 fn path_without_git_lfs(project: &TestProject) -> std::path::PathBuf {
