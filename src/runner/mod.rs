@@ -106,7 +106,8 @@ impl RunError {
                 Exit::InvalidInput
             }
             RunError::PlannerBrokeQueue(_) | RunError::HookWroteFiles { .. } => Exit::InvalidInput,
-            RunError::PlannerAddedNothing { .. } => Exit::NeedsPerson,
+            // Running again cannot help: a person sorts the tree out.
+            RunError::PlannerAddedNothing { .. } | RunError::Stranded { .. } => Exit::NeedsPerson,
             RunError::PlannerInterrupted => Exit::Interrupted,
             _ => Exit::Transient,
         }
@@ -204,6 +205,7 @@ mod tests {
             stranded.to_string(),
             "the repository is left on main with uncommitted changes (a.txt, b.txt); ralph cannot return to the task branch safely"
         );
+        assert_eq!(stranded.exit(), Exit::NeedsPerson);
         assert_eq!(
             stranded.hint().as_deref(),
             Some(

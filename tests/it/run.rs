@@ -1179,3 +1179,29 @@ esac
     assert_eq!(project.read("new/deep/three.txt"), "three\nagain\n");
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
+
+/// An agent that moves to a branch of its own and leaves uncommitted work
+/// there: ralph cannot take the work back safely, so the run stops for a
+/// person (exit 10, not the "try again" of 20), naming where and what.
+#[test]
+fn an_agent_stranded_on_another_branch_with_uncommitted_work_needs_a_person() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"echo real > real.txt
+git switch -q -c side
+work side.txt s
+ralph task complete A > /dev/null
+"#,
+        );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stderr.ends_with(
+            "error: the repository is left on branch side with uncommitted changes (real.txt); ralph cannot return to the task branch safely\nhint: commit or stash those changes on the right branch, check out the task branch, then run again\n"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(project.read("real.txt"), "real\n");
+}
