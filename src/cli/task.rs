@@ -171,12 +171,16 @@ pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
                     }
                 }
                 let masked = |items: Vec<String>| items.into_iter().map(mask).collect();
+                // `--dep A --dep A` names one dependency.
+                let mut deps = args.deps;
+                let mut named = std::collections::HashSet::new();
+                deps.retain(|dep| named.insert(dep.clone()));
                 let changes = apply(Patch::Add(NewTask {
                     title: mask(args.title),
                     parent: args.parent,
                     id: args.id,
                     body: args.body.map(mask),
-                    deps: args.deps,
+                    deps,
                     acceptance: masked(args.acceptance),
                     files: masked(args.files),
                     verify: masked(args.verify),

@@ -18,8 +18,10 @@ fn seed() -> TestProject {
 fn add_allocates_ids_and_prints_them() {
     let p = TestProject::new();
     p.ralph(&["task", "add", "first"]).ok("A\n");
-    p.ralph(&["task", "add", "second", "--body", "details", "--dep", "A"])
-        .ok("B\n");
+    p.ralph(&[
+        "task", "add", "second", "--body", "details", "--dep", "A", "--dep", "A",
+    ])
+    .ok("B\n");
     p.ralph(&["task", "add", "child", "--parent", "B"])
         .ok_noting("B.1\n", "note: B is now a container (\"leaf\": false)\n");
     let lines: Vec<serde_json::Value> = p
