@@ -191,14 +191,20 @@ impl DoneLog {
             return String::new();
         }
         let mut out = String::new();
+        // New records end like the file's first line: a file kept with
+        // CRLF endings stays so.
+        let end = match self.text.split_once('\n') {
+            Some((first, _)) if first.ends_with('\r') => "\r\n",
+            _ => "\n",
+        };
         // A torn last line is cut off before appending (`torn`), so the
         // file then ends with a newline.
         if self.torn.is_none() && !self.text.is_empty() && !self.text.ends_with('\n') {
-            out.push('\n');
+            out.push_str(end);
         }
         for (_, line) in &self.appended {
             out.push_str(line);
-            out.push('\n');
+            out.push_str(end);
         }
         out
     }

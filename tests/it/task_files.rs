@@ -43,6 +43,18 @@ fn crlf_files_keep_their_line_endings() {
     assert!(after.starts_with("{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\r\n{\"id\":\"B\",\"title\":\"b\",\"status\":\"active\",\"leaf\":true}\r\n{\"id\":\"C\""));
     assert!(after.ends_with("}\r\n"));
     assert_eq!(after.matches('\n').count(), after.matches("\r\n").count());
+    // The archive too: a record appended to a CRLF file ends in CRLF.
+    let p = p.file(
+        "tasks-done.jsonl",
+        "{\"id\":\"Z\",\"title\":\"z\",\"status\":\"complete\",\"leaf\":true}\r\n",
+    );
+    p.ralph(&["task", "archive", "A"]).success();
+    let archive = p.read("tasks-done.jsonl");
+    assert_eq!(archive.lines().count(), 2, "{archive}");
+    assert_eq!(
+        archive.matches('\n').count(),
+        archive.matches("\r\n").count()
+    );
 }
 
 /// Every malformed input: the exact one-line error, exit 30, nothing written.
