@@ -25,7 +25,15 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
     };
     let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
     let state = crate::state::StateFile::open(paths).peek();
-    let queue = Store::open(paths).load()?;
+    // A hand edit that broke the queue is no reason to hide the live run.
+    let (queue, queue_error) = match Store::open(paths).load() {
+        Ok(queue) => (queue, None),
+        Err(err) => (crate::task::Queue::empty(), Some(Error::from(err))),
+    };
+    let queue_error = queue_error.map(|err| match err.hint() {
+        Some(hint) => format!("{err}; {hint}"),
+        None => err.to_string(),
+    });
     let counts = queue.counts();
     let (events, _) = EventLog::open(paths)
         .tail(RECENT)
@@ -47,14 +55,15 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
                 "task": w.task, "iteration": w.iteration, "role": w.role,
                 "phase": w.phase, "since": w.since,
             })).collect::<Vec<_>>(),
-            "counts": {
+            "counts": queue_error.is_none().then(|| json!({
                 "pending": counts.with(crate::task::Status::Pending),
                 "active": counts.with(crate::task::Status::Active),
                 "ready": counts.with(crate::task::Status::Ready),
                 "complete": counts.with(crate::task::Status::Complete),
                 "blocked": counts.with(crate::task::Status::Blocked),
                 "archived": counts.archived,
-            },
+            })),
+            "queue_error": queue_error,
             "last_result": result,
             "events": events,
         }))));
@@ -112,17 +121,21 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
         .filter(|s| counts.with(**s) > 0)
         .map(|s| format!("{} {s}", counts.with(*s)))
         .collect();
-    let _ = writeln!(
-        out,
-        "queue: {}{}; {} archived",
-        crate::text::count(counts.active_total(), "task"),
-        if statuses.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", statuses.join(", "))
-        },
-        counts.archived
-    );
+    if let Some(error) = &queue_error {
+        let _ = writeln!(out, "queue: cannot be read: {}", safe(error));
+    } else {
+        let _ = writeln!(
+            out,
+            "queue: {}{}; {} archived",
+            crate::text::count(counts.active_total(), "task"),
+            if statuses.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", statuses.join(", "))
+            },
+            counts.archived
+        );
+    }
     if let Some(result) = &result {
         let _ = writeln!(
             out,

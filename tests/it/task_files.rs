@@ -420,3 +420,20 @@ fn an_editor_open_on_the_queue_neither_stops_a_run_nor_enters_its_commits() {
     }
     assert!(committed.contains("A.txt"), "{committed}");
 }
+
+/// `ralph status` shows what it can when a hand edit broke the queue: the
+/// run, and the broken line with its fix in place of the counts.
+#[test]
+fn status_names_a_broken_queue_line_and_still_shows_the_rest() {
+    let p = TestProject::new().file(
+        "tasks.jsonl",
+        "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n{\"id\":\"B\",\"title\":\"oops\"\n",
+    );
+    let said = "tasks.jsonl:2: invalid JSON at column 24: EOF while parsing an object; fix that line by hand (or undo the last edit), then run `ralph task validate`; nothing was written";
+    p.ralph(&["status"])
+        .ok(&format!("run: none live\nqueue: cannot be read: {said}\n"));
+    let json = p.ralph(&["status", "--json"]).success().json();
+    assert_eq!(json["queue_error"], said);
+    assert_eq!(json["counts"], serde_json::Value::Null);
+    assert_eq!(json["live"], false);
+}
