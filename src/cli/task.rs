@@ -264,8 +264,7 @@ fn added(store: &Store, changes: &[Change], json: bool) -> Result<Outcome, Error
 
 fn list(queue: &Queue, args: &ListArgs, json: bool) -> Result<Outcome, Error> {
     let tasks: Vec<_> = queue
-        .tasks
-        .tasks()
+        .live_tasks()
         .map(|(_, task)| task)
         .filter(|task| args.status.is_none_or(|status| task.status == status))
         .filter(|task| !args.leaf || task.leaf)
@@ -432,8 +431,19 @@ fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
         }
         .into());
     };
+    let mut outcome = Outcome::default();
+    if archived_line.is_some()
+        && let Some(index) = queue.tasks.position(id_str)
+    {
+        let _ = writeln!(
+            outcome.stderr,
+            "note: tasks.jsonl line {} still holds {id}, left by an archive cut short; it reads as archived, and `ralph task archive {id}` (or the next run) removes the line",
+            index + 1
+        );
+    }
     if json {
-        return Ok(Outcome::print(to_json(&object)));
+        outcome.stdout = to_json(&object);
+        return Ok(outcome);
     }
     let mut out = String::new();
     let title = object.get("title").and_then(Value::as_str).unwrap_or("");
@@ -494,7 +504,8 @@ fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
     if !children.is_empty() {
         let _ = writeln!(out, "children: {}", children.join(", "));
     }
-    Ok(Outcome::print(out))
+    outcome.stdout = out;
+    Ok(outcome)
 }
 
 fn status_changed(changes: &[Change], json: bool) -> Outcome {

@@ -53,8 +53,7 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
         );
     }
     let blocked: Vec<String> = queue
-        .tasks
-        .tasks()
+        .live_tasks()
         .filter(|(_, task)| task.status == Status::Blocked)
         .map(|(_, task)| task.id.to_string())
         .collect();

@@ -341,7 +341,7 @@ impl Engine<'_> {
             });
         }
         let queue = self.store.load()?;
-        for (_, task) in queue.tasks.tasks().filter(|(_, t)| t.leaf) {
+        for (_, task) in queue.live_tasks().filter(|(_, t)| t.leaf) {
             let state = if task.status == crate::task::Status::Blocked {
                 let reason = queue
                     .object(task.id.as_str())

@@ -725,7 +725,7 @@ fn unverified_warning(configured: &[String], store: &Store) -> Option<String> {
         return None;
     }
     let queue = store.load().ok()?;
-    let unchecked = (queue.tasks.tasks())
+    let unchecked = (queue.live_tasks())
         .filter(|(_, task)| task.leaf && task.status != Status::Complete)
         .filter(|(_, task)| queue.string_list(task.id.as_str(), "verify").is_empty())
         .count();

@@ -267,7 +267,9 @@ impl Engine<'_> {
         if !queue.done.contains(&task) && queue.get(&task).is_some() {
             return self.recover_squashed_task(&id, &queue);
         }
-        if !queue.done.contains(&task) || queue.get(&task).is_some() {
+        // The raw line: one left in tasks.jsonl too is the loop's to clean
+        // up (`finish_archived_lines`).
+        if !queue.done.contains(&task) || queue.tasks.get(&task).is_some() {
             return Ok(());
         }
         self.land_archived(&id, &queue)

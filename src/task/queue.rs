@@ -244,13 +244,23 @@ impl Queue {
         }
     }
 
-    /// The task `id` in `tasks.jsonl`.
+    /// The tasks of `tasks.jsonl` not archived, in file order, with their
+    /// line indexes. A crash between an archive's two writes leaves a line
+    /// whose id is in both files: it reads as archived in every view (the
+    /// next archive or run removes it), so only the loop's clean-up and
+    /// the writers look at `tasks` itself.
+    pub fn live_tasks(&self) -> impl Iterator<Item = (usize, &Task)> {
+        (self.tasks.tasks()).filter(|(_, task)| !self.done.contains(task.id.as_str()))
+    }
+
+    /// The live task `id`: in `tasks.jsonl` and not archived.
     pub fn get(&self, id: &str) -> Option<&Task> {
-        self.tasks.get(id)
+        self.tasks.get(id).filter(|_| !self.done.contains(id))
     }
 
     /// The whole line of live task `id` as a JSON object, every field kept.
     pub fn object(&self, id: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+        self.get(id)?;
         self.tasks.object(self.tasks.position(id)?).ok()
     }
 
@@ -347,32 +357,30 @@ impl Queue {
             .chain(self.done.ids())
     }
 
-    /// Line indexes of the direct children of `id` in `tasks.jsonl`.
+    /// Line indexes of the live direct children of `id` in `tasks.jsonl`.
     pub fn children(&self, id: &str) -> Vec<usize> {
-        self.tasks
-            .tasks()
+        self.live_tasks()
             .filter(|(_, task)| id::parent_of(task.id.as_str()) == Some(id))
             .map(|(index, _)| index)
             .collect()
     }
 
-    /// Status counts of `tasks.jsonl` and the number archived.
+    /// Status counts of the live tasks and the number archived.
     pub fn counts(&self) -> Counts {
         let mut counts = Counts {
             archived: self.done.len(),
             ..Counts::default()
         };
-        for (_, task) in self.tasks.tasks() {
+        for (_, task) in self.live_tasks() {
             counts.by_status[status_index(task.status)] += 1;
         }
         counts
     }
 
-    /// The hierarchy of `tasks.jsonl`, with the archived children of its tasks.
+    /// The hierarchy of the live tasks, with the archived children of each.
     pub fn tree(&self) -> Vec<TreeNode> {
         let live: HashMap<&str, &Task> = self
-            .tasks
-            .tasks()
+            .live_tasks()
             .map(|(_, task)| (task.id.as_str(), task))
             .collect();
         // Descendant counts: every id adds to each live ancestor.
@@ -392,7 +400,7 @@ impl Queue {
         let mut children: HashMap<&str, Vec<TreeNode>> = HashMap::new();
         for id in self.done.ids() {
             match id::parent_of(id) {
-                Some(parent) if live.contains_key(parent) && !live.contains_key(id) => {
+                Some(parent) if live.contains_key(parent) => {
                     let record = self.done.record(id).unwrap_or_default();
                     children.entry(parent).or_default().push(TreeNode {
                         id: id.to_owned(),
@@ -413,10 +421,14 @@ impl Queue {
         }
         let mut live_children: HashMap<&str, Vec<&Task>> = HashMap::new();
         let mut roots = Vec::new();
-        for (_, task) in self.tasks.tasks() {
+        for (_, task) in self.live_tasks() {
             match id::parent_of(task.id.as_str()) {
-                Some(parent) => live_children.entry(parent).or_default().push(task),
-                None => roots.push(task),
+                Some(parent) if live.contains_key(parent) => {
+                    live_children.entry(parent).or_default().push(task)
+                }
+                // Top level, or under a parent that reads as archived (its
+                // line left in both files): shown on top, never lost.
+                _ => roots.push(task),
             }
         }
         // Depth is bounded by id::MAX_DEPTH, so recursion is shallow.
@@ -695,6 +707,24 @@ mod tests {
         ]
         .concat();
         assert!(queue(&tasks, "{\"id\":\"B\"}\n").is_ok());
+    }
+
+    #[test]
+    fn a_line_left_in_both_files_reads_as_archived() {
+        let tasks = [
+            line("A", "pending", false, ""),
+            line("A.1", "pending", true, ""),
+            line("B", "pending", true, ""),
+        ]
+        .concat();
+        let q = queue(&tasks, "{\"id\":\"A.1\",\"title\":\"one\"}\n").unwrap();
+        assert!(q.get("A.1").is_none() && q.object("A.1").is_none());
+        assert!(q.children("A").is_empty());
+        assert_eq!((q.counts().active_total(), q.counts().archived), (2, 1));
+        let tree = q.tree();
+        assert_eq!(tree[0].children.len(), 1);
+        assert_eq!(tree[0].children[0].status, None);
+        assert_eq!((tree[0].done, tree[0].total), (1, 1));
     }
 
     #[test]

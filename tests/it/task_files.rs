@@ -437,3 +437,49 @@ fn status_names_a_broken_queue_line_and_still_shows_the_rest() {
     assert_eq!(json["counts"], serde_json::Value::Null);
     assert_eq!(json["live"], false);
 }
+
+/// A crash between an archive's two writes leaves the id in both files:
+/// it is archived, so every view reads it so, and none writes a byte.
+#[test]
+fn an_id_in_both_files_reads_as_archived_in_every_view() {
+    let tasks = concat!(
+        "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n",
+        "{\"id\":\"B\",\"title\":\"b\",\"status\":\"pending\",\"leaf\":true,\"deps\":[\"A\"]}\n",
+    );
+    let done = "{\"id\":\"A\",\"title\":\"a\",\"status\":\"complete\",\"leaf\":true,\"completed\":\"2026-01-01T00:00:00Z\"}\n";
+    let p = TestProject::new()
+        .file("tasks.jsonl", tasks)
+        .file("tasks-done.jsonl", done);
+    p.ralph(&["task", "list"]).ok("B  pending   b\n");
+    let listed = p.ralph(&["task", "list", "--json"]).success().json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    p.ralph(&["task", "tree"]).ok(concat!(
+        "[ ] B b\n",
+        "\n",
+        "1 task: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n",
+    ));
+    p.ralph(&["task", "show", "A"]).ok_noting(
+        concat!(
+            "A  a  (archived, tasks-done.jsonl line 1)\n",
+            "status: complete\n",
+            "leaf: true\n",
+            "completed: 2026-01-01T00:00:00Z\n",
+        ),
+        "note: tasks.jsonl line 1 still holds A, left by an archive cut short; it reads as archived, and `ralph task archive A` (or the next run) removes the line\n",
+    );
+    assert_eq!(
+        p.ralph(&["task", "show", "A", "--json"]).success().json()["status"],
+        "complete"
+    );
+    p.ralph(&["status"])
+        .ok("run: none live\nqueue: 1 task (1 pending); 1 archived\n");
+    let status = p.ralph(&["status", "--json"]).success().json();
+    assert_eq!(status["counts"]["pending"], 1);
+    assert_eq!(status["counts"]["archived"], 1);
+    p.ralph(&["task", "validate"])
+        .ok("ok: 1 task: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n");
+    p.ralph(&["task", "next"]).ok("B b\n");
+    assert_eq!(p.read("tasks.jsonl"), tasks);
+    assert_eq!(p.read("tasks-done.jsonl"), done);
+    assert!(!p.path().join(".ralph").exists(), "a view wrote .ralph/");
+}
