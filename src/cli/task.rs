@@ -404,10 +404,9 @@ fn next(queue: &Queue, json: bool) -> Result<Outcome, Error> {
                     .filter(|status| counts.with(**status) > 0)
                     .map(|status| format!("{} {status}", counts.with(*status)))
                     .collect();
-                format!(
-                    "{}; pending ones wait on deps or a blocked parent",
-                    parts.join(", ")
-                )
+                let mut why = vec![parts.join(", ")];
+                why.extend(idle_reasons(queue, &counts));
+                why.join("; ")
             };
             Ok(Outcome {
                 stderr: format!("no workable task ({why})\n"),
@@ -416,6 +415,26 @@ fn next(queue: &Queue, json: bool) -> Result<Outcome, Error> {
             })
         }
     }
+}
+
+/// Why the tasks of `queue` (with `counts`) wait, when none is workable:
+/// containers with nothing open under them, each sort with what becomes
+/// of it, then the others.
+fn idle_reasons(queue: &Queue, counts: &Counts) -> Vec<String> {
+    let mut reasons = Vec::new();
+    let emptied = queue.emptied_containers();
+    if !emptied.is_empty() {
+        reasons.push(crate::task::emptied_message(&emptied));
+    }
+    let childless = queue.childless_containers();
+    if !childless.is_empty() {
+        let (what, fix) = crate::task::childless_message(&childless);
+        reasons.push(format!("{what}: {fix}"));
+    }
+    if counts.active_total() > emptied.len() + childless.len() {
+        reasons.push("pending ones wait on deps or a blocked parent".to_owned());
+    }
+    reasons
 }
 
 fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {

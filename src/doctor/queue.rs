@@ -73,6 +73,16 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
             ),
         );
     }
+    // Containers with nothing open under them: no run works on them.
+    let emptied = queue.emptied_containers();
+    if !emptied.is_empty() {
+        found.ok("queue", &crate::task::emptied_message(&emptied));
+    }
+    let childless = queue.childless_containers();
+    if !childless.is_empty() {
+        let (what, fix) = crate::task::childless_message(&childless);
+        found.warning("queue", &what, &fix);
+    }
     if queue.next().is_none() && counts.with(Status::Complete) == 0 {
         if counts.active_total() == 0 {
             found.warning(
@@ -80,7 +90,7 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
                 "no task: `ralph run` has nothing to do",
                 "add one: `ralph task add TITLE`, or plan a document with `ralph plan PRD`",
             );
-        } else {
+        } else if counts.active_total() > emptied.len() + childless.len() {
             found.warning(
                 "queue",
                 "no workable task: pending ones wait on deps or a blocked parent",

@@ -395,7 +395,7 @@ impl<'a> Engine<'a> {
                     continue;
                 }
             };
-            if self.finish_archived_lines(&queue)? {
+            if self.finish_archived_lines(&queue)? || self.finish_emptied_container(&queue)? {
                 continue;
             }
             let seen = Before {
@@ -585,11 +585,7 @@ impl<'a> Engine<'a> {
             ),
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (
                 RunStatus::Blocked,
-                format!(
-                    "no workable task left: {} blocked, {} waiting on them",
-                    counts.with(Status::Blocked),
-                    counts.active_total() - counts.with(Status::Blocked)
-                ),
+                format!("no workable task left: {}", left_waiting(queue)),
             ),
             Ending::Drained => (RunStatus::Drained, "the queue is drained".to_owned()),
         })
@@ -687,6 +683,25 @@ pub(super) fn first_complete(queue: &Queue) -> Option<&Task> {
                     .is_none_or(|t| t.status != Status::Blocked)
             })
     })
+}
+
+/// What waits for a person when nothing is workable: the blocked tasks
+/// and those waiting on them, and containers with no task under them
+/// (which nothing waits on, and no run finishes), with the fix.
+fn left_waiting(queue: &Queue) -> String {
+    let counts = queue.counts();
+    let childless = queue.childless_containers();
+    let blocked = counts.with(Status::Blocked);
+    let waiting = counts.active_total() - blocked - childless.len();
+    let mut parts = Vec::new();
+    if blocked + waiting > 0 || childless.is_empty() {
+        parts.push(format!("{blocked} blocked, {waiting} waiting on them"));
+    }
+    if !childless.is_empty() {
+        let (what, fix) = crate::task::childless_message(&childless);
+        parts.push(format!("{what}: {fix}"));
+    }
+    parts.join("; ")
 }
 
 /// A duration for people: `0.4s`, `12.0s`, `3m05s`.

@@ -185,6 +185,28 @@ impl Engine<'_> {
         Ok(true)
     }
 
+    /// A container whose last child was archived without it (by hand:
+    /// ralph archives a parent with its last child) is done: archives the
+    /// first such as `ralph task archive` does, parents that empty with it
+    /// included, and lands it as a task finished without a branch. Returns
+    /// whether there was one.
+    pub(super) fn finish_emptied_container(&mut self, queue: &Queue) -> Result<bool, Error> {
+        let Some(task) = queue.emptied_containers().first().map(|&task| task.clone()) else {
+            return Ok(false);
+        };
+        self.ui.log(
+            &now(),
+            &format!("{}: all its tasks are archived; archiving it too", task.id),
+        );
+        // As in `finish_task`: a crash after the archive finds the task
+        // here and lands it (`recover_archived_task`).
+        self.state.current_task = Some(task.id.to_string());
+        self.save_state()?;
+        let changes = self.archive(&task.id, None)?;
+        self.land(&task.id, &task.title, None, &completes(&changes))?;
+        Ok(true)
+    }
+
     fn archive(&mut self, id: &TaskId, commit: Option<String>) -> Result<Vec<Change>, Error> {
         Ok(self.store.apply(
             &Patch::Archive {

@@ -331,7 +331,10 @@ impl<'a> Engine<'a> {
                     || self.run_time_spent();
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
-                    if held.is_empty() && self.finish_archived_lines(&queue)? {
+                    if held.is_empty()
+                        && (self.finish_archived_lines(&queue)?
+                            || self.finish_emptied_container(&queue)?)
+                    {
                         continue;
                     }
                     let is_held = |id: &str| held.iter().any(|(h, _)| h.as_str() == id);

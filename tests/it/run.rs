@@ -1205,3 +1205,85 @@ ralph task complete A > /dev/null
     );
     assert_eq!(project.read("real.txt"), "real\n");
 }
+
+/// The README's hand-archive recipe (`jq ... >> tasks-done.jsonl`, `grep
+/// -v ... > tmp && mv tmp tasks.jsonl`) can archive a container's last
+/// child without it: the run archives the container as it would have with
+/// the child, and the queue drains.
+#[test]
+fn a_container_whose_last_child_was_archived_by_hand_is_archived_by_the_run() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"a","status":"pending","leaf":false}"#)
+        .task(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#)
+        .file(
+            "tasks-done.jsonl",
+            "{\"id\":\"A.1\",\"title\":\"a1\",\"status\":\"complete\",\"leaf\":true,\"completed\":\"2026-01-01T00:00:00Z\",\"commit\":\"abc\"}\n",
+        )
+        .git_init()
+        .agent(COMPLETE);
+    project.ralph(&["task", "next"]).ok("B b\n");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls(), ["1 B 1 none"]);
+    assert_eq!(project.read("tasks.jsonl"), "");
+    let done = project.json_lines("tasks-done.jsonl");
+    assert_eq!(ids(&done), ["A.1", "A", "B"]);
+    assert_eq!(done[1]["status"], "complete");
+    assert_eq!(log(&project, "%s"), ["[B] b", "[A] a", "initial commit"]);
+    assert_eq!(
+        project.git(&["log", "-1", "--format=%B", "main~1"]),
+        "[A] a\n\nCompletes: A"
+    );
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+    let result = result(&project);
+    assert_eq!(result["status"], "drained");
+    assert_eq!(result["remaining"], 0);
+    assert!(
+        project
+            .read("ralph.log")
+            .contains(" A: all its tasks are archived; archiving it too\n"),
+        "{}",
+        project.read("ralph.log")
+    );
+}
+
+/// A container with nothing under it, archived or not (a `jq` edit
+/// deleted its children), is neither worked on nor archived unasked: the
+/// run, `task next` and `doctor` say what it is and what to do.
+#[test]
+fn a_container_with_no_tasks_under_it_is_named_with_the_fix() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"a","status":"pending","leaf":false}"#)
+        .git_init()
+        .agent(COMPLETE);
+    let fix = "A is a container with no tasks under it: add tasks under A with `ralph task add TITLE --parent A`, or archive it with `ralph task archive A`";
+    project
+        .ralph(&["task", "next"])
+        .fails(1, &format!("no workable task (1 pending; {fix})\n"));
+    let doctor = project.ralph(&["doctor"]);
+    assert!(
+        doctor.stdout.contains(&format!(
+            "warning: queue: {}\n",
+            fix.replacen(": ", "; ", 1)
+        )),
+        "{doctor:#?}"
+    );
+    assert!(!doctor.stdout.contains("wait on deps"), "{doctor:#?}");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains(&format!("ralph: blocked — no workable task left: {fix}\n")),
+        "{run:#?}"
+    );
+    assert_eq!(
+        result(&project)["reason"],
+        format!("no workable task left: {fix}")
+    );
+    assert!(project.calls().is_empty());
+    assert_eq!(
+        project.read("tasks.jsonl"),
+        "{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":false}\n"
+    );
+    assert_eq!(project.read_or_empty("tasks-done.jsonl"), "");
+}
