@@ -121,8 +121,8 @@ impl Engine<'_> {
             status.as_str(),
             reason,
             done,
-            result.blocked,
-            result.remaining,
+            known(result.blocked),
+            known(result.remaining),
             result.iterations,
             seconds(self.started.elapsed()),
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
@@ -207,4 +207,9 @@ pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) ->
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     crate::files::write_atomic(&path, bytes).map_err(io)
+}
+
+/// A count, or `?` when `tasks.jsonl` could not be read to count it.
+fn known(count: Option<usize>) -> String {
+    count.map_or_else(|| "?".to_owned(), |count| count.to_string())
 }

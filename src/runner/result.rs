@@ -97,10 +97,12 @@ pub struct RunResult {
     pub iterations: u64,
     /// Tasks merged (and archived) in this run.
     pub merged: usize,
-    /// Tasks blocked in `tasks.jsonl` at the end.
-    pub blocked: usize,
-    /// Tasks left in `tasks.jsonl` at the end (blocked ones included).
-    pub remaining: usize,
+    /// Tasks blocked in `tasks.jsonl` at the end; `None` (null) when the
+    /// file cannot be read then.
+    pub blocked: Option<usize>,
+    /// Tasks left in `tasks.jsonl` at the end (blocked ones included);
+    /// `None` (null) when the file cannot be read then.
+    pub remaining: Option<usize>,
     /// Failed iterations by class.
     pub failures: BTreeMap<String, u64>,
     /// Per-task outcomes, in order.
@@ -125,7 +127,7 @@ impl RunResult {
     }
 
     /// A run ended now with `status`, counting what `tasks.jsonl` at `paths`
-    /// has left (nothing when it does not load); no iterations yet.
+    /// has left (unknown when it does not load); no iterations yet.
     pub fn ended(
         paths: &Paths,
         run_id: String,
@@ -136,7 +138,7 @@ impl RunResult {
         let counts = crate::task::Store::open(paths)
             .load()
             .map(|queue| queue.counts())
-            .unwrap_or_default();
+            .ok();
         RunResult {
             status,
             reason,
@@ -145,8 +147,10 @@ impl RunResult {
             ended: crate::clock::now(),
             iterations: 0,
             merged: 0,
-            blocked: counts.with(crate::task::Status::Blocked),
-            remaining: counts.active_total(),
+            blocked: counts
+                .as_ref()
+                .map(|c| c.with(crate::task::Status::Blocked)),
+            remaining: counts.as_ref().map(|c| c.active_total()),
             failures: BTreeMap::new(),
             outcomes: Vec::new(),
             verify_run: Vec::new(),

@@ -1287,3 +1287,22 @@ fn a_container_with_no_tasks_under_it_is_named_with_the_fix() {
     );
     assert_eq!(project.read_or_empty("tasks-done.jsonl"), "");
 }
+
+/// A queue left broken to the end of a run cannot be counted: the summary
+/// and result.json say so (`?`, null) instead of "0 left".
+#[test]
+fn a_queue_broken_at_the_end_is_not_counted_as_drained() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"careless","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"next","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("echo '{\"id\":\"C\",\"title\":' >> tasks.jsonl\n");
+    let mut command = project.run_command(&[]);
+    command.env("RALPH_MAX_CONSECUTIVE_FAILURES", "1");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(run.stderr.contains(", ? blocked, ? left · "), "{run:#?}");
+    let result = result(&project);
+    assert_eq!(result["remaining"], serde_json::Value::Null, "{result}");
+    assert_eq!(result["blocked"], serde_json::Value::Null, "{result}");
+}
