@@ -98,6 +98,11 @@ impl Outcome {
             ..Outcome::default()
         }
     }
+
+    /// This outcome, ending with `exit` when there is one.
+    pub fn with_exit(self, exit: Option<Exit>) -> Outcome {
+        Outcome { exit, ..self }
+    }
 }
 
 /// What every command gets from the edge: the project paths and the clock.

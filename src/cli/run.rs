@@ -184,7 +184,9 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             "agent": plan.argv,
             "push": delivery.push,
             "pull_request": delivery.pull_request,
-        }))));
+            "refused": plan.refused,
+        })))
+        .with_exit(refusal_exit(&plan)));
     }
     let mut out = String::new();
     let Some(task) = &plan.task else {
@@ -212,5 +214,13 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             crate::text::safe(command)
         );
     }
-    Ok(Outcome::print(out))
+    for refusal in &plan.refused {
+        let _ = writeln!(out, "refused: {}", crate::text::safe(refusal));
+    }
+    Ok(Outcome::print(out).with_exit(refusal_exit(&plan)))
+}
+
+/// A dry run whose real run would be refused exits as that run would.
+fn refusal_exit(plan: &runner::plan::Plan) -> Option<Exit> {
+    (!plan.refused.is_empty()).then_some(Exit::InvalidInput)
 }

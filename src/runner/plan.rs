@@ -30,6 +30,9 @@ pub struct Plan {
     pub prompt_bytes: usize,
     /// The agent's command line.
     pub argv: Vec<String>,
+    /// What the run's preflight would refuse (each with its fix): the run
+    /// would stop before this iteration.
+    pub refused: Vec<String>,
 }
 
 /// Works out the next iteration without running anything or writing a file.
@@ -41,6 +44,20 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         return Ok(Plan::default());
     };
     let repo = open_repo(paths, &options.settings, state.base.as_deref()).ok();
+    let resumed = (state.current_task.as_ref())
+        .and_then(|task| state.tasks.get(task))
+        .and_then(|progress| progress.branch.as_deref());
+    let refused = repo
+        .iter()
+        .flat_map(|repo| repo.preflight_problems(resumed))
+        .map(|problem| {
+            let problem = Error::from(problem);
+            match problem.hint() {
+                Some(hint) => format!("{problem}; {hint}"),
+                None => problem.to_string(),
+            }
+        })
+        .collect();
     let measures = match &repo {
         Some(repo) => {
             let recorded = state
@@ -91,5 +108,6 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         model,
         prompt_bytes: text.len(),
         argv,
+        refused,
     })
 }

@@ -1306,3 +1306,34 @@ fn a_queue_broken_at_the_end_is_not_counted_as_drained() {
     assert_eq!(result["remaining"], serde_json::Value::Null, "{result}");
     assert_eq!(result["blocked"], serde_json::Value::Null, "{result}");
 }
+
+/// A dry run in a tree the run would refuse says so, with the fix, and
+/// exits as that run would (30), still writing nothing.
+#[test]
+fn a_dry_run_names_what_the_run_would_refuse() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work A.txt x\n")
+        .file("stray.txt", "not committed\n");
+    let before = listing(&project);
+    let dry = project
+        .ralph_command(&["run", "--dry-run"])
+        .output()
+        .unwrap();
+    let dry = crate::support::Run::from(dry);
+    assert_eq!(dry.code, 30, "{dry:#?}");
+    let said = "uncommitted changes in the working tree: stray.txt; commit or stash them (`git stash -u`), or list them in .gitignore; only tasks.jsonl and tasks-done.jsonl may stay modified";
+    assert!(dry.stdout.starts_with("task:   A one\n"), "{dry:#?}");
+    assert!(
+        dry.stdout.ends_with(&format!("\nrefused: {said}\n")),
+        "{dry:#?}"
+    );
+    let json = project
+        .ralph_command(&["run", "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["refused"], serde_json::json!([said]));
+    assert_eq!(listing(&project), before, "--dry-run wrote something");
+}
