@@ -5,11 +5,13 @@
 use std::sync::OnceLock;
 
 /// The named points of a task's life where ralph can be made to crash.
+/// `after_spawn` is the agent started, its group not yet noted by ralph;
 /// `mid_leftover_stop` is met only by a run that finds an agent a crashed
 /// run left running.
-pub const POINTS: [&str; 12] = [
+pub const POINTS: [&str; 13] = [
     "after_claim",
     "after_branch",
+    "after_spawn",
     "mid_agent",
     "mid_leftover_stop",
     "after_leftovers",

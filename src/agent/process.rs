@@ -368,6 +368,47 @@ pub fn kill_live_groups() {
     }
 }
 
+/// Has the child write its process id, which is its group's, to `path`
+/// before it runs anything: ralph writes it there after the spawn too, but
+/// a ralph killed with -9 in between would leave an agent nobody knows of,
+/// working in the tree under the next run.
+fn child_notes_its_group(command: &mut Command, path: &Path) {
+    use nix::libc;
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return;
+    };
+    let note = move || {
+        // SAFETY: run in the child between fork and exec, where only
+        // async-signal-safe calls may be made: getpid, open, write and
+        // close, on memory made before the fork; a failure is ignored.
+        unsafe {
+            let mut digits = [0u8; 12];
+            let mut at = digits.len();
+            let mut pid = libc::getpid().unsigned_abs();
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (pid % 10) as u8;
+                pid /= 10;
+                if pid == 0 {
+                    break;
+                }
+            }
+            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+            let fd = libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint);
+            if fd >= 0 {
+                libc::write(fd, digits[at..].as_ptr().cast(), digits.len() - at);
+                libc::close(fd);
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: `note` makes only async-signal-safe calls (above).
+    unsafe {
+        command.pre_exec(note);
+    }
+}
+
 /// Runs `command` in its own process group with stdout and stderr merged
 /// into `capture`, writes `stdin` (then closes it) from a thread, and stops
 /// the whole group (SIGTERM, SIGKILL after the grace) on timeout, on
@@ -391,6 +432,9 @@ pub(super) fn supervise(
             Stdio::null()
         })
         .process_group(0);
+    if let Some(path) = group_file {
+        child_notes_its_group(&mut command, path);
+    }
     let spawned = command.spawn();
     // The command holds our copies of the pipe's write end: drop them so the
     // reader sees the end of output when the group is gone.
@@ -402,8 +446,10 @@ pub(super) fn supervise(
     let group = Pid::from_raw(child.id() as i32);
     let _registered = Registered::new(group);
     if let Some(path) = group_file {
+        crate::fault::crash_at("after_spawn");
         // A ralph killed with -9 leaves this behind; the next run stops the
-        // group. No fsync: a power cut ends the group too.
+        // group. No fsync: a power cut ends the group too. The child wrote
+        // the same already (when it could): this covers it if it could not.
         let _ = std::fs::write(path, child.id().to_string());
     }
     if crate::fault::armed("mid_agent") {

@@ -122,7 +122,7 @@ fn a_crash_at_every_named_point_loses_nothing() {
             first.env("RALPH_FAULT", "mid_agent").env("SLOW_AGENT", "1");
             assert_eq!(first.output().unwrap().status.code(), None, "{point}");
         }
-        if point == "mid_agent" {
+        if point == "mid_agent" || point == "after_spawn" {
             command.env("SLOW_AGENT", "1");
         }
         let crashed = command.output().unwrap();
@@ -136,7 +136,7 @@ fn a_crash_at_every_named_point_loses_nothing() {
             again.code, 0,
             "{point}: the run after the crash: {again:#?}"
         );
-        if point == "mid_agent" || point == "mid_leftover_stop" {
+        if ["after_spawn", "mid_agent", "mid_leftover_stop"].contains(&point) {
             assert!(
                 again
                     .stderr
