@@ -489,7 +489,7 @@ fn a_planner_stopped_by_a_signal_exits_130_and_keeps_what_it_added() {
     assert_eq!(run.code, 130, "{run:#?}");
     assert_eq!(
         run.stderr,
-        "error: interrupted: the planner agent was stopped\n"
+        "ralph: stopping: the agent gets 200ms to finish, then state is saved; interrupt again to kill it now\nerror: interrupted: the planner agent was stopped\n"
     );
     let titles: Vec<String> = p
         .json_lines("tasks.jsonl")
