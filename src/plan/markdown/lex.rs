@@ -18,10 +18,11 @@ pub(super) enum Kind<'a> {
         checkbox: Option<bool>,
         text: &'a str,
     },
-    /// Anything else, with its indentation; fenced code is `Text` too, so
-    /// nothing in it is read as structure.
+    /// Anything else, with its indentation; fenced code is `Text` too
+    /// (`code`), so nothing in it is read as structure, labels included.
     Text {
         indent: usize,
+        code: bool,
     },
 }
 
@@ -52,10 +53,10 @@ pub(super) fn lines(text: &str) -> Vec<Line<'_>> {
             if trimmed.starts_with(marker) {
                 fence = None;
             }
-            Kind::Text { indent }
+            Kind::Text { indent, code: true }
         } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             fence = Some(&trimmed[..3]);
-            Kind::Text { indent }
+            Kind::Text { indent, code: true }
         } else if trimmed.is_empty() {
             Kind::Blank
         } else if let Some(heading) = heading(line) {
@@ -63,7 +64,10 @@ pub(super) fn lines(text: &str) -> Vec<Line<'_>> {
         } else if let Some(item) = item(line, indent) {
             item
         } else {
-            Kind::Text { indent }
+            Kind::Text {
+                indent,
+                code: false,
+            }
         };
         out.push(Line {
             number,

@@ -114,10 +114,16 @@ impl Reader<'_> {
                     (Ending::Heading(level), Kind::Heading { level: other, text }) => {
                         other <= level || requirement(text, true).is_some()
                     }
+                    // The next requirement, a list item with an id, unless
+                    // it is one of a label's items (`Depends on:` then
+                    // `- FR-1`).
+                    (Ending::Heading(_), Kind::Item { text, .. }) => {
+                        requirement(text, false).is_some() && !self.in_label_list(&current.content)
+                    }
                     (Ending::Heading(_), _) => false,
                     (_, Kind::Blank) => false,
                     (Ending::Item(indent), Kind::Item { indent: other, .. })
-                    | (Ending::Item(indent), Kind::Text { indent: other }) => other <= indent,
+                    | (Ending::Item(indent), Kind::Text { indent: other, .. }) => other <= indent,
                     (Ending::Item(_), Kind::Heading { .. }) => true,
                 };
                 if !ends {
@@ -329,6 +335,25 @@ impl Reader<'_> {
         }
     }
 
+    /// Whether a list item after the lines `content` (a requirement's, so
+    /// far) is one of a label's items: back over the blank lines and the
+    /// items before it, the first label (a line or an item) comes before
+    /// any other line.
+    fn in_label_list(&self, content: &[usize]) -> bool {
+        for &at in content.iter().rev() {
+            let line = self.lines[at];
+            match line.kind {
+                Kind::Blank => {}
+                Kind::Item { .. } if label(line.text).is_none() => {}
+                Kind::Item { .. } | Kind::Text { code: false, .. } => {
+                    return label(line.text).is_some();
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// Fills a requirement's fields from the lines under it.
     fn close(&mut self, open: Open) -> Result<(), Failure> {
         let Some(node) = open.node else {
@@ -339,7 +364,11 @@ impl Reader<'_> {
         let mut at = 0;
         while at < content.len() {
             let line = self.lines[content[at]];
-            let Some((label, value)) = label(line.text) else {
+            let labelled = match line.kind {
+                Kind::Text { code: true, .. } => None,
+                _ => label(line.text),
+            };
+            let Some((label, value)) = labelled else {
                 body.push(line.text.to_owned());
                 at += 1;
                 continue;
@@ -361,9 +390,11 @@ impl Reader<'_> {
                         item_indent.get_or_insert(indent);
                         items.push(text.to_owned());
                     }
-                    Kind::Item { indent, .. } | Kind::Text { indent }
-                        if item_indent.is_some_and(|first| indent > first) =>
-                    {
+                    Kind::Item { indent, .. }
+                    | Kind::Text {
+                        indent,
+                        code: false,
+                    } if item_indent.is_some_and(|first| indent > first) => {
                         if let Some(last) = items.last_mut() {
                             last.push(' ');
                             last.push_str(next.text.trim());
@@ -596,6 +627,49 @@ mod tests {
         assert_eq!(tidy(&lines).as_deref(), Some("    a\n\u{3000}b\n  c"));
         let lines = ["", "    a", "", "", "      b", ""].map(str::to_owned);
         assert_eq!(tidy(&lines).as_deref(), Some("a\n\n  b"));
+    }
+
+    /// A requirement's fenced example is its body, however much its lines
+    /// look like labels: never a check that runs, a file or a dependency.
+    #[test]
+    fn labels_in_fenced_code_are_body_text() {
+        let text = "# T\n\n### FR-1: Configure the CI\n\n```yaml\nVerify: ./deploy-to-prod.sh\nFiles: secrets.env\nDepends on: FR-9\n```\n\nVerify: `cargo test`\n";
+        let draft = read("d.md", text).unwrap();
+        let node = draft
+            .nodes
+            .iter()
+            .find(|n| n.title == "FR-1: Configure the CI")
+            .unwrap();
+        assert_eq!(node.verify, ["cargo test"]);
+        assert!(node.files.is_empty() && node.deps.is_empty());
+        assert_eq!(
+            node.body.as_deref(),
+            Some("```yaml\nVerify: ./deploy-to-prod.sh\nFiles: secrets.env\nDepends on: FR-9\n```")
+        );
+    }
+
+    /// A list item with an id ends the heading requirement above it and is
+    /// a requirement of its own, but not one of a label's items.
+    #[test]
+    fn an_item_requirement_after_a_heading_requirement_is_its_own() {
+        let text = "# T\n\n### FR-0: Accounts\n\n### FR-1: Sign up\n\nDepends on:\n- FR-0\n\n### FR-5: Profile\nProse.\n\n- FR-2: Confirm email\n- FR-3: Resend\n  Depends on: FR-2\n";
+        let draft = read("d.md", text).unwrap();
+        let found = |title: &str| {
+            let at = draft.nodes.iter().position(|n| n.title == title);
+            at.unwrap_or_else(|| panic!("no {title}"))
+        };
+        assert_eq!(
+            draft.nodes[found("FR-1: Sign up")].deps,
+            [found("FR-0: Accounts")]
+        );
+        assert_eq!(
+            draft.nodes[found("FR-5: Profile")].body.as_deref(),
+            Some("Prose.")
+        );
+        assert_eq!(
+            draft.nodes[found("FR-3: Resend")].deps,
+            [found("FR-2: Confirm email")]
+        );
     }
 
     #[test]
