@@ -393,7 +393,12 @@ impl Outcomes {
                 })
             });
             let (status, verification) = if done {
-                let checked = !story.verification_commands.is_empty();
+                // A story the agent split was archived with its last part:
+                // its own checks never ran, whatever its parts' did.
+                let split = (queue.done.record(&story.id))
+                    .and_then(|record| record.get("leaf")?.as_bool())
+                    == Some(false);
+                let checked = !story.verification_commands.is_empty() && !split;
                 let verification = if checked {
                     Verification::Passed
                 } else {

@@ -134,9 +134,15 @@ impl Tail {
     }
 
     fn translate(&mut self, event: &Event) -> io::Result<()> {
-        let story = event.task_id.clone();
+        let task = event.task_id.clone();
+        let story = task.as_deref().and_then(story_of);
         let mut context = Map::new();
         context.insert("detail".into(), json!(event.detail));
+        // A task the agent split a story into (`S1.1`) or added (`A`):
+        // its events are its story's, or no story's, naming the task.
+        if let Some(task) = task.as_ref().filter(|task| story.as_ref() != Some(*task)) {
+            context.insert("task".into(), json!(task));
+        }
         if let Some(role) = &event.role {
             context.insert("role".into(), json!(role));
         }
@@ -149,7 +155,7 @@ impl Tail {
                 for (key, value) in &event.extra {
                     context.insert(key.clone(), value.clone());
                 }
-                if let (Some(id), Some(n)) = (&story, event.extra.get("task_iteration")) {
+                if let (Some(id), Some(n)) = (&task, event.extra.get("task_iteration")) {
                     self.attempt.insert(id.clone(), n.as_u64().unwrap_or(0));
                 }
                 ("execute", status.to_owned())
@@ -165,7 +171,7 @@ impl Tail {
             ("verify_run", status) => ("run_verify", status.to_owned()),
             _ => return Ok(()),
         };
-        let attempt = story
+        let attempt = task
             .as_ref()
             .and_then(|id| self.attempt.get(id).copied())
             .filter(|&n| n > 0);
@@ -179,7 +185,7 @@ impl Tail {
             context: Value::Object(context),
         };
         progress.append(self.paths.project())?;
-        if let (Some(id), Some(n)) = (&story, attempt) {
+        if let (Some(id), Some(n)) = (&task, attempt) {
             let begins = event.phase == "iteration";
             self.note_attempt(id, n, event, (phase, &status), begins)?;
         }
@@ -194,7 +200,7 @@ impl Tail {
                 ..progress
             };
             critique.append(self.paths.project())?;
-            if let (Some(id), Some(n)) = (&story, attempt) {
+            if let (Some(id), Some(n)) = (&task, attempt) {
                 self.note_step(id, n, "critique", class, &event.detail)?;
             }
         }
@@ -314,4 +320,16 @@ impl Tail {
         }
         crate::files::write_atomic(&self.paths.project().join(CRITIQUE_FILE), text.as_bytes())
     }
+}
+
+/// The story a task belongs to: the story itself (`S1`), or the one the
+/// agent split into it (`S1.2`, `S1.2.1`); `None` for a task the agent
+/// added beside the stories.
+fn story_of(task: &str) -> Option<String> {
+    let story = task.split('.').next()?;
+    let digits = story.strip_prefix('S')?;
+    let numbered = !digits.is_empty()
+        && !digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit());
+    numbered.then(|| story.to_owned())
 }

@@ -684,3 +684,51 @@ fn execute_never_pushes_nor_opens_a_pull_request_whatever_the_config_says() {
 fn p_result(p: &TestProject) -> Value {
     result(p)
 }
+
+/// A story the agent splits is done when its parts are, but its own
+/// checks never ran: its verification is `pending`, not `passed`. The
+/// parts' events, and those of a task the agent adds beside the stories,
+/// keep progress.ndjson within its schema: a part's are its story's, an
+/// added task's no story's, each naming the task in its context.
+#[test]
+fn a_split_story_is_not_reported_verified_and_its_parts_fit_the_schema() {
+    let p = repo(&format!(
+        r#"case "$RALPH_TASK_ID" in
+S1) ralph task split S1 "part one" "part two" > /dev/null ;;
+S2) ralph task add "follow-up" > /dev/null; {DONE} ;;
+*) {DONE} ;;
+esac
+"#
+    ));
+    input(&p, |_| {});
+    plan(&p);
+    let run = execute(&p);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let result = result(&p);
+    assert_eq!(result["status"], "success");
+    let stories = stories(&result);
+    assert_eq!(stories[0], "S1 done 1 pending", "{stories:?}");
+    let events = progress(&p);
+    let tasks: Vec<(String, String)> = events
+        .iter()
+        .filter_map(|e| {
+            let task = e["context"]["task"].as_str()?;
+            Some((
+                task.to_owned(),
+                e["story_id"].as_str().unwrap_or("-").to_owned(),
+            ))
+        })
+        .collect();
+    for part in ["S1.1", "S1.2"] {
+        assert!(
+            tasks.contains(&(part.to_owned(), "S1".to_owned())),
+            "{tasks:?}"
+        );
+    }
+    assert!(
+        tasks
+            .iter()
+            .any(|(task, story)| !task.starts_with('S') && story == "-"),
+        "{tasks:?}"
+    );
+}
