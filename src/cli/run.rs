@@ -174,6 +174,11 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         options.agent_cmd.as_deref(),
         plan.model.as_deref(),
     )?;
+    let refused = match plan.task {
+        Some(_) => runner::plan::refusals(&context.paths, options, &spec),
+        None => Vec::new(),
+    };
+    let exit = (!refused.is_empty()).then_some(Exit::InvalidInput);
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "task": plan.task,
@@ -184,9 +189,9 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             "agent": plan.argv,
             "push": delivery.push,
             "pull_request": delivery.pull_request,
-            "refused": plan.refused,
+            "refused": refused,
         })))
-        .with_exit(refusal_exit(&plan)));
+        .with_exit(exit));
     }
     let mut out = String::new();
     let Some(task) = &plan.task else {
@@ -214,13 +219,9 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             crate::text::safe(command)
         );
     }
-    for refusal in &plan.refused {
+    for refusal in &refused {
         let _ = writeln!(out, "refused: {}", crate::text::safe(refusal));
     }
-    Ok(Outcome::print(out).with_exit(refusal_exit(&plan)))
-}
-
-/// A dry run whose real run would be refused exits as that run would.
-fn refusal_exit(plan: &runner::plan::Plan) -> Option<Exit> {
-    (!plan.refused.is_empty()).then_some(Exit::InvalidInput)
+    // A run that would be refused exits as that run would.
+    Ok(Outcome::print(out).with_exit(exit))
 }

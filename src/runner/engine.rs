@@ -221,6 +221,15 @@ impl<'a> Engine<'a> {
         let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.project())?;
         agent::preflight(&spec, &host)?;
+        // A model a role asks for that the agent cannot take, and a prompt
+        // its templates cannot make, would stop the run only once a task
+        // is claimed (or that role first picked): found here instead.
+        for trigger in &triggers.list {
+            if let Some(model) = &trigger.model {
+                Spec::new(&settings.agent, options.agent_cmd.as_deref(), Some(model))?;
+            }
+        }
+        super::plan::plan(paths, options)?;
         // Iterations a crash cut short are counted before any budget is.
         state.begin_run(run_id, repo.base(), run_started, settings.agent.timeout);
         super::review::open_scope(&mut state, &repo)?;

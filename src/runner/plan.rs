@@ -4,7 +4,7 @@ use crate::paths::Paths;
 
 use super::context::{self, Measures};
 use super::engine::{RunOptions, first_complete, open_repo};
-use crate::agent::Spec;
+use crate::agent::{Host, Spec};
 use crate::error::Error;
 use crate::git;
 use crate::prompt;
@@ -30,9 +30,6 @@ pub struct Plan {
     pub prompt_bytes: usize,
     /// The agent's command line.
     pub argv: Vec<String>,
-    /// What the run's preflight would refuse (each with its fix): the run
-    /// would stop before this iteration.
-    pub refused: Vec<String>,
 }
 
 /// Works out the next iteration without running anything or writing a file.
@@ -44,20 +41,6 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         return Ok(Plan::default());
     };
     let repo = open_repo(paths, &options.settings, state.base.as_deref()).ok();
-    let resumed = (state.current_task.as_ref())
-        .and_then(|task| state.tasks.get(task))
-        .and_then(|progress| progress.branch.as_deref());
-    let refused = repo
-        .iter()
-        .flat_map(|repo| repo.preflight_problems(resumed))
-        .map(|problem| {
-            let problem = Error::from(problem);
-            match problem.hint() {
-                Some(hint) => format!("{problem}; {hint}"),
-                None => problem.to_string(),
-            }
-        })
-        .collect();
     let measures = match &repo {
         Some(repo) => {
             let recorded = state
@@ -108,6 +91,35 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         model,
         prompt_bytes: text.len(),
         argv,
-        refused,
     })
+}
+
+/// What the run's preflight would refuse, each with its fix: the
+/// repository as the settings name it, the working tree, and `spec`, the
+/// agent (installed, and logged in where that can be asked without the
+/// network). Nothing is written.
+pub fn refusals(paths: &Paths, options: &RunOptions, spec: &Spec) -> Vec<String> {
+    let state = crate::state::StateFile::open(paths).peek();
+    let resumed = (state.current_task.as_ref())
+        .and_then(|task| state.tasks.get(task))
+        .and_then(|progress| progress.branch.as_deref());
+    let mut problems: Vec<Error> = match open_repo(paths, &options.settings, state.base.as_deref())
+    {
+        Ok(repo) => (repo.preflight_problems(resumed).into_iter())
+            .map(Error::from)
+            .collect(),
+        Err(err) => vec![err],
+    };
+    if let Err(err) =
+        Host::from_process(paths.project()).and_then(|host| crate::agent::preflight(spec, &host))
+    {
+        problems.push(err.into());
+    }
+    problems
+        .into_iter()
+        .map(|problem| match problem.hint() {
+            Some(hint) => format!("{problem}; {hint}"),
+            None => problem.to_string(),
+        })
+        .collect()
 }

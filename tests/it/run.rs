@@ -1323,10 +1323,13 @@ fn a_dry_run_names_what_the_run_would_refuse() {
         .unwrap();
     let dry = crate::support::Run::from(dry);
     assert_eq!(dry.code, 30, "{dry:#?}");
-    let said = "uncommitted changes in the working tree: stray.txt; commit or stash them (`git stash -u`), or list them in .gitignore; only tasks.jsonl and tasks-done.jsonl may stay modified";
+    let dirty = "uncommitted changes in the working tree: stray.txt; commit or stash them (`git stash -u`), or list them in .gitignore; only tasks.jsonl and tasks-done.jsonl may stay modified";
+    // No `claude` on the tests' PATH: the default agent is missing too.
+    let missing = "agent `claude` not found: no `claude` on PATH; install Claude Code (npm i -g @anthropic-ai/claude-code), or choose another agent: set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd";
     assert!(dry.stdout.starts_with("task:   A one\n"), "{dry:#?}");
     assert!(
-        dry.stdout.ends_with(&format!("\nrefused: {said}\n")),
+        dry.stdout
+            .ends_with(&format!("\nrefused: {dirty}\nrefused: {missing}\n")),
         "{dry:#?}"
     );
     let json = project
@@ -1334,6 +1337,79 @@ fn a_dry_run_names_what_the_run_would_refuse() {
         .output()
         .unwrap();
     let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(json["refused"], serde_json::json!([said]));
+    assert_eq!(json["refused"], serde_json::json!([dirty, missing]));
     assert_eq!(listing(&project), before, "--dry-run wrote something");
+    // A setting the run would refuse, with the agent found.
+    let config = project
+        .read("config/ralph.yaml")
+        .replace("branch_prefix: task/", "branch_prefix: \"bad..name/\"");
+    let project = project.file("config/ralph.yaml", config);
+    let before = listing(&project);
+    let agent = project.aux().join("agent.sh");
+    let dry = project
+        .ralph_command(&[
+            "run",
+            "--dry-run",
+            "--json",
+            "--agent-cmd",
+            agent.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(dry.status.code(), Some(30));
+    let json: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let refused = json["refused"].to_string();
+    assert!(
+        refused.contains("branch_prefix \\\"bad..name/\\\" does not make valid branch names"),
+        "{refused}"
+    );
+    assert_eq!(listing(&project), before, "--dry-run wrote something");
+}
+
+/// A template the prompt cannot be made from, and a model a role asks for
+/// that the agent cannot take, stop the run before it claims anything:
+/// no branch, the queue as it was, HEAD on the base.
+#[test]
+fn a_broken_template_or_role_model_stops_the_run_before_any_claim() {
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("work A.txt x\nralph task complete A > /dev/null\n")
+        .file("templates/context.md.j2", "{{ task.nope }}");
+    project.git(&["add", "-A"]);
+    project.git(&["commit", "-q", "-m", "a template"]);
+    let queue = project.read("tasks.jsonl");
+    let run = project.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "error: templates/context.md.j2:1: undefined value: `task.nope` is undefined\n"
+        ),
+        "{run:#?}"
+    );
+    let untouched = |project: &TestProject| {
+        assert_eq!(project.read("tasks.jsonl"), queue);
+        assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
+        assert_eq!(project.git(&["branch", "--show-current"]), "main");
+        assert!(project.calls().is_empty());
+    };
+    untouched(&project);
+    project.git(&["rm", "-q", "-r", "templates"]);
+    let roles = "triggers:\n  - condition: \"last_iteration_failed\"\n    role: debugger\n    model: opus\n";
+    let project = project.file("config/roles.yaml", roles);
+    project.git(&["commit", "-q", "-am", "a role with a model"]);
+    // A stand-in `amp` on PATH: the preset, which takes no model.
+    let amp = project.aux().join("bin/amp");
+    std::fs::write(&amp, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&amp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut command = project.ralph_command(&["run", "--agent", "amp"]);
+    command.env("PATH", project.path_with_aux_bin());
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("agent `amp` cannot choose a model, but model `opus` was asked for"),
+        "{run:#?}"
+    );
+    untouched(&project);
 }
