@@ -126,7 +126,7 @@ pub struct AgentSettings {
     /// The model to ask for, passed with the preset's own flag.
     pub model: Option<String>,
     /// Time limit per iteration.
-    #[serde(deserialize_with = "duration")]
+    #[serde(deserialize_with = "time_limit")]
     pub timeout: Duration,
 }
 
@@ -418,7 +418,9 @@ impl Settings {
                 }
                 "RALPH_AGENT_COMMAND" => self.agent.command = text(),
                 "RALPH_AGENT_MODEL" => self.agent.model = text(),
-                "RALPH_AGENT_TIMEOUT" => self.agent.timeout = duration()?,
+                "RALPH_AGENT_TIMEOUT" => {
+                    self.agent.timeout = parse_time_limit(&value).map_err(fail)?;
+                }
                 "RALPH_WORKERS" => self.workers = check_workers(count()?).map_err(fail)?,
                 "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
                 "RALPH_MAX_RUN_MINUTES" => self.max_run_minutes = minutes()?,
@@ -474,7 +476,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
             ));
         }
     };
-    Ok(Duration::from_millis(amount.saturating_mul(millis)))
+    amount
+        .checked_mul(millis)
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is too long a duration; write at most a few hours"))
+}
+
+/// [`parse_duration`] for a time limit, where zero would stop everything
+/// at once.
+pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err(format!(
+            "{:?} is no time at all: the agent would be stopped at once; write a limit like 20m",
+            text.trim()
+        )),
+        limit => Ok(limit),
+    }
 }
 
 /// Reads a wall-clock budget: a positive whole number of minutes.
@@ -510,6 +527,11 @@ impl fmt::Display for ShowDuration {
 fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
     let text = String::deserialize(deserializer)?;
     parse_duration(&text).map_err(serde::de::Error::custom)
+}
+
+fn time_limit<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+    let text = String::deserialize(deserializer)?;
+    parse_time_limit(&text).map_err(serde::de::Error::custom)
 }
 
 /// A budget in minutes: a positive whole number, or null for none. Any
@@ -807,6 +829,24 @@ mod tests {
             ShowDuration(Duration::from_millis(1500)).to_string(),
             "1500ms"
         );
+    }
+
+    #[test]
+    fn a_time_limit_of_nothing_and_durations_past_any_clock_are_refused() {
+        assert_eq!(
+            Settings::parse("agent:\n  timeout: 0s\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml:2: agent: \"0s\" is no time at all: the agent would be stopped at once; write a limit like 20m"
+        );
+        assert!(parse_time_limit("0ms").is_err());
+        assert_eq!(parse_time_limit("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(
+            parse_duration("99999999999999999h"),
+            Err("\"99999999999999999h\" is too long a duration; write at most a few hours".into())
+        );
+        // Zero stays a fine pause or backoff.
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
     }
 
     #[test]

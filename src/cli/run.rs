@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{Context, Outcome, to_json};
 use crate::agent::{self, Spec};
-use crate::config::{PRESETS, Settings, parse_duration};
+use crate::config::{PRESETS, Settings, parse_duration, parse_time_limit};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::runner::{self, RunOptions};
@@ -57,7 +57,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
     /// Time limit per iteration, like 20m or 90s [default: agent.timeout, 20m]
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_time_limit)]
     pub timeout: Option<Duration>,
     /// When the queue drains, add one final-review task over the whole run's work, at most twice a run [default: final_review, false]
     #[arg(long)]
