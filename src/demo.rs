@@ -25,8 +25,15 @@ pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
         let path = path.to_owned();
         move |source| Error::Io { path, source }
     };
+    if dir.is_file() {
+        return Err(Error::InTheWay {
+            path: dir.to_owned(),
+            what: "a file",
+            need: "a folder",
+        });
+    }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    crate::init::init(paths, false, None, &[]).map_err(io(dir))?;
+    crate::init::init(paths, false, None, &[])?;
     let settings = settings(agent);
     for (name, text) in [
         ("README.md", README),

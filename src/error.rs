@@ -41,6 +41,25 @@ pub enum Error {
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
+    /// `ralph init` (or the demo) needs a folder where a file is, or the
+    /// reverse.
+    #[error("{}: {what}, where ralph needs {need}", path.display())]
+    InTheWay {
+        /// What is in the way.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+        /// What init needs there.
+        need: &'static str,
+    },
+    /// `ralph init` in a folder of a ralph project, without `--dir`.
+    #[error("{} is inside the ralph project {}", dir.display(), project.display())]
+    InsideProject {
+        /// The folder init was run in.
+        dir: PathBuf,
+        /// The project holding it.
+        project: PathBuf,
+    },
     /// Reading or writing a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -65,7 +84,9 @@ impl Error {
             Error::Git(err) => err.exit(),
             Error::Run(err) => err.exit(),
             Error::Agent(err) => err.exit(),
-            Error::NoSuchDir(_) => Exit::InvalidInput,
+            Error::NoSuchDir(_) | Error::InTheWay { .. } | Error::InsideProject { .. } => {
+                Exit::InvalidInput
+            }
             Error::Io { .. } => Exit::Transient,
         }
     }
@@ -85,6 +106,13 @@ impl Error {
             Error::Git(err) => err.hint(),
             Error::Run(err) => err.hint(),
             Error::Agent(err) => err.hint(),
+            Error::InTheWay { .. } => Some(
+                "move or rename it, then run the command again; nothing was written".to_owned(),
+            ),
+            Error::InsideProject { project, .. } => Some(format!(
+                "run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own",
+                project.display()
+            )),
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }

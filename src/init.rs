@@ -1,6 +1,8 @@
 //! `ralph init`: the shipped defaults, embedded in the binary, and writing
 //! the ones a project is missing.
 
+use std::path::Path;
+
 use crate::detect::Check;
 use crate::files;
 use crate::paths::SETTINGS_FILE;
@@ -107,8 +109,13 @@ pub fn init(
     force: bool,
     agent: Option<&str>,
     checks: &[Check],
-) -> std::io::Result<Report> {
+) -> Result<Report, crate::error::Error> {
     let root = paths.root();
+    in_the_way(paths)?;
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| crate::error::Error::Io { path, source }
+    };
     let mut report = Report {
         files: Vec::new(),
         ignored: Vec::new(),
@@ -125,19 +132,19 @@ pub fn init(
         };
         if matches!(action, Action::Created | Action::Replaced) {
             let text = if file.path == SETTINGS_FILE {
-                settings(file.text, agent, checks)?
+                settings(file.text, agent, checks).map_err(io(&path))?
             } else {
                 file.text.to_owned()
             };
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).map_err(io(dir))?;
             }
-            files::write_atomic(&path, text.as_bytes())?;
+            files::write_atomic(&path, text.as_bytes()).map_err(io(&path))?;
         }
         report.files.push((file.path, action));
     }
     let gitignore = paths.join(".gitignore");
-    let existing = files::read_or_empty(&gitignore)?;
+    let existing = files::read_or_empty(&gitignore).map_err(io(&gitignore))?;
     let existing = String::from_utf8_lossy(&existing);
     let present = |entry: &str| {
         let bare = entry.trim_end_matches('/');
@@ -169,9 +176,28 @@ pub fn init(
             text.push_str(entry);
             text.push('\n');
         }
-        files::append_durable(&gitignore, text.as_bytes())?;
+        files::append_durable(&gitignore, text.as_bytes()).map_err(io(&gitignore))?;
     }
     Ok(report)
+}
+
+/// Refuses, before anything is written, a file where a shipped file's
+/// folder goes (`config` as a file) or a folder where a file goes.
+fn in_the_way(paths: &crate::paths::Paths) -> Result<(), crate::error::Error> {
+    let root = paths.root();
+    let blocked =
+        |path: std::path::PathBuf, what, need| crate::error::Error::InTheWay { path, what, need };
+    for file in SHIPPED.iter().map(|file| file.path).chain([".gitignore"]) {
+        let path = paths.join(file);
+        if path.is_dir() {
+            return Err(blocked(path, "a folder", "a file"));
+        }
+        let folders = path.ancestors().skip(1).take_while(|dir| *dir != root);
+        if let Some(dir) = folders.into_iter().find(|dir| dir.is_file()) {
+            return Err(blocked(dir.to_owned(), "a file", "a folder"));
+        }
+    }
+    Ok(())
 }
 
 /// The settings `text` with `agent` as the preset and `checks` as the

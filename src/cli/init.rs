@@ -50,13 +50,7 @@ pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
     } else {
         detect::detect(context.paths.root())
     };
-    let report =
-        init(&context.paths, args.force, args.agent.as_deref(), &checks).map_err(|source| {
-            Error::Io {
-                path: context.paths.root().to_owned(),
-                source,
-            }
-        })?;
+    let report = init(&context.paths, args.force, args.agent.as_deref(), &checks)?;
     let mut outcome = Outcome::default();
     let settings_kept = report.files.iter().any(|(path, action)| {
         *path == SETTINGS_FILE && matches!(action, Action::Kept | Action::KeptData)

@@ -174,8 +174,19 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
     let project_dir = std::env::var_os("RALPH_PROJECT_DIR").map(PathBuf::from);
     let home = || crate::project::home_of_agent(project_dir.as_deref(), &cwd);
     let root = match (&cli.command, &cli.dir) {
-        // init makes the folder it is run in (or --dir) a project.
-        (Command::Init(_) | Command::BenchGen(_), None) => cwd.clone(),
+        // init makes the folder it is run in (or --dir) a project, but not
+        // a second one inside a project by accident.
+        (Command::Init(_), None) => {
+            let found = crate::project::find_root(None, &cwd)?;
+            if found != cwd && found.join(crate::paths::TASKS_FILE).is_file() {
+                return Err(Error::InsideProject {
+                    dir: cwd,
+                    project: found,
+                });
+            }
+            cwd.clone()
+        }
+        (Command::BenchGen(_), None) => cwd.clone(),
         (_, None) => match home() {
             Some(home) => home,
             None => crate::project::find_root(None, &cwd)?,

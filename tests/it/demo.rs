@@ -103,12 +103,20 @@ fn the_demo_runs_the_sample_project_to_the_end() {
         "{}",
         help.stdout
     );
-    // A folder with something in it is refused.
+    // A folder with something in it is refused, and so is a file.
     p.ralph(&["demo", "greet"]).fails(
         30,
         &format!(
             "error: {} is not empty; the demo makes its own project\nhint: pass a new folder, or none for a temporary one\n",
             folder.display()
+        ),
+    );
+    std::fs::write(p.path().join("a-file"), "x").unwrap();
+    p.ralph(&["demo", "a-file"]).fails(
+        30,
+        &format!(
+            "error: {}: a file, where ralph needs a folder\nhint: move or rename it, then run the command again; nothing was written\n",
+            p.path().join("a-file").display()
         ),
     );
 }

@@ -122,3 +122,47 @@ fn init_with_an_agent_keeps_existing_settings_and_says_so() {
     );
     assert_eq!(p.read("config/ralph.yaml"), "max_iterations: 3\n");
 }
+
+/// A file where init needs a folder (or the reverse) is named, with exit
+/// 30, before anything is written.
+#[test]
+fn init_refuses_a_file_in_the_way_and_writes_nothing() {
+    let p = TestProject::new().file("config", "notes\n");
+    p.ralph(&["init", "--no-detect"]).fails(
+        30,
+        &format!(
+            "error: {}: a file, where ralph needs a folder\nhint: move or rename it, then run the command again; nothing was written\n",
+            p.path().join("config").display()
+        ),
+    );
+    let names: Vec<String> = std::fs::read_dir(p.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["config"]);
+}
+
+/// init run in a subfolder of a ralph project would make a second project
+/// there, which every command run from it would then see instead: it is
+/// refused, and `--dir .` says that is what is wanted.
+#[test]
+fn init_in_a_folder_of_a_project_is_refused_unless_asked_with_dir() {
+    let p = TestProject::new();
+    p.ralph(&["init", "--no-detect"]).success();
+    std::fs::create_dir(p.path().join("src")).unwrap();
+    p.ralph_in("src", &["init", "--no-detect"]).fails(
+        30,
+        &format!(
+            "error: {} is inside the ralph project {}\nhint: run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own\n",
+            p.path().join("src").display(),
+            p.path().display(),
+            p.path().display()
+        ),
+    );
+    assert_eq!(std::fs::read_dir(p.path().join("src")).unwrap().count(), 0);
+    p.ralph_in("src", &["init", "--no-detect", "--dir", "."])
+        .success();
+    assert!(p.path().join("src/tasks.jsonl").is_file());
+    // Again in the project's own folder: it keeps what is there.
+    p.ralph(&["init", "--no-detect"]).success();
+}
