@@ -209,9 +209,30 @@ fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
 /// The key a task without a requirement id has in its `source`
 /// (`prds/auth.md#document-the-auth-endpoints-in-docs-api`): its title's
 /// slug. Sources are a task's identity across plans, so this must never
-/// change; the unit test pins it, whatever branch naming does.
+/// change; the unit test pins it, whatever branch naming does. A title
+/// with letters the slug cannot spell (`日本語`) gets a hash of its text
+/// after the slug, so its key follows its text too, not its position.
 pub(crate) fn source_key(title: &str) -> String {
-    crate::git::slug(title)
+    let slug = crate::git::slug(title);
+    let unspelled = title
+        .chars()
+        .any(|c| c.is_alphanumeric() && crate::git::slug(c.encode_utf8(&mut [0; 4])).is_empty());
+    if !unspelled {
+        return slug;
+    }
+    // FNV-1a: the same text gives the same key on every machine.
+    let hash = title
+        .trim()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let hash = format!("{:08x}", hash >> 32);
+    if slug.is_empty() {
+        hash
+    } else {
+        format!("{slug}-{hash}")
+    }
 }
 
 #[cfg(test)]
@@ -229,5 +250,11 @@ mod tests {
             "sign-in-with-ete-2026"
         );
         assert_eq!(source_key("  "), "");
+        // Letters no slug spells: a hash of the text, never a position.
+        let cjk = source_key("項目一");
+        assert_eq!(cjk, "15c5d720");
+        assert_ne!(cjk, source_key("項目二"));
+        assert_eq!(cjk, source_key("項目一"));
+        assert!(source_key("日本語 release").starts_with("release-"));
     }
 }
