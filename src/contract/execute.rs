@@ -60,6 +60,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
         source,
     })?;
     let input = super::read_input(request.input, &out_dir)?;
+    super::check_out_dir(&out_dir, &input.run_id, false)?;
     let run_id = Some(input.run_id.clone());
     let plan = read_plan(request.plan, &input)
         .map_err(|message| refuse(&out_dir, run_id.clone(), message))?;

@@ -112,9 +112,38 @@ impl PlanFile {
     }
 }
 
+/// The run whose records `out_dir` holds: the one an execute started
+/// there (`.ralph/contract-run.json`), else the one a result names, else
+/// (with `plans`) the one planned there; `None` for a fresh folder.
+fn owner(out_dir: &Path, plans: bool) -> Option<String> {
+    let records = [crate::paths::CONTRACT_RUN_FILE, RESULT_FILE, PLAN_FILE];
+    records[..if plans { 3 } else { 2 }]
+        .iter()
+        .filter_map(|name| std::fs::read_to_string(out_dir.join(name)).ok())
+        .filter_map(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .find_map(|value| value.get("run_id")?.as_str().map(str::to_owned))
+}
+
+/// Refuses an out-dir holding the records of a run other than `run_id`
+/// (with `plans`, its plan too): nothing of that run's is overwritten.
+pub(crate) fn check_out_dir(out_dir: &Path, run_id: &str, plans: bool) -> Result<(), Error> {
+    match owner(out_dir, plans) {
+        Some(owner) if owner != run_id => Err(Error::Contract(format!(
+            "{}: holds the files of run {owner:?}, not {run_id:?}; give this run a fresh --out-dir",
+            out_dir.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Writes a `result.json` saying the command was refused for `message`
-/// (the input or the plan is wrong), and returns the error to report.
+/// (the input or the plan is wrong), and returns the error to report. An
+/// out-dir holding another run's files keeps them: the error alone says it.
 pub(crate) fn refuse(out_dir: &Path, run_id: Option<String>, message: String) -> Error {
+    let owner = owner(out_dir, false);
+    if owner.is_some() && owner != run_id {
+        return Error::Contract(message);
+    }
     match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
         Ok(()) => Error::Contract(message),
         Err(source) => Error::Io {
@@ -154,6 +183,7 @@ pub(crate) fn read_input(input_path: &Path, out_dir: &Path) -> Result<RunInput, 
 pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Error> {
     let shown = input_path.display().to_string();
     let input = read_input(input_path, out_dir)?;
+    check_out_dir(out_dir, &input.run_id, true)?;
     let run_id = Some(input.run_id.clone());
     let fail = |run_id: Option<String>, message: String| refuse(out_dir, run_id, message);
     let prd_file = input.repo_path.join(&input.prd_path);
@@ -167,6 +197,31 @@ pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Er
     let plan = crate::plan::read(&input.prd_path, &input.prd_path, &bytes)
         .map_err(|err| fail(run_id.clone(), err.to_string()))?;
     let file = PlanFile::new(&input, &plan, &bytes);
+    if file.stories.is_empty() {
+        // `ralph execute` refuses a plan without a story: said here, first.
+        return Err(fail(
+            run_id,
+            format!(
+                "{}: no story to plan: every requirement is ticked done, or the document has none (docs/PLANNING.md)",
+                input.prd_path
+            ),
+        ));
+    }
+    // A run executing here holds its plan: another one (the PRD changed
+    // since) would not be the plan it works to.
+    let started = std::fs::read_to_string(out_dir.join(crate::paths::CONTRACT_RUN_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok());
+    if let Some(started) = started
+        && started["plan_sha256"] != sha256_hex(file.to_text().as_bytes())
+    {
+        return Err(Error::Contract(format!(
+            "{}: run {:?} is executing a plan made from other bytes of {}; keep that plan, or give a new run a fresh --out-dir",
+            out_dir.display(),
+            input.run_id,
+            input.prd_path
+        )));
+    }
     let io = |path: PathBuf| move |source| Error::Io { path, source };
     std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
     let plan_path = out_dir.join(PLAN_FILE);

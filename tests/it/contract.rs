@@ -146,3 +146,60 @@ fn a_prd_that_cannot_be_planned_fails_naming_its_line() {
         "{run:#?}"
     );
 }
+
+/// An out-dir holding another run's files is refused, and keeps them:
+/// planning run B where run A was planned writes nothing there, and an
+/// execute of run B, even one refused for its input, leaves run A's
+/// result as it is. A document whose every requirement is done plans no
+/// story, which execute would refuse: so does plan, at once.
+#[test]
+fn an_out_dir_of_another_run_keeps_its_files_and_an_empty_plan_is_refused() {
+    let p = project();
+    let (a, b) = (
+        input(p.path(), |v| v["run_id"] = "run_a".into()),
+        input(p.path(), |v| v["run_id"] = "run_b".into()),
+    );
+    let p = p.file("a.json", a).file("b.json", b);
+    p.ralph(&["plan", "--input", "a.json", "--out-dir", "out"])
+        .success();
+    let before = (p.read("out/plan.json"), p.read("out/progress.ndjson"));
+    let refused = |dir: &str| {
+        format!(
+            "error: {dir}: holds the files of run \"run_a\", not \"run_b\"; give this run a fresh --out-dir\nhint: docs/contract/ holds the schema of every file of the worker contract\n"
+        )
+    };
+    p.ralph(&["plan", "--input", "b.json", "--out-dir", "out"])
+        .fails(30, &refused("out"));
+    assert_eq!(
+        (p.read("out/plan.json"), p.read("out/progress.ndjson")),
+        before
+    );
+    assert!(!p.path().join("out/result.json").exists());
+    let theirs = "{\"run_id\":\"run_a\",\"status\":\"success\"}";
+    std::fs::write(p.path().join("out/result.json"), theirs).unwrap();
+    let plan = p.path().join("out/plan.json");
+    let execute = |input: &str| {
+        p.ralph(&[
+            "execute",
+            "--input",
+            input,
+            "--plan",
+            plan.to_str().unwrap(),
+            "--out-dir",
+            "out",
+        ])
+    };
+    execute("b.json").fails(30, &refused(&p.path().join("out").display().to_string()));
+    assert_eq!(execute("missing.json").code, 30);
+    assert_eq!(p.read("out/result.json"), theirs);
+
+    let p = p.file("prds/auth.md", "# Done\n\n- [x] FR-1: all done\n");
+    p.ralph(&["plan", "--input", "a.json", "--out-dir", "empty"]).fails(
+        30,
+        "error: prds/auth.md: no story to plan: every requirement is ticked done, or the document has none (docs/PLANNING.md)\nhint: docs/contract/ holds the schema of every file of the worker contract\n",
+    );
+    assert_eq!(
+        p.json("empty/result.json")["reason"],
+        "plan_generation_failed"
+    );
+}
