@@ -286,22 +286,93 @@ impl Error {
     }
 }
 
+/// Where a value's own check failed: serde_yaml places such an error at
+/// the start of the mapping holding it (the file's first key, or
+/// `agent:`), and names the section at most. The one line that holds the
+/// value `message` quotes first is the place, and its key, with the
+/// section's, names it: `(line, "agent.timeout: ...")`. `None` when no
+/// single line holds it.
+fn value_line(yaml: &str, message: &str) -> Option<(usize, String)> {
+    if let Some(key) = message
+        .strip_prefix("duplicate field `")
+        .and_then(|rest| rest.split('`').next())
+    {
+        // The second time the key is written is the one to remove.
+        let line = (yaml.lines().enumerate())
+            .filter(|(_, line)| {
+                line.split_once(':')
+                    .is_some_and(|(written, _)| written == key)
+            })
+            .nth(1)?
+            .0;
+        return Some((line + 1, format!("{key}: written twice; keep one")));
+    }
+    let quoted = message.split('"').nth(1)?;
+    let mut section = "";
+    let mut found = None;
+    for (index, line) in yaml.lines().enumerate() {
+        let content = line.split(" #").next().unwrap_or(line).trim_end();
+        let Some((key, value)) = content.trim_start().split_once(':') else {
+            continue;
+        };
+        let nested = line.starts_with([' ', '\t']);
+        if !nested {
+            section = key;
+        }
+        let value = value.trim().trim_start_matches("- ");
+        let bare = value.trim_matches('"').trim_matches('\'');
+        if key.starts_with('#') || (bare != quoted && value != quoted) {
+            continue;
+        }
+        if found.is_some() {
+            return None;
+        }
+        let path = if nested {
+            format!("{section}.{key}")
+        } else {
+            key.to_owned()
+        };
+        found = Some((index + 1, path));
+    }
+    let (line, path) = found?;
+    if message.starts_with(&format!("{path}: ")) {
+        return Some((line, message.to_owned()));
+    }
+    // serde_yaml's own prefix is the section alone (`agent: ...`).
+    let said = match path.split_once('.') {
+        Some((section, _)) => message
+            .strip_prefix(&format!("{section}: "))
+            .unwrap_or(message),
+        None => message,
+    };
+    Some((line, format!("{path}: {said}")))
+}
+
 impl Settings {
     /// Parses settings text; an empty file gives the defaults.
     pub fn parse(yaml: &str) -> Result<Settings, Error> {
         if yaml.trim().is_empty() {
             return Ok(Settings::default());
         }
-        let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| Error::Invalid {
-            line: err.location().map(|l| l.line()),
-            message: crate::text::without_position(&err.to_string()).to_owned(),
+        let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| {
+            let message = crate::text::without_position(&err.to_string()).to_owned();
+            match value_line(yaml, &message) {
+                Some((line, message)) => Error::Invalid {
+                    line: Some(line),
+                    message,
+                },
+                None => Error::Invalid {
+                    line: err.location().map(|l| l.line()),
+                    message,
+                },
+            }
         })?;
         if let Some(preset) = &settings.agent.preset
             && settings.agent.command.is_none()
             && !PRESETS.contains(&preset.as_str())
         {
             return Err(Error::Invalid {
-                line: None,
+                line: value_line(yaml, &format!("{preset:?}")).map(|(line, _)| line),
                 message: format!(
                     "agent.preset: unknown preset {preset:?}; use one of {}",
                     PRESETS.join(", ")
@@ -837,7 +908,7 @@ mod tests {
             Settings::parse("agent:\n  timeout: 0s\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: agent: \"0s\" is no time at all: the agent would be stopped at once; write a limit like 20m"
+            "config/ralph.yaml:2: agent.timeout: \"0s\" is no time at all: the agent would be stopped at once; write a limit like 20m"
         );
         assert!(parse_time_limit("0ms").is_err());
         assert_eq!(parse_time_limit("90s"), Ok(Duration::from_secs(90)));
@@ -847,6 +918,38 @@ mod tests {
         );
         // Zero stays a fine pause or backoff.
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    }
+
+    /// A value's own check names the value's line and key, not the line
+    /// serde_yaml gives (its mapping's first key).
+    #[test]
+    fn a_bad_value_names_its_own_line_and_key() {
+        let shipped = include_str!("../config/ralph.yaml");
+        let at = |needle: &str| shipped.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
+        let text = shipped.replace("retry_backoff: 10s", "retry_backoff: 10 s");
+        assert_eq!(
+            Settings::parse(&text).unwrap_err().to_string(),
+            format!(
+                "config/ralph.yaml:{}: retry_backoff: \"10 s\" is not a duration; write it like 500ms, 10s, 20m or 1h",
+                at("retry_backoff:")
+            )
+        );
+        let text = format!("{shipped}max_iterations: 3\n");
+        assert_eq!(
+            Settings::parse(&text).unwrap_err().to_string(),
+            format!(
+                "config/ralph.yaml:{}: max_iterations: written twice; keep one",
+                text.lines().count()
+            )
+        );
+        let text = shipped.replace("  timeout: 20m", "  timeout: 20min");
+        assert_eq!(
+            Settings::parse(&text).unwrap_err().to_string(),
+            format!(
+                "config/ralph.yaml:{}: agent.timeout: \"20min\" is not a duration; write it like 500ms, 10s, 20m or 1h",
+                at("  timeout:")
+            )
+        );
     }
 
     #[test]
@@ -872,13 +975,13 @@ mod tests {
             Settings::parse("agent:\n  timeout: 20\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: agent: duration \"20\" needs a unit: ms, s, m or h"
+            "config/ralph.yaml:2: agent.timeout: duration \"20\" needs a unit: ms, s, m or h"
         );
         assert_eq!(
             Settings::parse("agent:\n  preset: claud\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
+            "config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
         );
     }
 }
