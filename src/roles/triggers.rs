@@ -207,15 +207,26 @@ fn compile(condition: &str) -> Result<(String, Node), String> {
             ));
         }
     }
-    for name in node.iter_function_identifiers() {
-        if !FUNCTIONS.iter().any(|(f, _)| *f == name) {
-            let known: Vec<&str> = FUNCTIONS.iter().map(|(f, _)| *f).collect();
+    // `task_title contans 'x'` reads as calls of `task_title` and `contans`:
+    // the misspelt operator is the one to name.
+    let unknown: Vec<&str> = (node.iter_function_identifiers())
+        .filter(|name| !FUNCTIONS.iter().any(|(f, _)| f == name))
+        .collect();
+    if let Some(name) = (unknown.iter())
+        .find(|name| var_type(name).is_none())
+        .or(unknown.first())
+    {
+        if var_type(name).is_some() {
             return Err(format!(
-                "unknown function `{name}`{}; known: {}",
-                suggest(name),
-                known.join(", ")
+                "`{name}` is followed by a word that is not an operator; {OPERATORS}"
             ));
         }
+        let known: Vec<&str> = FUNCTIONS.iter().map(|(f, _)| *f).collect();
+        return Err(format!(
+            "unknown function `{name}`{}; known: {}",
+            suggest(name),
+            known.join(", ")
+        ));
     }
     infer(&node)?;
     // Evaluate against two opposite contexts so every operator meets values
@@ -403,9 +414,15 @@ fn constant_text(node: &Node) -> Option<String> {
     }
 }
 
+/// The operators a condition may use, for messages.
+const OPERATORS: &str = "the operators are ==, !=, <, <=, >, >=, contains, starts_with, matches, and, or, not (lowercase)";
+
 /// A readable sentence for an evalexpr error.
 fn describe(err: &EvalexprError) -> String {
     match err {
+        EvalexprError::AppendedToLeafNode => {
+            format!("syntax error: two values with no operator between them; {OPERATORS}")
+        }
         EvalexprError::ExpectedNumber { actual }
         | EvalexprError::ExpectedInt { actual }
         | EvalexprError::ExpectedFloat { actual } => {
@@ -616,6 +633,19 @@ triggers:
         assert_eq!(
             check("iterations_since('documenter') > 1"),
             "config/roles.yaml: trigger 1 (condition \"iterations_since('documenter') > 1\"): unknown function `iterations_since`; known: iterations_since_role, contains, starts_with, matches"
+        );
+        // A misspelt operator is named, not the variable before it.
+        assert_eq!(
+            check("task_title contans 'x'"),
+            "config/roles.yaml: trigger 1 (condition \"task_title contans 'x'\"): unknown function `contans` (did you mean `contains`?); known: iterations_since_role, contains, starts_with, matches"
+        );
+        assert_eq!(
+            check("task_title task_id"),
+            "config/roles.yaml: trigger 1 (condition \"task_title task_id\"): `task_title` is followed by a word that is not an operator; the operators are ==, !=, <, <=, >, >=, contains, starts_with, matches, and, or, not (lowercase)"
+        );
+        assert_eq!(
+            check("task_title == 'x' AND task_depth == 1"),
+            "config/roles.yaml: trigger 1 (condition \"task_title == 'x' AND task_depth == 1\"): syntax error: two values with no operator between them; the operators are ==, !=, <, <=, >, >=, contains, starts_with, matches, and, or, not (lowercase)"
         );
         assert_eq!(
             check("branch_commits >="),
