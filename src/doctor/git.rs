@@ -21,6 +21,17 @@ pub(super) fn git(
         Ok(repo) => repo,
         Err(err) => {
             found.failed("git", err);
+            // No base (a detached HEAD, a bad branch_prefix): what needs
+            // none is still checked.
+            let options = git::Options {
+                base_branch: None,
+                branch_prefix: Settings::default().branch_prefix,
+            };
+            if let Ok(repo) = Repo::open_without_base(paths, &options) {
+                identity(found, &repo);
+                hooks(found, &repo);
+                signing(found, &repo);
+            }
             return None;
         }
     };
@@ -96,6 +107,17 @@ pub(super) fn git(
     {
         found.failed("git", err);
     }
+    identity(found, &repo);
+    for (file, rule) in repo.ignored_queue_files() {
+        let (message, fix) = crate::git::ignored_queue_file(&file, &rule);
+        found.warning("git", &message, &fix);
+    }
+    Some(repo)
+}
+
+/// The repository's hooks, and which of them ralph's git commands run.
+/// Who ralph's commits are by.
+fn identity(found: &mut Findings, repo: &Repo) {
     let identity = repo.identity();
     if identity.fallback {
         found.warning(
@@ -112,14 +134,8 @@ pub(super) fn git(
             &format!("ralph commits as {} <{}>", identity.name, identity.email),
         );
     }
-    for (file, rule) in repo.ignored_queue_files() {
-        let (message, fix) = crate::git::ignored_queue_file(&file, &rule);
-        found.warning("git", &message, &fix);
-    }
-    Some(repo)
 }
 
-/// The repository's hooks, and which of them ralph's git commands run.
 pub(super) fn hooks(found: &mut Findings, repo: &Repo) {
     let hooks = repo.hooks();
     if hooks.names.is_empty() {

@@ -166,6 +166,15 @@ impl Repo {
     /// checked out now, which must not be a task branch. The identity comes
     /// from git's config, falling back to `ralph <ralph@localhost>`.
     pub fn open(paths: &Paths, options: &Options) -> Result<Repo> {
+        let mut repo = Repo::open_without_base(paths, options)?;
+        repo.base = repo.resolve_base(options.base_branch.as_deref())?;
+        Ok(repo)
+    }
+
+    /// [`Repo::open`] without a base branch, which a detached HEAD or a
+    /// missing branch may make impossible: for what reads the repository
+    /// alone (its identity, hooks and signing), never for a run.
+    pub fn open_without_base(paths: &Paths, options: &Options) -> Result<Repo> {
         let dir = paths.root();
         let git = git2::Repository::discover(dir).map_err(|source| {
             if source.code() == ErrorCode::NotFound {
@@ -205,7 +214,7 @@ impl Repo {
             })
             .collect();
         let identity = Identity::from_config(&git);
-        let mut repo = Repo {
+        Ok(Repo {
             git,
             base: String::new(),
             prefix,
@@ -214,9 +223,7 @@ impl Repo {
             queue_lock: paths.queue_lock(),
             runtime,
             watch: std::cell::RefCell::new(None),
-        };
-        repo.base = repo.resolve_base(options.base_branch.as_deref())?;
-        Ok(repo)
+        })
     }
 
     /// The same repository, committing as `identity` from now on.

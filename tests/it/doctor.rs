@@ -670,12 +670,18 @@ fn a_detached_head_is_fine_only_where_the_run_can_leave_it() {
     let short = &p.git(&["rev-parse", "HEAD"])[..7];
     let run = doctor(&p, &[]);
     assert_eq!(run.code, 10, "{run:#?}");
+    // What needs no base branch is checked all the same.
+    let git = about(&run, "git");
     assert_eq!(
-        about(&run, "git"),
-        [format!(
+        git[0],
+        format!(
             "error: git: HEAD is detached at {short}; ralph needs a base branch to merge tasks into; check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml"
-        )]
+        )
     );
+    assert!(git[1].starts_with("ok: git: ralph commits as "), "{git:?}");
+    assert_eq!(git.len(), 2, "{git:?}");
+    assert_eq!(about(&run, "hooks").len(), 1, "{run:#?}");
+    assert_eq!(about(&run, "signing").len(), 1, "{run:#?}");
     let config = p
         .read("config/ralph.yaml")
         .replace("base_branch: null", "base_branch: main");
