@@ -421,13 +421,12 @@ impl Engine<'_> {
         }
         receipt.insert("class".into(), json!(class));
         let detail = format!("{} in {}", outcome.status, seconds(outcome.duration));
-        self.record(
-            Some(&turn.id),
-            "iteration",
-            class.as_deref().unwrap_or("ok"),
-            &detail,
-            receipt,
-        )?;
+        // A signal's stop is no failure of the task's, and no success.
+        let status = match verdict {
+            Verdict::Interrupted => "interrupted",
+            _ => class.as_deref().unwrap_or("ok"),
+        };
+        self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
         self.ui.log(
             &now(),
             &format!(

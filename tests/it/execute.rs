@@ -463,6 +463,12 @@ fn sigterm_leaves_a_result_and_the_same_command_resumes_without_redoing_done_sto
         ["S1 done 1 passed", "S2 failed 1 pending"]
     );
     let before = out(&p, "progress.ndjson");
+    // The attempt the signal stopped is said so, not "ok".
+    assert!(
+        steps(&progress(&p)).contains(&"S2 execute 1 interrupted".to_owned()),
+        "{before}"
+    );
+    assert!(out(&p, "attempts/S2-attempt-1.md").contains("\n- result: interrupted\n"));
 
     std::fs::write(p.aux().join("rec/resumed"), "").unwrap();
     execute(&p).success();
