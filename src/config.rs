@@ -356,6 +356,11 @@ impl Settings {
         }
         let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| {
             let message = crate::text::without_position(&err.to_string()).to_owned();
+            // Not the name of a Rust type the reader has never seen.
+            let message = match message.split_once("expected struct ") {
+                Some((before, _)) => format!("{before}expected a section of `key: value` lines"),
+                None => message,
+            };
             match value_line(yaml, &message) {
                 Some((line, message)) => Error::Invalid {
                     line: Some(line),
@@ -918,6 +923,16 @@ mod tests {
         );
         // Zero stays a fine pause or backoff.
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_section_of_the_wrong_shape_names_no_rust_type() {
+        assert_eq!(
+            Settings::parse("verify:\n  - cargo test\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml:2: verify: invalid type: sequence, expected a section of `key: value` lines"
+        );
     }
 
     /// A value's own check names the value's line and key, not the line
