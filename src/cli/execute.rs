@@ -57,7 +57,7 @@ pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
     }
     // Why it did not succeed, as ralph words its errors.
     outcome.stderr = match (&finished.error, &result.error) {
-        (Some(err), _) => format!("{}\n", crate::error::Report(err)),
+        (Some(err), _) => format!("error: {}\n", crate::contract::execute::report(err)),
         (None, Some(error)) => format!("{}\n", crate::text::safe(error)),
         (None, None) => String::new(),
     };

@@ -41,6 +41,21 @@ pub struct Request<'a> {
     pub kill_grace: Duration,
 }
 
+/// `err` as `ralph execute` reports it, the error, then `hint:` and its
+/// hint in the contract's terms: execute takes its agent from the input,
+/// not from `--agent` flags it does not have.
+pub fn report(err: &Error) -> String {
+    let mut message = err.to_string();
+    if let Some(hint) = err.hint() {
+        let hint = hint.replace(
+            "or pass --agent or --agent-cmd",
+            "or name one in the run input's agent.model_hint",
+        );
+        message.push_str(&format!("\nhint: {hint}"));
+    }
+    message
+}
+
 /// How an execute ended: the result written and the exit code.
 pub struct Finished {
     /// What `result.json` says.
@@ -114,10 +129,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
                 Exit::NeedsPerson => (Exit::NeedsPerson, NextAction::HumanInput),
                 _ => (Exit::Transient, NextAction::Retry),
             };
-            let mut message = err.to_string();
-            if let Some(hint) = err.hint() {
-                message.push_str(&format!("\nhint: {hint}"));
-            }
+            let message = report(&err);
             let stories = Outcomes::read(&paths, &plan, &input)
                 .map(|o| o.stories)
                 .unwrap_or_default();

@@ -637,6 +637,30 @@ fn a_checkout_ralph_cannot_work_in_leaves_a_result_saying_why() {
     assert!(p.calls().is_empty());
 }
 
+/// A missing agent is said in the contract's own terms: the input names
+/// the agent, execute has no `--agent` flags to point at.
+#[test]
+fn a_missing_agent_is_fixed_through_the_input_not_flags() {
+    let p = repo(DONE);
+    let config = p.read("config/ralph.yaml").replace(
+        &format!("  command: {}", p.aux().join("agent.sh").display()),
+        "  command: null",
+    );
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "no agent command"]);
+    input(&p, |_| {});
+    plan(&p);
+    let run = execute(&p);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr
+            .ends_with(", or name one in the run input's agent.model_hint\n"),
+        "{run:#?}"
+    );
+    let error = result(&p)["error"].as_str().unwrap().to_owned();
+    assert!(!error.contains("--agent"), "{error}");
+}
+
 #[test]
 fn an_out_dir_of_another_plan_is_refused_and_json_prints_the_result() {
     let p = repo(DONE);
