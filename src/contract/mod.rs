@@ -156,6 +156,13 @@ pub(crate) fn refuse(out_dir: &Path, run_id: Option<String>, message: String) ->
 /// Reads and checks `run-input.json`, its repository included; a refusal
 /// is written to `out_dir/result.json`.
 pub(crate) fn read_input(input_path: &Path, out_dir: &Path) -> Result<RunInput, Error> {
+    if out_dir.is_file() {
+        return Err(Error::InTheWay {
+            path: out_dir.to_owned(),
+            what: "a file",
+            need: "a folder (--out-dir)",
+        });
+    }
     let shown = input_path.display().to_string();
     let text = std::fs::read_to_string(input_path).map_err(|err| {
         refuse(

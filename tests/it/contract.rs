@@ -193,6 +193,12 @@ fn an_out_dir_of_another_run_keeps_its_files_and_an_empty_plan_is_refused() {
     assert_eq!(execute("missing.json").code, 30);
     assert_eq!(p.read("out/result.json"), theirs);
 
+    std::fs::write(p.path().join("a-file"), "x").unwrap();
+    p.ralph(&["plan", "--input", "a.json", "--out-dir", "a-file"]).fails(
+        30,
+        "error: a-file: a file, where ralph needs a folder (--out-dir)\nhint: move or rename it, then run the command again; nothing was written\n",
+    );
+
     let p = p.file("prds/auth.md", "# Done\n\n- [x] FR-1: all done\n");
     p.ralph(&["plan", "--input", "a.json", "--out-dir", "empty"]).fails(
         30,
