@@ -395,6 +395,15 @@ impl Settings {
             ("task", &settings.verify.task),
             ("run", &settings.verify.run),
         ] {
+            // YAML's null in a list reads as the text "null".
+            if let Some(command) = commands.iter().find(|c| ["null", "~"].contains(&c.trim())) {
+                return Err(Error::Invalid {
+                    line: line_of_check(yaml, key, command),
+                    message: format!(
+                        "verify.{key}: an empty entry (`- {command}`); remove the line, or write the command there"
+                    ),
+                });
+            }
             if let Some(command) = commands.iter().find(|command| checks_nothing(command)) {
                 return Err(Error::Invalid {
                     line: line_of_check(yaml, key, command),
@@ -923,6 +932,16 @@ mod tests {
         );
         // Zero stays a fine pause or backoff.
         assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_null_check_is_an_empty_entry_not_a_command() {
+        assert_eq!(
+            Settings::parse("verify:\n  task:\n    - cargo test\n    - null\n")
+                .unwrap_err()
+                .to_string(),
+            "config/ralph.yaml:4: verify.task: an empty entry (`- null`); remove the line, or write the command there"
+        );
     }
 
     #[test]
