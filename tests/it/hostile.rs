@@ -348,7 +348,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", b"max_iterations: 3\nmax_iterations: 4\n".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml:1: duplicate field `max_iterations`\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
+            stderr: "error: config/ralph.yaml:2: max_iterations: written twice; keep one\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
         },
         Case {
             name: "settings: negative number",
@@ -362,7 +362,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", b"agent:\n  timeout: 20\n".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml:2: agent: duration \"20\" needs a unit: ms, s, m or h\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
+            stderr: "error: config/ralph.yaml:2: agent.timeout: duration \"20\" needs a unit: ms, s, m or h\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
         },
         Case {
             name: "settings: invalid UTF-8",
@@ -383,7 +383,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", b"agent:\n  preset: claud\n".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
+            stderr: "error: config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
         },
         Case {
             name: "settings: YAML bomb",
