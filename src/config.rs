@@ -355,12 +355,7 @@ impl Settings {
             return Ok(Settings::default());
         }
         let settings: Settings = serde_yaml::from_str(yaml).map_err(|err| {
-            let message = crate::text::without_position(&err.to_string()).to_owned();
-            // Not the name of a Rust type the reader has never seen.
-            let message = match message.split_once("expected struct ") {
-                Some((before, _)) => format!("{before}expected a section of `key: value` lines"),
-                None => message,
-            };
+            let message = crate::text::yaml_message(&err.to_string());
             match value_line(yaml, &message) {
                 Some((line, message)) => Error::Invalid {
                     line: Some(line),

@@ -29,6 +29,16 @@ pub fn without_position(message: &str) -> &str {
         .map_or(message, |at| &message[..at])
 }
 
+/// A YAML reader's error for people: no position (the caller names the
+/// line), and no name of a Rust type the reader has never seen.
+pub fn yaml_message(message: &str) -> String {
+    let message = without_position(message);
+    match message.split_once("expected struct ") {
+        Some((before, _)) => format!("{before}expected a section of `key: value` lines"),
+        None => message.to_owned(),
+    }
+}
+
 /// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
 /// `3 tasks`. Every noun ralph counts takes an `s`.
 pub fn count(count: usize, noun: &str) -> String {

@@ -90,7 +90,7 @@ impl Triggers {
         }
         let file: RolesFile = serde_yaml::from_str(yaml).map_err(|err| Error::Yaml {
             line: err.location().map(|l| l.line()),
-            message: crate::text::without_position(&err.to_string()).to_owned(),
+            message: crate::text::yaml_message(&err.to_string()),
         })?;
         let mut list = Vec::new();
         for (index, spec) in file.triggers.unwrap_or_default().into_iter().enumerate() {

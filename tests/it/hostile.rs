@@ -320,7 +320,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/roles.yaml", yaml_bomb_in_triggers().into_bytes())],
             args: &["roles", "check"],
             exit: 30,
-            stderr: "error: config/roles.yaml:3: triggers[1]: invalid type: sequence, expected struct TriggerSpec\nhint: fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`\n",
+            stderr: "error: config/roles.yaml:3: triggers[1]: invalid type: sequence, expected a section of `key: value` lines\nhint: fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`\n",
         },
         Case {
             name: "roles: role without a file",
