@@ -39,6 +39,16 @@ pub fn yaml_message(message: &str) -> String {
     }
 }
 
+/// `items` joined by `, `, the first `most` of them, then how many more:
+/// `A, B, C and 2 more`.
+pub fn named<T: AsRef<str>>(items: &[T], most: usize) -> String {
+    let shown: Vec<&str> = items.iter().take(most).map(AsRef::as_ref).collect();
+    match items.len().saturating_sub(most) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
 /// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
 /// `3 tasks`. Every noun ralph counts takes an `s`.
 pub fn count(count: usize, noun: &str) -> String {
@@ -51,6 +61,15 @@ pub fn count(count: usize, noun: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn named_lists_the_first_then_how_many_more() {
+        let ids = ["A", "B", "C"];
+        assert_eq!(named(&ids, 3), "A, B, C");
+        assert_eq!(named(&ids, 2), "A, B and 1 more");
+        assert_eq!(named::<&str>(&[], 2), "");
+    }
+
     use super::*;
 
     #[test]

@@ -170,16 +170,7 @@ fn one_line(text: &str) -> String {
 
 /// `items` joined by `, `, the first [`NAMED`] of them, then how many more.
 fn named(items: &[String]) -> String {
-    let mut text = items
-        .iter()
-        .take(NAMED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if items.len() > NAMED {
-        text.push_str(&format!(" and {} more", items.len() - NAMED));
-    }
-    text
+    crate::text::named(items, NAMED)
 }
 
 /// Whether a run is live (as `ralph status` tells, without disturbing

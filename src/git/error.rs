@@ -267,16 +267,7 @@ pub(crate) fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) ->
 
 /// `paths` for a message: the first ten, then how many more.
 pub fn list_paths(paths: &[String]) -> String {
-    let named = paths
-        .iter()
-        .take(DIRTY_NAMED)
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .join(", ");
-    match paths.len().checked_sub(DIRTY_NAMED) {
-        Some(more) if more > 0 => format!("{named} and {more} more"),
-        _ => named,
-    }
+    crate::text::named(paths, DIRTY_NAMED)
 }
 
 /// Shorthand for results of this module.

@@ -106,14 +106,9 @@ impl Engine<'_> {
         let done = match unverified.len() {
             0 => format!("{} done", result.merged),
             n => format!(
-                "{} done ({n} unverified: {}{})",
+                "{} done ({n} unverified: {})",
                 result.merged,
-                unverified[..n.min(SHOWN_UNVERIFIED)].join(", "),
-                if n > SHOWN_UNVERIFIED {
-                    format!(" and {} more", n - SHOWN_UNVERIFIED)
-                } else {
-                    String::new()
-                }
+                crate::text::named(&unverified, SHOWN_UNVERIFIED)
             ),
         };
         self.ui.summary(&format!(

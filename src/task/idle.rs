@@ -91,16 +91,10 @@ pub fn emptied_message(emptied: &[&Task]) -> String {
     }
 }
 
-/// The ids of `tasks` joined by `, `, the first [`NAMED`], then how many more.
+/// The ids of `tasks`, the first [`NAMED`], then how many more.
 fn named(tasks: &[&Task]) -> String {
-    let mut text = (tasks.iter().take(NAMED))
-        .map(|task| task.id.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
-    if tasks.len() > NAMED {
-        text.push_str(&format!(" and {} more", tasks.len() - NAMED));
-    }
-    text
+    let ids: Vec<&str> = tasks.iter().map(|task| task.id.as_str()).collect();
+    crate::text::named(&ids, NAMED)
 }
 
 #[cfg(test)]
