@@ -116,6 +116,15 @@ impl Error {
             Error::NoSuchDir(_) | Error::Io { .. } => None,
         }
     }
+
+    /// The error and its hint on one line (`...; hint`), where a report
+    /// lists several.
+    pub fn one_line(&self) -> String {
+        match self.hint() {
+            Some(hint) => format!("{self}; {hint}"),
+            None => self.to_string(),
+        }
+    }
 }
 
 /// Writes an error the way every command reports one: `error: ...` and an

@@ -28,12 +28,11 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
     // A hand edit that broke the queue is no reason to hide the live run.
     let (queue, queue_error) = match Store::open(paths).load() {
         Ok(queue) => (queue, None),
-        Err(err) => (crate::task::Queue::empty(), Some(Error::from(err))),
+        Err(err) => (
+            crate::task::Queue::empty(),
+            Some(Error::from(err).one_line()),
+        ),
     };
-    let queue_error = queue_error.map(|err| match err.hint() {
-        Some(hint) => format!("{err}; {hint}"),
-        None => err.to_string(),
-    });
     let counts = queue.counts();
     let (events, _) = EventLog::open(paths)
         .tail(RECENT)

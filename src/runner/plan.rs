@@ -115,11 +115,5 @@ pub fn refusals(paths: &Paths, options: &RunOptions, spec: &Spec) -> Vec<String>
     {
         problems.push(err.into());
     }
-    problems
-        .into_iter()
-        .map(|problem| match problem.hint() {
-            Some(hint) => format!("{problem}; {hint}"),
-            None => problem.to_string(),
-        })
-        .collect()
+    problems.iter().map(Error::one_line).collect()
 }
