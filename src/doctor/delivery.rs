@@ -55,12 +55,11 @@ pub(super) fn delivery(
         (None, true) => "origin".to_owned(),
     };
     if !repo.has_remote(&remote) {
-        let pull_request = pr;
         found.failed(
             "push",
             crate::git::Error::NoRemote {
                 remote,
-                pull_request,
+                pull_request: pr,
             },
         );
         return;

@@ -115,7 +115,6 @@ pub(super) fn git(
     Some(repo)
 }
 
-/// The repository's hooks, and which of them ralph's git commands run.
 /// Who ralph's commits are by.
 fn identity(found: &mut Findings, repo: &Repo) {
     let identity = repo.identity();
@@ -136,6 +135,7 @@ fn identity(found: &mut Findings, repo: &Repo) {
     }
 }
 
+/// The repository's hooks, and which of them ralph's git commands run.
 pub(super) fn hooks(found: &mut Findings, repo: &Repo) {
     let hooks = repo.hooks();
     if hooks.names.is_empty() {
