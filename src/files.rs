@@ -309,6 +309,27 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Appends to an ignore file (`.gitignore`, `.git/info/exclude`) whose
+/// text is `existing` a `# header` line and one line per pattern, on a
+/// line of their own even when the file lacks its last newline.
+pub fn append_patterns<T: AsRef<str>>(
+    path: &Path,
+    existing: &str,
+    header: &str,
+    patterns: &[T],
+) -> io::Result<()> {
+    let mut text = String::new();
+    if !existing.is_empty() && !existing.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("# {header}\n"));
+    for pattern in patterns {
+        text.push_str(pattern.as_ref());
+        text.push('\n');
+    }
+    append_durable(path, text.as_bytes())
+}
+
 /// Takes the exclusive lock on `path` (created, with its folder, if
 /// missing), waiting for the holder; released when the returned file is
 /// dropped, and by the system if the process dies.

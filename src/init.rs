@@ -167,16 +167,13 @@ pub fn init(
         .filter(|entry| !present(entry))
         .collect();
     if !report.ignored.is_empty() {
-        let mut text = String::new();
-        if !existing.is_empty() && !existing.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("# ralph runtime files\n");
-        for entry in &report.ignored {
-            text.push_str(entry);
-            text.push('\n');
-        }
-        files::append_durable(&gitignore, text.as_bytes()).map_err(io(&gitignore))?;
+        files::append_patterns(
+            &gitignore,
+            &existing,
+            "ralph runtime files",
+            &report.ignored,
+        )
+        .map_err(io(&gitignore))?;
     }
     Ok(report)
 }

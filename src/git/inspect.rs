@@ -185,23 +185,11 @@ impl Repo {
         if missing.is_empty() {
             return Ok(false);
         }
-        let mut added = String::new();
-        if !text.is_empty() && !text.ends_with('\n') {
-            added.push('\n');
-        }
-        added.push_str("# ralph's runtime files (added by ralph run)\n");
-        for pattern in missing {
-            added.push_str(&pattern);
-            added.push('\n');
-        }
         if let Some(info) = path.parent() {
             std::fs::create_dir_all(info).map_err(super::error::io_error(info))?;
         }
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut file| std::io::Write::write_all(&mut file, added.as_bytes()))
+        let header = "ralph's runtime files (added by ralph run)";
+        crate::files::append_patterns(&path, &text, header, &missing)
             .map_err(super::error::io_error(&path))?;
         Ok(true)
     }
