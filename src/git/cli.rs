@@ -121,14 +121,14 @@ impl Repo {
     /// git, so its filters, LFS and `core.autocrlf`
     /// apply and a submodule is staged as its commit.
     pub(super) fn stage(&self, paths: &[Vec<u8>]) -> Result<()> {
-        let mut list = Vec::new();
-        for path in paths {
-            // `git status` names a repository inside the tree (a clone the
-            // agent made) `dir/`, which `update-index` ignores; `dir`
-            // stages its commit, as `git add` does.
-            list.extend_from_slice(path.strip_suffix(b"/").unwrap_or(path));
-            list.push(0);
-        }
+        // `git status` names a repository inside the tree (a clone the
+        // agent made) `dir/`, which `update-index` ignores; `dir` stages
+        // its commit, as `git add` does.
+        let list = nul_separated(
+            paths
+                .iter()
+                .map(|path| path.strip_suffix(b"/").unwrap_or(path)),
+        );
         // `git add --all` of a tracked file in an ignored folder stages it
         // but fails; `update-index` stages exactly the paths given.
         let args = ["update-index", "--add", "--remove", "-z", "--stdin"];
@@ -388,6 +388,16 @@ impl Repo {
             })
             .collect()
     }
+}
+
+/// `paths` for a git command's `-z --stdin`: each followed by a NUL.
+pub(super) fn nul_separated<'a>(paths: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    let mut list = Vec::new();
+    for path in paths {
+        list.extend_from_slice(path);
+        list.push(0);
+    }
+    list
 }
 
 /// Waits while any of `locks` exists, backing off, up to [`LOCK_WAIT`].

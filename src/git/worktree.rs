@@ -8,7 +8,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use git2::build::{CheckoutBuilder, TreeUpdateBuilder};
-use git2::{CheckoutNotificationType, ErrorCode, FileMode, Index, IndexEntry, IndexTime, Oid};
+use git2::{
+    AttrCheckFlags, CheckoutNotificationType, ErrorCode, FileMode, Index, IndexEntry, IndexTime,
+    Oid,
+};
 
 use super::error::{Context, Error, Result, io_error};
 use super::{Repo, git2_path};
@@ -99,6 +102,11 @@ impl Entry {
 /// command line holds them all).
 const MAX_SCANNED_PATHS: usize = 2000;
 
+/// A repository-relative path git gave as bytes.
+fn bytes_path(path: &[u8]) -> &Path {
+    Path::new(std::ffi::OsStr::from_bytes(path))
+}
+
 impl Repo {
     /// The paths `git status` would list, apart from ralph's own files:
     /// modified, staged, deleted, conflicted and untracked (not ignored).
@@ -184,13 +192,11 @@ impl Repo {
     /// Whether the folder `rel` need not be watched: ignored, and holding
     /// no tracked file.
     fn unwatched(&self, index: &Index, rel: &[u8]) -> bool {
-        let path = Path::new(std::ffi::OsStr::from_bytes(rel));
+        let path = bytes_path(rel);
         let mut prefix = rel.to_vec();
         prefix.push(b'/');
         self.git.is_path_ignored(path).unwrap_or(false)
-            && index
-                .find_prefix(Path::new(std::ffi::OsStr::from_bytes(&prefix)))
-                .is_err()
+            && index.find_prefix(bytes_path(&prefix)).is_err()
     }
 
     /// The paths changed since the last settled leftovers scan, when the
@@ -269,7 +275,7 @@ impl Repo {
             .unwrap_or((i64::MAX, 0));
         let mut left = Vec::new();
         for path in paths {
-            let file = Path::new(std::ffi::OsStr::from_bytes(&path));
+            let file = bytes_path(&path);
             let entry = index.get_path(file, 0);
             if self.is_own(&String::from_utf8_lossy(&path), entry.is_none()) {
                 continue;
@@ -476,11 +482,9 @@ impl Repo {
             .iter()
             .map(Vec::as_slice)
             .filter(|path| {
-                let rel = Path::new(std::ffi::OsStr::from_bytes(path));
-                let filter =
-                    self.git
-                        .get_attr(rel, "filter", git2::AttrCheckFlags::INDEX_THEN_FILE);
-                to.get_path(rel).is_ok() && matches!(filter, Ok(Some(filter)) if smudges(filter))
+                let path = bytes_path(path);
+                let filter = (self.git).get_attr(path, "filter", AttrCheckFlags::INDEX_THEN_FILE);
+                to.get_path(path).is_ok() && matches!(filter, Ok(Some(filter)) if smudges(filter))
             })
             .collect();
         if filtered.is_empty() {
@@ -490,9 +494,7 @@ impl Repo {
         // libgit2 just recorded: a size of zero tells it to look again.
         self.update_index(|index| {
             for path in &filtered {
-                if let Some(mut entry) =
-                    index.get_path(Path::new(std::ffi::OsStr::from_bytes(path)), 0)
-                {
+                if let Some(mut entry) = index.get_path(bytes_path(path), 0) {
                     entry.file_size = 0;
                     entry.mtime = IndexTime::new(0, 0);
                     index
@@ -502,11 +504,7 @@ impl Repo {
             }
             Ok(true)
         })?;
-        let mut list = Vec::new();
-        for path in &filtered {
-            list.extend_from_slice(path);
-            list.push(0);
-        }
+        let list = super::cli::nul_separated(filtered.iter().copied());
         let args = ["checkout-index", "--force", "-z", "--stdin"];
         self.git_ok(&args, &list, "write the filtered files (LFS)")?;
         Ok(())
