@@ -327,9 +327,19 @@ impl Tail {
 /// added beside the stories.
 fn story_of(task: &str) -> Option<String> {
     let story = task.split('.').next()?;
-    let digits = story.strip_prefix('S')?;
-    let numbered = !digits.is_empty()
-        && !digits.starts_with('0')
-        && digits.bytes().all(|b| b.is_ascii_digit());
-    numbered.then(|| story.to_owned())
+    crate::task::id::child_number(story.strip_prefix('S')?).map(|_| story.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::story_of;
+
+    #[test]
+    fn a_task_belongs_to_the_story_its_id_starts_with() {
+        assert_eq!(story_of("S12").as_deref(), Some("S12"));
+        assert_eq!(story_of("S1.2.1").as_deref(), Some("S1"));
+        for beside in ["A", "A.1", "S0", "S01", "S", "Sx"] {
+            assert_eq!(story_of(beside), None, "{beside}");
+        }
+    }
 }
