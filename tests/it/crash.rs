@@ -144,6 +144,17 @@ fn a_crash_at_every_named_point_loses_nothing() {
                 "{point}: {again:#?}"
             );
         }
+        let put_back = match point {
+            "mid_squash_files" => Some("the task branch task/A.1-login-form"),
+            "mid_squash_commit" => Some("the base"),
+            _ => None,
+        };
+        if let Some(whose) = put_back {
+            let said = format!(
+                "a squash into main was cut short when ralph stopped; its files were put back as {whose} has them\n"
+            );
+            assert!(again.stderr.contains(&said), "{point}: {again:#?}");
+        }
         assert_consistent(&project);
         // Each leaf's work made it to main exactly once.
         let files = project.git(&["ls-tree", "--name-only", "main"]);

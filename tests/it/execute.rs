@@ -637,6 +637,35 @@ fn a_checkout_ralph_cannot_work_in_leaves_a_result_saying_why() {
     assert!(p.calls().is_empty());
 }
 
+/// Once a run's execute has begun, planning it again from a document
+/// changed since is refused: the run works to the plan it started with,
+/// which stays as it was.
+#[test]
+fn a_run_under_way_is_not_planned_again_from_a_changed_document() {
+    let p = repo(DONE);
+    input(&p, |_| {});
+    plan(&p);
+    execute(&p).success();
+    let planned = out(&p, "plan.json");
+    let p = p.file("prds/notes.md", format!("{PRD}- FR-3: Delete a note\n"));
+    let (input, out_dir) = (p.aux().join("run-input.json"), p.aux().join("out"));
+    p.ralph(&[
+        "plan",
+        "--input",
+        input.to_str().unwrap(),
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ])
+    .fails(
+        30,
+        &format!(
+            "error: {}: run \"run_1\" is executing a plan made from other bytes of prds/notes.md; keep that plan, or give a new run a fresh --out-dir\nhint: docs/contract/ holds the schema of every file of the worker contract\n",
+            out_dir.display()
+        ),
+    );
+    assert_eq!(out(&p, "plan.json"), planned);
+}
+
 /// A missing agent is said in the contract's own terms: the input names
 /// the agent, execute has no `--agent` flags to point at.
 #[test]
