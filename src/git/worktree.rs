@@ -121,6 +121,22 @@ impl Repo {
         Ok(paths)
     }
 
+    /// What `git status` lists at the end of a run, apart from ralph's own
+    /// files, as `XY path`: submodules with uncommitted files of their own
+    /// included (no leftovers commit takes those). Empty when ralph left
+    /// nothing behind.
+    pub fn left_uncommitted(&self) -> Result<Vec<String>> {
+        let entries = self.status(&[], "--ignore-submodules=none")?;
+        Ok(entries
+            .iter()
+            .filter(|entry| !self.is_own(&entry.path(), entry.is_new()))
+            .map(|entry| {
+                let letters = String::from_utf8_lossy(&[entry.index, entry.tree]).into_owned();
+                format!("{letters} {}", entry.path())
+            })
+            .collect())
+    }
+
     /// `git status` of the working tree (or of `paths` and what lies below
     /// them), with untracked files, without ignored ones and without a
     /// submodule's own uncommitted files (they are that repository's; a
@@ -128,20 +144,24 @@ impl Repo {
     /// applies its filters, LFS, sparse checkout and `core.autocrlf`, and
     /// refreshes the index's file stats as it goes.
     fn scan(&self, paths: &[Vec<u8>]) -> Result<Vec<Entry>> {
+        self.status(paths, "--ignore-submodules=dirty")
+    }
+
+    /// `git status` as [`Repo::scan`] runs it, with `submodules` saying
+    /// what of a submodule counts.
+    fn status(&self, paths: &[Vec<u8>], submodules: &str) -> Result<Vec<Entry>> {
         use std::os::unix::ffi::OsStrExt;
-        let mut args: Vec<&std::ffi::OsStr> = [
+        let fixed = [
             "--literal-pathspecs",
             "status",
             "--porcelain=v1",
             "-z",
             "--untracked-files=all",
-            "--ignore-submodules=dirty",
+            submodules,
             "--no-renames",
             "--",
-        ]
-        .iter()
-        .map(std::ffi::OsStr::new)
-        .collect();
+        ];
+        let mut args: Vec<&std::ffi::OsStr> = fixed.iter().map(std::ffi::OsStr::new).collect();
         args.extend(paths.iter().map(|path| std::ffi::OsStr::from_bytes(path)));
         let action = "read the working tree's status";
         let started = std::time::Instant::now();
@@ -262,7 +282,7 @@ impl Repo {
     /// The paths of `paths` (written since the last settled scan, with the
     /// index matching HEAD) that git might see changed: not ralph's own
     /// files, and not a tracked file whose size, modification time, inode
-    /// and kind still match its index entry, which is how git itself tells
+    /// kind and executable bit still match its index entry, which is how git itself tells
     /// an unchanged file without reading it (a file modified in the same
     /// moment the index was written is looked at, as git does). Saves
     /// starting `git status` after an iteration whose agent committed
@@ -286,8 +306,14 @@ impl Repo {
                     let kind = entry.mode & 0o170000;
                     let same_kind = (kind == 0o100000 && meta.is_file())
                         || (kind == 0o120000 && meta.file_type().is_symlink());
+                    // `chmod +x` changes neither size nor mtime: git
+                    // compares the owner's executable bit too (whether it
+                    // counts, `core.fileMode`, is the scan's to say).
+                    let same_mode =
+                        kind != 0o100000 || (entry.mode & 0o100 == 0) == (meta.mode() & 0o100 == 0);
                     let racy = (meta.mtime(), meta.mtime_nsec()) >= index_written;
                     same_kind
+                        && same_mode
                         && !racy
                         && entry.file_size == meta.size() as u32
                         && entry.mtime.seconds() == meta.mtime() as i32

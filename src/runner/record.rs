@@ -17,6 +17,8 @@ use crate::task::TaskId;
 
 /// Most unverified tasks the run's summary names (result.json has all).
 const SHOWN_UNVERIFIED: usize = 10;
+/// Most uncommitted paths the warning at the end of a run names.
+const SHOWN_LEFT: usize = 10;
 
 impl Engine<'_> {
     pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
@@ -73,6 +75,7 @@ impl Engine<'_> {
         verify_run: Vec<CommandResult>,
     ) -> Result<RunResult, Error> {
         self.state.phase = "ended".to_owned();
+        self.name_what_is_left_uncommitted();
         let result = RunResult {
             iterations: self.state.iteration,
             merged: self.merged,
@@ -123,6 +126,28 @@ impl Engine<'_> {
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
         ));
         Ok(result)
+    }
+
+    /// Names whatever `git status` still lists at the end of the run
+    /// (a submodule's own changes, files a `verify.run` command wrote):
+    /// every change is committed or said. A scan that fails says nothing,
+    /// the run's own ending matters more.
+    fn name_what_is_left_uncommitted(&self) {
+        let Ok(left) = self.repo.left_uncommitted() else {
+            return;
+        };
+        if left.is_empty() {
+            return;
+        }
+        self.ui.log(
+            &now(),
+            &format!(
+                "warning: ralph leaves {} that no commit took: {}; `git status` shows {}",
+                crate::text::count(left.len(), "uncommitted change"),
+                crate::text::safe(&crate::text::named(&left, SHOWN_LEFT)),
+                if left.len() == 1 { "it" } else { "them" },
+            ),
+        );
     }
 
     /// Keeps the evidence of a failure on task `id`: appended to the

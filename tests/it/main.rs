@@ -17,6 +17,7 @@ mod fuzz_corpus;
 mod git;
 mod hostile;
 mod init;
+mod kept;
 mod messages;
 mod misbehave;
 mod plan;
