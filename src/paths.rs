@@ -32,6 +32,12 @@ pub const VALID_ARCHIVE: &str = ".ralph/tasks-done.jsonl.valid";
 /// Present while an agent runs: every queue write then also updates the
 /// copies above (see `Store::watch`).
 pub const QUEUE_WATCH: &str = ".ralph/queue.watch";
+/// While an agent runs: what a `ralph task` write found in `tasks.jsonl`
+/// when it was not ralph's copy (git may have reverted it), and what that
+/// write left there; see `Store::follow`.
+pub const QUEUE_FOUND: &str = ".ralph/tasks.jsonl.found";
+/// See [`QUEUE_FOUND`].
+pub const QUEUE_WROTE: &str = ".ralph/tasks.jsonl.wrote";
 /// Parallel workers' task worktrees, one folder per task id.
 pub const WORKTREES_DIR: &str = ".ralph/worktrees";
 /// The process group of the agent at work.
@@ -198,6 +204,16 @@ impl Paths {
     /// `.ralph/queue.watch`.
     pub fn queue_watch(&self) -> PathBuf {
         self.shared(QUEUE_WATCH)
+    }
+
+    /// `.ralph/tasks.jsonl.found`.
+    pub fn queue_found(&self) -> PathBuf {
+        self.shared(QUEUE_FOUND)
+    }
+
+    /// `.ralph/tasks.jsonl.wrote`.
+    pub fn queue_wrote(&self) -> PathBuf {
+        self.shared(QUEUE_WROTE)
     }
 
     /// `.ralph/worktrees/`, the project's.

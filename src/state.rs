@@ -106,6 +106,9 @@ pub struct TaskProgress {
     /// Checks (`verify.task` and the task's own) that passed on its work
     /// before its merge; 0: it is merged on the agent's word alone.
     pub checked: u64,
+    /// The task branch's tip after its last iteration: a tip that no
+    /// longer holds it dropped commits, which ralph keeps.
+    pub tip: Option<String>,
 }
 
 impl TaskProgress {

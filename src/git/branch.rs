@@ -221,7 +221,7 @@ const RESUME_REF_PREFIX: &str = "refs/ralph/resume/";
 
 /// `prefix` + `id`, with `-task` appended to an id ending in `.lock`, which
 /// no ref may end in.
-fn task_ref(prefix: &str, id: &str) -> String {
+pub(super) fn task_ref(prefix: &str, id: &str) -> String {
     let name = format!("{prefix}{id}");
     if name.ends_with(".lock") {
         name + "-task"

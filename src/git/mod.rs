@@ -9,6 +9,7 @@
 
 mod branch;
 mod cli;
+mod dropped;
 mod error;
 mod history;
 mod identity;
@@ -32,6 +33,7 @@ use git2::{BranchType, ErrorCode, RepositoryState};
 
 pub use branch::Claim;
 pub use cli::ignored_queue_file;
+pub use dropped::Dropped;
 pub use error::{Error, Result, list_paths};
 pub use history::{BaseChanges, FileChange};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
@@ -87,6 +89,14 @@ impl CommitId {
     /// The full id.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// `text` as a commit id, when it is one (40 hex digits).
+    pub fn parse(text: &str) -> Option<CommitId> {
+        git2::Oid::from_str(text)
+            .ok()
+            .filter(|oid| oid.to_string() == text)
+            .map(CommitId::from)
     }
 
     /// The first seven hex digits, as `git log --oneline` shows them.

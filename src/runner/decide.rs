@@ -223,6 +223,9 @@ pub struct After {
     /// unmerged index, a merge or rebase in progress): the failure class
     /// naming it, and the evidence sentence.
     pub unfinished_git: Option<(String, String)>,
+    /// The task's status or kind changed during the iteration (or it left
+    /// `tasks.jsonl`): what the agent recorded through `ralph task`.
+    pub task_changed: bool,
     /// New commits or changed files on the branch in this iteration, or a
     /// status change.
     pub progressed: bool,
@@ -312,9 +315,14 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
         )),
         _ => None,
     };
-    let failure = seen
+    // The agent's verdict on its task, recorded through `ralph task`,
+    // survives its git command reverting the queue (ralph put it back):
+    // the work is judged on it, and the revert is only said.
+    let put_back = seen
         .queue_put_back
         .clone()
+        .filter(|(class, _)| class != super::revert::QUEUE_REVERTED || !gives_verdict(seen));
+    let failure = put_back
         .or(queue)
         .or(failure)
         .or_else(|| seen.unfinished_git.clone())
@@ -358,6 +366,20 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
             _ => Verdict::Continue,
         },
     }
+}
+
+/// Whether the task as the iteration left it is a verdict of the agent's:
+/// complete, ready, blocked, split or archived since the iteration began.
+fn gives_verdict(seen: &After) -> bool {
+    seen.task_changed
+        && match seen.task {
+            TaskAfter::Present { leaf: false, .. } => true,
+            TaskAfter::Present { status, .. } => {
+                matches!(status, Status::Complete | Status::Ready | Status::Blocked)
+            }
+            TaskAfter::Gone { archived } => archived,
+            TaskAfter::InvalidQueue(_) => false,
+        }
 }
 
 /// The wait number `waits` in a row for a usage limit whose reset is not
@@ -553,6 +575,7 @@ mod tests {
             queue_put_back: None,
             left_branch: None,
             unfinished_git: None,
+            task_changed: true,
             progressed: true,
             no_progress_before: 0,
             failures_before: 0,
@@ -649,6 +672,35 @@ mod tests {
             summary: "exit code 1".into(),
         };
         assert_eq!(class(&a), "queue_reverted");
+    }
+
+    #[test]
+    fn a_verdict_recorded_through_ralph_task_stands_after_a_revert() {
+        let mut a = done();
+        a.queue_put_back = Some(("queue_reverted".into(), "tasks.jsonl was reverted".into()));
+        let with = |a: &After, status, leaf, changed| {
+            let mut a = a.clone();
+            a.task = TaskAfter::Present { status, leaf };
+            a.task_changed = changed;
+            after(&a, &budgets())
+        };
+        assert_eq!(with(&a, Status::Complete, true, true), Verdict::Finish);
+        assert_eq!(with(&a, Status::Blocked, true, true), Verdict::Blocked);
+        assert_eq!(with(&a, Status::Active, false, true), Verdict::MergeSplit);
+        assert_eq!(with(&a, Status::Ready, true, true), Verdict::Continue);
+        // No verdict of the iteration's own: the revert is its failure.
+        for (status, changed) in [(Status::Active, true), (Status::Ready, false)] {
+            assert!(
+                matches!(with(&a, status, true, changed), Verdict::Failed { ref class, .. } if class == "queue_reverted"),
+                "{status:?} {changed}"
+            );
+        }
+        // An archive rewritten stays a failure whatever the task says.
+        a.queue_put_back = Some(("archive_edited".into(), "tasks-done.jsonl had...".into()));
+        assert!(matches!(
+            with(&a, Status::Complete, true, true),
+            Verdict::Failed { .. }
+        ));
     }
 
     #[test]

@@ -339,6 +339,7 @@ impl Engine<'_> {
             }
         }
         let tip_after = self.repo.branch_tip(&turn.branch)?;
+        self.keep_dropped_commits(turn, &tip_after)?;
         let task = match self.store.load() {
             Err(err) => TaskAfter::InvalidQueue(err.to_string()),
             Ok(queue) => match queue.get(id.as_str()) {
@@ -364,12 +365,47 @@ impl Engine<'_> {
             queue_put_back,
             left_branch: (!evidence.is_empty()).then(|| evidence.join("; ")),
             unfinished_git,
+            task_changed: status_changed,
             progressed: tip_after != turn.tip_before || status_changed,
             no_progress_before: progress.no_progress,
             failures_before: progress.consecutive_failures,
             limit_waits_before: self.limit_waits,
             ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
         })
+    }
+
+    /// Keeps the commits the task branch held after its last iteration (or
+    /// before this one) and `tip` no longer reaches, saying so; notes `tip`
+    /// as the one the next iteration is compared with.
+    fn keep_dropped_commits(&mut self, turn: &Turn, tip: &CommitId) -> Result<(), Error> {
+        let id = &turn.id;
+        let noted = (self.progress(id.as_str()).tip)
+            .and_then(|noted| CommitId::parse(&noted))
+            .unwrap_or_else(|| turn.tip_before.clone());
+        let dropped = self
+            .repo
+            .keep_dropped(&noted, tip, id.as_str(), turn.task_iteration)?;
+        if let Some(dropped) = dropped {
+            let commits = crate::text::count(dropped.commits, "commit");
+            let detail = format!(
+                "the task branch {} no longer holds {commits} it had at {} (dropped during iteration {} by `git reset`, an amend, a rebase or a move of the branch); ralph keeps {them} under {kept}: `git log {}..{kept}` shows the branch as it was",
+                turn.branch,
+                noted.short(),
+                turn.task_iteration,
+                self.repo.base(),
+                them = if dropped.commits == 1 { "it" } else { "them" },
+                kept = dropped.kept_under,
+            );
+            self.ui.log(&now(), &format!("warning: {id}: {detail}"));
+            let mut extra = Map::new();
+            extra.insert("commits".into(), json!(dropped.commits));
+            extra.insert("kept_under".into(), json!(dropped.kept_under));
+            self.record(Some(id), "branch", "dropped_commits", &detail, extra)?;
+        }
+        if let Some(progress) = self.state.tasks.get_mut(id.as_str()) {
+            progress.tip = Some(tip.to_string());
+        }
+        Ok(())
     }
 
     /// The iteration's receipt: an event, a `ralph.log` line, the failure count.

@@ -56,11 +56,24 @@ impl Store {
     }
 
     fn load_stamped(&self) -> Result<(Queue, Stamp)> {
+        let (queue, stamp, _) = self.load_keeping(false)?;
+        Ok((queue, stamp))
+    }
+
+    /// [`Store::load_stamped`], with the bytes of `tasks.jsonl` read when
+    /// `keep_bytes` asks for them.
+    fn load_keeping(&self, keep_bytes: bool) -> Result<(Queue, Stamp, Option<Vec<u8>>)> {
         let path = self.paths.tasks();
         let done = self.read(&self.paths.done())?;
-        let (queue, stamp) = files::read_settled(&path, |tasks| Queue::parse_owned(tasks, &done))
-            .map_err(io_error(&path))?;
-        Ok((queue?, stamp))
+        let mut bytes = None;
+        let (queue, stamp) = files::read_settled(&path, |tasks| {
+            if keep_bytes {
+                bytes = Some(tasks.clone());
+            }
+            Queue::parse_owned(tasks, &done)
+        })
+        .map_err(io_error(&path))?;
+        Ok((queue?, stamp, bytes))
     }
 
     /// Applies `patch` to the files as they are now: takes the lock, re-reads,
@@ -77,8 +90,11 @@ impl Store {
         // on disk, and are reported as this command's doing.
         let mut on_disk: Vec<Change> = Vec::new();
         let mut appended = String::new();
+        // While an agent runs, what the write finds is compared with
+        // ralph's copy (`follow`).
+        let watching = self.paths.queue_watch().exists();
         for _ in 0..ATTEMPTS {
-            let (mut queue, stamp) = self.load_stamped()?;
+            let (mut queue, stamp, found) = self.load_keeping(watching)?;
             let changes = queue.apply(patch, now)?;
             if patch.keeps_valid() {
                 // Checked in debug builds, so every test checks the claim.
@@ -98,7 +114,8 @@ impl Store {
             on_disk.extend(written.torn);
             appended.push_str(&written.appended);
             if written.replaced {
-                self.follow(patch, now, &appended)?;
+                let found = found.map(|found| (found, queue.tasks.render().into_bytes()));
+                self.follow(patch, now, &appended, found)?;
                 return Ok(with_earlier(changes, on_disk));
             }
         }

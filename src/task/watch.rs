@@ -29,6 +29,10 @@ pub struct Known {
     /// `tasks-done.jsonl` (empty when there is none); `None` when the
     /// copy is gone.
     pub done: Option<Vec<u8>>,
+    /// When a `ralph task` write during the iteration found `tasks.jsonl`
+    /// other than ralph's copy: what it found (git may have reverted the
+    /// file just before), and what the writes since left there.
+    pub found: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// What [`Store::put_back`] restored.
@@ -88,10 +92,12 @@ impl Store {
             self.keep(&self.paths.valid_queue(), &tasks)?;
         }
         self.keep(&self.paths.valid_archive(), &done)?;
+        self.forget_found()?;
         self.keep(&self.paths.queue_watch(), b"")?;
         Ok(Known {
             tasks: valid.then_some(tasks),
             done: Some(done),
+            found: None,
         })
     }
 
@@ -106,7 +112,16 @@ impl Store {
         if !watched {
             return Ok(None);
         }
-        self.known().map(Some)
+        let known = self.known()?;
+        self.forget_found()?;
+        Ok(Some(known))
+    }
+
+    fn forget_found(&self) -> Result<()> {
+        for path in [self.paths.queue_found(), self.paths.queue_wrote()] {
+            files::remove_if_exists(&path).map_err(io_error(&path))?;
+        }
+        Ok(())
     }
 
     /// Puts back, under the queue lock, a queue file that is gone, from
@@ -157,21 +172,53 @@ impl Store {
     /// The copies as they are now.
     fn known(&self) -> Result<Known> {
         let copy = |path: PathBuf| path.exists().then(|| self.read(&path)).transpose();
+        let found = match copy(self.paths.queue_found())? {
+            Some(found) => copy(self.paths.queue_wrote())?.map(|wrote| (found, wrote)),
+            None => None,
+        };
         Ok(Known {
             tasks: copy(self.paths.valid_queue())?,
             done: copy(self.paths.valid_archive())?,
+            found,
         })
     }
 
     /// While watching, applies `patch`, which was just written with the
     /// archive text `appended`, to the copies. Called under the queue lock.
     /// A patch the copy cannot take (it names a task only a hand edit
-    /// added) leaves the copy of `tasks.jsonl` as it is.
-    pub(super) fn follow(&self, patch: &Patch, now: &str, appended: &str) -> Result<()> {
+    /// added) leaves the copy of `tasks.jsonl` as it is. `found` holds the
+    /// bytes of `tasks.jsonl` the write found and those it wrote: found
+    /// other than the copy, they are noted, so that a file git reverted
+    /// and `ralph task` changed since is still known for what it is
+    /// ([`Store::put_back`]).
+    pub(super) fn follow(
+        &self,
+        patch: &Patch,
+        now: &str,
+        appended: &str,
+        found: Option<(Vec<u8>, Vec<u8>)>,
+    ) -> Result<()> {
         if !self.paths.queue_watch().exists() {
             return Ok(());
         }
         let known = self.known()?;
+        if let Some((found, wrote)) = found {
+            let first = match known.found {
+                // The file as the last such write left it: the first
+                // finding stands.
+                Some((first, last)) if last == found => Some(first),
+                // In step with the copy: nothing to note.
+                _ if known.tasks.as_ref() == Some(&found) => None,
+                _ => Some(found),
+            };
+            match first {
+                Some(first) => {
+                    self.keep(&self.paths.queue_found(), &first)?;
+                    self.keep(&self.paths.queue_wrote(), &wrote)?;
+                }
+                None => self.forget_found()?,
+            }
+        }
         // A copy gone meanwhile is not made again: from here on it would
         // lack what happened before.
         let Some(mut done) = known.done else {
@@ -218,10 +265,18 @@ impl Store {
             for _ in 0..5 {
                 let (now, stamp) =
                     files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
+                // Reverted by git, or reverted and then changed through
+                // `ralph task` (its write found the version git holds).
+                let reverted = |now: &[u8]| {
+                    git_version(TASKS_FILE, now).or_else(|| match &known.found {
+                        Some((found, wrote)) if wrote == now => git_version(TASKS_FILE, found),
+                        _ => None,
+                    })
+                };
                 let lost = if !stamp.exists() {
                     Some(None)
                 } else if now != *kept {
-                    git_version(TASKS_FILE, &now).map(|at| Some((at, now)))
+                    reverted(&now).map(|at| Some((at, now)))
                 } else {
                     None
                 };
@@ -459,6 +514,44 @@ mod tests {
             Some(fs::read(dir.path().join(TASKS_FILE)).unwrap()),
             known.tasks
         );
+    }
+
+    #[test]
+    fn a_reverted_queue_changed_through_the_store_since_is_still_put_back() {
+        let (dir, store) = project();
+        add(&store, "one");
+        let committed = fs::read(dir.path().join(TASKS_FILE)).unwrap();
+        store.watch().unwrap();
+        add(&store, "two");
+        // git puts back the committed version, then the agent's own
+        // `ralph task complete A` (twice: the first finding stands).
+        fs::write(dir.path().join(TASKS_FILE), &committed).unwrap();
+        for _ in 0..2 {
+            store
+                .apply(
+                    &Patch::SetStatus {
+                        id: TaskId::parse("A").unwrap(),
+                        status: Status::Complete,
+                    },
+                    NOW,
+                )
+                .unwrap();
+        }
+        let known = store.unwatch().unwrap().unwrap();
+        assert_eq!(known.found.as_ref().map(|f| &f.0), Some(&committed));
+        let restored = store
+            .put_back(&known, |name, bytes| {
+                (name == TASKS_FILE && bytes == committed).then(|| "commit 1a2b3c4".to_owned())
+            })
+            .unwrap();
+        assert_eq!(restored.tasks.unwrap().missing, ["B"]);
+        let queue = store.load().unwrap();
+        assert_eq!(queue.get("A").unwrap().status, Status::Complete);
+        assert!(queue.get("B").is_some());
+        // A write that finds ralph's copy notes nothing.
+        store.watch().unwrap();
+        add(&store, "three");
+        assert_eq!(store.unwatch().unwrap().unwrap().found, None);
     }
 
     #[test]

@@ -103,3 +103,82 @@ fn a_change_no_commit_takes_is_named_when_the_run_ends() {
     assert!(run.stderr.contains(warning), "{run:#?}");
     assert!(project.read("ralph.log").contains(warning.trim_end()));
 }
+
+/// A project with one task, `A`, committed in `tasks.jsonl` (as a team
+/// that keeps its queue in git has it), and the fake agent `agent`.
+fn committed_task(agent: &str) -> TestProject {
+    let project = TestProject::new().git_init().agent(agent);
+    project.ralph(&["task", "add", "rewind"]).success();
+    project.git(&["add", "tasks.jsonl"]);
+    project.git(&["commit", "-q", "-m", "queue task A"]);
+    project
+}
+
+#[test]
+fn a_completion_after_a_rewind_stands_and_the_dropped_commit_is_kept() {
+    // Every iteration of A but its first rewinds the branch (dropping the
+    // commit before, and reverting tasks.jsonl, which loses task B, added
+    // and not committed), commits other work and completes the task.
+    let project = committed_task(&format!(
+        "case \"$RALPH_TASK_ID-$RALPH_TASK_ITERATION\" in\n{}\n{}\nesac\n",
+        r#"A-1) work first.txt one ;;
+A-*) git reset -q --hard HEAD~1; work second.txt two; ralph task complete A > /dev/null ;;"#,
+        crate::support::FINISH
+    ));
+    project.ralph(&["task", "add", "later"]).success();
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("ralph: drained"), "{run:#?}");
+    assert_eq!(project.calls().len(), 3, "{run:#?}");
+    // Merged once, with the second iteration's work.
+    let log = project.git(&["log", "--format=%s", "main"]);
+    assert_eq!(log.matches("[A]").count(), 1, "{log}");
+    assert_eq!(project.git(&["show", "main:second.txt"]), "two");
+    assert!(project.try_git(&["show", "main:first.txt"]).is_none());
+    // The dropped commit is kept, and the output and ralph.log say where.
+    let kept = "refs/ralph/dropped/A/2";
+    assert_eq!(
+        project.git(&["log", "--format=%s", "-1", kept]),
+        "A: first.txt"
+    );
+    let said = format!(
+        "warning: A: the task branch task/A-rewind no longer holds 1 commit it had at {} (dropped during iteration 2 by `git reset`, an amend, a rebase or a move of the branch); ralph keeps it under {kept}: `git log main..{kept}` shows the branch as it was",
+        &project.git(&["rev-parse", kept])[..7]
+    );
+    assert!(run.stderr.contains(&said), "{run:#?}");
+    assert!(project.read("ralph.log").contains(&said));
+    // The revert was said, and is no failure; B was put back and done.
+    assert!(
+        run.stderr
+            .contains("warning: tasks.jsonl was reverted to its version in commit"),
+        "{run:#?}"
+    );
+    assert!(run.stderr.contains("(1 task gone: B)"), "{run:#?}");
+    assert_eq!(project.git(&["show", "main:B.txt"]), "done");
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"],
+        serde_json::json!({})
+    );
+}
+
+#[test]
+fn an_agent_that_rebases_its_own_commits_loses_none_and_hears_no_alarm() {
+    let project = committed_task(&crate::support::by_iteration(
+        "RALPH_TASK_ITERATION",
+        r#"1) work first.txt one ;;
+*) work second.txt two
+   git commit -q --amend -m "A: second, reworded"
+   git rebase -q --force-rebase main
+   ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#,
+    ));
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!run.stderr.contains("no longer holds"), "{run:#?}");
+    assert!(
+        project
+            .git(&["for-each-ref", "refs/ralph/dropped/"])
+            .is_empty()
+    );
+    assert_eq!(project.git(&["show", "main:first.txt"]), "one");
+    assert_eq!(project.git(&["show", "main:second.txt"]), "two");
+}

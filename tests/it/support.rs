@@ -161,6 +161,17 @@ impl TestProject {
             .to_owned()
     }
 
+    /// Runs `git args` in the project: its stdout (trailing newline
+    /// removed) when it succeeds, `None` when it fails.
+    pub fn try_git(&self, args: &[&str]) -> Option<String> {
+        let output = self.command("git").args(args).output().expect("run git");
+        output.status.success().then(|| {
+            String::from_utf8_lossy(&output.stdout)
+                .trim_end_matches('\n')
+                .to_owned()
+        })
+    }
+
     /// The folder outside the project holding fake tools and records.
     pub fn aux(&self) -> &Path {
         self.aux.path()
