@@ -629,6 +629,22 @@ impl<'a> Engine<'a> {
         stop_requested()
     }
 
+    /// Says `line` (what the wait is for and how long) with the time it
+    /// ends, on the terminal and in `ralph.log`, then waits `duration`,
+    /// waking for `.stop` and signals: someone reading the log afterwards
+    /// sees each wait, not a gap.
+    pub(super) fn wait_logged(&self, line: &str, duration: Duration) -> Result<Next, Error> {
+        let until = chrono::Duration::from_std(duration)
+            .ok()
+            .and_then(|wait| chrono::Utc::now().checked_add_signed(wait));
+        let line = match until {
+            Some(until) => format!("{line} (until {})", crate::clock::stamp(until)),
+            None => line.to_owned(),
+        };
+        self.ui.log(&now(), &line);
+        self.wait(duration)
+    }
+
     /// Waits `duration`, waking for `.stop` and signals.
     pub(super) fn wait(&self, duration: Duration) -> Result<Next, Error> {
         let until = Instant::now() + duration;

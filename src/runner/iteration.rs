@@ -540,11 +540,8 @@ impl Engine<'_> {
                     // The other workers run the same agent: they wait too.
                     hub.pause(duration);
                 }
-                self.ui.line(&format!(
-                    "usage limit: waiting {} before retrying",
-                    seconds(duration)
-                ));
-                return self.wait(duration);
+                let line = format!("usage limit: waiting {} before retrying", seconds(duration));
+                return self.wait_logged(&line, duration);
             }
             Verdict::Failed {
                 class,
@@ -581,11 +578,11 @@ impl Engine<'_> {
                     self.ui.line(&format!("{id}: {class}: {summary}"));
                     return Ok(None);
                 }
-                self.ui.line(&format!(
+                let line = format!(
                     "{id}: {class}: {summary}; retrying in {}",
                     ShowDuration(backoff)
-                ));
-                return self.wait(backoff);
+                );
+                return self.wait_logged(&line, backoff);
             }
             _ => {
                 // A task the agent says is done fails or not by its

@@ -271,11 +271,11 @@ impl<'a> Engine<'a> {
                 }
                 Step::Iterate(_) => {
                     if let Some(left) = hub.paused_for() {
-                        self.ui.line(&format!(
+                        let line = format!(
                             "{id}: waiting {} for the usage limit another worker hit",
                             super::engine::seconds(left)
-                        ));
-                        if let Some(end) = self.wait(left)? {
+                        );
+                        if let Some(end) = self.wait_logged(&line, left)? {
                             return Ok(Some(end));
                         }
                         continue;

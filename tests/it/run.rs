@@ -396,6 +396,19 @@ fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
             .contains("A: exit: the agent failed with exit code 3; retrying in "),
         "{run:#?}"
     );
+    // Each wait is in ralph.log too: what, how long, until when.
+    let waits: Vec<String> = project
+        .read("ralph.log")
+        .lines()
+        .filter(|line| line.contains("; retrying in "))
+        .map(|line| line.split_once(' ').map_or("", |(_, text)| text).to_owned())
+        .collect();
+    assert_eq!(waits.len(), 2, "{waits:?}");
+    assert!(
+        waits[0]
+            .starts_with("A: exit: the agent failed with exit code 3; retrying in 10ms (until 20"),
+        "{waits:?}"
+    );
     assert_eq!(
         project.calls(),
         [

@@ -65,7 +65,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
         .lines()
         .find(|line| line.starts_with("usage limit: waiting "));
     assert!(
-        waited.is_some_and(|line| line.ends_with(" before retrying")),
+        waited.is_some_and(|line| line.contains(" before retrying (until 20")),
         "{run:#?}"
     );
     // The retry is no debugger iteration: the limit was not the task's
@@ -74,6 +74,14 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
     let result = result(&project);
     assert_eq!(result["status"], "drained");
     assert_eq!(result["failures"], serde_json::json!({"usage_limit": 1}));
+    // The wait is in ralph.log, with when it ends.
+    let log = project.read("ralph.log");
+    assert!(
+        log.lines()
+            .any(|line| line.contains(" usage limit: waiting ")
+                && line.contains(" before retrying (until 20")),
+        "{log}"
+    );
     let statuses: Vec<String> = super::phases(&project, "A");
     assert_eq!(
         statuses,
