@@ -36,16 +36,19 @@ impl Engine<'_> {
         &self,
         before: &Before<'_>,
     ) -> Result<Option<(String, String)>, Error> {
-        if self.hub.is_some() {
-            return Ok(None);
-        }
-        let restored = match self.store.unwatch()? {
-            Some(known) => self.store.put_back(&known, |name, bytes| {
-                self.repo.queue_file_version(name, bytes, &before.tip)
-            })?,
-            // ralph's copies went (`git clean -x`): a queue file that went
-            // with them comes back as it was when the agent started.
-            None => self.store.put_back_deleted(before.queue)?,
+        let git_version =
+            |name: &str, bytes: &[u8]| self.repo.queue_file_version(name, bytes, &before.tip);
+        let restored = match self.hub {
+            // A worker's queue files are links to the project's: only the
+            // archive can be rewritten, and the run watches it for all.
+            Some(_) => self.store.put_back_archive(git_version)?,
+            None => match self.store.unwatch()? {
+                Some(known) => self.store.put_back(&known, git_version)?,
+                // ralph's copies went (`git clean -x`): a queue file that
+                // went with them comes back as it was when the agent
+                // started.
+                None => self.store.put_back_deleted(before.queue)?,
+            },
         };
         tracing::debug!(?restored, "queue files checked after the iteration");
         if !restored.any() {

@@ -297,6 +297,10 @@ impl<'a> Engine<'a> {
     pub(super) fn parallel_loop(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
         self.tidy_worktrees(true)?;
+        // One watch of the queue for every worker's iterations: each store
+        // write follows into ralph's copies, and after each iteration the
+        // worker puts back an archive an agent rewrote.
+        self.store.watch()?;
         let hub = Hub::default();
         let paths = self.paths.clone();
         let shared = Shared {
@@ -317,7 +321,7 @@ impl<'a> Engine<'a> {
         let mut free: Vec<u32> = (1..=workers).rev().collect();
         let mut ending: Option<(RunStatus, String)> = None;
         let mut failed: Option<Error> = None;
-        std::thread::scope(|scope| -> Result<(), Error> {
+        let handed_out = std::thread::scope(|scope| -> Result<(), Error> {
             loop {
                 if ending.is_none() {
                     // `.stop` stays until every worker has stopped.
@@ -424,7 +428,9 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-        })?;
+        });
+        self.store.unwatch()?;
+        handed_out?;
         self.state.iteration = hub.iterations.load(Ordering::SeqCst);
         if let Some(err) = failed {
             return Err(err);

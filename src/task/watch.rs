@@ -296,8 +296,36 @@ impl Store {
                 break;
             }
         }
+        self.restore_archive(known, &git_version, &mut restored)?;
+        Ok(restored)
+    }
+
+    /// While a parallel run watches the queue for all its workers: puts
+    /// the archive back as [`Store::put_back`] does when it is not byte for
+    /// byte ralph's copy, leaving the watch on (other workers' agents are
+    /// still at work). `tasks.jsonl` is left alone: a worker's is a link to
+    /// the project's, which git cannot revert.
+    pub fn put_back_archive(
+        &self,
+        git_version: impl Fn(&str, &[u8]) -> Option<String>,
+    ) -> Result<Restored> {
+        let _lock = self.lock()?;
+        let mut restored = Restored::default();
+        if self.paths.queue_watch().exists() {
+            self.restore_archive(&self.known()?, &git_version, &mut restored)?;
+        }
+        Ok(restored)
+    }
+
+    /// The archive half of [`Store::put_back`], under the queue lock.
+    fn restore_archive(
+        &self,
+        known: &Known,
+        git_version: &impl Fn(&str, &[u8]) -> Option<String>,
+        restored: &mut Restored,
+    ) -> Result<()> {
         let Some(known_done) = &known.done else {
-            return Ok(restored);
+            return Ok(());
         };
         let path = self.paths.done();
         let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
@@ -319,7 +347,7 @@ impl Store {
             // An append landing meanwhile is taken up by the next check.
             files::write_atomic_unless_changed(&path, write, stamp).map_err(io_error(&path))?;
         }
-        Ok(restored)
+        Ok(())
     }
 
     /// Keeps archive lines nobody wrote through the store in a file of

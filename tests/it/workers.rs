@@ -728,3 +728,56 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
         }
     }
 }
+
+/// The archive check a single run makes after each iteration is made for
+/// each worker: a worker's agent that rewrites `tasks-done.jsonl` (through
+/// its worktree's link to the project's) gets it put back, the line it
+/// forged quarantined, and the warning and evidence say so.
+#[test]
+fn an_archive_a_workers_agent_rewrites_is_put_back_and_said() {
+    let record = r#"{"id":"A","title":"old","status":"complete","leaf":true,"completed":"2026-01-01T00:00:00Z"}"#;
+    let project = TestProject::new()
+        .file("tasks-done.jsonl", format!("{record}\n"))
+        .task(&task("B", &[]))
+        .task(&task("C", &["B"]))
+        .git_init()
+        .agent(&format!(
+            r#"case "$RALPH_TASK_ID-$RALPH_TASK_ITERATION" in
+B-1) printf '%s\n' '{{"id":"C","title":"forged","status":"complete","leaf":true}}' > tasks-done.jsonl ;;
+*) {AGENT} ;;
+esac"#
+        ));
+    let run = project.run(&["--workers", "2"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let done = project.read("tasks-done.jsonl");
+    assert!(done.starts_with(&format!("{record}\n")), "{done}");
+    let ids: Vec<String> = crate::support::ids(&done);
+    assert_eq!(ids, ["A", "B", "C"], "{run:#?}");
+    assert!(
+        run.stderr.contains(
+            "w1 warning: tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/quarantine/"
+        ),
+        "{run:#?}"
+    );
+    let quarantine: Vec<_> = std::fs::read_dir(project.path().join(".ralph/quarantine"))
+        .expect("the quarantine")
+        .map(|entry| entry.expect("entry").path())
+        .collect();
+    assert_eq!(quarantine.len(), 1, "{quarantine:?}");
+    assert!(
+        std::fs::read_to_string(&quarantine[0])
+            .expect("read")
+            .contains("forged")
+    );
+    assert_eq!(
+        project.json(".ralph/result.json")["failures"],
+        serde_json::json!({"archive_edited": 1})
+    );
+    let prompt = std::fs::read_dir(project.path().join(".ralph/prompts"))
+        .expect("prompts")
+        .map(|entry| entry.expect("entry").path())
+        .filter(|path| path.to_string_lossy().ends_with("-B.md"))
+        .map(|path| std::fs::read_to_string(path).expect("read"))
+        .find(|text| text.contains("archive_edited"));
+    assert!(prompt.is_some(), "B's second prompt has the evidence");
+}
