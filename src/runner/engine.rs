@@ -645,12 +645,17 @@ impl<'a> Engine<'a> {
         self.wait(duration)
     }
 
-    /// Waits `duration`, waking for `.stop` and signals.
+    /// Waits `duration`, waking for `.stop` and signals, and a parallel
+    /// worker also when the run hands out no more work (another worker or
+    /// the run took `.stop` away first): its loop then ends.
     pub(super) fn wait(&self, duration: Duration) -> Result<Next, Error> {
         let until = Instant::now() + duration;
         loop {
             if let Some(end) = self.stop_or_interrupt()? {
                 return Ok(Some(end));
+            }
+            if self.hub.is_some_and(|hub| hub.stop.load(Ordering::SeqCst)) {
+                return Ok(None);
             }
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {

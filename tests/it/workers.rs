@@ -781,3 +781,114 @@ esac"#
         .find(|text| text.contains("archive_edited"));
     assert!(prompt.is_some(), "B's second prompt has the evidence");
 }
+
+/// `.stop` touched by hand in a project in a subfolder of its repository,
+/// while two workers are in their first iterations: the run ends once
+/// those iterations are done, exit 0, and nothing else starts.
+#[test]
+fn a_stop_file_ends_two_workers_of_a_project_in_a_subfolder() {
+    let project = TestProject::new().file(
+        "sub/tasks.jsonl",
+        format!(
+            "{}\n{}\n{}\n{}\n",
+            task("A", &[]),
+            task("B", &[]),
+            task("C", &[]),
+            task("D", &[])
+        ),
+    );
+    project.ralph_in("sub", &["init"]).success();
+    project.git(&["init", "-q", "-b", "main"]);
+    project.git(&["add", "-A"]);
+    project.git(&["commit", "-q", "-m", "a project in sub/"]);
+    let project = project.agent(
+        r#"touch "$REC/started-$RALPH_TASK_ID"
+sleep 0.5
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+    );
+    let child = project
+        .run_command(&["--workers", "2"])
+        .current_dir(project.path().join("sub"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    crate::support::wait_for_file(&project.aux().join("rec/started-A"));
+    std::fs::write(project.path().join("sub/.stop"), "").expect("touch .stop");
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("ralph: stopped — .stop asked the run to stop"),
+        "{run:#?}"
+    );
+    assert!(!project.path().join("sub/.stop").exists(), "{run:#?}");
+    // Only the iterations under way when .stop appeared ran.
+    let started: Vec<&str> = ["A", "B", "C", "D"]
+        .into_iter()
+        .filter(|id| project.aux().join(format!("rec/started-{id}")).exists())
+        .collect();
+    assert!(started.len() <= 2, "{started:?} {run:#?}");
+    assert_eq!(
+        project.json_lines("sub/tasks-done.jsonl").len(),
+        started.len(),
+        "{run:#?}"
+    );
+    assert_eq!(project.git(&["worktree", "list"]).lines().count(), 1);
+}
+
+/// One worker waits out a long backoff while the other pauses between
+/// iterations; whichever sees `.stop` first takes it away, and the other
+/// still stops at once rather than at the end of its wait.
+#[test]
+fn a_stop_file_ends_a_worker_in_a_long_backoff() {
+    let project = TestProject::new().file(
+        "sub/tasks.jsonl",
+        format!(
+            "{}\n{}\n{}\n",
+            task("A", &[]),
+            task("B", &[]),
+            task("C", &[])
+        ),
+    );
+    project.ralph_in("sub", &["init"]).success();
+    project.git(&["init", "-q", "-b", "main"]);
+    project.git(&["add", "-A"]);
+    project.git(&["commit", "-q", "-m", "a project in sub/"]);
+    let project = project.agent(
+        r#"if [ "$RALPH_TASK_ID" = A ]; then touch "$REC/failed-A"; exit 3; fi
+while [ ! -e "$REC/failed-A" ]; do sleep 0.05; done
+work "$RALPH_TASK_ID.txt" done
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+touch "$REC/done-$RALPH_TASK_ID"
+"#,
+    );
+    let child = project
+        .run_command(&["--workers", "2"])
+        .env("RALPH_RETRY_BACKOFF", "10m")
+        .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "1s")
+        .current_dir(project.path().join("sub"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    crate::support::wait_for_file(&project.aux().join("rec/done-B"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    std::fs::write(project.path().join("sub/.stop"), "").expect("touch .stop");
+    // A hang guard, not a timing: the backoff alone is ten minutes.
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("ralph: stopped — .stop asked the run to stop"),
+        "{run:#?}"
+    );
+    assert!(!project.path().join("sub/.stop").exists(), "{run:#?}");
+    assert!(
+        project
+            .read("sub/tasks.jsonl")
+            .contains(r#""id":"A","title":"task A","status":"active""#)
+    );
+}
