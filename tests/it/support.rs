@@ -301,7 +301,8 @@ pub fn wait_for(child: std::process::Child, seconds: u64) -> Run {
     match receiver.recv_timeout(std::time::Duration::from_secs(seconds)) {
         Ok(output) => Run::from(output.expect("wait for the command")),
         Err(_) => {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            let pid = nix::unistd::Pid::from_raw(pid.try_into().expect("a pid fits in i32"));
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
             panic!("the command did not finish within {seconds}s");
         }
     }
