@@ -391,15 +391,23 @@ fn a_run_killed_with_9_resumes_each_task_in_its_worktree() {
     assert_eq!(project.git(&["branch", "--list", "task/*"]), "");
     project.git(&["fsck", "--no-progress"]);
     // No agent of either run is left.
-    let ps = std::process::Command::new("ps")
-        .args(["-eo", "args"])
-        .output()
-        .unwrap();
-    let ps = String::from_utf8_lossy(&ps.stdout);
-    assert!(
-        !ps.contains(&project.aux().join("agent.sh").display().to_string()),
-        "{ps}"
-    );
+    let agent = project.aux().join("agent.sh").display().to_string();
+    let left: Vec<String> = command_lines()
+        .into_iter()
+        .filter(|line| line.contains(&agent))
+        .collect();
+    assert!(left.is_empty(), "{left:#?}");
+}
+
+/// The command line of every process, as `ps -eo args` shows them, read
+/// from /proc (so the test needs no `ps`).
+fn command_lines() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|line| String::from_utf8_lossy(&line).replace('\0', " "))
+        .collect()
 }
 
 /// Ctrl-C with four agents at work: every agent's process group is
