@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use crate::support::TestProject;
+use crate::support::{TestProject, Tool, skip_without};
 
 const AGENT: &str = r#"work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
 ralph task complete "$RALPH_TASK_ID" > /dev/null
@@ -126,6 +126,9 @@ fn two_writers_racing_with_a_hundred_adds_each_keep_all_two_hundred() {
 
 #[test]
 fn a_second_run_is_refused_while_one_runs_and_works_once_it_is_killed() {
+    if skip_without(Tool::Ps) {
+        return;
+    }
     let project = TestProject::new()
         .task(r#"{"id":"A","title":"slow","status":"pending","leaf":true}"#)
         .git_init()

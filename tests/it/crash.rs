@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::support::TestProject;
+use crate::support::{TestProject, Tool, skip_without};
 
 /// Ten tasks, seven leaves, three levels.
 const TASKS: [&str; 10] = [
@@ -111,6 +111,9 @@ pub fn assert_consistent(project: &TestProject) {
 
 #[test]
 fn a_crash_at_every_named_point_loses_nothing() {
+    if skip_without(Tool::Ps) {
+        return;
+    }
     let _alone = crate::support::heavy();
     for point in ralph::fault::POINTS {
         let project = project();
@@ -400,6 +403,10 @@ fn kill_at_random_moments(project: &TestProject, args: &[&str], seed: u64, most:
 
 #[test]
 fn fifty_kill_9s_at_random_moments_lose_nothing() {
+    // `|`, not `||`: each program missing is named in the summary.
+    if skip_without(Tool::Ps) | skip_without(Tool::Lsof) {
+        return;
+    }
     let _alone = crate::support::heavy();
     // Every task takes a moment, so kills land in every phase of its life.
     let project = project_with(&format!("sleep 0.2\n{AGENT}"));

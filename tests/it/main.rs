@@ -31,6 +31,7 @@ mod support;
 mod task_commands;
 mod task_files;
 mod task_props;
+mod tools;
 mod trace;
 mod trust;
 mod usergit;

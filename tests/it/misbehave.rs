@@ -1,7 +1,7 @@
 //! Agents that misbehave, and hostile task text: each is handled as the
 //! loop describes, with nothing lost.
 
-use crate::support::{FINISH, TestProject, finish};
+use crate::support::{FINISH, TestProject, Tool, finish, skip_without};
 
 fn one_task(title_json: &str) -> TestProject {
     TestProject::new()
@@ -226,6 +226,9 @@ fn secrets_are_masked_in_the_log_the_events_and_the_terminal_but_not_the_agents_
 
 #[test]
 fn a_corrupt_state_file_and_stale_git_locks_are_set_right_with_a_warning() {
+    if skip_without(Tool::Lsof) {
+        return;
+    }
     // A ralph killed with -9 in the middle of a commit or a ref update
     // leaves git's lock files behind (the random-kill test found a
     // `refs/ralph/resume/<id>.lock`); no live git process holds them.

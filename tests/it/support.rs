@@ -9,6 +9,9 @@ use std::sync::Once;
 
 use assert_fs::TempDir;
 
+mod tools;
+pub use tools::{REQUIRE_TOOLS, Tool, path_without, skip_without, summary};
+
 /// Serialises the tests that load the machine the most (many processes and
 /// races by design), so they do not widen each other's timing windows on a
 /// small machine. Hold the guard for the whole test.

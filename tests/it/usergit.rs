@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::support::TestProject;
+use crate::support::{TestProject, Tool, skip_without};
 
 /// Writes an executable hook `name` into the project's `.git/hooks/`.
 fn hook(project: &TestProject, name: &str, body: &str) {
@@ -482,6 +482,9 @@ fn a_ref_lock_held_for_a_moment_is_waited_for() {
 
 #[test]
 fn an_index_lock_that_stays_stops_the_run_naming_it() {
+    if skip_without(Tool::Lsof) {
+        return;
+    }
     let project = one_task("locked");
     project.script(
         "agent.sh",
@@ -522,7 +525,7 @@ fn gpg_home(project: &TestProject) -> std::path::PathBuf {
             "never",
         ])
         .output()
-        .expect("gpg is installed (.ci/run installs gnupg)");
+        .expect("run gpg");
     assert!(
         made.status.success(),
         "{}",
@@ -533,6 +536,9 @@ fn gpg_home(project: &TestProject) -> std::path::PathBuf {
 
 #[test]
 fn with_commit_gpgsign_ralphs_commits_are_signed_by_git() {
+    if skip_without(Tool::Gpg) {
+        return;
+    }
     let project = one_task("signed");
     let home = gpg_home(&project);
     project.git(&["config", "commit.gpgsign", "true"]);
@@ -564,6 +570,9 @@ fn with_commit_gpgsign_ralphs_commits_are_signed_by_git() {
 
 #[test]
 fn signing_that_cannot_work_is_refused_before_any_agent_runs() {
+    if skip_without(Tool::Gpg) {
+        return;
+    }
     let project = one_task("signed");
     let home = gpg_home(&project);
     project.git(&["config", "commit.gpgsign", "true"]);
@@ -586,6 +595,9 @@ fn signing_that_cannot_work_is_refused_before_any_agent_runs() {
 
 #[test]
 fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
+    if skip_without(Tool::GitLfs) {
+        return;
+    }
     let project = one_task("assets");
     with_lfs(&project);
     // 100 kB the agent leaves uncommitted for ralph's wip commit.
@@ -608,6 +620,9 @@ fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
 /// pointers, for the agent and after the squash.
 #[test]
 fn lfs_files_ralph_checks_out_are_their_contents_not_pointers() {
+    if skip_without(Tool::GitLfs) {
+        return;
+    }
     let project = one_task("weights");
     with_lfs(&project);
     project.script(
@@ -681,34 +696,17 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     assert_eq!(again.code, 0, "{again:#?}");
 }
 
-/// A PATH like the test's own, without `git-lfs`: one folder of links to
-/// every other program on it.
-fn path_without_git_lfs(project: &TestProject) -> std::path::PathBuf {
-    let bin = project.aux().join("no-lfs-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if name == "git-lfs" || bin.join(&name).exists() {
-                continue;
-            }
-            let _ = std::os::unix::fs::symlink(entry.path(), bin.join(&name));
-        }
-    }
-    bin
-}
-
 #[test]
 fn an_lfs_path_without_git_lfs_stops_the_run_and_commits_no_raw_blob() {
+    if skip_without(Tool::GitLfs) {
+        return;
+    }
     let project = one_task("assets");
     with_lfs(&project);
     project.script("agent.sh", AGENT_WRITING_BIG_BIN);
     let main_before = project.git(&["rev-parse", "main"]);
-    let run = run_with(&project, "PATH", path_without_git_lfs(&project));
+    let without = crate::support::path_without("git-lfs", &project.aux().join("no-lfs-bin"));
+    let run = run_with(&project, "PATH", without);
     assert_eq!(run.code, 20, "{run:#?}");
     assert!(run.stderr.contains("git-lfs"), "{run:#?}");
     assert_eq!(project.git(&["rev-parse", "main"]), main_before);
@@ -771,6 +769,9 @@ fn a_skip_worktree_file_changed_on_disk_is_not_ralphs_to_commit() {
 
 #[test]
 fn with_ssh_signing_ralphs_commits_carry_an_ssh_signature() {
+    if skip_without(Tool::SshKeygen) {
+        return;
+    }
     let project = one_task("signed");
     let key = project.aux().join("id_ed25519");
     let made = std::process::Command::new("ssh-keygen")
@@ -786,7 +787,7 @@ fn with_ssh_signing_ralphs_commits_carry_an_ssh_signature() {
         ])
         .arg(&key)
         .output()
-        .expect("ssh-keygen is installed (.ci/run installs openssh-client)");
+        .expect("run ssh-keygen");
     assert!(
         made.status.success(),
         "{}",

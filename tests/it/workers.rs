@@ -1,7 +1,7 @@
 //! Parallel workers (`ralph run --workers N`): each task in its own git
 //! worktree, merges one at a time into the base, nothing lost or doubled.
 
-use crate::support::{TestProject, finish};
+use crate::support::{TestProject, Tool, finish, skip_without};
 
 /// A task line: `id`, pending, a leaf, with `deps`.
 fn task(id: &str, deps: &[&str]) -> String {
@@ -359,6 +359,9 @@ fn kill_mid_iteration(project: &TestProject, workers: usize, ids: &[&str]) {
 /// and nothing stray is left.
 #[test]
 fn a_run_killed_with_9_resumes_each_task_in_its_worktree() {
+    if skip_without(Tool::Ps) {
+        return;
+    }
     let mut project = TestProject::new();
     for id in ["A", "B", "C"] {
         project = project.task(&task(id, &[]));
@@ -558,6 +561,9 @@ fn max_iterations_counts_every_workers_iterations() {
 /// left in worktrees go on in the project's checkout, their work kept.
 #[test]
 fn a_single_run_takes_over_tasks_a_parallel_run_left_in_worktrees() {
+    if skip_without(Tool::Ps) {
+        return;
+    }
     let project = TestProject::new()
         .task(&task("A", &[]))
         .task(&task("B", &[]))
@@ -587,6 +593,9 @@ fn a_single_run_takes_over_tasks_a_parallel_run_left_in_worktrees() {
 /// (its branch stays), and a lock a git process left in a worktree.
 #[test]
 fn a_parallel_run_clears_what_a_killed_one_left() {
+    if skip_without(Tool::Lsof) {
+        return;
+    }
     let project = TestProject::new()
         .task(&task("A", &[]))
         .task(&task("B", &[]))

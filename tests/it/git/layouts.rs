@@ -1,6 +1,7 @@
 //! Repository shapes: base names, a project in a subfolder, linked worktrees.
 
 use super::*;
+use crate::support::{Tool, skip_without};
 
 #[test]
 fn the_base_is_the_current_branch_whatever_its_name() {
@@ -74,6 +75,9 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
 
 #[test]
 fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
+    if skip_without(Tool::Lsof) {
+        return;
+    }
     let (repo, wt) = with_feature_worktree();
     let common = repo.path().join(".git");
     let own = common.join("worktrees/wt");
@@ -94,6 +98,9 @@ fn stale_locks_of_a_linked_worktree_are_found_where_git_keeps_them() {
 
 #[test]
 fn no_lock_is_removed_while_a_git_process_works_in_the_repository() {
+    if skip_without(Tool::Lsof) {
+        return;
+    }
     let repo = GitRepo::new();
     std::fs::write(repo.path().join(".git/index.lock"), "").unwrap();
     // A git process at work here (as a person's `git commit` waiting for
