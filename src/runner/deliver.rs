@@ -421,6 +421,6 @@ impl Engine<'_> {
 fn next_step(status: super::RunStatus) -> String {
     match status {
         super::RunStatus::BudgetExhausted => "run ralph again (or raise max_iterations / max_run_minutes) to finish the open tasks".to_owned(),
-        _ => "unblock the blocked tasks (`ralph task list` shows why each is blocked; `ralph task set-status ID pending` frees one) or fix the failing checks, then run ralph again".to_owned(),
+        _ => "unblock the blocked tasks (`ralph task show ID` says why one is blocked; `ralph task start ID` sets it going again) or fix the failing checks, then run ralph again".to_owned(),
     }
 }

@@ -293,6 +293,10 @@ fn a_blocked_run_opens_a_draft_that_leads_with_why() {
         body.contains("- [ ] B task B — blocked: failed 3 iterations in a row"),
         "{body}"
     );
+    assert!(
+        body.contains("\nNext step: unblock the blocked tasks (`ralph task show ID` says why one is blocked; `ralph task start ID` sets it going again) or fix the failing checks, then run ralph again\n"),
+        "{body}"
+    );
     assert_eq!(p.json(".ralph/result.json")["pull_request"]["draft"], true);
 }
 
