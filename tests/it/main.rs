@@ -27,6 +27,7 @@ mod revert;
 mod richer_tasks;
 mod roles;
 mod run;
+mod suggested;
 mod support;
 mod task_commands;
 mod task_files;
