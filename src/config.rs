@@ -23,8 +23,9 @@ pub const PRESETS: [&str; 8] = [
 pub struct Settings {
     /// Which agent runs and how.
     pub agent: AgentSettings,
-    /// Parallel workers, each on its own task in its own worktree.
-    pub workers: u64,
+    /// A pool of workers, each on its own task in its own worktree; `None`
+    /// is one worker in the project's own checkout.
+    pub workers: Option<u64>,
     /// Iterations per run.
     pub max_iterations: u64,
     /// Wall-clock minutes per run; `None` is no limit.
@@ -205,7 +206,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             agent: AgentSettings::default(),
-            workers: 1,
+            workers: None,
             max_iterations: 50,
             max_run_minutes: None,
             max_iterations_per_task: 20,
@@ -379,7 +380,7 @@ impl Settings {
                 ),
             });
         }
-        if let Err(message) = check_workers(settings.workers) {
+        if let Some(Err(message)) = settings.workers.map(check_workers) {
             return Err(Error::Invalid {
                 line: (yaml.lines().position(|line| line.starts_with("workers:")))
                     .map(|index| index + 1),
@@ -501,7 +502,7 @@ impl Settings {
                 "RALPH_AGENT_TIMEOUT" => {
                     self.agent.timeout = parse_time_limit(&value).map_err(fail)?;
                 }
-                "RALPH_WORKERS" => self.workers = check_workers(count()?).map_err(fail)?,
+                "RALPH_WORKERS" => self.workers = Some(check_workers(count()?).map_err(fail)?),
                 "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
                 "RALPH_MAX_RUN_MINUTES" => self.max_run_minutes = minutes()?,
                 "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
@@ -814,7 +815,8 @@ mod tests {
             )
         );
         assert_eq!(refused("workers: 65\n").0, Some(1));
-        assert_eq!(Settings::parse("workers: 64\n").unwrap().workers, 64);
+        assert_eq!(Settings::parse("workers: 64\n").unwrap().workers, Some(64));
+        assert_eq!(Settings::parse("workers: null\n").unwrap().workers, None);
         let mut settings = Settings::default();
         let err = settings
             .apply_env(|name| (name == "RALPH_WORKERS").then(|| "100".to_owned()))

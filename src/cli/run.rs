@@ -17,7 +17,7 @@ use crate::runner::{self, RunOptions};
 const SETTINGS_HELP: &str = "\
 Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
 (RALPH_MAX_ITERATIONS, RALPH_AGENT_TIMEOUT, ...), then these flags. Defaults:
-  agent.preset claude · agent.timeout 20m · workers 1 · max_iterations 50
+  agent.preset claude · agent.timeout 20m · workers null · max_iterations 50
   max_iterations_per_task 20 · max_consecutive_failures 3
   max_run_minutes null · max_task_minutes null (no wall-clock limits)
   no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
@@ -35,7 +35,7 @@ interrupted.";
 #[derive(Debug, Args)]
 #[command(after_help = SETTINGS_HELP)]
 pub struct RunArgs {
-    /// Agents working side by side, each on its own task in its own git worktree [default: workers, 1]
+    /// Agents working side by side, each on its own task in its own git worktree (1 too: the checkout stays on the base) [default: workers, none: one agent in the checkout]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::config::MAX_WORKERS))]
     pub workers: Option<u64>,
     /// Iterations for this run [default: max_iterations, 50]
@@ -119,7 +119,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         settings.max_task_minutes = Some(n);
     }
     if let Some(n) = args.workers {
-        settings.workers = n;
+        settings.workers = Some(n);
     }
     if let Some(preset) = &args.agent {
         settings.agent.preset = Some(preset.clone());

@@ -335,7 +335,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 fn apply_input(settings: &mut Settings, input: &RunInput) {
     let limits = &input.limits;
     settings.base_branch = Some(input.working_branch.clone());
-    settings.workers = 1;
+    settings.workers = None;
     settings.max_iterations_per_task = limits.story_max_attempts;
     settings.max_iterations = limits.run_max_attempts;
     settings.max_task_minutes = Some(limits.story_timeout_minutes);

@@ -17,7 +17,7 @@ pub(super) fn git(
     state: &State,
     live: bool,
 ) -> Option<Repo> {
-    let repo = match runner::engine::open_repo(paths, settings, state.base.as_deref()) {
+    let repo = match runner::worker::open_repo(paths, settings, state.base.as_deref()) {
         Ok(repo) => repo,
         Err(err) => {
             found.failed("git", err);
@@ -102,7 +102,7 @@ pub(super) fn git(
             );
         }
     }
-    if settings.workers > 1
+    if settings.workers.is_some()
         && let Err(err) = repo.check_queue_on_base()
     {
         found.failed("git", err);

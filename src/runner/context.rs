@@ -57,7 +57,7 @@ pub fn observe(paths: &Paths, task: &Task) -> Result<(State, u64, Measures), cra
         .tasks
         .get(task.id.as_str())
         .and_then(|p| p.branch.clone());
-    let measures = match super::engine::open_repo(paths, &settings, state.base.as_deref()) {
+    let measures = match super::worker::open_repo(paths, &settings, state.base.as_deref()) {
         Ok(repo) => Measures::of(&repo, task, branch.as_deref())?,
         // Not a repository (yet): no branch work to measure.
         Err(_) => Measures::default(),
@@ -207,7 +207,7 @@ pub fn review_view(
 /// repository cannot be read.
 pub fn peek_review(paths: &Paths, queue: &Queue, task: &Task, state: &State) -> Option<ReviewView> {
     let settings = crate::config::Settings::load(paths).ok()?;
-    let repo = super::engine::open_repo(paths, &settings, state.base.as_deref()).ok()?;
+    let repo = super::worker::open_repo(paths, &settings, state.base.as_deref()).ok()?;
     review_view(&repo, queue, task, state.scope.as_ref())
         .ok()
         .flatten()

@@ -5,14 +5,14 @@ use std::time::Duration;
 
 use serde_json::Map;
 
-use super::engine::Engine;
+use super::worker::Worker;
 use crate::error::Error;
 use crate::git::{PUSH_TIMEOUT, Pushed};
 
 /// The waits before the second and third push attempts.
 const PUSH_RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(4)];
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// Pushes the base to its remote, trying again after a transient
     /// failure. Returns why the run must stop when the push failed for
     /// good (rejected, or failed on every attempt); nothing local is
@@ -37,7 +37,7 @@ impl Engine<'_> {
                             "pushed to"
                         }
                     );
-                    self.ui.log(&super::engine::now(), &detail);
+                    self.ui.log(&super::worker::now(), &detail);
                     self.record(None, "push", "ok", &detail, Map::new())?;
                     return Ok(None);
                 }
@@ -116,7 +116,7 @@ pub(super) fn prepare(
         path: paths.state(),
         source,
     })?;
-    let repo = super::engine::open_repo(paths, &options.settings, state.base.as_deref())?;
+    let repo = super::worker::open_repo(paths, &options.settings, state.base.as_deref())?;
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
     repo.make_branch(&plan.branch, &plan.target)?;
@@ -194,7 +194,7 @@ pub fn preview(paths: &crate::paths::Paths, options: &super::RunOptions) -> Resu
         return Ok(Preview::default());
     }
     let state = crate::state::StateFile::open(paths).peek();
-    let repo = super::engine::open_repo(paths, settings, state.base.as_deref())?;
+    let repo = super::worker::open_repo(paths, settings, state.base.as_deref())?;
     let plan = if pr {
         Some(pull_request_plan(
             paths,
@@ -232,7 +232,7 @@ pub fn preview(paths: &crate::paths::Paths, options: &super::RunOptions) -> Resu
     })
 }
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// Opens or updates the pull request from the run's branch, its body
     /// written from the run's records; a draft when the run ended
     /// unfinished. A failure is reported with the command that finishes

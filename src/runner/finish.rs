@@ -4,14 +4,14 @@
 use serde_json::{Map, Value};
 
 use super::RunError;
-use super::engine::{Engine, now};
 use super::result::TaskOutcome;
+use super::worker::{Worker, now};
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
 use crate::task::{Change, Patch, Queue, Status, Task, TaskId};
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// Verify, then squash-merge and archive task `id`.
     pub(super) fn finish_task(&mut self, id: &TaskId, task: Option<&Task>) -> Result<(), Error> {
         let Some(task) = task.cloned() else {
@@ -476,7 +476,7 @@ impl Engine<'_> {
                 crate::git::list_paths(paths)
             ),
         );
-        let summary = if self.base_repo.is_some() {
+        let summary = if self.seat.pooled().is_some() {
             let left = self
                 .repo
                 .merge_base_in(self.paths.project(), self.repo.workdir())?;
@@ -501,10 +501,10 @@ impl Engine<'_> {
         self.task_failed(id, "merge_conflict", &summary, "")
     }
 
-    /// A parallel worker's task is merged: its worktree goes (the branch
-    /// cannot be deleted while checked out there). A single run has none.
+    /// A pooled worker's task is merged: its worktree goes (the branch
+    /// cannot be deleted while checked out there). Alone there is none.
     fn leave_worktree(&self) -> Result<(), Error> {
-        if self.base_repo.is_some() {
+        if self.seat.pooled().is_some() {
             self.remove_task_tree(self.repo.workdir())?;
         }
         Ok(())

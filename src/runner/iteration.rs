@@ -3,15 +3,14 @@
 
 use crate::paths::Paths;
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Map, json};
 
 use super::RunError;
 use super::context::{self, Measures};
 use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
-use super::engine::{Engine, iteration_files, now, seconds};
 use super::result::RunStatus;
+use super::worker::{Worker, iteration_files, now, seconds};
 use crate::agent::{self, Echo, FailureClass, Limits, Outcome, Spec};
 use crate::config::ShowDuration;
 use crate::error::Error;
@@ -61,7 +60,7 @@ impl Turn {
     }
 }
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// One iteration on task `id`; `task` is `None` when `tasks.jsonl` does
     /// not parse (the agent broke it last time).
     pub(super) fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Next, Error> {
@@ -149,6 +148,8 @@ impl Engine<'_> {
             self.record(Some(id), "claim", "ok", &detail, Map::new())?;
         }
 
+        // The run's counts and role history, as the triggers read them.
+        self.seat.load_counts(&mut self.state);
         let measures = Measures::of(&self.repo, &task, Some(&claim.branch))?;
         let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
         let trigger_context =
@@ -167,13 +168,8 @@ impl Engine<'_> {
         let text = prompt::build(&self.paths, &decision, &variables)?;
         let fired = decision.fired;
 
-        self.state.iteration += 1;
-        self.state.total_iterations += 1;
-        if let Some(fired) = &fired {
-            self.state
-                .roles
-                .insert(fired.role.clone(), self.state.total_iterations);
-        }
+        let role = fired.as_ref().map(|f| f.role.as_str());
+        self.seat.count(&mut self.state, role);
         self.state.role = fired.as_ref().map(|f| f.role.clone());
         self.state.phase = "agent".to_owned();
         let entry = self.state.tasks.entry(id.to_string()).or_default();
@@ -192,8 +188,9 @@ impl Engine<'_> {
             fired.as_ref().and_then(|f| f.model.as_deref()),
         )?;
         // From here until `observe`, queue writes also update ralph's copies.
-        // A worker's queue files are links git cannot revert: no watch.
-        let queue_before = match self.hub {
+        // A pooled worker's queue files are links git cannot revert: no
+        // watch of its own (its pool watches the archive for all).
+        let queue_before = match self.seat.pooled() {
             None => self.store.watch()?,
             Some(_) => Known::default(),
         };
@@ -236,7 +233,7 @@ impl Engine<'_> {
             task_iteration: turn.task_iteration,
             branch: turn.branch.clone(),
             run_id: self.state.run_id.clone(),
-            worker: self.worker,
+            worker: self.seat.number(),
         };
         let group_file = self.paths.agent_group();
         let request = agent::Request {
@@ -329,7 +326,7 @@ impl Engine<'_> {
                 ));
             }
             // Other workers merge into the base all the time: not news.
-            if !others.is_empty() && self.hub.is_none() {
+            if !others.is_empty() && self.seat.pooled().is_none() {
                 self.ui.line(&format!(
                     "{} moved during the iteration: {} made outside this checkout, not by the agent ({}); {id}'s squash merges with them",
                     self.repo.base(),
@@ -498,7 +495,7 @@ impl Engine<'_> {
         match verdict {
             Verdict::Interrupted => {
                 self.save_state()?;
-                return Ok(Some(super::engine::interrupted()));
+                return Ok(Some(super::worker::interrupted()));
             }
             Verdict::AuthFailed(reason) => {
                 self.save_state()?;
@@ -514,11 +511,7 @@ impl Engine<'_> {
             Verdict::Wait(duration) => {
                 // A usage limit is no work done: it costs neither budget.
                 entry.iterations = entry.iterations.saturating_sub(1);
-                self.state.iteration = self.state.iteration.saturating_sub(1);
-                // A worker reserved it from the run's shared count too.
-                if let Some(hub) = self.hub {
-                    hub.iterations.fetch_sub(1, Ordering::SeqCst);
-                }
+                self.seat.give_back(&mut self.state);
                 self.save_state()?;
                 let reason = outcome
                     .failure
@@ -536,10 +529,8 @@ impl Engine<'_> {
                 }
                 // Counted in the summary's failures as `usage_limit`.
                 self.limit_waits += 1;
-                if let Some(hub) = self.hub {
-                    // The other workers run the same agent: they wait too.
-                    hub.pause(duration);
-                }
+                // The other workers run the same agent: they wait too.
+                self.seat.pause_all(duration);
                 let line = format!("usage limit: waiting {} before retrying", seconds(duration));
                 return self.wait_logged(&line, duration);
             }
@@ -614,7 +605,7 @@ impl Engine<'_> {
             }
             Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
             Verdict::Vanished => {
-                if self.base_repo.is_none() {
+                if self.seat.pooled().is_none() {
                     self.repo.checkout_base()?;
                 }
                 self.state.tasks.remove(id.as_str());
@@ -637,11 +628,8 @@ impl Engine<'_> {
     /// Whether `max_iterations` (one with `--once`) or `max_run_minutes`
     /// is spent.
     fn budget_spent(&self) -> bool {
-        // A worker's own count is its share: the run's is the hub's.
-        let iterations = self.hub.map_or(self.state.iteration, |hub| {
-            hub.iterations.load(Ordering::SeqCst)
-        });
-        iterations >= self.budgets.max_iterations || self.run_time_spent()
+        self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
+            || self.run_time_spent()
     }
 }
 

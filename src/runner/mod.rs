@@ -5,19 +5,21 @@
 pub mod context;
 pub mod decide;
 pub mod deliver;
-pub mod engine;
 mod finish;
 mod iteration;
 pub mod lock;
 pub mod plan;
 pub mod planner;
+mod pool;
 mod record;
 pub mod result;
 mod revert;
 pub mod review;
+mod seat;
+mod step;
 pub mod ui;
 pub mod verify;
-mod workers;
+pub mod worker;
 
 use crate::paths::Paths;
 use std::sync::atomic::AtomicBool;
@@ -25,8 +27,8 @@ use std::sync::atomic::AtomicBool;
 use crate::error::Error;
 use crate::exit::Exit;
 
-pub use engine::{Engine, RunOptions};
 pub use result::{RunResult, RunStatus};
+pub use worker::{RunOptions, Worker};
 
 /// Failures of the loop itself.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +168,7 @@ pub fn run(
             return Err(err);
         }
     };
-    match Engine::prepare(paths, options, interrupted, run_id.clone(), lock) {
+    match Worker::prepare(paths, options, interrupted, run_id.clone(), lock) {
         Ok(engine) => engine.run(),
         Err(err) => {
             // A run that cannot start still says why in result.json; the

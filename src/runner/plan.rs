@@ -3,7 +3,7 @@
 use crate::paths::Paths;
 
 use super::context::{self, Measures};
-use super::engine::{RunOptions, first_complete, open_repo};
+use super::worker::{RunOptions, first_complete, open_repo};
 use crate::agent::{Host, Spec};
 use crate::error::Error;
 use crate::git;
@@ -69,7 +69,7 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         options.agent_cmd.as_deref(),
         model.as_deref(),
     )?;
-    let (prompt_file, _) = super::engine::iteration_files(state.total_iterations + 1, &task.id);
+    let (prompt_file, _) = super::worker::iteration_files(state.total_iterations + 1, &task.id);
     let prompt_file = paths.join(prompt_file);
     let invocation = spec.invocation(&prompt_file, &text)?;
     let mut argv = vec![invocation.program.clone()];

@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 
-use super::engine::{Engine, now, seconds};
 use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
+use super::worker::{Worker, now, seconds};
 use crate::error::Error;
 use crate::events::Event;
 use crate::paths::Paths;
@@ -20,7 +20,7 @@ const SHOWN_UNVERIFIED: usize = 10;
 /// Most uncommitted paths the warning at the end of a run names.
 const SHOWN_LEFT: usize = 10;
 
-impl Engine<'_> {
+impl Worker<'_> {
     pub(super) fn verify_run(&mut self) -> Result<Vec<CommandResult>, Error> {
         let mut results = Vec::new();
         if !self.options.settings.verify.run.is_empty() {
@@ -175,7 +175,7 @@ impl Engine<'_> {
         detail: &str,
         mut extra: Map<String, Value>,
     ) -> Result<(), Error> {
-        if let Some(worker) = self.worker {
+        if let Some(worker) = self.seat.number() {
             extra.insert("worker".into(), worker.into());
         }
         let event = Event {
@@ -198,7 +198,7 @@ impl Engine<'_> {
     pub(super) fn save_state(&mut self) -> Result<(), Error> {
         // A worker whose task merged has no worktree left, and nothing in
         // it to resume: saving would make its folder again.
-        if self.hub.is_some() && !self.paths.root().exists() {
+        if self.seat.pooled().is_some() && !self.paths.root().exists() {
             return Ok(());
         }
         self.state.updated = now();

@@ -3,7 +3,7 @@
 //! keeps what ralph last knew (`task/watch.rs`); git says whether the bytes
 //! found are a version it holds, and which command shape put them there.
 
-use super::engine::Engine;
+use super::worker::Worker;
 use crate::error::Error;
 use crate::git::CommitId;
 use crate::task::{Known, Restored};
@@ -27,7 +27,7 @@ pub(super) struct Before<'a> {
     pub queue: &'a Known,
 }
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// Ends the store's watch and puts back what the iteration took from
     /// the queue files: the failure class and evidence, or `None` when
     /// both are as ralph knew them (or a person's hand edit changed
@@ -38,7 +38,7 @@ impl Engine<'_> {
     ) -> Result<Option<(String, String)>, Error> {
         let git_version =
             |name: &str, bytes: &[u8]| self.repo.queue_file_version(name, bytes, &before.tip);
-        let restored = match self.hub {
+        let restored = match self.seat.pooled() {
             // A worker's queue files are links to the project's: only the
             // archive can be rewritten, and the run watches it for all.
             Some(_) => self.store.put_back_archive(git_version)?,

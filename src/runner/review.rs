@@ -8,7 +8,7 @@ use serde_json::Map;
 
 use super::context::{self, FINAL_REVIEW_KIND};
 use super::decide::{self, MAX_FINAL_REVIEWS};
-use super::engine::{Engine, now};
+use super::worker::{Worker, now};
 use crate::error::Error;
 use crate::git::Repo;
 use crate::paths::ROLES_FILE;
@@ -54,7 +54,7 @@ pub fn missing_role(enabled: bool, triggers: &Triggers) -> Option<(String, &'sta
     })
 }
 
-impl Engine<'_> {
+impl Worker<'_> {
     /// Adds the final review task when the queue drained with nothing left
     /// and one is due (`decide::final_review_due`); returns whether it did.
     pub(super) fn add_final_review(&mut self) -> Result<bool, Error> {
@@ -96,8 +96,8 @@ impl Engine<'_> {
     /// Notes task `id` merged in the review scope (a parallel worker's
     /// merges are noted by the run that started it).
     pub(super) fn note_merged(&mut self, id: &str) {
-        if let Some(scope) = &mut self.state.scope
-            && self.hub.is_none()
+        if self.seat.pooled().is_none()
+            && let Some(scope) = &mut self.state.scope
         {
             scope.merged.push(id.to_owned());
         }
@@ -110,10 +110,7 @@ impl Engine<'_> {
         queue: &Queue,
         task: &Task,
     ) -> Result<Option<ReviewView>, Error> {
-        let scope = match self.hub {
-            Some(hub) => hub.scope(),
-            None => self.state.scope.clone(),
-        };
+        let scope = self.seat.scope(&self.state);
         Ok(context::review_view(
             &self.repo,
             queue,

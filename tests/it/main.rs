@@ -20,6 +20,7 @@ mod init;
 mod kept;
 mod messages;
 mod misbehave;
+mod parity;
 mod plan;
 mod plan_props;
 mod reliability_doc;

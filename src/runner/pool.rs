@@ -1,21 +1,22 @@
-//! Parallel workers (`ralph run --workers N`): each worker works one task
-//! at a time in the task's own git worktree, with an engine of its own;
-//! merges into the base, made in the project's checkout, take turns.
+//! The pool (`ralph run --workers N`): the run hands each free worker the
+//! next workable task no other holds, in the task's own git worktree;
+//! each takes the loop's steps on it (`step.rs`), its merges into the
+//! base, made in the project's checkout, taking turns (`seat.rs`).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, mpsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Map;
 
-use super::decide::{self, Before, Budgets, Ending, Step};
-use super::engine::{Engine, RunOptions, first_complete, interrupted, now};
+use super::decide::Budgets;
 use super::iteration::Next;
 use super::result::{RunStatus, TaskOutcome};
+use super::seat::{Counts, Hub, Pooled, Seat};
+use super::step::Stepped;
 use super::ui::Ui;
+use super::worker::{RunOptions, Worker, first_complete, now};
 use crate::agent::{Host, Spec};
 use crate::error::Error;
 use crate::events::EventLog;
@@ -23,105 +24,6 @@ use crate::git::{Identity, Repo, TaskTree};
 use crate::paths::Paths;
 use crate::state::StateFile;
 use crate::task::{Patch, Status, Store, TaskId};
-
-/// What the workers of one run share.
-#[derive(Debug, Default)]
-pub struct Hub {
-    /// Held by the worker changing the base (a merge, a bookkeeping
-    /// commit): one at a time, each against the base as the last left it.
-    pub(super) merging: Mutex<()>,
-    /// Iterations of every worker in this run.
-    pub(super) iterations: AtomicU64,
-    /// Set when the run hands out no more work: each worker finishes its
-    /// current iteration, then stops.
-    pub(super) stop: AtomicBool,
-    /// Until when a usage limit one worker hit holds back every worker's
-    /// next iteration (they all run the same agent).
-    pub(super) paused_until: Mutex<Option<Instant>>,
-    /// The run's review scope as the run last saw it, for a final review's
-    /// prompt (a worker's own state has none).
-    pub(super) scope: Mutex<Option<crate::state::RunScope>>,
-}
-
-impl Hub {
-    /// Holds back every worker's next iteration for `wait`.
-    pub(super) fn pause(&self, wait: Duration) {
-        let until = Instant::now() + wait;
-        let mut paused = self
-            .paused_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if paused.is_none_or(|at| at < until) {
-            *paused = Some(until);
-        }
-    }
-
-    /// Reserves one of the run's iterations before a worker starts it
-    /// (the run's budget counts every worker's); false when none is left.
-    fn reserve(&self, budgets: &Budgets) -> bool {
-        if self.iterations.fetch_add(1, Ordering::SeqCst) >= budgets.max_iterations {
-            self.iterations.fetch_sub(1, Ordering::SeqCst);
-            return false;
-        }
-        true
-    }
-
-    /// The run's review scope.
-    pub(super) fn scope(&self) -> Option<crate::state::RunScope> {
-        self.scope
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// How long the next iteration must still wait, if at all.
-    fn paused_for(&self) -> Option<Duration> {
-        let paused = self
-            .paused_until
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        paused
-            .map(|until| until.saturating_duration_since(Instant::now()))
-            .filter(|left| !left.is_zero())
-    }
-}
-
-/// A worker's turn to change the base, released when dropped.
-pub(crate) struct MergeTurn<'a> {
-    _guard: Option<MutexGuard<'a, ()>>,
-    held: Rc<Cell<bool>>,
-    owner: bool,
-}
-
-impl<'a> MergeTurn<'a> {
-    /// Takes the turn through `hub` unless `held` says this worker has it
-    /// already; without a hub (a single run) there is nothing to take.
-    pub(super) fn take(hub: Option<&'a Hub>, held: &Rc<Cell<bool>>) -> MergeTurn<'a> {
-        let guard = match hub {
-            Some(hub) if !held.get() => {
-                Some(hub.merging.lock().unwrap_or_else(PoisonError::into_inner))
-            }
-            _ => None,
-        };
-        let owner = guard.is_some();
-        if owner {
-            held.set(true);
-        }
-        MergeTurn {
-            _guard: guard,
-            held: Rc::clone(held),
-            owner,
-        }
-    }
-}
-
-impl Drop for MergeTurn<'_> {
-    fn drop(&mut self) {
-        if self.owner {
-            self.held.set(false);
-        }
-    }
-}
 
 /// What a worker hands back when its task is done with.
 struct Report {
@@ -133,7 +35,7 @@ struct Report {
     end: Next,
 }
 
-/// What a worker's engine is made from: the run's shared, thread-safe parts.
+/// What a pooled worker is made from: the run's shared, thread-safe parts.
 struct Shared<'a> {
     paths: &'a Paths,
     options: &'a RunOptions,
@@ -149,15 +51,15 @@ struct Shared<'a> {
     run_started: chrono::DateTime<chrono::Utc>,
 }
 
-impl<'a> Engine<'a> {
-    /// The engine of parallel worker `number`, working task `tree` in its
-    /// worktree; made in the worker's own thread.
-    fn worker(
+impl<'a> Worker<'a> {
+    /// Pooled worker `number`, working task `id` in its worktree `tree`;
+    /// made in the worker's own thread.
+    fn pooled(
         shared: &Shared<'a>,
         number: u32,
         id: &TaskId,
         tree: &TaskTree,
-    ) -> Result<Engine<'a>, Error> {
+    ) -> Result<Worker<'a>, Error> {
         let paths = shared.paths.in_worktree(&tree.folder);
         let options = worktree_options(&shared.base, &shared.options.settings);
         let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
@@ -183,7 +85,7 @@ impl<'a> Engine<'a> {
         // The worktree is clean now (new, or its leftovers committed): the
         // scans after each iteration need only look at what changed.
         repo.watch_changes()?;
-        Ok(Engine {
+        Ok(Worker {
             options: shared.options,
             store: Store::open(&paths),
             repo,
@@ -202,12 +104,14 @@ impl<'a> Engine<'a> {
             outcomes: Vec::new(),
             merged: 0,
             limit_waits: 0,
-            worker: Some(number),
             last_result: None,
-            lock: None,
-            base_repo: Some(base_repo),
-            hub: Some(shared.hub),
-            turn_held: Default::default(),
+            seat: Seat::OneOf(Box::new(Pooled {
+                number,
+                task: id.clone(),
+                base: base_repo,
+                hub: shared.hub,
+                turn_held: Default::default(),
+            })),
             clean: None,
             push_failure: None,
             pull_request: None,
@@ -215,93 +119,32 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Works task `id` until it is merged, blocked or gone, or the run
-    /// stops: the single loop's steps, for one task.
-    fn work(&mut self, id: &TaskId) -> Result<Next, Error> {
-        let hub = self.hub.expect("a worker has a hub");
+    /// Takes steps on the task it was handed until that task is done
+    /// with (merged, blocked, gone) or the run stops; how the run should
+    /// end, when this worker says so.
+    fn work(&mut self) -> Result<Next, Error> {
         // A run killed between this task's squash commit and its archive.
         self.recover_archived_task()?;
         loop {
-            let queue = match self.store.load() {
-                Ok(queue) => queue,
-                Err(_) => {
-                    // Broken mid-run: the agent repairs it, the error as
-                    // evidence, unless the run must end.
-                    if self.interrupted.load(Ordering::SeqCst) {
-                        return Ok(Some(interrupted()));
-                    }
-                    if hub.stop.load(Ordering::SeqCst)
-                        || self.run_time_spent()
-                        || !hub.reserve(&self.budgets)
-                    {
-                        return Ok(None);
-                    }
-                    if let Some(end) = self.iterate(id, None)? {
-                        return Ok(Some(end));
-                    }
-                    continue;
-                }
-            };
-            let Some(task) = queue.get(id.as_str()).cloned() else {
-                return Ok(None);
-            };
-            if queue.done.contains(id.as_str()) || !task.leaf {
-                return Ok(None);
-            }
-            // The loop's own decision, over this worker's one task and the
-            // run's shared counts.
-            let candidate = self.candidate(&task);
-            let seen = Before {
-                interrupted: self.interrupted.load(Ordering::SeqCst),
-                stop_requested: hub.stop.load(Ordering::SeqCst),
-                iterations: hub.iterations.load(Ordering::SeqCst),
-                run_seconds: self.run_seconds(),
-                complete: (task.status == Status::Complete).then(|| candidate.clone()),
-                next: (task.status != Status::Blocked).then_some(candidate),
-                ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
-            };
-            match decide::before(&seen, &self.budgets) {
-                Step::End(Ending::Interrupted) => return Ok(Some(interrupted())),
-                // The run's ending is the run's to say (`parallel_loop`).
-                Step::End(_) => return Ok(None),
-                Step::Finish(_) => self.finish_task(id, Some(&task))?,
-                Step::Block(_, reason) => {
-                    self.block(id, &reason)?;
-                    return Ok(None);
-                }
-                Step::Iterate(_) => {
-                    if let Some(left) = hub.paused_for() {
-                        let line = format!(
-                            "{id}: waiting {} for the usage limit another worker hit",
-                            super::engine::seconds(left)
-                        );
-                        if let Some(end) = self.wait_logged(&line, left)? {
-                            return Ok(Some(end));
-                        }
-                        continue;
-                    }
-                    if !hub.reserve(&self.budgets) {
-                        return Ok(None);
-                    }
-                    if let Some(end) = self.iterate(id, Some(&task))? {
-                        return Ok(Some(end));
-                    }
-                }
+            match self.step()? {
+                Stepped::On => {}
+                Stepped::Done => return Ok(None),
+                Stepped::End(end) => return Ok(Some(end)),
             }
         }
     }
 
-    /// The run with `workers` parallel workers: hands each free worker the
-    /// next workable task no other holds, in its own worktree, until none
-    /// is left or the run must end. How it ends, as `main_loop` says it.
-    pub(super) fn parallel_loop(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
+    /// The run with a pool of `workers`: hands each free worker the next
+    /// workable task no other holds, in its own worktree, until none is
+    /// left or the run must end. How it ended, as `run_alone` says it.
+    pub(super) fn run_pool(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
         self.recover_archived_task()?;
         self.tidy_worktrees(true)?;
         // One watch of the queue for every worker's iterations: each store
         // write follows into ralph's copies, and after each iteration the
         // worker puts back an archive an agent rewrote.
         self.store.watch()?;
-        let hub = Hub::default();
+        let hub = Hub::new(Counts::of(&self.state), self.state.scope.clone());
         let paths = self.paths.clone();
         let shared = Shared {
             paths: &paths,
@@ -323,6 +166,11 @@ impl<'a> Engine<'a> {
         let mut failed: Option<Error> = None;
         let handed_out = std::thread::scope(|scope| -> Result<(), Error> {
             loop {
+                self.hold_lock()?;
+                if let Some(reason) = self.push_failure.take() {
+                    ending.get_or_insert((RunStatus::Failed, reason));
+                    hub.stop.store(true, Ordering::SeqCst);
+                }
                 if ending.is_none() {
                     // `.stop` stays until every worker has stopped.
                     ending = self.requested_end();
@@ -330,9 +178,8 @@ impl<'a> Engine<'a> {
                         hub.stop.store(true, Ordering::SeqCst);
                     }
                 }
-                let budget_spent = hub.iterations.load(Ordering::SeqCst)
-                    >= self.budgets.max_iterations
-                    || self.run_time_spent();
+                let budget_spent =
+                    hub.counts().iteration >= self.budgets.max_iterations || self.run_time_spent();
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
                     if held.is_empty()
@@ -360,8 +207,14 @@ impl<'a> Engine<'a> {
                             .task_tree(self.paths.root(), task.id.as_str(), &task.title)?;
                     let number = free.pop().expect("a free worker");
                     held.push((task.id.clone(), number));
-                    *hub.scope.lock().unwrap_or_else(PoisonError::into_inner) =
-                        self.state.scope.clone();
+                    if !tree.resumed {
+                        // The claim, as the worker alone records it.
+                        let mut extra = Map::new();
+                        extra.insert("worker".into(), number.into());
+                        let detail = format!("created branch {}", tree.branch);
+                        self.record(Some(&task.id), "claim", "ok", &detail, extra)?;
+                    }
+                    hub.set_scope(self.state.scope.clone());
                     self.ui.line(&format!(
                         "w{number} {} {}: working in {}",
                         task.id,
@@ -374,12 +227,12 @@ impl<'a> Engine<'a> {
                     let (shared, sender, id) = (&shared, sender.clone(), task.id.clone());
                     scope.spawn(move || {
                         let report =
-                            Engine::worker(shared, number, &id, &tree).and_then(|mut engine| {
-                                let end = engine.work(&id)?;
+                            Worker::pooled(shared, number, &id, &tree).and_then(|mut worker| {
+                                let end = worker.work()?;
                                 Ok(Report {
-                                    merged: engine.merged,
-                                    outcomes: std::mem::take(&mut engine.outcomes),
-                                    failures: engine.state.failures.clone(),
+                                    merged: worker.merged,
+                                    outcomes: std::mem::take(&mut worker.outcomes),
+                                    failures: worker.state.failures.clone(),
                                     end,
                                 })
                             });
@@ -430,8 +283,8 @@ impl<'a> Engine<'a> {
             }
         });
         self.store.unwatch()?;
+        hub.counts().into_state(&mut self.state);
         handed_out?;
-        self.state.iteration = hub.iterations.load(Ordering::SeqCst);
         if let Some(err) = failed {
             return Err(err);
         }
@@ -442,13 +295,6 @@ impl<'a> Engine<'a> {
             return Ok(ending);
         }
         let queue = self.store.load()?;
-        self.record(
-            None,
-            "run",
-            "workers_done",
-            "every worker is done",
-            Map::new(),
-        )?;
         let end = if queue.next().is_none() {
             super::decide::Ending::Drained
         } else if self.state.iteration >= self.budgets.max_iterations {

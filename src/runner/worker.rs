@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use serde_json::Map;
 
 use super::RunError;
-use super::decide::{self, Before, Budgets, Candidate, Ending, Step};
+use super::decide::{self, Budgets, Candidate, Ending};
 use super::iteration::Next;
 use super::lock::{LockError, RunLock};
 use super::result::{RunResult, RunStatus, TaskOutcome};
+use super::seat::Seat;
 use super::ui::Ui;
 use crate::agent::{self, Host, Spec};
 use crate::config::Settings;
@@ -46,8 +47,10 @@ pub struct RunOptions {
     pub pr_branch: Option<String>,
 }
 
-/// The loop over one project.
-pub struct Engine<'a> {
+/// One worker of a run: it owns its repository handle, its view of the
+/// queue, its state and its events, and takes the loop's steps (`step`)
+/// on the project's queue (alone) or on the task its pool handed it.
+pub struct Worker<'a> {
     pub(super) paths: Paths,
     pub(super) options: &'a RunOptions,
     pub(super) store: Store,
@@ -71,21 +74,10 @@ pub struct Engine<'a> {
     pub(super) merged: usize,
     /// Usage-limit waits in a row.
     pub(super) limit_waits: u64,
-    /// The parallel worker's number, when this engine is one.
-    pub(super) worker: Option<u32>,
     /// The last iteration's task and result, for the status line.
     pub(super) last_result: Option<String>,
-    /// The run lock, held until the engine is dropped (a parallel worker
-    /// holds none: the run that started it does).
-    pub(super) lock: Option<RunLock>,
-    /// A parallel worker's view of the project's own checkout, on the
-    /// base, where its merges and bookkeeping commits are made; `None` when
-    /// `repo` is that checkout.
-    pub(super) base_repo: Option<Repo>,
-    /// What parallel workers share.
-    pub(super) hub: Option<&'a super::workers::Hub>,
-    /// Whether this worker holds the merge turn.
-    pub(super) turn_held: std::rc::Rc<std::cell::Cell<bool>>,
+    /// Alone in the project's checkout, or one of a pool.
+    pub(super) seat: Seat<'a>,
     /// Set while the working tree is known to be clean (ralph's own scan,
     /// commits and checkouts since), so the next claim or squash need not
     /// scan it again; dropped before anything else runs in the tree.
@@ -98,7 +90,7 @@ pub struct Engine<'a> {
 
 pub(super) use crate::clock::now;
 
-impl<'a> Engine<'a> {
+impl<'a> Worker<'a> {
     /// Checks everything a run needs before any agent runs: the triggers,
     /// the queue, the repository, the agent. `state` is the loaded state.
     pub fn prepare(
@@ -107,7 +99,7 @@ impl<'a> Engine<'a> {
         interrupted: &'a AtomicBool,
         run_id: String,
         lock: RunLock,
-    ) -> Result<Engine<'a>, Error> {
+    ) -> Result<Worker<'a>, Error> {
         // The run's time includes these checks (a scan of a large tree).
         let started = Instant::now();
         let run_started = crate::clock::now_utc();
@@ -208,7 +200,7 @@ impl<'a> Engine<'a> {
         // each iteration need only look at what changed since.
         repo.watch_changes()?;
         let clean = repo.preflight()?;
-        if settings.workers > 1 {
+        if settings.workers.is_some() {
             repo.check_queue_on_base()?;
         }
         // A push to nowhere would fail only once the work is done (a pull
@@ -247,7 +239,7 @@ impl<'a> Engine<'a> {
             retry_backoff: settings.retry_backoff,
             usage_limit_max_wait: settings.usage_limit_max_wait,
         };
-        Ok(Engine {
+        Ok(Worker {
             paths: paths.to_owned(),
             options,
             store,
@@ -267,12 +259,8 @@ impl<'a> Engine<'a> {
             outcomes: Vec::new(),
             merged: 0,
             limit_waits: 0,
-            worker: None,
             last_result: None,
-            lock: Some(lock),
-            base_repo: None,
-            hub: None,
-            turn_held: Default::default(),
+            seat: Seat::Alone(lock),
             clean: Some(clean),
             push_failure: None,
             pull_request: None,
@@ -313,11 +301,9 @@ impl<'a> Engine<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         );
         self.record(None, "run", "started", &started, Map::new())?;
-        let workers = self.options.settings.workers as u32;
-        let ending = if workers > 1 {
-            self.parallel_loop(workers)
-        } else {
-            self.main_loop()
+        let ending = match self.options.settings.workers {
+            Some(workers) => self.run_pool(workers as u32),
+            None => self.run_alone(),
         };
         let (status, reason) = match ending {
             Ok(end) => end,
@@ -370,100 +356,6 @@ impl<'a> Engine<'a> {
         self.finish(status, &reason, verify_run)
     }
 
-    fn main_loop(&mut self) -> Result<(RunStatus, String), Error> {
-        self.recover_archived_task()?;
-        // Worktrees a parallel run left: their tasks go on here.
-        self.tidy_worktrees(false)?;
-        loop {
-            self.hold_lock()?;
-            if let Some(reason) = self.push_failure.take() {
-                return Ok((RunStatus::Failed, reason));
-            }
-            let queue = match self.store.load() {
-                Ok(queue) => queue,
-                Err(err) => {
-                    // The agent broke the file: its task carries on, the error as evidence.
-                    let Some(id) = self
-                        .state
-                        .current_task
-                        .as_deref()
-                        .and_then(|t| TaskId::parse(t).ok())
-                    else {
-                        return Err(err.into());
-                    };
-                    if let Some(end) = self.stop_or_interrupt()? {
-                        return Ok(end);
-                    }
-                    if self.state.iteration >= self.budgets.max_iterations || self.run_time_spent()
-                    {
-                        return Err(err.into());
-                    }
-                    if let Some(end) = self.iterate(&id, None)? {
-                        return Ok(end);
-                    }
-                    continue;
-                }
-            };
-            if self.finish_archived_lines(&queue)? || self.finish_emptied_container(&queue)? {
-                continue;
-            }
-            let seen = Before {
-                interrupted: self.interrupted.load(Ordering::SeqCst),
-                stop_requested: self.paths.stop().exists(),
-                iterations: self.state.iteration,
-                run_seconds: self.run_seconds(),
-                complete: first_complete(&queue).map(|task| self.candidate(task)),
-                next: queue.next().map(|task| self.candidate(task)),
-                ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
-            };
-            let step = decide::before(&seen, &self.budgets);
-            if let Step::End(ending) = step {
-                if ending == Ending::Drained && self.add_final_review()? {
-                    continue;
-                }
-                return self.ending(ending, &queue);
-            }
-            // Every step reloads what it needs: holding this copy while the
-            // step loads its own would keep the queue in memory twice over.
-            let task = match &step {
-                Step::Iterate(id) | Step::Finish(id) => queue.get(id.as_str()).cloned(),
-                _ => None,
-            };
-            drop(queue);
-            let done = match &step {
-                Step::End(_) => unreachable!("handled above"),
-                Step::Finish(id) => self.finish_task(id, task.as_ref()).map(|()| None),
-                Step::Block(id, reason) => self.block(id, reason).map(|()| None),
-                Step::Iterate(id) => self.iterate(id, task.as_ref()),
-            };
-            match done {
-                Ok(Some(ending)) => return Ok(ending),
-                Ok(None) => {}
-                // Someone rewrote tasks.jsonl without the task ralph was
-                // changing (an editor saving an older copy): not the run's
-                // failure. The loop looks at the queue again.
-                Err(Error::Task(crate::task::Error::NotFound { id, .. })) => {
-                    self.ui.line(&format!(
-                        "warning: task {id} disappeared from tasks.jsonl while ralph worked on it (a concurrent edit?); going on"
-                    ));
-                    self.record(
-                        None,
-                        "queue",
-                        "changed",
-                        &format!("task {id} disappeared"),
-                        Map::new(),
-                    )?;
-                    if self.state.current_task.as_deref() == Some(id.as_str()) {
-                        self.state.current_task = None;
-                    }
-                    self.repo.checkout_base()?;
-                    self.save_state()?;
-                }
-                Err(err) => return Err(err),
-            }
-        }
-    }
-
     /// A line for a task already archived (a crash between the two
     /// writes, or an editor saving an older copy) is only a leftover:
     /// finishes the archive, which removes it. Returns whether it did.
@@ -490,8 +382,8 @@ impl<'a> Engine<'a> {
     }
 
     /// Keeps the run lock held even when `.ralph/` was deleted under it.
-    fn hold_lock(&mut self) -> Result<(), Error> {
-        let Some(lock) = &mut self.lock else {
+    pub(super) fn hold_lock(&mut self) -> Result<(), Error> {
+        let Seat::Alone(lock) = &mut self.seat else {
             return Ok(());
         };
         match lock.reassert(&self.paths) {
@@ -507,10 +399,10 @@ impl<'a> Engine<'a> {
     }
 
     /// The checkout on the base where merges and bookkeeping commits are
-    /// made: the project's own (a parallel worker's `repo` is its task's
+    /// made: the project's own (a pooled worker's `repo` is its task's
     /// worktree).
     pub(super) fn base(&self) -> &Repo {
-        self.base_repo.as_ref().unwrap_or(&self.repo)
+        self.seat.base(&self.repo)
     }
 
     /// Removes the task worktree `tree`, saying where each repository of
@@ -532,11 +424,10 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Holds the merge turn while a parallel worker changes the base: one
-    /// worker at a time. A single run needs none; a worker that holds the
-    /// turn already (a failed merge that blocks the task) keeps it.
-    pub(super) fn merge_turn(&self) -> super::workers::MergeTurn<'a> {
-        super::workers::MergeTurn::take(self.hub, &self.turn_held)
+    /// Holds the merge turn while the worker changes the base (see
+    /// [`Seat::merge_turn`]).
+    pub(super) fn merge_turn(&self) -> super::seat::MergeTurn<'a> {
+        self.seat.merge_turn()
     }
 
     pub(super) fn candidate(&self, task: &Task) -> Candidate {
@@ -654,7 +545,7 @@ impl<'a> Engine<'a> {
             if let Some(end) = self.stop_or_interrupt()? {
                 return Ok(Some(end));
             }
-            if self.hub.is_some_and(|hub| hub.stop.load(Ordering::SeqCst)) {
+            if self.seat.stop_handed_out() {
                 return Ok(None);
             }
             let left = until.saturating_duration_since(Instant::now());

@@ -1,0 +1,195 @@
+//! The loop's one step, the same for a worker alone in the project's
+//! checkout and for one of a pool: look at the queue, let `decide` choose
+//! (finish a complete task, block a spent one, iterate, or end), and do
+//! it. The worker alone takes steps on the whole queue until the run
+//! ends (`run_alone`); a pooled worker on the task it was handed, until
+//! that task is done with (`pool.rs`).
+
+use std::sync::atomic::Ordering;
+
+use serde_json::Map;
+
+use super::decide::{self, Before, Ending, Step};
+use super::result::RunStatus;
+use super::worker::{Worker, first_complete, interrupted};
+use crate::error::Error;
+use crate::task::{Queue, Status, TaskId};
+
+/// Where a step leaves the worker.
+pub(super) enum Stepped {
+    /// Take another step.
+    On,
+    /// A pooled worker's task is done with (merged, blocked, gone), or
+    /// the run hands out no more work: the worker is free.
+    Done,
+    /// The run ends so.
+    End((RunStatus, String)),
+}
+
+impl Worker<'_> {
+    /// The worker alone: steps over the whole queue until the run ends.
+    /// How it ended.
+    pub(super) fn run_alone(&mut self) -> Result<(RunStatus, String), Error> {
+        self.recover_archived_task()?;
+        // Worktrees a pool left: their tasks go on here.
+        self.tidy_worktrees(false)?;
+        loop {
+            self.hold_lock()?;
+            match self.step()? {
+                Stepped::On => {}
+                Stepped::End(end) => return Ok(end),
+                Stepped::Done => unreachable!("the worker alone is done only when the run ends"),
+            }
+        }
+    }
+
+    /// One step of the loop (see the module doc).
+    pub(super) fn step(&mut self) -> Result<Stepped, Error> {
+        if let Some(reason) = self.push_failure.take() {
+            return Ok(Stepped::End((RunStatus::Failed, reason)));
+        }
+        let queue = match self.store.load() {
+            Ok(queue) => queue,
+            Err(err) => return self.step_on_a_broken_queue(err),
+        };
+        if self.seat.task().is_none()
+            && (self.finish_archived_lines(&queue)? || self.finish_emptied_container(&queue)?)
+        {
+            return Ok(Stepped::On);
+        }
+        let (complete, next) = match self.seat.task() {
+            None => (
+                first_complete(&queue).map(|task| self.candidate(task)),
+                queue.next().map(|task| self.candidate(task)),
+            ),
+            Some(id) => {
+                // The handed task, while it is a leaf to work on.
+                let Some(task) = queue
+                    .get(id.as_str())
+                    .filter(|task| task.leaf && !queue.done.contains(id.as_str()))
+                else {
+                    return Ok(Stepped::Done);
+                };
+                let candidate = self.candidate(task);
+                (
+                    (task.status == Status::Complete).then(|| candidate.clone()),
+                    (task.status != Status::Blocked).then_some(candidate),
+                )
+            }
+        };
+        let seen = Before {
+            interrupted: self.interrupted.load(Ordering::SeqCst),
+            stop_requested: self.seat.stop_requested(&self.paths),
+            iterations: self.seat.run_iterations(&self.state),
+            run_seconds: self.run_seconds(),
+            complete,
+            next,
+            ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
+        };
+        let step = decide::before(&seen, &self.budgets);
+        if let Step::End(ending) = step {
+            return self.end_step(ending, &queue);
+        }
+        // Every step reloads what it needs: holding this copy while the
+        // step loads its own would keep the queue in memory twice over.
+        let task = match &step {
+            Step::Iterate(id) | Step::Finish(id) => queue.get(id.as_str()).cloned(),
+            _ => None,
+        };
+        drop(queue);
+        let done = match &step {
+            Step::End(_) => unreachable!("handled above"),
+            Step::Finish(id) => self.finish_task(id, task.as_ref()).map(|()| None),
+            Step::Block(id, reason) => self.block(id, reason).map(|()| None),
+            Step::Iterate(id) => {
+                if let Some(left) = self.seat.paused_for() {
+                    let line = format!(
+                        "{id}: waiting {} for the usage limit another worker hit",
+                        super::worker::seconds(left)
+                    );
+                    return Ok(self
+                        .wait_logged(&line, left)?
+                        .map_or(Stepped::On, Stepped::End));
+                }
+                if !self.seat.reserve(&self.budgets) {
+                    return Ok(Stepped::Done);
+                }
+                self.iterate(id, task.as_ref())
+            }
+        };
+        match done {
+            Ok(Some(end)) => Ok(Stepped::End(end)),
+            Ok(None) => Ok(Stepped::On),
+            // Someone rewrote tasks.jsonl without the task ralph was
+            // changing (an editor saving an older copy): not the run's
+            // failure. The loop looks at the queue again.
+            Err(Error::Task(crate::task::Error::NotFound { id, .. })) => {
+                self.ui.line(&format!(
+                    "warning: task {id} disappeared from tasks.jsonl while ralph worked on it (a concurrent edit?); going on"
+                ));
+                self.record(
+                    None,
+                    "queue",
+                    "changed",
+                    &format!("task {id} disappeared"),
+                    Map::new(),
+                )?;
+                if self.state.current_task.as_deref() == Some(id.as_str()) {
+                    self.state.current_task = None;
+                }
+                if self.seat.task().is_none() {
+                    self.repo.checkout_base()?;
+                }
+                self.save_state()?;
+                Ok(Stepped::On)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// What `decide` ending the loop means for this worker: the worker
+    /// alone ends the run (after a final review, when one is due); a
+    /// pooled worker is free, the run's ending being its pool's to say,
+    /// unless a signal arrived.
+    fn end_step(&mut self, ending: Ending, queue: &Queue) -> Result<Stepped, Error> {
+        if self.seat.task().is_some() {
+            return Ok(match ending {
+                Ending::Interrupted => Stepped::End(interrupted()),
+                _ => Stepped::Done,
+            });
+        }
+        if ending == Ending::Drained && self.add_final_review()? {
+            return Ok(Stepped::On);
+        }
+        Ok(Stepped::End(self.ending(ending, queue)?))
+    }
+
+    /// `tasks.jsonl` does not parse: the agent broke it, and its task
+    /// carries on with the error as evidence, unless the run must end.
+    fn step_on_a_broken_queue(&mut self, err: crate::task::Error) -> Result<Stepped, Error> {
+        let current = match self.seat.task() {
+            Some(id) => Some(id.clone()),
+            None => (self.state.current_task.as_deref()).and_then(|t| TaskId::parse(t).ok()),
+        };
+        let Some(id) = current else {
+            return Err(err.into());
+        };
+        if let Some(end) = self.stop_or_interrupt()? {
+            return Ok(Stepped::End(end));
+        }
+        let spent = self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
+            || self.run_time_spent()
+            || self.seat.stop_handed_out()
+            || !self.seat.reserve(&self.budgets);
+        if spent {
+            return match self.seat.task() {
+                Some(_) => Ok(Stepped::Done),
+                None => Err(err.into()),
+            };
+        }
+        Ok(match self.iterate(&id, None)? {
+            Some(end) => Stepped::End(end),
+            None => Stepped::On,
+        })
+    }
+}

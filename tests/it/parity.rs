@@ -1,0 +1,119 @@
+//! One loop: the same scripted scenario run by the worker alone in the
+//! project's checkout and by a pool of one (`--workers 1`, in a worktree)
+//! records the same events and leaves the same history on `main`.
+
+use crate::support::TestProject;
+
+/// The scenario, by task and the task's iteration:
+/// - A fails once (exit 3), then the debugger finishes it;
+/// - B is split in two, each part finished;
+/// - C is marked ready, and the reviewer completes it;
+/// - D fails its own check once, then passes;
+/// - E is blocked, and F's agent sets it going again (`ralph task start`),
+///   so the queue drains clear;
+/// - the final review passes.
+const AGENT: &str = r#"case "$RALPH_TASK_ID-$RALPH_TASK_ITERATION" in
+A-1) echo "compiler exploded"; exit 3 ;;
+B-1) work B.txt split; ralph task split B "part one" "part two" > /dev/null ;;
+C-1) work C.txt ready; ralph task ready C > /dev/null ;;
+D-2) work D-fixed.txt fixed; ralph task complete D > /dev/null ;;
+E-1) ralph task block E --reason "needs a person" > /dev/null ;;
+F-1) work F.txt done; ralph task start E > /dev/null; ralph task complete F > /dev/null ;;
+*) work "$RALPH_TASK_ID.txt" "$RALPH_ROLE"; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;
+esac
+"#;
+
+fn scenario() -> TestProject {
+    TestProject::new()
+        .file("config/ralph.yaml", "final_review: true\n")
+        .task(r#"{"id":"A","title":"fails once","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"is split","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"C","title":"is reviewed","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"D","title":"fails its check","status":"pending","leaf":true,"verify":["test -f D-fixed.txt"]}"#)
+        .task(r#"{"id":"E","title":"is blocked","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"F","title":"unblocks E","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(AGENT)
+}
+
+/// Each event as `phase/status task class`, in order.
+fn events(project: &TestProject) -> Vec<String> {
+    project
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .map(|event| {
+            format!(
+                "{}/{} {} {}",
+                event["phase"].as_str().unwrap_or_default(),
+                event["status"].as_str().unwrap_or_default(),
+                event["task_id"].as_str().unwrap_or("-"),
+                event["class"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect()
+}
+
+/// `main`'s history: each commit's message and the files it changed.
+fn history(project: &TestProject) -> String {
+    project.git(&["log", "--format=%B", "--name-status", "main"])
+}
+
+/// Who worked what, in order: `task task_iteration role`.
+fn calls(project: &TestProject) -> Vec<String> {
+    project
+        .calls()
+        .iter()
+        .map(|call| call.split_once(' ').map_or("", |(_, rest)| rest).to_owned())
+        .collect()
+}
+
+#[test]
+fn the_worker_alone_and_a_pool_of_one_do_the_same() {
+    let alone = scenario();
+    let run = alone.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let pooled = scenario();
+    let run = pooled.run(&["--workers", "1"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(pooled.git(&["worktree", "list"]).lines().count(), 1);
+
+    assert_eq!(
+        calls(&alone),
+        [
+            "A 1 none",
+            "A 2 debugger",
+            "B 1 none",
+            "B.1 1 none",
+            "B.2 1 none",
+            "C 1 none",
+            "C 2 reviewer",
+            "D 1 none",
+            "D 2 debugger",
+            "E 1 none",
+            "F 1 documenter",
+            "E 2 none",
+            "G 1 final-reviewer",
+        ]
+    );
+    assert_eq!(calls(&pooled), calls(&alone));
+    let events_alone = events(&alone);
+    for expected in [
+        "iteration/exit A exit",
+        "split/ok B -",
+        "finish/verify_failed D -",
+        "final_review/added G -",
+        "merge/ok G -",
+        "run/drained - -",
+    ] {
+        assert!(
+            events_alone.iter().any(|event| event == expected),
+            "{expected} in {events_alone:#?}"
+        );
+    }
+    assert_eq!(events(&pooled), events_alone);
+    assert_eq!(history(&pooled), history(&alone));
+    assert_eq!(
+        pooled.json(".ralph/result.json")["failures"],
+        alone.json(".ralph/result.json")["failures"]
+    );
+}
