@@ -54,8 +54,8 @@ fn through_links(path: &Path) -> io::Result<PathBuf> {
 /// (`>>`, an editor writing in place) is seen and that version put back,
 /// never lost. Where the system swaps in one step (Linux, macOS), so is a
 /// file renamed over the target in that instant (`jq ... && mv`);
-/// elsewhere, that rename is lost in a window of microseconds (README,
-/// "Platforms").
+/// elsewhere, that rename is lost in a window of microseconds
+/// (docs/REFERENCE.md, "Platforms").
 pub fn write_atomic_unless_changed(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,

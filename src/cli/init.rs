@@ -21,7 +21,7 @@ use crate::text;
 Checks: init looks at the project's files (Cargo.toml, package.json, pyproject.toml, go.mod, \
 a Makefile, a justfile, CI files) for the commands its developers run, and writes them into a \
 new config/ralph.yaml: tests into verify.task (before each merge), every check into verify.run \
-(once, when the queue drains). README, \"Checks found at init\", has the rules.")]
+(once, when the queue drains). ralph's docs/CONFIG.md, \"Checks found at init\", has the rules.")]
 pub struct InitArgs {
     /// Replace the shipped defaults that exist (never tasks or learnings)
     #[arg(long)]

@@ -40,8 +40,8 @@ pub enum Reason {
 }
 
 impl Reason {
-    /// The exit code of a command ending for this reason (README: "The
-    /// worker contract").
+    /// The exit code of a command ending for this reason
+    /// (docs/REFERENCE.md, "The worker contract").
     pub fn exit(self) -> Exit {
         match self {
             Reason::PlanGenerationFailed => Exit::InvalidInput,

@@ -1,8 +1,8 @@
 //! The checks a project's developers already run, found from its files for
 //! `ralph init`: `cargo test` for a `Cargo.toml`, the package manager's
 //! `test`, `lint` and `typecheck` scripts for a `package.json`, and so on
-//! (README, "Checks found at init"). Detection only reads files; it never
-//! runs a command.
+//! (docs/CONFIG.md, "Checks found at init"). Detection only reads files; it
+//! never runs a command.
 
 mod edit;
 mod parse;

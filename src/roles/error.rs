@@ -72,9 +72,10 @@ impl Error {
             Error::Yaml { .. } | Error::Trigger { .. } => Some(format!(
                 "fix {ROLES_FILE} (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`"
             )),
-            Error::Override(_) => {
-                Some("variables are listed in README.md, section Roles and triggers".to_owned())
-            }
+            Error::Override(_) => Some(
+                "variables are listed in ralph's docs/ROLES.md, section Roles and triggers"
+                    .to_owned(),
+            ),
             Error::File { file, .. } => Some(format!("fix {file}, then run `ralph roles check`")),
             Error::Missing { .. } => Some(format!(
                 "restore it (`git checkout -- roles/`), or change the trigger in {ROLES_FILE}"

@@ -14,7 +14,7 @@ const NAMED: usize = 5;
 impl Queue {
     /// Containers with no open task under them and an archived child, in
     /// file order, outside blocked subtrees. ralph archives a parent with
-    /// its last child; these lost it by hand (the README's `jq` and `grep`
+    /// its last child; these lost it by hand (docs/TASKS.md's `jq` and `grep`
     /// recipe), so they are done too, and the run archives them.
     pub fn emptied_containers(&self) -> Vec<&Task> {
         self.idle_containers(true)

@@ -649,3 +649,14 @@ fn detect_flags_that_do_not_go_together_are_refused() {
     }
     assert!(!p.path().join("config").exists());
 }
+
+#[test]
+fn init_help_names_the_files_looked_at_and_where_the_rules_are() {
+    let help = TestProject::new().ralph(&["init", "--help"]).success();
+    assert!(
+        help.stdout.ends_with(
+            "Checks: init looks at the project's files (Cargo.toml, package.json, pyproject.toml, go.mod, a Makefile, a justfile, CI files) for the commands its developers run, and writes them into a new config/ralph.yaml: tests into verify.task (before each merge), every check into verify.run (once, when the queue drains). ralph's docs/CONFIG.md, \"Checks found at init\", has the rules.\n"
+        ),
+        "{help:#?}"
+    );
+}

@@ -127,6 +127,12 @@ fn roles_which_explains_the_choice_for_the_next_task() {
             .starts_with("error: --var branch_comits: unknown variable; known: task_id,"),
         "{bad:?}"
     );
+    assert!(
+        bad.stderr.ends_with(
+            "\nhint: variables are listed in ralph's docs/ROLES.md, section Roles and triggers\n"
+        ),
+        "{bad:?}"
+    );
 }
 
 #[test]

@@ -1219,7 +1219,7 @@ ralph task complete A > /dev/null
     assert_eq!(project.read("real.txt"), "real\n");
 }
 
-/// The README's hand-archive recipe (`jq ... >> tasks-done.jsonl`, `grep
+/// docs/TASKS.md's hand-archive recipe (`jq ... >> tasks-done.jsonl`, `grep
 /// -v ... > tmp && mv tmp tasks.jsonl`) can archive a container's last
 /// child without it: the run archives the container as it would have with
 /// the child, and the queue drains.

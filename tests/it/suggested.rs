@@ -86,7 +86,7 @@ fn mentions(name: &str, text: &str) -> Vec<Mention> {
         if fenced {
             if names_a_command(trimmed) {
                 // Continued by a trailing `\`, or by indented options
-                // (the README's synopsis); shell comments left out.
+                // (the command reference's synopsis); shell comments left out.
                 let code = |line: &str| {
                     line.split(" #")
                         .next()
