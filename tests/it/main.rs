@@ -18,6 +18,7 @@ mod git;
 mod hostile;
 mod init;
 mod kept;
+mod manual;
 mod messages;
 mod misbehave;
 mod parity;
