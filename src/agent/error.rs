@@ -82,6 +82,17 @@ pub enum Error {
         /// What the tool said.
         detail: String,
     },
+    /// The worker contract asked for an `agent.mode` the agent's backend
+    /// does not offer.
+    #[error("agent.mode {mode} is not offered by {agent}, which offers {}", offered.join(", "))]
+    ModeNotOffered {
+        /// The mode asked for.
+        mode: super::backend::Mode,
+        /// The agent's label.
+        agent: String,
+        /// The modes it offers.
+        offered: Vec<&'static str>,
+    },
     /// The preflight check itself failed.
     #[error("agent `{preset}`: the login check failed: {detail}")]
     Preflight {
@@ -113,6 +124,7 @@ impl Error {
             | Error::BadCommand { .. }
             | Error::ModelUnsupported { .. }
             | Error::PromptTooLong { .. }
+            | Error::ModeNotOffered { .. }
             | Error::MissingBinary { .. } => Exit::InvalidInput,
             Error::Spawn { .. }
             | Error::Log { .. }
@@ -164,6 +176,10 @@ impl Error {
                     .to_owned(),
             ),
             Error::NotLoggedIn { preset, .. } => Some(preset.login_hint().to_owned()),
+            Error::ModeNotOffered { .. } => Some(
+                "set agent.mode to one it offers in the run input, or choose an agent that offers this mode (docs/AGENT.md lists each backend's modes)"
+                    .to_owned(),
+            ),
             Error::Spawn { .. }
             | Error::Log { .. }
             | Error::SelfPath(_)

@@ -3,6 +3,7 @@
 //! means ([`classify`], [`FailureClass`]). Only this module spawns agents.
 //! See `docs/AGENT.md` for the presets, the environment and the rules.
 
+mod backend;
 mod capture;
 mod classify;
 mod env;
@@ -16,6 +17,7 @@ mod shell;
 mod spec;
 mod transcript;
 
+pub use backend::{Backend, Cli, Mode, backend};
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
 pub use classify::{Failure, FailureClass, Status, classify, judge};
 pub use env::{Context, Host, NESTED_SESSION_VARS};

@@ -91,9 +91,11 @@ pub struct Request<'a> {
     /// Where to note the agent's process group while it runs, so a run
     /// after a `kill -9` of ralph can stop it ([`stop_leftover_group`]).
     pub group_file: Option<&'a Path>,
-    /// The folder the agent works in when not the project's (a parallel
+    /// The folder the agent works in when not the project's (a pooled
     /// worker's task worktree).
     pub work_dir: Option<&'a Path>,
+    /// The model the iteration's role asks for, over the agent's own.
+    pub model: Option<&'a str>,
 }
 
 /// What happened when the agent ran.
@@ -117,6 +119,8 @@ pub struct Outcome {
     pub usage: Option<Usage>,
     /// How the prompt reached the agent.
     pub passing: PromptPassing,
+    /// Where the iteration's transcript is (the agent's output, bounded).
+    pub transcript: PathBuf,
 }
 
 impl Outcome {
@@ -192,6 +196,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         failure,
         usage: Transcript::read(dialect, &captured.text).usage,
         passing: invocation.passing,
+        transcript: request.log_file.to_path_buf(),
     })
 }
 

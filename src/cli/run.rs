@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::{Context, Outcome, to_json};
-use crate::agent::{self, Spec};
+use crate::agent;
 use crate::config::{PRESETS, Settings, parse_duration, parse_time_limit};
 use crate::error::Error;
 use crate::exit::Exit;
@@ -142,6 +142,7 @@ pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         quiet: args.quiet,
         kill_grace: kill_grace(),
         pr_branch: args.pr_branch.clone(),
+        mode: agent::Mode::RalphFresh,
     };
     if args.dry_run {
         return dry_run(&options, context);
@@ -169,13 +170,8 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         Some(_) => runner::deliver::preview(&context.paths, options)?,
         None => runner::deliver::Preview::default(),
     };
-    let spec = Spec::new(
-        &options.settings.agent,
-        options.agent_cmd.as_deref(),
-        plan.model.as_deref(),
-    )?;
     let refused = match plan.task {
-        Some(_) => runner::plan::refusals(&context.paths, options, &spec),
+        Some(_) => runner::plan::refusals(&context.paths, options, plan.model.as_deref()),
         None => Vec::new(),
     };
     let exit = (!refused.is_empty()).then_some(Exit::InvalidInput);
@@ -207,7 +203,7 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         out,
         "agent:  {} ({})",
         crate::text::safe(&plan.argv.join(" ")),
-        spec.label()
+        plan.agent
     );
     if let Some(push) = &delivery.push {
         let _ = writeln!(out, "push:   {}", crate::text::safe(push));

@@ -5,12 +5,11 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
+use crate::agent::Mode;
 use crate::config::PRESETS;
 
 /// The contract version this ralph reads and writes.
 pub const CONTRACT_VERSION: u64 = 1;
-/// The agent modes ralph supports.
-pub const MODES: [&str; 1] = ["ralph_fresh"];
 
 /// A checked `run-input.json`.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +30,9 @@ pub struct RunInput {
     pub story_commands: Vec<String>,
     /// Commands run once at the end.
     pub run_commands: Vec<String>,
+    /// How the agent carries a story across attempts; the agent's
+    /// backend must offer it (`ralph execute` checks).
+    pub mode: Mode,
     /// A preset name or a model, when given.
     pub model_hint: Option<String>,
 }
@@ -204,16 +206,14 @@ pub fn parse(text: &str) -> Result<RunInput, Problem> {
     let agent = root.get("agent").ok_or_else(|| missing("$.agent"))?;
     let agent = object(agent, "$.agent")?;
     only(agent, "$.agent", &["mode", "model_hint"])?;
-    let mode = string(agent, "$.agent", "mode")?;
-    if !MODES.contains(&mode.as_str()) {
+    let name = string(agent, "$.agent", "mode")?;
+    let Some(mode) = Mode::named(&name) else {
+        let modes: Vec<&str> = Mode::ALL.iter().map(|mode| mode.as_str()).collect();
         return Err(problem(
             "$.agent.mode",
-            format!(
-                "{mode:?} is not supported; supported modes: {}",
-                MODES.join(", ")
-            ),
+            format!("{name:?} is not a mode; the modes are {}", modes.join(", ")),
         ));
-    }
+    };
     let model_hint = match agent.get("model_hint") {
         None | Some(Value::Null) => None,
         Some(Value::String(hint)) if !hint.trim().is_empty() => Some(hint.clone()),
@@ -236,6 +236,7 @@ pub fn parse(text: &str) -> Result<RunInput, Problem> {
         limits,
         story_commands,
         run_commands,
+        mode,
         model_hint,
     })
 }
@@ -337,7 +338,7 @@ mod tests {
         );
         assert_eq!(
             with(r#""mode": "ralph_fresh""#, r#""mode": "session""#),
-            "$.agent.mode: \"session\" is not supported; supported modes: ralph_fresh"
+            "$.agent.mode: \"session\" is not a mode; the modes are ralph_fresh, session_loop, single_pass"
         );
         assert_eq!(
             with(r#""npm run lint", "#, r#""npm run lint", 3, "#),

@@ -100,6 +100,7 @@ pub fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool) -> Ve
         quiet: true,
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
+        mode: crate::agent::Mode::RalphFresh,
     };
     let agent_ok = agent::agent(&mut found, paths, &options);
     let mut has_task = false;

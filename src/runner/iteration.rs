@@ -11,7 +11,7 @@ use super::context::{self, Measures};
 use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
 use super::result::RunStatus;
 use super::worker::{Worker, iteration_files, now, seconds};
-use crate::agent::{self, Echo, FailureClass, Limits, Outcome, Spec};
+use crate::agent::{self, Echo, FailureClass, Limits, Outcome};
 use crate::config::ShowDuration;
 use crate::error::Error;
 use crate::git::CommitId;
@@ -43,7 +43,6 @@ struct Turn {
     prompt: String,
     prompt_file: PathBuf,
     log_file: PathBuf,
-    spec: Spec,
 }
 
 impl Turn {
@@ -51,12 +50,9 @@ impl Turn {
         self.fired.as_ref().map(|f| f.role.clone())
     }
 
-    fn log_name(&self, paths: &Paths) -> String {
-        self.log_file
-            .strip_prefix(paths.project())
-            .unwrap_or(&self.log_file)
-            .display()
-            .to_string()
+    /// The model the role asks for, if any.
+    fn model(&self) -> Option<&str> {
+        self.fired.as_ref().and_then(|f| f.model.as_deref())
     }
 }
 
@@ -182,11 +178,6 @@ impl Worker<'_> {
         let log_file = self.paths.project().join(log_file);
         self.save_file(&prompt_file, text.as_bytes())?;
         self.save_state()?;
-        let spec = Spec::new(
-            &self.options.settings.agent,
-            self.options.agent_cmd.as_deref(),
-            fired.as_ref().and_then(|f| f.model.as_deref()),
-        )?;
         // From here until `observe`, queue writes also update ralph's copies.
         // A pooled worker's queue files are links git cannot revert: no
         // watch of its own (its pool watches the archive for all).
@@ -208,7 +199,6 @@ impl Worker<'_> {
             prompt: text,
             prompt_file,
             log_file,
-            spec,
         })
     }
 
@@ -254,8 +244,9 @@ impl Worker<'_> {
             },
             group_file: Some(&group_file),
             work_dir: (self.paths.root() != self.paths.project()).then(|| self.paths.root()),
+            model: turn.model(),
         };
-        Ok(agent::run(&turn.spec, &self.host, &request)?)
+        Ok(self.agent.iterate(&request)?)
     }
 
     /// What the iteration left behind: leftovers committed, the branch
@@ -426,8 +417,8 @@ impl Worker<'_> {
             json!(turn.fired.as_ref().map(|f| f.number)),
         );
         receipt.insert("task_iteration".into(), json!(turn.task_iteration));
-        receipt.insert("agent".into(), json!(turn.spec.label()));
-        receipt.insert("model".into(), json!(turn.spec.model()));
+        receipt.insert("agent".into(), json!(self.agent.label()));
+        receipt.insert("model".into(), json!(turn.model().or(self.agent.model())));
         receipt.insert("prompt_bytes".into(), json!(turn.prompt.len()));
         receipt.insert(
             "duration_ms".into(),
@@ -435,7 +426,7 @@ impl Worker<'_> {
         );
         receipt.insert("exit".into(), json!(outcome.status.to_string()));
         receipt.insert("output_bytes".into(), json!(outcome.output_bytes));
-        receipt.insert("log".into(), json!(turn.log_name(&self.paths)));
+        receipt.insert("log".into(), json!(transcript_name(outcome, &self.paths)));
         let commits = self
             .repo
             .commits_since_base(&turn.branch)
@@ -499,10 +490,7 @@ impl Worker<'_> {
             }
             Verdict::AuthFailed(reason) => {
                 self.save_state()?;
-                let login = turn
-                    .spec
-                    .dialect()
-                    .map_or("log the agent in", |preset| preset.login_hint());
+                let login = self.agent.login_hint();
                 return Ok(Some((
                     RunStatus::Failed,
                     format!("the agent is not authenticated: {reason}; {login} and run again"),
@@ -551,7 +539,7 @@ impl Worker<'_> {
                     summary: format!(
                         "{summary} (exit: {}, log: {})",
                         outcome.status,
-                        turn.log_name(&self.paths)
+                        transcript_name(outcome, &self.paths)
                     ),
                     output_tail: Some(outcome.tail.clone()).filter(|t| !t.is_empty()),
                 };
@@ -631,6 +619,15 @@ impl Worker<'_> {
         self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
             || self.run_time_spent()
     }
+}
+
+/// The iteration's transcript, relative to the project.
+fn transcript_name(outcome: &Outcome, paths: &Paths) -> String {
+    let transcript = &outcome.transcript;
+    let name = transcript
+        .strip_prefix(paths.project())
+        .unwrap_or(transcript);
+    name.display().to_string()
 }
 
 /// How the agent ended, in the decision's terms.

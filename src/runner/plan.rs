@@ -4,7 +4,7 @@ use crate::paths::Paths;
 
 use super::context::{self, Measures};
 use super::worker::{RunOptions, first_complete, open_repo};
-use crate::agent::{Host, Spec};
+use crate::agent::{Backend, Host};
 use crate::error::Error;
 use crate::git;
 use crate::prompt;
@@ -30,6 +30,8 @@ pub struct Plan {
     pub prompt_bytes: usize,
     /// The agent's command line.
     pub argv: Vec<String>,
+    /// The agent as messages name it.
+    pub agent: String,
 }
 
 /// Works out the next iteration without running anything or writing a file.
@@ -64,21 +66,10 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     }
     let text = prompt::build(paths, &decision, &variables)?;
     let model = decision.fired.as_ref().and_then(|f| f.model.clone());
-    let spec = Spec::new(
-        &options.settings.agent,
-        options.agent_cmd.as_deref(),
-        model.as_deref(),
-    )?;
+    let agent = backend(paths, options)?;
     let (prompt_file, _) = super::worker::iteration_files(state.total_iterations + 1, &task.id);
     let prompt_file = paths.join(prompt_file);
-    let invocation = spec.invocation(&prompt_file, &text)?;
-    let mut argv = vec![invocation.program.clone()];
-    argv.extend(
-        invocation
-            .args
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned()),
-    );
+    let argv = agent.command_line(&prompt_file, &text, model.as_deref())?;
     Ok(Plan {
         task: Some(task.id.to_string()),
         title: task.title.to_string(),
@@ -91,14 +82,26 @@ pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         model,
         prompt_bytes: text.len(),
         argv,
+        agent: agent.label(),
     })
 }
 
+/// The agent's backend as the settings choose it.
+fn backend(paths: &Paths, options: &RunOptions) -> Result<Box<dyn Backend>, Error> {
+    let host = Host::from_process(paths.project())?;
+    let agent = &options.settings.agent;
+    Ok(crate::agent::backend(
+        agent,
+        options.agent_cmd.as_deref(),
+        host,
+    )?)
+}
+
 /// What the run's preflight would refuse, each with its fix: the
-/// repository as the settings name it, the working tree, and `spec`, the
-/// agent (installed, and logged in where that can be asked without the
-/// network). Nothing is written.
-pub fn refusals(paths: &Paths, options: &RunOptions, spec: &Spec) -> Vec<String> {
+/// repository as the settings name it, the working tree, and the agent
+/// (installed, and logged in where that can be asked without the
+/// network), with the role's `model`. Nothing is written.
+pub fn refusals(paths: &Paths, options: &RunOptions, model: Option<&str>) -> Vec<String> {
     let state = crate::state::StateFile::open(paths).peek();
     let resumed = (state.current_task.as_ref())
         .and_then(|task| state.tasks.get(task))
@@ -110,10 +113,15 @@ pub fn refusals(paths: &Paths, options: &RunOptions, spec: &Spec) -> Vec<String>
             .collect(),
         Err(err) => vec![err],
     };
-    if let Err(err) =
-        Host::from_process(paths.project()).and_then(|host| crate::agent::preflight(spec, &host))
-    {
-        problems.push(err.into());
+    let agent = backend(paths, options).and_then(|agent| {
+        agent.preflight()?;
+        if let Some(model) = model {
+            agent.check_model(model)?;
+        }
+        Ok(())
+    });
+    if let Err(err) = agent {
+        problems.push(err);
     }
     problems.iter().map(Error::one_line).collect()
 }

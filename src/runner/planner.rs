@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-use crate::agent::{self, Echo, Host, Limits, Spec};
+use crate::agent::{self, Echo, Host, Limits};
 use crate::config::Settings;
 use crate::error::Error;
 use crate::paths::Paths;
@@ -57,9 +57,9 @@ pub fn plan_with_agent(
     let store = Store::open(paths);
     let before = store.load()?;
     let known: HashSet<String> = before.all_ids().map(str::to_owned).collect();
-    let spec = Spec::new(&request.settings.agent, request.agent_cmd, None)?;
     let host = Host::from_process(paths.root())?;
-    agent::preflight(&spec, &host)?;
+    let mut backend = agent::backend(&request.settings.agent, request.agent_cmd, host)?;
+    backend.preflight()?;
 
     let role = match crate::roles::read_role(paths, PLANNER) {
         Ok(text) => text,
@@ -81,29 +81,26 @@ pub fn plan_with_agent(
         worker: None,
     };
     let group_file = paths.agent_group();
-    let outcome = agent::run(
-        &spec,
-        &host,
-        &agent::Request {
-            context: &context,
-            prompt: &prompt,
-            prompt_file: &prompt_file,
-            log_file: &paths.project().join(&log_file),
-            limits: Limits {
-                timeout: request.settings.agent.timeout,
-                grace: request.kill_grace,
-                log_bytes: Limits::DEFAULT_LOG_BYTES,
-            },
-            cancel: Some(interrupted),
-            echo: if request.stream {
-                Echo::Stderr
-            } else {
-                Echo::Off
-            },
-            group_file: Some(&group_file),
-            work_dir: None,
+    let outcome = backend.iterate(&agent::Request {
+        context: &context,
+        prompt: &prompt,
+        prompt_file: &prompt_file,
+        log_file: &paths.project().join(&log_file),
+        limits: Limits {
+            timeout: request.settings.agent.timeout,
+            grace: request.kill_grace,
+            log_bytes: Limits::DEFAULT_LOG_BYTES,
         },
-    )?;
+        cancel: Some(interrupted),
+        echo: if request.stream {
+            Echo::Stderr
+        } else {
+            Echo::Off
+        },
+        group_file: Some(&group_file),
+        work_dir: None,
+        model: None,
+    })?;
     if outcome.interrupted {
         return Err(RunError::PlannerInterrupted.into());
     }

@@ -17,7 +17,7 @@ use super::seat::{Counts, Hub, Pooled, Seat};
 use super::step::Stepped;
 use super::ui::Ui;
 use super::worker::{RunOptions, Worker, first_complete, now};
-use crate::agent::{Host, Spec};
+use crate::agent::Host;
 use crate::error::Error;
 use crate::events::EventLog;
 use crate::git::{Identity, Repo, TaskTree};
@@ -44,7 +44,6 @@ struct Shared<'a> {
     base: String,
     identity: Identity,
     run_id: String,
-    spec: Spec,
     host: Host,
     budgets: Budgets,
     /// When the run started, by the budgets' clock.
@@ -90,8 +89,11 @@ impl<'a> Worker<'a> {
             store: Store::open(&paths),
             repo,
             triggers: crate::roles::load(&paths)?,
-            spec: shared.spec.clone(),
-            host: shared.host.clone(),
+            agent: crate::agent::backend(
+                &shared.options.settings.agent,
+                shared.options.agent_cmd.as_deref(),
+                shared.host.clone(),
+            )?,
             state_file,
             state,
             events: EventLog::open(&paths),
@@ -154,8 +156,7 @@ impl<'a> Worker<'a> {
             base: self.repo.base().to_owned(),
             identity: self.repo.identity().clone(),
             run_id: self.state.run_id.clone(),
-            spec: self.spec.clone(),
-            host: self.host.clone(),
+            host: Host::from_process(self.paths.project())?,
             budgets: self.budgets.clone(),
             run_started: self.run_started,
         };

@@ -16,7 +16,7 @@ use super::lock::{LockError, RunLock};
 use super::result::{RunResult, RunStatus, TaskOutcome};
 use super::seat::Seat;
 use super::ui::Ui;
-use crate::agent::{self, Host, Spec};
+use crate::agent::{self, Backend, Host};
 use crate::config::Settings;
 use crate::error::Error;
 use crate::events::EventLog;
@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub kill_grace: Duration,
     /// `--pr-branch`: the name of the pull request's branch (`ralph/<name>`).
     pub pr_branch: Option<String>,
+    /// How the agent carries a task across iterations: `ralph_fresh`
+    /// unless the worker contract's input asks for another.
+    pub mode: agent::Mode,
 }
 
 /// One worker of a run: it owns its repository handle, its view of the
@@ -56,8 +59,8 @@ pub struct Worker<'a> {
     pub(super) store: Store,
     pub(super) repo: Repo,
     pub(super) triggers: Triggers,
-    pub(super) spec: Spec,
-    pub(super) host: Host,
+    /// The agent, behind the backend that runs its iterations.
+    pub(super) agent: Box<dyn Backend>,
     pub(super) state_file: StateFile,
     pub(super) state: State,
     pub(super) events: EventLog,
@@ -210,15 +213,16 @@ impl<'a> Worker<'a> {
         {
             repo.check_push_remote(repo.base(), settings.git.remote.as_deref(), false)?;
         }
-        let spec = Spec::new(&settings.agent, options.agent_cmd.as_deref(), None)?;
         let host = Host::from_process(paths.project())?;
-        agent::preflight(&spec, &host)?;
+        let agent = agent::backend(&settings.agent, options.agent_cmd.as_deref(), host)?;
+        agent.check_mode(options.mode)?;
+        agent.preflight()?;
         // A model a role asks for that the agent cannot take, and a prompt
         // its templates cannot make, would stop the run only once a task
         // is claimed (or that role first picked): found here instead.
         for trigger in &triggers.list {
             if let Some(model) = &trigger.model {
-                Spec::new(&settings.agent, options.agent_cmd.as_deref(), Some(model))?;
+                agent.check_model(model)?;
             }
         }
         super::plan::plan(paths, options)?;
@@ -245,8 +249,7 @@ impl<'a> Worker<'a> {
             store,
             repo,
             triggers,
-            spec,
-            host,
+            agent,
             state_file,
             state,
             events: EventLog::open(paths),
@@ -281,7 +284,7 @@ impl<'a> Worker<'a> {
                 " (HEAD was on {branch}: tasks branch from {base} and merge into it, and HEAD ends on {base})",
                 base = self.repo.base()
             )),
-            self.spec.label(),
+            self.agent.label(),
             count(counts.active_total(), "task"),
             counts.with(Status::Pending),
             counts.with(Status::Active) + counts.with(Status::Ready),
@@ -296,7 +299,7 @@ impl<'a> Worker<'a> {
         let started = format!(
             "on {}, agent {}, {}, max {}",
             self.repo.base(),
-            self.spec.label(),
+            self.agent.label(),
             count(counts.active_total(), "task"),
             count(self.budgets.max_iterations as usize, "iteration"),
         );

@@ -142,6 +142,7 @@ impl Bench {
                 echo: Echo::Off,
                 group_file: None,
                 work_dir: None,
+                model: None,
             },
         )
     }

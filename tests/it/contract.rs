@@ -85,7 +85,7 @@ fn an_invalid_contract_exits_30_and_says_so_in_result_json() {
     for (change, message) in [
         (
             Box::new(|v: &mut Value| v["agent"]["mode"] = "chat".into()) as Box<dyn Fn(&mut Value)>,
-            "$.agent.mode: \"chat\" is not supported; supported modes: ralph_fresh",
+            "$.agent.mode: \"chat\" is not a mode; the modes are ralph_fresh, session_loop, single_pass",
         ),
         (
             Box::new(|v: &mut Value| v["limits"]["run_max_attempts"] = 0.into()),

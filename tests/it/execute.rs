@@ -563,13 +563,35 @@ fn an_invalid_plan_or_branch_exits_30_with_a_result() {
     assert_eq!(run.code, 30, "{run:#?}");
     assert!(
         run.stderr.contains(
-            ": $.agent.mode: \"session\" is not supported; supported modes: ralph_fresh\n"
+            ": $.agent.mode: \"session\" is not a mode; the modes are ralph_fresh, session_loop, single_pass\n"
         ),
         "{run:#?}"
     );
     // Nothing ran, and the out-dir holds no queue.
     assert!(p.calls().is_empty());
     assert!(!p.aux().join("out/tasks.jsonl").exists());
+}
+
+/// A mode of the contract that the agent's backend does not offer is
+/// refused before any agent runs, naming the modes it does offer.
+#[test]
+fn a_mode_the_agent_does_not_offer_is_refused() {
+    let p = repo(DONE);
+    input(&p, |v| v["agent"]["mode"] = "session_loop".into());
+    plan(&p);
+    let run = execute(&p);
+    assert_eq!(run.code, 30, "{run:#?}");
+    let agent = p.aux().join("agent.sh");
+    assert!(
+        run.stderr.starts_with(&format!(
+            "error: agent.mode session_loop is not offered by command `{}`, which offers ralph_fresh\nhint: set agent.mode to one it offers in the run input, or choose an agent that offers this mode (docs/AGENT.md lists each backend's modes)\n",
+            agent.display()
+        )),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+    let result = result(&p);
+    assert_eq!(result["status"], "failed", "{result}");
 }
 
 #[test]
