@@ -156,7 +156,7 @@ mod tests {
 
     fn evidence(class: &str, summary: &str, tail: Option<&str>) -> Evidence {
         Evidence {
-            class: class.into(),
+            class: serde_json::from_value(class.into()).expect("a class name"),
             summary: summary.into(),
             output_tail: tail.map(str::to_owned),
         }

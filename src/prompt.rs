@@ -1,6 +1,7 @@
 //! The prompt: `working.md`, the chosen role's file, and the task context
 //! rendered from a minijinja template.
 
+use crate::agent::FailureClass;
 use crate::paths::Paths;
 use std::path::PathBuf;
 
@@ -26,7 +27,7 @@ pub const EVIDENCE_TAIL_BYTES: usize = 4000;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The failure class (`exit`, `timeout`, `verify_failed`, ...).
-    pub class: String,
+    pub class: FailureClass,
     /// One or two sentences saying what happened.
     pub summary: String,
     /// The end of the relevant output, if any.
@@ -415,7 +416,7 @@ mod tests {
                 description: Some("Find and fix the cause of the last failure".into()),
             }),
             evidence: Some(Evidence {
-                class: "verify_failed".into(),
+                class: FailureClass::VerifyFailed,
                 summary: "`cargo test` exited with 101.".into(),
                 output_tail: Some("test parse ... FAILED".into()),
             }),

@@ -1,6 +1,7 @@
 //! `.ralph/state.json`: what the loop knows between iterations and across
 //! runs, written atomically after every transition.
 
+use crate::agent::FailureClass;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,17 +37,78 @@ pub struct State {
     /// the run's base) and the branch it targets, kept so later runs
     /// resume the same pull request.
     pub pull_request: Option<PullRequestPlan>,
-    /// What the loop was doing (`claim`, `agent`, `verify`, `merge`, ...).
-    pub phase: String,
+    /// What the loop was doing.
+    pub phase: Phase,
     /// For each role, `total_iterations` when it last ran.
     pub roles: BTreeMap<String, u64>,
     /// Progress per task id, kept across runs until the task is archived.
     pub tasks: BTreeMap<String, TaskProgress>,
     /// Failed iterations of that run by class.
-    pub failures: BTreeMap<String, u64>,
+    pub failures: BTreeMap<FailureClass, u64>,
     /// What the final review looks at: the work since the queue last
     /// drained. Kept across runs that end otherwise (or are killed).
     pub scope: Option<RunScope>,
+}
+
+/// What the loop was doing when the state was written (`phase` in
+/// `state.json`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "&'static str")]
+pub enum Phase {
+    /// Between iterations, or before the first (written as `""`); a
+    /// phase this ralph does not know reads as this too.
+    #[default]
+    Between,
+    /// The agent is at work.
+    Agent,
+    /// The iteration is being judged: leftovers, the queue, the verdict.
+    Judge,
+    /// The task's checks run.
+    Verify,
+    /// The task's merge turn is taken and its squash previewed.
+    Merge,
+    /// The squash commit is being made, then the task archived.
+    Squash,
+    /// The run ended.
+    Ended,
+}
+
+impl From<String> for Phase {
+    fn from(name: String) -> Phase {
+        [
+            Phase::Agent,
+            Phase::Judge,
+            Phase::Verify,
+            Phase::Merge,
+            Phase::Squash,
+            Phase::Ended,
+        ]
+        .into_iter()
+        .find(|phase| phase.as_str() == name)
+        .unwrap_or_default()
+    }
+}
+
+impl From<Phase> for &'static str {
+    fn from(phase: Phase) -> &'static str {
+        phase.as_str()
+    }
+}
+
+impl Phase {
+    /// The name `state.json` and `ralph status` use (empty between
+    /// iterations).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Between => "",
+            Phase::Agent => "agent",
+            Phase::Judge => "judge",
+            Phase::Verify => "verify",
+            Phase::Merge => "merge",
+            Phase::Squash => "squash",
+            Phase::Ended => "ended",
+        }
+    }
 }
 
 /// The work a final review covers: from the base's commit when the first

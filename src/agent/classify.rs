@@ -13,7 +13,11 @@ use super::reset::reset_time;
 use super::rules::{When, rules};
 use super::transcript::Transcript;
 
-/// The kind of a failed iteration; events and summaries use [`as_str`](Self::as_str).
+/// The kind of a failed iteration; events, `state.json`, `result.json`
+/// and summaries use [`as_str`](Self::as_str). The agent's own classes
+/// (the design's ten, [`FailureClass::ALL`]) come from its exit and
+/// output; the loop adds what it finds after the iteration
+/// ([`FailureClass::LOOP`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FailureClass {
@@ -37,6 +41,29 @@ pub enum FailureClass {
     VerifyFailed,
     /// Too many iterations without a commit or file change.
     NoProgress,
+    /// git reverted or deleted `tasks.jsonl`; ralph put it back.
+    QueueReverted,
+    /// Archive records were changed, removed or added by hand; ralph put
+    /// them back.
+    ArchiveEdited,
+    /// The task's squash conflicts with the base.
+    MergeConflict,
+    /// A git hook refused the squash commit.
+    HookRejected,
+    /// The agent left conflicts in the index.
+    UnmergedIndex,
+    /// The agent left a merge in progress.
+    MergeInProgress,
+    /// The agent left a revert in progress.
+    RevertInProgress,
+    /// The agent left a cherry-pick in progress.
+    CherryPickInProgress,
+    /// The agent left a bisect in progress.
+    BisectInProgress,
+    /// The agent left a rebase in progress.
+    RebaseInProgress,
+    /// The agent left a `git am` in progress.
+    GitAmInProgress,
 }
 
 impl FailureClass {
@@ -54,6 +81,34 @@ impl FailureClass {
         FailureClass::NoProgress,
     ];
 
+    /// The classes the loop gives what it finds after an iteration.
+    pub const LOOP: [FailureClass; 11] = [
+        FailureClass::QueueReverted,
+        FailureClass::ArchiveEdited,
+        FailureClass::MergeConflict,
+        FailureClass::HookRejected,
+        FailureClass::UnmergedIndex,
+        FailureClass::MergeInProgress,
+        FailureClass::RevertInProgress,
+        FailureClass::CherryPickInProgress,
+        FailureClass::BisectInProgress,
+        FailureClass::RebaseInProgress,
+        FailureClass::GitAmInProgress,
+    ];
+
+    /// The class of a git `operation` the agent left in progress, as the
+    /// git module names it (`rebase`, `cherry-pick`, `git am`, ...).
+    pub fn in_progress(operation: &str) -> FailureClass {
+        match operation {
+            "revert" => FailureClass::RevertInProgress,
+            "cherry-pick" => FailureClass::CherryPickInProgress,
+            "bisect" => FailureClass::BisectInProgress,
+            "rebase" => FailureClass::RebaseInProgress,
+            "git am" => FailureClass::GitAmInProgress,
+            _ => FailureClass::MergeInProgress,
+        }
+    }
+
     /// The name used in events, state and summaries.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -67,13 +122,45 @@ impl FailureClass {
             FailureClass::LeftBranch => "left_branch",
             FailureClass::VerifyFailed => "verify_failed",
             FailureClass::NoProgress => "no_progress",
+            FailureClass::QueueReverted => "queue_reverted",
+            FailureClass::ArchiveEdited => "archive_edited",
+            FailureClass::MergeConflict => "merge_conflict",
+            FailureClass::HookRejected => "hook_rejected",
+            FailureClass::UnmergedIndex => "unmerged_index",
+            FailureClass::MergeInProgress => "merge_in_progress",
+            FailureClass::RevertInProgress => "revert_in_progress",
+            FailureClass::CherryPickInProgress => "cherry_pick_in_progress",
+            FailureClass::BisectInProgress => "bisect_in_progress",
+            FailureClass::RebaseInProgress => "rebase_in_progress",
+            FailureClass::GitAmInProgress => "git_am_in_progress",
         }
+    }
+}
+
+// Ordered by name, so maps keyed by class (`failures` in `result.json`)
+// keep the order they had as strings.
+impl Ord for FailureClass {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for FailureClass {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
 impl fmt::Display for FailureClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+impl Default for FailureClass {
+    /// `exit`: a failure with no more specific reason.
+    fn default() -> FailureClass {
+        FailureClass::Exit
     }
 }
 
@@ -367,7 +454,7 @@ mod tests {
                 "no_progress"
             ]
         );
-        for class in FailureClass::ALL {
+        for class in FailureClass::ALL.into_iter().chain(FailureClass::LOOP) {
             let json = serde_json::to_string(&class).unwrap();
             assert_eq!(json, format!("\"{class}\""));
             assert_eq!(serde_json::from_str::<FailureClass>(&json).unwrap(), class);

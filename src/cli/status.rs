@@ -1,5 +1,6 @@
 //! `ralph status`: is a run live, what is it doing, how is the queue.
 
+use crate::state::Phase;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -89,11 +90,7 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
             "task: {task} {title} (iteration {}, role {}, phase {})",
             state.iteration,
             state.role.as_deref().unwrap_or("none"),
-            if state.phase.is_empty() {
-                "-"
-            } else {
-                &state.phase
-            }
+            shown(state.phase)
         );
     }
     for worker in &workers {
@@ -107,11 +104,7 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
             worker.task,
             worker.iteration,
             worker.role.as_deref().unwrap_or("none"),
-            if worker.phase.is_empty() {
-                "-"
-            } else {
-                &worker.phase
-            },
+            shown(worker.phase),
             worker.since.as_deref().unwrap_or("-"),
         );
     }
@@ -167,8 +160,16 @@ struct Worker {
     task: String,
     iteration: u64,
     role: Option<String>,
-    phase: String,
+    phase: Phase,
     since: Option<String>,
+}
+
+/// A phase as `ralph status` shows it: `-` between iterations.
+fn shown(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Between => "-",
+        phase => phase.as_str(),
+    }
 }
 
 /// The tasks in worktrees under `.ralph/worktrees/`, from each worktree's

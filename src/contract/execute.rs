@@ -9,6 +9,7 @@
 //! [`super::progress`]). At the end, the queue and the loop's state become
 //! `result.json`.
 
+use crate::agent::FailureClass;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -395,9 +396,7 @@ impl Outcomes {
             let attempts = progress
                 .map_or(0, |p| p.iterations)
                 .max(reported.get(&story.id).copied().unwrap_or(0));
-            let last_class = progress
-                .and_then(|p| p.evidence.as_ref())
-                .map(|e| e.class.as_str());
+            let last_class = progress.and_then(|p| p.evidence.as_ref()).map(|e| e.class);
             let last_failed = progress.is_some_and(|p| p.last_failed);
             let task = queue.get(&story.id);
             let done = queue.done.contains(&story.id);
@@ -420,7 +419,7 @@ impl Outcomes {
                 };
                 (StoryStatus::Done, verification)
             } else if task.is_some_and(|t| t.status == Status::Blocked) || attempts > 0 {
-                let verification = if last_class == Some("verify_failed") {
+                let verification = if last_class == Some(FailureClass::VerifyFailed) {
                     Verification::Failed
                 } else {
                     Verification::Pending
@@ -547,16 +546,20 @@ fn attempts_reported(out_dir: &Path) -> HashMap<String, u64> {
 /// The reason a blocked story gives: a timeout of its last attempt (worth
 /// a retry), its spent budget, or the class of the failures that blocked
 /// it.
-fn story_reason(blocked_reason: &str, last_class: Option<&str>, last_failed: bool) -> Reason {
-    if last_failed && last_class == Some("timeout") {
+fn story_reason(
+    blocked_reason: &str,
+    last_class: Option<FailureClass>,
+    last_failed: bool,
+) -> Reason {
+    if last_failed && last_class == Some(FailureClass::Timeout) {
         return Reason::AgentTimeout;
     }
     if blocked_reason.starts_with("spent ") {
         return Reason::AttemptBudgetExhausted;
     }
     match last_class {
-        Some("verify_failed") => Reason::StoryVerificationFailed,
-        Some("timeout") => Reason::AgentTimeout,
+        Some(FailureClass::VerifyFailed) => Reason::StoryVerificationFailed,
+        Some(FailureClass::Timeout) => Reason::AgentTimeout,
         Some(_) => Reason::AgentExitNonzero,
         // Blocked by the agent or a person (`ralph task block`).
         None => Reason::AttemptBudgetExhausted,

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::agent::FailureClass;
 use crate::task::{Status, TaskId};
 use crate::text::count;
 
@@ -172,7 +173,7 @@ pub enum AgentEnd {
     /// It failed; the class name and a sentence for the evidence.
     Failed {
         /// The failure class (`exit`, `timeout`, `permission`, ...).
-        class: String,
+        class: FailureClass,
         /// What happened.
         summary: String,
     },
@@ -216,13 +217,13 @@ pub struct After {
     /// A queue file was deleted, reverted by git or rewritten, and put
     /// back: the failure class (`queue_reverted`, `archive_edited`) and the
     /// evidence sentence.
-    pub queue_put_back: Option<(String, String)>,
+    pub queue_put_back: Option<(FailureClass, String)>,
     /// The agent left the task branch; the evidence sentence.
     pub left_branch: Option<String>,
     /// The agent left git in a state nothing can be committed in (an
     /// unmerged index, a merge or rebase in progress): the failure class
     /// naming it, and the evidence sentence.
-    pub unfinished_git: Option<(String, String)>,
+    pub unfinished_git: Option<(FailureClass, String)>,
     /// The task's status or kind changed during the iteration (or it left
     /// `tasks.jsonl`): what the agent recorded through `ralph task`.
     pub task_changed: bool,
@@ -252,7 +253,7 @@ pub enum Verdict {
     /// `backoff`, or block the task when `block` says why.
     Failed {
         /// The failure class.
-        class: String,
+        class: FailureClass,
         /// The evidence sentence.
         summary: String,
         /// How long to wait before the retry.
@@ -300,7 +301,7 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
                 reset_in.unwrap_or_else(|| limit_wait(budgets, seen.limit_waits_before + 1)),
             );
         }
-        AgentEnd::Failed { class, summary } => Some((class.clone(), summary.clone())),
+        AgentEnd::Failed { class, summary } => Some((*class, summary.clone())),
         AgentEnd::Ok => None,
     };
     // A queue put back or broken is the first thing the next iteration
@@ -308,7 +309,7 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     // `ralph task` refused the broken file with exit 30).
     let queue = match &seen.task {
         TaskAfter::InvalidQueue(message) => Some((
-            "invalid_queue".to_owned(),
+            FailureClass::InvalidQueue,
             format!(
                 "tasks.jsonl was left invalid during the iteration (by the agent or by hand): {message}"
             ),
@@ -321,7 +322,7 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     let put_back = seen
         .queue_put_back
         .clone()
-        .filter(|(class, _)| class != super::revert::QUEUE_REVERTED || !gives_verdict(seen));
+        .filter(|(class, _)| *class != FailureClass::QueueReverted || !gives_verdict(seen));
     let failure = put_back
         .or(queue)
         .or(failure)
@@ -329,14 +330,14 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
         .or_else(|| {
             seen.left_branch
                 .clone()
-                .map(|sentence| ("left_branch".to_owned(), sentence))
+                .map(|sentence| (FailureClass::LeftBranch, sentence))
         })
         .or_else(|| {
             let stalled =
                 !seen.progressed && seen.no_progress_before + 1 >= budgets.no_progress_iterations;
             stalled.then(|| {
                 (
-                    "no_progress".to_owned(),
+                    FailureClass::NoProgress,
                     format!(
                         "{} in a row made no commit and changed no file",
                         count(seen.no_progress_before as usize + 1, "iteration")
@@ -346,7 +347,7 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
         });
     if let Some((class, summary)) = failure {
         let failures = seen.failures_before + 1;
-        let block = block_reason(failures, &class, &summary, budgets);
+        let block = block_reason(failures, class, &summary, budgets);
         return Verdict::Failed {
             class,
             summary,
@@ -405,7 +406,7 @@ pub fn backoff(base: Duration, failures: u64) -> Duration {
 /// finishing it (verification, a merge conflict), which counts the same.
 pub(super) fn block_reason(
     failures: u64,
-    class: &str,
+    class: FailureClass,
     summary: &str,
     budgets: &Budgets,
 ) -> Option<String> {
@@ -613,13 +614,13 @@ mod tests {
     fn failures_back_off_doubling_and_block_at_the_limit() {
         let mut a = done();
         a.agent = AgentEnd::Failed {
-            class: "exit".into(),
+            class: FailureClass::Exit,
             summary: "exited with 2".into(),
         };
         assert_eq!(
             after(&a, &budgets()),
             Verdict::Failed {
-                class: "exit".into(),
+                class: FailureClass::Exit,
                 summary: "exited with 2".into(),
                 backoff: Duration::from_secs(10),
                 block: None,
@@ -629,7 +630,7 @@ mod tests {
         assert_eq!(
             after(&a, &budgets()),
             Verdict::Failed {
-                class: "exit".into(),
+                class: FailureClass::Exit,
                 summary: "exited with 2".into(),
                 backoff: Duration::from_secs(40),
                 block: Some("failed 3 iterations in a row (last: exit: exited with 2)".into()),
@@ -650,10 +651,10 @@ mod tests {
         };
         let mut a = done();
         a.task = TaskAfter::InvalidQueue("tasks.jsonl:3: missing field `title`".into());
-        assert_eq!(class(&a), "invalid_queue");
+        assert_eq!(class(&a), FailureClass::InvalidQueue);
         let mut a = done();
         a.left_branch = Some("the agent checked out main".into());
-        assert_eq!(class(&a), "left_branch");
+        assert_eq!(class(&a), FailureClass::LeftBranch);
         let mut a = done();
         a.progressed = false;
         a.no_progress_before = 1;
@@ -663,21 +664,27 @@ mod tests {
             "two stalls are still fine"
         );
         a.no_progress_before = 2;
-        assert_eq!(class(&a), "no_progress");
+        assert_eq!(class(&a), FailureClass::NoProgress);
         // A queue put back is what the next iteration hears first, even
         // when the agent failed too.
-        a.queue_put_back = Some(("queue_reverted".into(), "tasks.jsonl was deleted".into()));
+        a.queue_put_back = Some((
+            FailureClass::QueueReverted,
+            "tasks.jsonl was deleted".into(),
+        ));
         a.agent = AgentEnd::Failed {
-            class: "exit".into(),
+            class: FailureClass::Exit,
             summary: "exit code 1".into(),
         };
-        assert_eq!(class(&a), "queue_reverted");
+        assert_eq!(class(&a), FailureClass::QueueReverted);
     }
 
     #[test]
     fn a_verdict_recorded_through_ralph_task_stands_after_a_revert() {
         let mut a = done();
-        a.queue_put_back = Some(("queue_reverted".into(), "tasks.jsonl was reverted".into()));
+        a.queue_put_back = Some((
+            FailureClass::QueueReverted,
+            "tasks.jsonl was reverted".into(),
+        ));
         let with = |a: &After, status, leaf, changed| {
             let mut a = a.clone();
             a.task = TaskAfter::Present { status, leaf };
@@ -691,12 +698,21 @@ mod tests {
         // No verdict of the iteration's own: the revert is its failure.
         for (status, changed) in [(Status::Active, true), (Status::Ready, false)] {
             assert!(
-                matches!(with(&a, status, true, changed), Verdict::Failed { ref class, .. } if class == "queue_reverted"),
+                matches!(
+                    with(&a, status, true, changed),
+                    Verdict::Failed {
+                        class: FailureClass::QueueReverted,
+                        ..
+                    }
+                ),
                 "{status:?} {changed}"
             );
         }
         // An archive rewritten stays a failure whatever the task says.
-        a.queue_put_back = Some(("archive_edited".into(), "tasks-done.jsonl had...".into()));
+        a.queue_put_back = Some((
+            FailureClass::ArchiveEdited,
+            "tasks-done.jsonl had...".into(),
+        ));
         assert!(matches!(
             with(&a, Status::Complete, true, true),
             Verdict::Failed { .. }

@@ -89,12 +89,37 @@ pub struct PullRequest {
     pub url: Option<String>,
     /// Whether it was opened as a draft (the run ended unfinished).
     pub draft: bool,
-    /// `opened` or `updated`, or `failed`.
-    pub action: String,
+    /// What the run did with it.
+    pub action: PrAction,
     /// When it failed: what `gh` said.
     pub error: Option<String>,
     /// When it failed: the command that opens it by hand.
     pub command: Option<String>,
+}
+
+/// What a run did with its pull request (`action` in `result.json`, and
+/// the status of its `pull_request` event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrAction {
+    /// `gh pr create` opened it.
+    Opened,
+    /// `gh pr edit` updated the one open for the branch.
+    Updated,
+    /// `gh` failed; the branch is pushed and the command to open it by
+    /// hand is kept.
+    Failed,
+}
+
+impl PrAction {
+    /// The name events and `result.json` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrAction::Opened => "opened",
+            PrAction::Updated => "updated",
+            PrAction::Failed => "failed",
+        }
+    }
 }
 
 /// With `delivery: pr`, before the run: `gh` is checked, and the pull
@@ -275,18 +300,19 @@ impl Worker<'_> {
         };
         let gh = Gh::new(self.paths.root());
         let outcome = gh.find(&plan.branch).and_then(|found| match found {
-            Some((number, url)) => gh.edit(number, &request).map(|()| ("updated", url)),
-            None => gh.create(&request).map(|url| ("opened", url)),
+            Some((number, url)) => gh.edit(number, &request).map(|()| (PrAction::Updated, url)),
+            None => gh.create(&request).map(|url| (PrAction::Opened, url)),
         });
         let pull_request = match outcome {
             Ok((action, url)) => {
-                let detail = format!("{action} {url}");
+                let detail = format!("{} {url}", action.as_str());
                 self.ui.line(&format!("pull request {detail}"));
-                self.record(None, "pull_request", action, &detail, Map::new())?;
+                let status = action.as_str();
+                self.record(None, "pull_request", status, &detail, Map::new())?;
                 PullRequest {
                     url: Some(url),
                     draft: !done,
-                    action: action.to_owned(),
+                    action,
                     error: None,
                     command: None,
                 }
@@ -304,11 +330,12 @@ impl Worker<'_> {
                     plan.branch
                 );
                 self.ui.line(&format!("warning: {detail}"));
-                self.record(None, "pull_request", "failed", &detail, Map::new())?;
+                let status = PrAction::Failed.as_str();
+                self.record(None, "pull_request", status, &detail, Map::new())?;
                 PullRequest {
                     url: None,
                     draft: !done,
-                    action: "failed".to_owned(),
+                    action: PrAction::Failed,
                     error: Some(said),
                     command: Some(command),
                 }

@@ -4,11 +4,13 @@
 use serde_json::{Map, Value};
 
 use super::RunError;
-use super::result::TaskOutcome;
+use super::result::{TaskEnd, TaskOutcome};
 use super::worker::{Worker, now};
+use crate::agent::FailureClass;
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
+use crate::state::Phase;
 use crate::task::{Change, Patch, Queue, Status, Task, TaskId};
 
 impl Worker<'_> {
@@ -29,7 +31,7 @@ impl Worker<'_> {
             let changes = self.archive(id, None)?;
             return self.land(id, &task.title, None, &completes(&changes));
         };
-        self.state.phase = "verify".to_owned();
+        self.state.phase = Phase::Verify;
         // The task's own checks as the queue holds them now: the agent may
         // have changed them while it worked.
         let own = self.store.load()?.string_list(id.as_str(), "verify");
@@ -45,14 +47,14 @@ impl Worker<'_> {
         // Parallel workers merge one at a time, each against the base as
         // the others left it.
         let _turn = self.merge_turn();
-        self.state.phase = "merge".to_owned();
+        self.state.phase = Phase::Merge;
         match self.repo.preview_squash(&branch)? {
             SquashPreview::Conflict(paths) => return self.conflicted(id, &paths),
             SquashPreview::Empty => {
                 let tip = self.repo.branch_tip(&branch)?;
                 let changes = self.archive(id, Some(tip.to_string()))?;
                 crate::fault::crash_at("after_archive");
-                self.state.phase = "squash".to_owned();
+                self.state.phase = Phase::Squash;
                 self.save_state()?;
                 return self.land(id, &task.title, Some(&branch), &completes(&changes));
             }
@@ -61,7 +63,7 @@ impl Worker<'_> {
         // The squash is committed before the task is archived: a hook that
         // refuses it leaves the task to its agent, with the hook's words.
         let tip = self.repo.branch_tip(&branch)?;
-        self.state.phase = "squash".to_owned();
+        self.state.phase = Phase::Squash;
         self.save_state()?;
         let clean = match self.clean.take() {
             Some(clean) => clean,
@@ -82,7 +84,7 @@ impl Worker<'_> {
                     "a git hook of the repository refused the squash commit on {} (its output is below); make the work pass it, commit, then mark the task complete again",
                     self.repo.base()
                 );
-                return self.task_failed(id, "hook_rejected", &summary, &said);
+                return self.task_failed(id, FailureClass::HookRejected, &summary, &said);
             }
             Squash::Conflict(paths) => return self.conflicted(id, &paths),
             Squash::Empty => {
@@ -173,7 +175,12 @@ impl Worker<'_> {
                     &format!("{id}: verify failed: {command}: {}", result.status),
                 );
                 let summary = format!("{what} `{command}` failed ({})", result.status);
-                self.task_failed(id, "verify_failed", &summary, &result.output_tail)?;
+                self.task_failed(
+                    id,
+                    FailureClass::VerifyFailed,
+                    &summary,
+                    &result.output_tail,
+                )?;
                 return Ok(false);
             }
             passed += 1;
@@ -358,7 +365,7 @@ impl Worker<'_> {
     /// commit on the base and the task in `tasks.jsonl`: archive it now and
     /// commit the queue files, never squashing it a second time.
     fn recover_squashed_task(&mut self, id: &TaskId, queue: &Queue) -> Result<(), Error> {
-        let landed = self.state.phase == "squash"
+        let landed = self.state.phase == Phase::Squash
             && (self.repo).base_has_trailer(&format!("Completes: {id}"), 1000)?;
         if !landed {
             return Ok(());
@@ -433,7 +440,7 @@ impl Worker<'_> {
                     paths.join(", "),
                     self.repo.base()
                 );
-                self.count_failure("merge_conflict");
+                self.count_failure(FailureClass::MergeConflict);
                 self.record(Some(id), "split", "merge_conflict", &reason, Map::new())?;
                 return self.block(id, &reason);
             }
@@ -443,7 +450,7 @@ impl Worker<'_> {
                     said.lines().last().unwrap_or_default(),
                     self.repo.base()
                 );
-                self.count_failure("hook_rejected");
+                self.count_failure(FailureClass::HookRejected);
                 self.record(Some(id), "split", "hook_rejected", &reason, Map::new())?;
                 return self.block(id, &reason);
             }
@@ -460,7 +467,7 @@ impl Worker<'_> {
         self.ui.log(&now(), &format!("{id} {detail}"));
         self.record(Some(id), "split", "ok", &detail, Map::new())?;
         self.state.tasks.remove(id.as_str());
-        self.task_ended(id, "split", commit, &detail)
+        self.task_ended(id, TaskEnd::Split, commit, &detail)
     }
 
     /// The task's branch conflicts with the base: its `merge_conflict`
@@ -498,7 +505,7 @@ impl Worker<'_> {
                 paths.join(", "),
             )
         };
-        self.task_failed(id, "merge_conflict", &summary, "")
+        self.task_failed(id, FailureClass::MergeConflict, &summary, "")
     }
 
     /// A pooled worker's task is merged: its worktree goes (the branch
@@ -513,14 +520,14 @@ impl Worker<'_> {
     /// A failure outside the agent (verification, conflict): evidence for
     /// the next iteration, the task active again, blocked at the limit.
     /// Counts a failure of `class` for `result.json`.
-    fn count_failure(&mut self, class: &str) {
-        *self.state.failures.entry(class.to_owned()).or_default() += 1;
+    fn count_failure(&mut self, class: FailureClass) {
+        *self.state.failures.entry(class).or_default() += 1;
     }
 
     pub(super) fn task_failed(
         &mut self,
         id: &TaskId,
-        class: &str,
+        class: FailureClass,
         summary: &str,
         tail: &str,
     ) -> Result<(), Error> {
@@ -530,13 +537,13 @@ impl Worker<'_> {
         entry.last_failed = true;
         let failures = entry.consecutive_failures;
         let evidence = Evidence {
-            class: class.to_owned(),
+            class,
             summary: summary.to_owned(),
             output_tail: Some(tail.to_owned()).filter(|t| !t.is_empty()),
         };
         self.keep_evidence(id, evidence)?;
         self.save_state()?;
-        self.record(Some(id), "finish", class, summary, Map::new())?;
+        self.record(Some(id), "finish", class.as_str(), summary, Map::new())?;
         if let Some(reason) = super::decide::block_reason(failures, class, summary, &self.budgets) {
             return self.block(id, &reason);
         }
@@ -576,7 +583,7 @@ impl Worker<'_> {
             entry.consecutive_failures = 0;
             entry.no_progress = 0;
         }
-        self.task_ended(id, "blocked", None, reason)
+        self.task_ended(id, TaskEnd::Blocked, None, reason)
     }
 
     pub(super) fn merged_task(
@@ -609,7 +616,7 @@ impl Worker<'_> {
         self.note_merged(id.as_str());
         self.end_task(TaskOutcome {
             task: id.to_string(),
-            outcome: "merged".to_owned(),
+            outcome: TaskEnd::Merged,
             commit,
             detail: detail.to_owned(),
             verified: Some(verified),
@@ -627,13 +634,13 @@ impl Worker<'_> {
     pub(super) fn task_ended(
         &mut self,
         id: &TaskId,
-        outcome: &str,
+        outcome: TaskEnd,
         commit: Option<String>,
         detail: &str,
     ) -> Result<(), Error> {
         self.end_task(TaskOutcome {
             task: id.to_string(),
-            outcome: outcome.to_owned(),
+            outcome,
             commit,
             detail: detail.to_owned(),
             verified: None,

@@ -9,7 +9,7 @@ use serde_json::{Map, json};
 use super::RunError;
 use super::context::{self, Measures};
 use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
-use super::result::RunStatus;
+use super::result::{RunStatus, TaskEnd};
 use super::worker::{Worker, iteration_files, now, seconds};
 use crate::agent::{self, Echo, FailureClass, Limits, Outcome};
 use crate::config::ShowDuration;
@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::git::CommitId;
 use crate::prompt::{self, Evidence};
 use crate::roles::Fired;
+use crate::state::Phase;
 use crate::task::{Known, Patch, Queue, Status, Task, TaskId};
 
 /// How the loop should go on after a step: `None` carries on, `Some` ends
@@ -65,7 +66,7 @@ impl Worker<'_> {
         let turn = self.begin(id, task)?;
         let judged = match self.run_agent(&turn) {
             Ok(outcome) => {
-                self.state.phase = "judge".to_owned();
+                self.state.phase = Phase::Judge;
                 self.observe(&turn, &outcome).map(|seen| (outcome, seen))
             }
             Err(err) => Err(err),
@@ -167,7 +168,7 @@ impl Worker<'_> {
         let role = fired.as_ref().map(|f| f.role.as_str());
         self.seat.count(&mut self.state, role);
         self.state.role = fired.as_ref().map(|f| f.role.clone());
-        self.state.phase = "agent".to_owned();
+        self.state.phase = Phase::Agent;
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         entry.iterations += 1;
         entry.start_iteration(crate::clock::now_utc());
@@ -405,9 +406,9 @@ impl Worker<'_> {
         task: &TaskAfter,
     ) -> Result<(), Error> {
         let (class, result) = match verdict {
-            Verdict::Failed { class, .. } => (Some(class.clone()), class.clone()),
-            Verdict::AuthFailed(_) => (Some("auth".to_owned()), "auth".to_owned()),
-            Verdict::Wait(_) => (Some("usage_limit".to_owned()), "usage_limit".to_owned()),
+            Verdict::Failed { class, .. } => (Some(*class), class.to_string()),
+            Verdict::AuthFailed(_) => (Some(FailureClass::Auth), "auth".to_owned()),
+            Verdict::Wait(_) => (Some(FailureClass::UsageLimit), "usage_limit".to_owned()),
             Verdict::Interrupted => (None, "interrupted".to_owned()),
             _ => (None, after_word(task)),
         };
@@ -448,7 +449,7 @@ impl Worker<'_> {
         // A signal's stop is no failure of the task's, and no success.
         let status = match verdict {
             Verdict::Interrupted => "interrupted",
-            _ => class.as_deref().unwrap_or("ok"),
+            _ => class.map_or("ok", FailureClass::as_str),
         };
         self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
         self.ui.log(
@@ -535,7 +536,7 @@ impl Worker<'_> {
                 // and a do-nothing agent is blocked a few iterations on.
                 entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };
                 let evidence = Evidence {
-                    class: class.clone(),
+                    class,
                     summary: format!(
                         "{summary} (exit: {}, log: {})",
                         outcome.status,
@@ -589,7 +590,12 @@ impl Worker<'_> {
                     self.base()
                         .commit_queue_files(&format!("ralph: {id} blocked"))?;
                 }
-                self.task_ended(id, "blocked", None, "the agent marked the task blocked")?;
+                self.task_ended(
+                    id,
+                    TaskEnd::Blocked,
+                    None,
+                    "the agent marked the task blocked",
+                )?;
             }
             Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
             Verdict::Vanished => {
@@ -599,7 +605,7 @@ impl Worker<'_> {
                 self.state.tasks.remove(id.as_str());
                 self.task_ended(
                     id,
-                    "vanished",
+                    TaskEnd::Vanished,
                     None,
                     "the task is in neither tasks.jsonl nor tasks-done.jsonl; its branch is kept",
                 )?;
@@ -646,7 +652,7 @@ fn agent_end(outcome: &Outcome) -> AgentEnd {
                 .and_then(|at| (at - chrono::Utc::now()).to_std().ok()),
         },
         class => AgentEnd::Failed {
-            class: class.as_str().to_owned(),
+            class,
             summary: failure.reason.clone(),
         },
     }
@@ -664,18 +670,18 @@ fn after_word(task: &TaskAfter) -> String {
 
 /// The failure class and evidence for a git state the agent left that
 /// nothing can be committed in, or `None` for any other error.
-fn unfinished(err: &crate::git::Error) -> Option<(String, String)> {
+fn unfinished(err: &crate::git::Error) -> Option<(FailureClass, String)> {
     use crate::git::Error;
     match err {
         Error::Unmerged { paths } => Some((
-            "unmerged_index".to_owned(),
+            FailureClass::UnmergedIndex,
             format!(
                 "the agent left conflicts in the index ({}); resolve them and `git add` the files, then commit, or give them up with `git reset --merge`",
                 paths.join(", ")
             ),
         )),
         Error::InProgress { operation, abort } => Some((
-            format!("{}_in_progress", operation.replace([' ', '-'], "_")),
+            FailureClass::in_progress(operation),
             format!(
                 "the agent left a {operation} in progress; finish it (resolve, `git add`, then `git {}`), or abandon it with `{abort}`",
                 match *operation {

@@ -69,7 +69,7 @@ pub enum RunError {
     #[error("the planner agent failed ({class}): {reason}")]
     PlannerFailed {
         /// The failure class.
-        class: String,
+        class: crate::agent::FailureClass,
         /// What happened.
         reason: String,
         /// Its output, relative to the project.
@@ -104,9 +104,10 @@ impl RunError {
     /// The exit code for this error.
     pub fn exit(&self) -> Exit {
         match self {
-            RunError::PlannerFailed { class, .. } if class == "missing_binary" => {
-                Exit::InvalidInput
-            }
+            RunError::PlannerFailed {
+                class: crate::agent::FailureClass::MissingBinary,
+                ..
+            } => Exit::InvalidInput,
             RunError::PlannerBrokeQueue(_) | RunError::HookWroteFiles { .. } => Exit::InvalidInput,
             // Running again cannot help: a person sorts the tree out.
             RunError::PlannerAddedNothing { .. } | RunError::Stranded { .. } => Exit::NeedsPerson,

@@ -109,7 +109,7 @@ pub fn plan_with_agent(
         .map_err(|err| RunError::PlannerBrokeQueue(err.to_string()))?;
     if let Some(failure) = outcome.failure {
         return Err(RunError::PlannerFailed {
-            class: failure.class.as_str().to_owned(),
+            class: failure.class,
             reason: failure.reason,
             log: log_file.display().to_string(),
         }

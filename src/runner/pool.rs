@@ -12,7 +12,7 @@ use serde_json::Map;
 
 use super::decide::Budgets;
 use super::iteration::Next;
-use super::result::{RunStatus, TaskOutcome};
+use super::result::{RunStatus, TaskEnd, TaskOutcome};
 use super::seat::{Counts, Hub, Pooled, Seat};
 use super::step::Stepped;
 use super::ui::Ui;
@@ -29,7 +29,7 @@ use crate::task::{Patch, Status, Store, TaskId};
 struct Report {
     merged: usize,
     outcomes: Vec<TaskOutcome>,
-    failures: BTreeMap<String, u64>,
+    failures: BTreeMap<crate::agent::FailureClass, u64>,
     /// How the whole run should end, when the worker says so (a signal,
     /// an agent that cannot log in).
     end: Next,
@@ -259,7 +259,7 @@ impl<'a> Worker<'a> {
                     Ok(report) => {
                         self.merged += report.merged;
                         for outcome in &report.outcomes {
-                            if outcome.outcome == "merged" {
+                            if outcome.outcome == TaskEnd::Merged {
                                 self.note_merged(&outcome.task);
                             }
                         }

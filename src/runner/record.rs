@@ -13,6 +13,7 @@ use crate::error::Error;
 use crate::events::Event;
 use crate::paths::Paths;
 use crate::prompt::Evidence;
+use crate::state::Phase;
 use crate::task::TaskId;
 
 /// Most unverified tasks the run's summary names (result.json has all).
@@ -74,7 +75,7 @@ impl Worker<'_> {
         reason: &str,
         verify_run: Vec<CommandResult>,
     ) -> Result<RunResult, Error> {
-        self.state.phase = "ended".to_owned();
+        self.state.phase = Phase::Ended;
         self.name_what_is_left_uncommitted();
         let result = RunResult {
             iterations: self.state.iteration,

@@ -1,5 +1,6 @@
 //! `.ralph/result.json`: how a run ended, written on every exit path.
 
+use crate::agent::FailureClass;
 use crate::paths::Paths;
 use std::collections::BTreeMap;
 
@@ -55,8 +56,8 @@ impl RunStatus {
 pub struct TaskOutcome {
     /// The task.
     pub task: String,
-    /// `merged`, `split`, `blocked` or `vanished`.
-    pub outcome: String,
+    /// How its stay in this run ended.
+    pub outcome: TaskEnd,
     /// The commit on the base, when one was made.
     pub commit: Option<String>,
     /// A sentence.
@@ -65,6 +66,20 @@ pub struct TaskOutcome {
     /// merge (`false`: merged on the agent's word alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
+}
+
+/// How a task's stay in a run ended (`outcome` in `result.json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskEnd {
+    /// Squash-merged into the base and archived.
+    Merged,
+    /// Split into children; its work so far merged.
+    Split,
+    /// Blocked, by its agent or by the loop.
+    Blocked,
+    /// Gone from both task files; its branch kept.
+    Vanished,
 }
 
 /// One verification command's result.
@@ -104,7 +119,7 @@ pub struct RunResult {
     /// `None` (null) when the file cannot be read then.
     pub remaining: Option<usize>,
     /// Failed iterations by class.
-    pub failures: BTreeMap<String, u64>,
+    pub failures: BTreeMap<FailureClass, u64>,
     /// Per-task outcomes, in order.
     pub outcomes: Vec<TaskOutcome>,
     /// The `verify.run` commands' results, when the queue drained.

@@ -4,17 +4,11 @@
 //! found are a version it holds, and which command shape put them there.
 
 use super::worker::Worker;
+use crate::agent::FailureClass;
 use crate::error::Error;
 use crate::git::CommitId;
 use crate::task::{Known, Restored};
 use crate::text::count;
-
-/// The failure class of a queue file put back after git reverted it or it
-/// was deleted.
-pub const QUEUE_REVERTED: &str = "queue_reverted";
-/// The failure class of archive records changed, removed or added by hand
-/// during an iteration.
-pub const ARCHIVE_EDITED: &str = "archive_edited";
 
 /// The queue files' state when the agent started.
 pub(super) struct Before<'a> {
@@ -35,7 +29,7 @@ impl Worker<'_> {
     pub(super) fn put_back_queue(
         &self,
         before: &Before<'_>,
-    ) -> Result<Option<(String, String)>, Error> {
+    ) -> Result<Option<(FailureClass, String)>, Error> {
         let git_version =
             |name: &str, bytes: &[u8]| self.repo.queue_file_version(name, bytes, &before.tip);
         let restored = match self.seat.pooled() {
@@ -87,11 +81,11 @@ impl Worker<'_> {
                 .as_ref()
                 .is_some_and(|archive| archive.reverted_to.is_some());
         let class = if reverted {
-            QUEUE_REVERTED
+            FailureClass::QueueReverted
         } else {
-            ARCHIVE_EDITED
+            FailureClass::ArchiveEdited
         };
-        Ok(Some((class.to_owned(), evidence)))
+        Ok(Some((class, evidence)))
     }
 }
 

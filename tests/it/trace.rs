@@ -189,7 +189,7 @@ fn a_matched_classification_rule_is_traced_with_secrets_masked() {
         &run,
         &[
             "decided after an iteration",
-            "verdict=Failed { class: \"permission\"",
+            "verdict=Failed { class: Permission",
         ],
     );
     assert!(!run.stderr.contains(SECRET.1), "{run:#?}");
