@@ -2,7 +2,6 @@
 //! keys are an error naming the key.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
@@ -256,33 +255,28 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
-    /// Reading the file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
-impl Error {
+impl crate::exit::Reportable for Error {
     /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Error::Invalid { .. } | Error::Env { .. } => Exit::InvalidInput,
-            Error::Io { .. } => Exit::Transient,
+            Error::Io(_) => Exit::Transient,
         }
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             Error::Invalid { .. } => Some(format!(
                 "fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"
             )),
             Error::Env { name, .. } => Some(format!("fix or unset {name}")),
-            Error::Io { .. } => None,
+            Error::Io(_) => None,
         }
     }
 }
@@ -430,7 +424,9 @@ impl Settings {
                 line: Some(line),
                 message,
             }),
-            Err(TextError::Io(source)) => Err(Error::Io { path, source }),
+            Err(TextError::Io(source)) => {
+                Err(Error::from(crate::files::PathError::new(path, source)))
+            }
         }
     }
 }

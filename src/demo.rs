@@ -23,7 +23,7 @@ pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
     let dir = paths.root();
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| Error::Io { path, source }
+        move |source| Error::from(crate::files::PathError::new(path, source))
     };
     if dir.is_file() {
         return Err(Error::InTheWay {
@@ -162,16 +162,10 @@ pub fn agent(paths: &Paths, turn: &AgentTurn) -> Result<(String, i32), Error> {
         "# {}\n\nDone by the demo agent on iteration {} of {id} ({role}).\n",
         turn.title, turn.task_iteration
     );
-    std::fs::create_dir_all(file.parent().expect("work/ is a folder")).map_err(|source| {
-        Error::Io {
-            path: file.clone(),
-            source,
-        }
-    })?;
-    crate::files::write_atomic(&file, text.as_bytes()).map_err(|source| Error::Io {
-        path: file.clone(),
-        source,
-    })?;
+    std::fs::create_dir_all(file.parent().expect("work/ is a folder"))
+        .map_err(|source| Error::from(crate::files::PathError::new(file.clone(), source)))?;
+    crate::files::write_atomic(&file, text.as_bytes())
+        .map_err(crate::files::at::<Error>(file.clone()))?;
     let repo = Repo::open(
         paths,
         &git::Options {

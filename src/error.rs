@@ -1,9 +1,9 @@
-//! The top-level error, and the exit code each kind of failure maps to.
+//! The top-level error: every area's own error, each saying its exit code
+//! and hint through [`Reportable`]. `cli` writes the report.
 
-use std::fmt;
 use std::path::PathBuf;
 
-pub use crate::exit::Exit;
+pub use crate::exit::{Exit, Reportable};
 
 /// Every error a command can end with; its kind decides the exit code.
 #[derive(Debug, thiserror::Error)]
@@ -35,9 +35,11 @@ pub enum Error {
     /// The repository is not ready, or a git operation failed.
     #[error(transparent)]
     Git(#[from] crate::git::Error),
-    /// The loop could not go on.
-    #[error(transparent)]
-    Run(#[from] crate::runner::RunError),
+    /// The loop could not go on (`runner::RunError`, which the runner
+    /// converts itself: it sits above this module, which knows only the
+    /// areas below it).
+    #[error("{0}")]
+    Run(Box<dyn Above>),
     /// `--dir` names a folder that does not exist.
     #[error("--dir {}: no such folder", .0.display())]
     NoSuchDir(PathBuf),
@@ -61,62 +63,11 @@ pub enum Error {
         project: PathBuf,
     },
     /// Reading or writing a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or folder involved.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
 impl Error {
-    /// The exit code this error ends the process with.
-    pub fn exit(&self) -> Exit {
-        match self {
-            Error::Task(err) => err.exit(),
-            Error::Roles(err) => err.exit(),
-            Error::Plan(err) => err.exit(),
-            Error::Contract(_) => Exit::InvalidInput,
-            Error::Settings(err) => err.exit(),
-            Error::Detect(err) => err.exit(),
-            Error::Prompt(err) => err.exit(),
-            Error::Git(err) => err.exit(),
-            Error::Run(err) => err.exit(),
-            Error::Agent(err) => err.exit(),
-            Error::NoSuchDir(_) | Error::InTheWay { .. } | Error::InsideProject { .. } => {
-                Exit::InvalidInput
-            }
-            Error::Io { .. } => Exit::Transient,
-        }
-    }
-
-    /// A follow-up line telling the person what to do, when there is one.
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            Error::Task(err) => err.hint(),
-            Error::Roles(err) => err.hint(),
-            Error::Plan(err) => err.hint(),
-            Error::Contract(_) => Some(
-                "docs/contract/ holds the schema of every file of the worker contract".to_owned(),
-            ),
-            Error::Prompt(err) => err.hint(),
-            Error::Settings(err) => err.hint(),
-            Error::Detect(err) => err.hint(),
-            Error::Git(err) => err.hint(),
-            Error::Run(err) => err.hint(),
-            Error::Agent(err) => err.hint(),
-            Error::InTheWay { .. } => Some(
-                "move or rename it, then run the command again; nothing was written".to_owned(),
-            ),
-            Error::InsideProject { project, .. } => Some(format!(
-                "run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own",
-                project.display()
-            )),
-            Error::NoSuchDir(_) | Error::Io { .. } => None,
-        }
-    }
-
     /// The error and its hint on one line (`...; hint`), where a report
     /// lists several.
     pub fn one_line(&self) -> String {
@@ -127,16 +78,56 @@ impl Error {
     }
 }
 
-/// Writes an error the way every command reports one: `error: ...` and an
-/// optional `hint: ...` line.
-pub struct Report<'a>(pub &'a Error);
+/// The error of an area above this module (the loop), carried boxed.
+pub trait Above: Reportable + std::error::Error + Send + Sync {}
 
-impl fmt::Display for Report<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "error: {}", self.0)?;
-        if let Some(hint) = self.0.hint() {
-            write!(f, "\nhint: {hint}")?;
+impl<E: Reportable + std::error::Error + Send + Sync> Above for E {}
+
+impl Error {
+    /// The area's own error, which says its exit code and hint.
+    fn area(&self) -> Option<&dyn Reportable> {
+        Some(match self {
+            Error::Task(err) => err,
+            Error::Roles(err) => err,
+            Error::Plan(err) => err,
+            Error::Settings(err) => err,
+            Error::Detect(err) => err,
+            Error::Prompt(err) => err,
+            Error::Git(err) => err,
+            Error::Run(err) => err.as_ref(),
+            Error::Agent(err) => err,
+            _ => return None,
+        })
+    }
+}
+
+impl Reportable for Error {
+    fn exit(&self) -> Exit {
+        if let Some(area) = self.area() {
+            return area.exit();
         }
-        Ok(())
+        match self {
+            Error::Io(_) => Exit::Transient,
+            _ => Exit::InvalidInput,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        if let Some(area) = self.area() {
+            return area.hint();
+        }
+        match self {
+            Error::Contract(_) => Some(
+                "docs/contract/ holds the schema of every file of the worker contract".to_owned(),
+            ),
+            Error::InTheWay { .. } => Some(
+                "move or rename it, then run the command again; nothing was written".to_owned(),
+            ),
+            Error::InsideProject { project, .. } => Some(format!(
+                "run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own",
+                project.display()
+            )),
+            _ => None,
+        }
     }
 }

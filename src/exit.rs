@@ -19,6 +19,19 @@ pub enum Exit {
     Interrupted = 130,
 }
 
+/// What an area's error says beyond its message: the exit code it ends
+/// a command with, and what the person can do about it. Every area keeps
+/// its own error type and implements this once.
+pub trait Reportable {
+    /// The exit code this error ends the process with.
+    fn exit(&self) -> Exit;
+
+    /// A follow-up line telling the person what to do, when there is one.
+    fn hint(&self) -> Option<String> {
+        None
+    }
+}
+
 impl From<Exit> for std::process::ExitCode {
     fn from(exit: Exit) -> Self {
         std::process::ExitCode::from(exit as u8)

@@ -8,6 +8,34 @@ use std::time::{Duration, Instant};
 
 use crate::platform;
 
+/// An I/O failure and the file or folder it happened at: the one such
+/// error every area's error type carries (`Io`).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+pub struct PathError {
+    /// The file or folder involved.
+    pub path: PathBuf,
+    /// What the operating system said.
+    pub source: io::Error,
+}
+
+impl PathError {
+    /// The failure `source` at `path`.
+    pub fn new(path: impl Into<PathBuf>, source: io::Error) -> PathError {
+        PathError {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Turns an I/O failure at `path` into any error that carries a
+/// [`PathError`]: `.map_err(files::at(&path))?`.
+pub fn at<E: From<PathError>>(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> E {
+    let path = path.into();
+    move |source| E::from(PathError::new(path, source))
+}
+
 /// Replaces `path` with `bytes` atomically: a temp file in the same folder,
 /// fsynced, keeping the old file's permissions, renamed over the target,
 /// then the folder is fsynced. A crash leaves either the old or the new

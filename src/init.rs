@@ -114,7 +114,7 @@ pub fn init(
     in_the_way(paths)?;
     let io = |path: &Path| {
         let path = path.to_owned();
-        move |source| crate::error::Error::Io { path, source }
+        move |source| crate::error::Error::from(crate::files::PathError::new(path, source))
     };
     let mut report = Report {
         files: Vec::new(),

@@ -37,7 +37,7 @@ pub mod text;
 pub mod trace;
 
 pub use error::Error;
-pub use exit::Exit;
+pub use exit::{Exit, Reportable};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> std::process::ExitCode {

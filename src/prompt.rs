@@ -185,28 +185,23 @@ pub enum Error {
     /// The roles configuration is wrong.
     #[error(transparent)]
     Roles(#[from] roles::Error),
-    /// Reading a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
-impl Error {
+impl crate::exit::Reportable for Error {
     /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Error::Roles(err) => err.exit(),
-            Error::Io { .. } => Exit::Transient,
+            Error::Io(_) => Exit::Transient,
             _ => Exit::InvalidInput,
         }
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             Error::NoWorkingFile(_) => {
                 Some("run `ralph init` to create the default working.md".to_owned())
@@ -218,7 +213,7 @@ impl Error {
                 "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default"
             )),
             Error::Roles(err) => err.hint(),
-            Error::Io { .. } => None,
+            Error::Io(_) => None,
         }
     }
 }
@@ -294,7 +289,7 @@ pub fn context_template(paths: &Paths) -> Result<(String, String), Error> {
             line: Some(line),
             message,
         }),
-        Err(TextError::Io(source)) => Err(Error::Io { path, source }),
+        Err(TextError::Io(source)) => Err(Error::from(crate::files::PathError::new(path, source))),
     }
 }
 
@@ -362,10 +357,10 @@ pub fn build(paths: &Paths, decision: &Decision, context: &PromptContext) -> Res
             });
         }
         Err(TextError::Io(source)) => {
-            return Err(Error::Io {
-                path: working_path,
+            return Err(Error::from(crate::files::PathError::new(
+                working_path,
                 source,
-            });
+            )));
         }
     };
     let role_text = match &decision.fired {

@@ -98,7 +98,7 @@ pub trait Backend: Send {
             return Ok(());
         }
         Err(Error::ModeNotOffered {
-            mode,
+            mode: mode.as_str(),
             agent: self.label(),
             offered: self.modes().iter().map(|mode| mode.as_str()).collect(),
         })

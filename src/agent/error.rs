@@ -86,8 +86,8 @@ pub enum Error {
     /// does not offer.
     #[error("agent.mode {mode} is not offered by {agent}, which offers {}", offered.join(", "))]
     ModeNotOffered {
-        /// The mode asked for.
-        mode: super::backend::Mode,
+        /// The mode asked for, by its name in the contract.
+        mode: &'static str,
         /// The agent's label.
         agent: String,
         /// The modes it offers.
@@ -115,9 +115,20 @@ fn missing_message(preset: Option<Preset>, program: &str, path: Option<&PathBuf>
 }
 
 impl Error {
+    /// The failure class an iteration that hit this error gets, if any.
+    pub fn class(&self) -> Option<FailureClass> {
+        match self {
+            Error::MissingBinary { .. } => Some(FailureClass::MissingBinary),
+            Error::NotLoggedIn { .. } => Some(FailureClass::Auth),
+            _ => None,
+        }
+    }
+}
+
+impl crate::exit::Reportable for Error {
     /// The exit code for this error: configuration problems are invalid
     /// input, the rest may pass on a later try.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Error::NoAgent
             | Error::UnknownPreset(_)
@@ -134,17 +145,8 @@ impl Error {
         }
     }
 
-    /// The failure class an iteration that hit this error gets, if any.
-    pub fn class(&self) -> Option<FailureClass> {
-        match self {
-            Error::MissingBinary { .. } => Some(FailureClass::MissingBinary),
-            Error::NotLoggedIn { .. } => Some(FailureClass::Auth),
-            _ => None,
-        }
-    }
-
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         const CHOOSE: &str = "set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd";
         match self {
             Error::NoAgent => Some(CHOOSE.to_owned()),
@@ -191,6 +193,7 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     #[test]
     fn missing_binaries_say_what_to_install() {

@@ -5,6 +5,7 @@
 
 mod backend;
 mod capture;
+mod class;
 mod classify;
 mod env;
 mod error;

@@ -1,7 +1,7 @@
 //! Each tool's wording for its failures: auth, usage limits, permissions.
 //! Patterns are checked against evidence lines only (see `transcript`).
 
-use super::classify::FailureClass;
+use super::class::FailureClass;
 use super::preset::Preset;
 
 /// When a pattern applies.

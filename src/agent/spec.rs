@@ -238,6 +238,7 @@ fn substitute(word: &str, prompt_file: &OsStr, prompt: &str) -> OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     fn args(invocation: &Invocation) -> Vec<String> {
         invocation

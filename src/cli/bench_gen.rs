@@ -32,7 +32,8 @@ pub fn run(args: &BenchGenArgs, context: &Context) -> Result<Outcome, Error> {
     };
     for (name, bytes) in [(TASKS_FILE, tasks_jsonl(&spec)), (DONE_FILE, String::new())] {
         let path = context.paths.join(name);
-        std::fs::write(&path, bytes).map_err(|source| Error::Io { path, source })?;
+        std::fs::write(&path, bytes)
+            .map_err(|source| Error::from(crate::files::PathError::new(path, source)))?;
     }
     Ok(Outcome::default())
 }

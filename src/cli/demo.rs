@@ -51,16 +51,15 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
         }
         .into());
     }
-    let bin = std::env::current_exe().map_err(|source| Error::Io {
-        path: PathBuf::from("ralph"),
-        source,
-    })?;
+    let bin = std::env::current_exe().map_err(crate::files::at::<Error>(PathBuf::from("ralph")))?;
     let agent = format!(
         "{} demo-agent",
-        shlex::try_quote(&bin.to_string_lossy()).map_err(|_| Error::Io {
-            path: bin.clone(),
-            source: std::io::Error::other("the path of ralph cannot be quoted"),
-        })?
+        shlex::try_quote(&bin.to_string_lossy()).map_err(|_| Error::from(
+            crate::files::PathError::new(
+                bin.clone(),
+                std::io::Error::other("the path of ralph cannot be quoted")
+            )
+        ))?
     );
     let folder = crate::paths::Paths::new(folder);
     demo::create(&folder, &agent)?;

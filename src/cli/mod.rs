@@ -12,15 +12,17 @@ mod run;
 mod status;
 mod stop;
 mod task;
+use crate::exit::Reportable;
 use crate::paths::Paths;
 use crate::text;
 
+use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, Exit, Report};
+use crate::error::{Error, Exit};
 
 /// The help heading of the options every command takes, listed after a
 /// command's own.
@@ -166,10 +168,7 @@ pub fn main() -> Exit {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome, Error> {
-    let cwd = std::env::current_dir().map_err(|source| Error::Io {
-        path: PathBuf::from("."),
-        source,
-    })?;
+    let cwd = std::env::current_dir().map_err(crate::files::at::<Error>("."))?;
     // An agent of `ralph execute` works on the queue of the run's home.
     let project_dir = std::env::var_os("RALPH_PROJECT_DIR").map(PathBuf::from);
     let home = || crate::project::home_of_agent(project_dir.as_deref(), &cwd);
@@ -247,6 +246,20 @@ fn write_quietly(stream: &mut dyn Write, text: &str) {
     let _ = stream
         .write_all(text.as_bytes())
         .and_then(|()| stream.flush());
+}
+
+/// Writes an error the way every command reports one: `error: ...` and an
+/// optional `hint: ...` line.
+pub struct Report<'a>(pub &'a Error);
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.0)?;
+        if let Some(hint) = self.0.hint() {
+            write!(f, "\nhint: {hint}")?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

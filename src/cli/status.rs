@@ -22,7 +22,7 @@ pub fn run(context: &Context) -> Result<Outcome, Error> {
     let paths = &context.paths;
     let io = |path: &str| {
         let path = paths.join(path);
-        move |source| Error::Io { path, source }
+        move |source| Error::from(crate::files::PathError::new(path, source))
     };
     let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
     let state = crate::state::StateFile::open(paths).peek();

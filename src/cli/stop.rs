@@ -8,11 +8,10 @@ use crate::runner::lock;
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
 pub fn run(context: &Context) -> Result<Outcome, Error> {
     let path = context.paths.stop();
-    std::fs::write(&path, b"").map_err(|source| Error::Io { path, source })?;
-    let live = lock::live_holder(&context.paths).map_err(|source| Error::Io {
-        path: context.paths.run_lock(),
-        source,
-    })?;
+    std::fs::write(&path, b"")
+        .map_err(|source| Error::from(crate::files::PathError::new(path, source)))?;
+    let live = lock::live_holder(&context.paths)
+        .map_err(crate::files::at::<Error>(context.paths.run_lock()))?;
     let message = match live {
         Some(holder) if holder.pid != 0 => format!(
             "created {STOP_FILE}: the run (pid {}) stops after its current iteration\n",

@@ -10,6 +10,7 @@
 //! `result.json`.
 
 use crate::agent::FailureClass;
+use crate::exit::Reportable;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -71,10 +72,8 @@ pub struct Finished {
 /// `result.json` says how it ended: refusals of the input or the plan are
 /// errors (exit 30), every other ending is a [`Finished`].
 pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finished, Error> {
-    let out_dir = std::path::absolute(request.out_dir).map_err(|source| Error::Io {
-        path: request.out_dir.to_owned(),
-        source,
-    })?;
+    let out_dir =
+        std::path::absolute(request.out_dir).map_err(crate::files::at::<Error>(request.out_dir))?;
     let input = super::read_input(request.input, &out_dir)?;
     super::check_out_dir(&out_dir, &input.run_id, false)?;
     let run_id = Some(input.run_id.clone());
@@ -88,7 +87,7 @@ pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finish
 
     // Until the run writes its own, result.json says a run is under way, so
     // an execute killed outright (SIGKILL) still leaves one to read.
-    let io = |path: PathBuf| move |source| Error::Io { path, source };
+    let io = |path: PathBuf| move |source| Error::from(crate::files::PathError::new(path, source));
     let under_way = ResultFile::new(
         Some(input.run_id.clone()),
         ResultStatus::Failed,

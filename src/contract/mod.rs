@@ -146,10 +146,10 @@ pub(crate) fn refuse(out_dir: &Path, run_id: Option<String>, message: String) ->
     }
     match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
         Ok(()) => Error::Contract(message),
-        Err(source) => Error::Io {
-            path: out_dir.join(RESULT_FILE),
+        Err(source) => Error::from(crate::files::PathError::new(
+            out_dir.join(RESULT_FILE),
             source,
-        },
+        )),
     }
 }
 
@@ -229,7 +229,7 @@ pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Er
             input.prd_path
         )));
     }
-    let io = |path: PathBuf| move |source| Error::Io { path, source };
+    let io = |path: PathBuf| move |source| Error::from(crate::files::PathError::new(path, source));
     std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
     let plan_path = out_dir.join(PLAN_FILE);
     crate::files::write_atomic(&plan_path, file.to_text().as_bytes()).map_err(io(plan_path))?;

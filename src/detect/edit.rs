@@ -26,23 +26,7 @@ pub enum WriteError {
     Settings(#[from] config::Error),
 }
 
-impl WriteError {
-    /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
-        match self {
-            WriteError::Unusual | WriteError::Missing => Exit::InvalidInput,
-            WriteError::Settings(err) => err.exit(),
-        }
-    }
-
-    /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            WriteError::Unusual | WriteError::Missing => None,
-            WriteError::Settings(err) => err.hint(),
-        }
-    }
-}
+impl WriteError {}
 
 /// The settings `text` with `verify.task` and `verify.run` set to the
 /// lists of `checks`, each command followed by a comment naming its
@@ -62,6 +46,24 @@ pub fn with_checks(text: &str, checks: &[Check]) -> Result<String, WriteError> {
     match Settings::parse(&edited) {
         Ok(settings) if settings == wanted => Ok(edited),
         _ => Err(WriteError::Unusual),
+    }
+}
+
+impl crate::exit::Reportable for WriteError {
+    /// The exit code for this error.
+    fn exit(&self) -> Exit {
+        match self {
+            WriteError::Unusual | WriteError::Missing => Exit::InvalidInput,
+            WriteError::Settings(err) => err.exit(),
+        }
+    }
+
+    /// What the person can do about it.
+    fn hint(&self) -> Option<String> {
+        match self {
+            WriteError::Unusual | WriteError::Missing => None,
+            WriteError::Settings(err) => err.hint(),
+        }
     }
 }
 

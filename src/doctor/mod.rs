@@ -13,6 +13,7 @@ mod delivery;
 mod git;
 mod queue;
 
+use crate::exit::Reportable;
 use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
@@ -181,7 +182,10 @@ fn run(found: &mut Findings, paths: &Paths) -> bool {
         Ok(holder) => holder,
         Err(source) => {
             let path = paths.run_lock();
-            found.failed("run", crate::Error::Io { path, source });
+            found.failed(
+                "run",
+                crate::Error::from(crate::files::PathError::new(path, source)),
+            );
             None
         }
     };

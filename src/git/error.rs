@@ -147,23 +147,35 @@ pub enum Error {
         /// What libgit2 said.
         source: git2::Error,
     },
-    /// Reading or writing a file in the working tree failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file involved.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
-impl Error {
+impl Error {}
+
+/// Adds what ralph was doing to a libgit2 error.
+pub(crate) trait Context<T> {
+    /// Maps the error into [`Error::Git`] naming `action`.
+    fn doing(self, action: &str) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, git2::Error> {
+    fn doing(self, action: &str) -> Result<T> {
+        self.map_err(|source| Error::Git {
+            action: action.to_owned(),
+            source,
+        })
+    }
+}
+
+impl crate::exit::Reportable for Error {
     /// The exit code for this error: a repository that is not ready is
     /// invalid input a person fixes; I/O and libgit2 failures are transient.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Error::Git { .. }
-            | Error::Io { .. }
+            | Error::Io(_)
             | Error::Command { .. }
             | Error::Locked { .. }
             | Error::Signing { .. }
@@ -173,7 +185,7 @@ impl Error {
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         let hint = match self {
             Error::NotARepository { .. } => {
                 "ralph keeps each task on its own git branch: run `git init`, then make an initial commit".to_owned()
@@ -235,34 +247,16 @@ impl Error {
             }
             Error::NoSuchBranch { .. }
             | Error::Git { .. }
-            | Error::Io { .. }
+            | Error::Io(_)
             | Error::Command { .. } => return None,
         };
         Some(hint)
     }
 }
 
-/// Adds what ralph was doing to a libgit2 error.
-pub(crate) trait Context<T> {
-    /// Maps the error into [`Error::Git`] naming `action`.
-    fn doing(self, action: &str) -> Result<T>;
-}
-
-impl<T> Context<T> for std::result::Result<T, git2::Error> {
-    fn doing(self, action: &str) -> Result<T> {
-        self.map_err(|source| Error::Git {
-            action: action.to_owned(),
-            source,
-        })
-    }
-}
-
 /// Builds the error for a failed read or write of `path`.
 pub(crate) fn io_error(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_owned(),
-        source,
-    }
+    crate::files::at(path)
 }
 
 /// `paths` for a message: the first ten, then how many more.
@@ -276,6 +270,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     #[test]
     fn a_long_dirty_list_names_ten_paths_and_counts_the_rest() {

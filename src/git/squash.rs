@@ -312,10 +312,7 @@ impl Repo {
     /// Notes a squash under way, or removes the note.
     fn note_squash(&self, under_way: Option<SquashNote>) -> Result<()> {
         let path = self.squash_note();
-        let io = |source| super::Error::Io {
-            path: path.clone(),
-            source,
-        };
+        let io = crate::files::at(path.clone());
         match under_way {
             Some(SquashNote { base, merged, from }) => {
                 crate::files::write_atomic(&path, format!("{base} {merged} {from}\n").as_bytes())

@@ -62,14 +62,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl Error {
+impl crate::exit::Reportable for Error {
     /// Every planning error is invalid input.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         Exit::InvalidInput
     }
 
     /// Where to read what a document may say.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         Some(format!("{GUIDE} describes what `ralph plan` reads"))
     }
 }

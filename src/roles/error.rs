@@ -1,7 +1,5 @@
 //! Errors of the roles configuration.
 
-use std::path::PathBuf;
-
 use crate::exit::Exit;
 
 use crate::paths::ROLES_FILE;
@@ -46,28 +44,23 @@ pub enum Error {
     /// A `--var` override is malformed.
     #[error("{0}")]
     Override(String),
-    /// Reading a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
-impl Error {
+impl crate::exit::Reportable for Error {
     /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
-            Error::Io { .. } => Exit::Transient,
+            Error::Io(_) => Exit::Transient,
             Error::Override(_) => Exit::Usage,
             _ => Exit::InvalidInput,
         }
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             Error::Yaml { .. } | Error::Trigger { .. } => Some(format!(
                 "fix {ROLES_FILE} (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`"
@@ -80,7 +73,7 @@ impl Error {
             Error::Missing { .. } => Some(format!(
                 "restore it (`git checkout -- roles/`), or change the trigger in {ROLES_FILE}"
             )),
-            Error::Io { .. } => None,
+            Error::Io(_) => None,
         }
     }
 }

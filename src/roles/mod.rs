@@ -29,7 +29,9 @@ pub fn load(paths: &Paths) -> Result<Triggers, Error> {
                 message,
             });
         }
-        Err(TextError::Io(source)) => return Err(Error::Io { path, source }),
+        Err(TextError::Io(source)) => {
+            return Err(Error::from(crate::files::PathError::new(path, source)));
+        }
     };
     Triggers::parse(&yaml, |role| paths.role(role).is_file())
 }
@@ -47,13 +49,14 @@ pub fn read_role(paths: &Paths, role: &str) -> Result<String, Error> {
         Err(TextError::Missing) => Err(Error::Missing {
             file: format!("{ROLES_DIR}/{role}.md"),
         }),
-        Err(TextError::Io(source)) => Err(Error::Io { path, source }),
+        Err(TextError::Io(source)) => Err(Error::from(crate::files::PathError::new(path, source))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     #[test]
     fn a_role_file_gone_since_the_check_is_named_without_a_line() {

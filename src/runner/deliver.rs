@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Map;
 
+use super::result::{PrAction, PullRequest};
 use super::worker::Worker;
 use crate::error::Error;
 use crate::git::{PUSH_TIMEOUT, Pushed};
@@ -82,46 +83,6 @@ impl Worker<'_> {
     }
 }
 
-/// The pull request a run ended with (`result.json`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PullRequest {
-    /// Its address, when it is open.
-    pub url: Option<String>,
-    /// Whether it was opened as a draft (the run ended unfinished).
-    pub draft: bool,
-    /// What the run did with it.
-    pub action: PrAction,
-    /// When it failed: what `gh` said.
-    pub error: Option<String>,
-    /// When it failed: the command that opens it by hand.
-    pub command: Option<String>,
-}
-
-/// What a run did with its pull request (`action` in `result.json`, and
-/// the status of its `pull_request` event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PrAction {
-    /// `gh pr create` opened it.
-    Opened,
-    /// `gh pr edit` updated the one open for the branch.
-    Updated,
-    /// `gh` failed; the branch is pushed and the command to open it by
-    /// hand is kept.
-    Failed,
-}
-
-impl PrAction {
-    /// The name events and `result.json` use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PrAction::Opened => "opened",
-            PrAction::Updated => "updated",
-            PrAction::Failed => "failed",
-        }
-    }
-}
-
 /// With `delivery: pr`, before the run: `gh` is checked, and the pull
 /// request's branch `ralph/<name>` is made from the base (or resumed) and
 /// becomes the run's base. Returns the options to run with.
@@ -137,20 +98,18 @@ pub(super) fn prepare(
         .preflight()
         .map_err(super::RunError::Delivery)?;
     let state_file = crate::state::StateFile::open(paths);
-    let (mut state, _) = state_file.load().map_err(|source| Error::Io {
-        path: paths.state(),
-        source,
-    })?;
+    let (mut state, _) = state_file
+        .load()
+        .map_err(crate::files::at::<Error>(paths.state()))?;
     let repo = super::worker::open_repo(paths, &options.settings, state.base.as_deref())?;
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
     repo.make_branch(&plan.branch, &plan.target)?;
     options.settings.base_branch = Some(plan.branch.clone());
     state.pull_request = Some(plan);
-    state_file.save(&state).map_err(|source| Error::Io {
-        path: paths.state(),
-        source,
-    })?;
+    state_file
+        .save(&state)
+        .map_err(crate::files::at::<Error>(paths.state()))?;
     Ok(options)
 }
 
@@ -287,10 +246,8 @@ impl Worker<'_> {
         )?;
         let text = body::body(&report);
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
-        crate::files::write_atomic(&body_file, text.as_bytes()).map_err(|source| Error::Io {
-            path: body_file.clone(),
-            source,
-        })?;
+        crate::files::write_atomic(&body_file, text.as_bytes())
+            .map_err(crate::files::at::<Error>(body_file.clone()))?;
         let request = gh::Request {
             base: &plan.target,
             head: &plan.branch,
@@ -384,10 +341,10 @@ impl Worker<'_> {
                 state,
             });
         }
-        let (events, _) = self.events.tail(usize::MAX).map_err(|source| Error::Io {
-            path: self.paths.events(),
-            source,
-        })?;
+        let (events, _) = self
+            .events
+            .tail(usize::MAX)
+            .map_err(crate::files::at::<Error>(self.paths.events()))?;
         let mut checks = Vec::new();
         let mut totals = Totals {
             iterations: self.state.iteration,

@@ -100,9 +100,15 @@ fn holder_text(holder: &Option<lock::Holder>) -> String {
     }
 }
 
-impl RunError {
+impl From<RunError> for Error {
+    fn from(err: RunError) -> Error {
+        Error::Run(Box::new(err))
+    }
+}
+
+impl crate::exit::Reportable for RunError {
     /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             RunError::PlannerFailed {
                 class: crate::agent::FailureClass::MissingBinary,
@@ -117,7 +123,7 @@ impl RunError {
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             RunError::Locked(_) => Some("wait for it to finish, or stop it with `ralph stop` (or Ctrl-C in its terminal)".to_owned()),
             RunError::Stranded { .. } => Some("commit or stash those changes on the right branch, check out the task branch, then run again".to_owned()),
@@ -150,7 +156,9 @@ pub(crate) fn take_run_lock(
     match lock::RunLock::acquire(paths, &holder) {
         Ok(lock) => Ok((lock, holder)),
         Err(lock::LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
-        Err(lock::LockError::Io(path, source)) => Err(Error::Io { path, source }),
+        Err(lock::LockError::Io(path, source)) => {
+            Err(Error::from(crate::files::PathError::new(path, source)))
+        }
     }
 }
 
@@ -184,6 +192,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     #[test]
     fn loop_errors_say_what_holds_or_blocks_the_run() {

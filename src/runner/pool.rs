@@ -64,10 +64,9 @@ impl<'a> Worker<'a> {
         let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
         let base_repo = Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
         let state_file = StateFile::open(&paths);
-        let (mut state, _) = state_file.load().map_err(|source| Error::Io {
-            path: paths.state(),
-            source,
-        })?;
+        let (mut state, _) = state_file
+            .load()
+            .map_err(crate::files::at::<Error>(paths.state()))?;
         // Iterations a crash cut short in this worktree count first.
         state.begin_run(
             shared.run_id.clone(),

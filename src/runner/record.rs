@@ -93,10 +93,9 @@ impl Worker<'_> {
             )
         };
         self.save_state()?;
-        result.save(&self.paths).map_err(|source| Error::Io {
-            path: self.paths.result(),
-            source,
-        })?;
+        result
+            .save(&self.paths)
+            .map_err(crate::files::at::<Error>(self.paths.result()))?;
         self.record(None, "run", status.as_str(), reason, Map::new())?;
         let failures: Vec<String> = result
             .failures
@@ -165,7 +164,8 @@ impl Worker<'_> {
         );
         progress.evidence = Some(evidence);
         let path = self.paths.critique(id.as_str());
-        crate::critique::append(&path, &entry).map_err(|source| Error::Io { path, source })
+        crate::critique::append(&path, &entry)
+            .map_err(|source| Error::from(crate::files::PathError::new(path, source)))
     }
 
     pub(super) fn record(
@@ -190,10 +190,9 @@ impl Worker<'_> {
             detail: detail.to_owned(),
             extra,
         };
-        self.events.append(&event).map_err(|source| Error::Io {
-            path: self.paths.events(),
-            source,
-        })
+        self.events
+            .append(&event)
+            .map_err(crate::files::at::<Error>(self.paths.events()))
     }
 
     pub(super) fn save_state(&mut self) -> Result<(), Error> {
@@ -205,10 +204,7 @@ impl Worker<'_> {
         self.state.updated = now();
         self.state_file
             .save(&self.state)
-            .map_err(|source| Error::Io {
-                path: self.paths.state(),
-                source,
-            })
+            .map_err(crate::files::at::<Error>(self.paths.state()))
     }
 
     /// Saves `bytes` at `relative` in the project (a prompt).
@@ -220,14 +216,10 @@ impl Worker<'_> {
 /// Saves `bytes` at `relative` in the project, folders made as needed.
 pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
     let path = paths.project().join(relative);
-    let io = |source| Error::Io {
-        path: path.clone(),
-        source,
-    };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::create_dir_all(dir).map_err(crate::files::at::<Error>(&path))?;
     }
-    crate::files::write_atomic(&path, bytes).map_err(io)
+    crate::files::write_atomic(&path, bytes).map_err(crate::files::at(&path))
 }
 
 /// A count, or `?` when `tasks.jsonl` could not be read to count it.

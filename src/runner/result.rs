@@ -126,7 +126,7 @@ pub struct RunResult {
     pub verify_run: Vec<CommandResult>,
     /// With `delivery: pr`: the pull request opened or updated, or why not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pull_request: Option<super::deliver::PullRequest>,
+    pub pull_request: Option<PullRequest>,
 }
 
 impl RunResult {
@@ -182,5 +182,45 @@ impl RunResult {
         let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
         text.push('\n');
         files::write_atomic(&path, text.as_bytes())
+    }
+}
+
+/// The pull request a run ended with (`result.json`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PullRequest {
+    /// Its address, when it is open.
+    pub url: Option<String>,
+    /// Whether it was opened as a draft (the run ended unfinished).
+    pub draft: bool,
+    /// What the run did with it.
+    pub action: PrAction,
+    /// When it failed: what `gh` said.
+    pub error: Option<String>,
+    /// When it failed: the command that opens it by hand.
+    pub command: Option<String>,
+}
+
+/// What a run did with its pull request (`action` in `result.json`, and
+/// the status of its `pull_request` event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrAction {
+    /// `gh pr create` opened it.
+    Opened,
+    /// `gh pr edit` updated the one open for the branch.
+    Updated,
+    /// `gh` failed; the branch is pushed and the command to open it by
+    /// hand is kept.
+    Failed,
+}
+
+impl PrAction {
+    /// The name events and `result.json` use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrAction::Opened => "opened",
+            PrAction::Updated => "updated",
+            PrAction::Failed => "failed",
+        }
     }
 }

@@ -88,7 +88,7 @@ pub struct Worker<'a> {
     /// Why the run must stop: a push of the base failed for good.
     pub(super) push_failure: Option<String>,
     /// With `delivery: pr`: the pull request the run ends with.
-    pub(super) pull_request: Option<super::deliver::PullRequest>,
+    pub(super) pull_request: Option<super::result::PullRequest>,
 }
 
 pub(super) use crate::clock::now;
@@ -111,10 +111,9 @@ impl<'a> Worker<'a> {
         let store = Store::open(paths);
         let torn = store.load()?.done.torn().map(|t| t.line);
         let state_file = StateFile::open(paths);
-        let (mut state, loaded) = state_file.load().map_err(|source| Error::Io {
-            path: paths.state(),
-            source,
-        })?;
+        let (mut state, loaded) = state_file
+            .load()
+            .map_err(crate::files::at::<Error>(paths.state()))?;
         let ui = Ui::new(paths, options.quiet);
         if let Some(line) = torn {
             ui.line(&crate::task::Torn::ignored_warning(line));
@@ -397,7 +396,9 @@ impl<'a> Worker<'a> {
                 Ok(())
             }
             Err(LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
-            Err(LockError::Io(path, source)) => Err(Error::Io { path, source }),
+            Err(LockError::Io(path, source)) => {
+                Err(Error::from(crate::files::PathError::new(path, source)))
+            }
         }
     }
 

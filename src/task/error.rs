@@ -1,6 +1,6 @@
 //! Errors of the task store and task operations.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::exit::Exit;
 
@@ -39,14 +39,9 @@ pub enum Error {
         /// How many times ralph read it and tried again.
         attempts: usize,
     },
-    /// Reading, writing or locking a file failed.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file involved.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed.
+    #[error(transparent)]
+    Io(#[from] crate::files::PathError),
 }
 
 impl Error {
@@ -57,17 +52,19 @@ impl Error {
             hint: None,
         }
     }
+}
 
+impl crate::exit::Reportable for Error {
     /// The exit code for this error.
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
-            Error::Io { .. } | Error::KeepsChanging { .. } => Exit::Transient,
+            Error::Io(_) | Error::KeepsChanging { .. } => Exit::Transient,
             _ => Exit::InvalidInput,
         }
     }
 
     /// What the person can do about it.
-    pub fn hint(&self) -> Option<String> {
+    fn hint(&self) -> Option<String> {
         match self {
             Error::Malformed { .. } => Some(
                 "fix that line by hand (or undo the last edit), then run `ralph task validate`; nothing was written"
@@ -78,7 +75,7 @@ impl Error {
             Error::KeepsChanging { .. } => {
                 Some("something rewrites it in a loop; stop it, or try again".to_owned())
             }
-            Error::Io { .. } => None,
+            Error::Io(_) => None,
         }
     }
 }
@@ -88,15 +85,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Makes an I/O failure on `path` an [`Error::Io`].
 pub(super) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        path: path.to_owned(),
-        source,
-    }
+    crate::files::at(path)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Reportable;
 
     #[test]
     fn a_file_that_keeps_changing_is_a_transient_error_with_a_hint() {

@@ -1,11 +1,13 @@
 //! Tasks: the model, dotted ids, the queue's rules, patches and the store
 //! that alone writes the task files.
 
+mod change;
 mod done;
 mod error;
 mod file;
 pub mod id;
 mod idle;
+mod line;
 mod model;
 mod patch;
 mod planned;
@@ -13,14 +15,15 @@ mod queue;
 mod store;
 mod watch;
 
+pub use change::{Change, Planned};
 pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};
 pub use file::{Line, LineEnd, TaskFile};
 pub use id::TaskId;
 pub use idle::{childless_message, emptied_message};
 pub use model::{KNOWN_FIELDS, Status, Task, string_list};
-pub use patch::{Change, NewTask, Patch};
-pub use planned::{Planned, PlannedTask};
+pub use patch::{NewTask, Patch};
+pub use planned::PlannedTask;
 pub use queue::{Counts, Queue, TreeNode};
 pub use store::Store;
 pub use watch::{ArchiveRestored, Known, Restored, TasksRestored};

@@ -1,12 +1,14 @@
 //! Changes to the queue, expressed by task id so they apply to whatever the
 //! files hold when the lock is taken (a hand edit made meanwhile is kept).
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 
+use super::change::Change;
 use super::error::{Error, Result};
 use super::id::TaskId;
+use super::line::{TaskText, new_line};
 use super::model::Status;
-use super::planned::{Planned, PlannedTask};
+use super::planned::PlannedTask;
 use super::queue::Queue;
 use crate::paths::{DONE_FILE, TASKS_FILE};
 
@@ -76,52 +78,6 @@ pub enum Patch {
         id: TaskId,
         /// The commit that completed it.
         commit: Option<String>,
-    },
-}
-
-/// What a patch did, for the command to report.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// A task was added.
-    Added(TaskId),
-    /// A leaf became a container because a child was added under it.
-    BecameContainer(TaskId),
-    /// A task's status was set (`from` equals `to` when nothing changed).
-    Status {
-        /// The task.
-        id: TaskId,
-        /// Status before.
-        from: Status,
-        /// Status after.
-        to: Status,
-    },
-    /// A leaf was split into these children.
-    Split {
-        /// The task that became a container.
-        id: TaskId,
-        /// Its new children.
-        children: Vec<TaskId>,
-    },
-    /// What became of planned task `index` (`Patch::Plan`).
-    Planned {
-        /// Its index in the plan.
-        index: usize,
-        /// Its task.
-        id: TaskId,
-        /// Added, unchanged, changed or archived.
-        outcome: Planned,
-    },
-    /// A task was archived.
-    Archived(TaskId),
-    /// The task was archived already; nothing was appended.
-    AlreadyArchived(TaskId),
-    /// A torn last line of the archive (a crash during an append) was moved
-    /// to the quarantine folder before new records were appended.
-    TornLineMoved {
-        /// Its line number in `tasks-done.jsonl`.
-        line: usize,
-        /// Where it is kept now, relative to the project.
-        to: std::path::PathBuf,
     },
 }
 
@@ -453,65 +409,6 @@ impl Queue {
         }
         Ok(changes)
     }
-}
-
-/// The fields of a task line a person or a document writes.
-pub(super) struct TaskText<'a> {
-    pub title: &'a str,
-    pub body: Option<&'a str>,
-    pub acceptance: &'a [String],
-    pub files: &'a [String],
-    pub verify: &'a [String],
-    pub deps: Vec<Value>,
-}
-
-impl TaskText<'_> {
-    /// Writes the fields into `object`, removing those that are empty, so
-    /// an existing line ends up with exactly this text.
-    pub(super) fn write(self, object: &mut Map<String, Value>) {
-        let strings = |items: &[String]| (!items.is_empty()).then(|| Value::from(items.to_vec()));
-        object.insert("title".into(), self.title.into());
-        for (key, value) in [
-            ("body", self.body.map(Value::from)),
-            ("acceptance", strings(self.acceptance)),
-            ("files", strings(self.files)),
-            ("verify", strings(self.verify)),
-            (
-                "deps",
-                (!self.deps.is_empty()).then(|| Value::Array(self.deps)),
-            ),
-        ] {
-            match value {
-                Some(value) => object.insert(key.into(), value),
-                None => object.shift_remove(key),
-            };
-        }
-    }
-}
-
-/// A new pending task's line, keys in the order ralph writes them: id,
-/// title, status, leaf, the rest of `text`, the `tags` that are given
-/// (`source`, `kind`), then `created`.
-pub(super) fn new_line(
-    id: &TaskId,
-    leaf: bool,
-    text: TaskText<'_>,
-    tags: &[(&str, Option<&str>)],
-    now: &str,
-) -> Map<String, Value> {
-    let mut object = Map::new();
-    object.insert("id".into(), id.as_str().into());
-    object.insert("title".into(), Value::Null);
-    object.insert("status".into(), Status::Pending.as_str().into());
-    object.insert("leaf".into(), leaf.into());
-    text.write(&mut object);
-    for (key, value) in tags {
-        if let Some(value) = value {
-            object.insert((*key).into(), (*value).into());
-        }
-    }
-    object.insert("created".into(), now.into());
-    object
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use super::change::{Change, Planned};
 use super::error::Result;
 use super::id::TaskId;
+use super::line::{TaskText, new_line};
 use super::model::Status;
-use super::patch::{Change, TaskText, new_line};
 use super::queue::{Queue, numbered};
 
 /// One task of a plan, as `ralph plan` compiled it from a document.
@@ -34,28 +35,6 @@ pub struct PlannedTask {
     pub verify: Vec<String>,
     /// Indexes of the planned tasks that must be done first.
     pub deps: Vec<usize>,
-}
-
-/// What planning did with one planned task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Planned {
-    /// Added as a new task.
-    Added,
-    /// Its task exists with the same text.
-    Unchanged,
-    /// Its task exists with other text; `rewritten` when `--update` wrote
-    /// the new text (only a pending task is rewritten).
-    Changed {
-        /// The task's status.
-        status: Status,
-        /// Whether the new text was written.
-        rewritten: bool,
-    },
-    /// Its task is archived; `changed` when the document says otherwise now.
-    Archived {
-        /// Whether the text differs from the archived record.
-        changed: bool,
-    },
 }
 
 /// Where a source's task is.

@@ -5,9 +5,10 @@
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 
+use super::change::Change;
 use super::done::Torn;
 use super::error::{Error, Result, io_error};
-use super::patch::{Change, Patch};
+use super::patch::Patch;
 use super::queue::Queue;
 use crate::files::{self, Stamp};
 use crate::paths::Paths;

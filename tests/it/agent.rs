@@ -2,6 +2,7 @@
 //! scripts named after each preset's binary that record their argv, stdin
 //! and environment, print canned output, sleep, spawn children and exit N.
 
+use ralph::Reportable;
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -419,7 +420,7 @@ fn prompts_of_128_kib_never_go_in_argv() {
         )
         .unwrap_err();
     assert_eq!(
-        ralph::error::Report(&err.into()).to_string(),
+        ralph::cli::Report(&err.into()).to_string(),
         "error: the prompt (131082 bytes) is too long for one command-line argument (the limit is 131071 bytes)\n\
          hint: write {prompt_file} instead of {prompt} in the agent command, or drop both to pass the prompt on stdin"
     );
@@ -595,7 +596,7 @@ fn a_missing_binary_names_the_preset_and_how_to_install_it() {
     let err = ralph::Error::from(err);
     assert_eq!(err.exit(), ralph::Exit::InvalidInput);
     assert_eq!(
-        ralph::error::Report(&err).to_string(),
+        ralph::cli::Report(&err).to_string(),
         "error: agent `claude` not found: no `claude` on PATH\n\
          hint: install Claude Code (npm i -g @anthropic-ai/claude-code), or choose another agent: set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd"
     );
@@ -622,7 +623,7 @@ fn a_missing_binary_names_the_preset_and_how_to_install_it() {
     let err = ralph::Error::from(err);
     assert_eq!(err.exit(), ralph::Exit::InvalidInput);
     assert_eq!(
-        ralph::error::Report(&err).to_string(),
+        ralph::cli::Report(&err).to_string(),
         format!(
             "error: agent command not found: {}/bin/agent is not an executable file\n\
              hint: fix agent.command in config/ralph.yaml or --agent-cmd (a relative path starts at the project folder)",
@@ -676,7 +677,7 @@ exit 1
     let err = ralph::Error::from(err);
     assert_eq!(err.exit(), ralph::Exit::Transient);
     assert_eq!(
-        ralph::error::Report(&err).to_string(),
+        ralph::cli::Report(&err).to_string(),
         "error: agent `codex` is not logged in: Not logged in\n\
          hint: run `codex login`, or set OPENAI_API_KEY"
     );

@@ -13,6 +13,7 @@ mod squash;
 mod workers;
 
 use proptest::prelude::*;
+use ralph::Reportable;
 use ralph::git::{
     BranchCommit, Claim, Error, Head, Identity, Options, Repo, Squash, SquashPreview, Time,
     branch_name, slug,
@@ -51,7 +52,7 @@ fn open_with(repo: &GitRepo, options: &Options) -> Repo {
 /// The error as `ralph` prints it, and its exit code.
 fn report(err: Error) -> (String, u8) {
     let err = ralph::Error::from(err);
-    (ralph::error::Report(&err).to_string(), err.exit() as u8)
+    (ralph::cli::Report(&err).to_string(), err.exit() as u8)
 }
 
 /// A repository on `main` with the queue files committed and ralph's
