@@ -18,14 +18,35 @@ struct Side {
     is_tree: bool,
 }
 
+/// A file (blob, link, submodule) as one tree has it: its id and mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TreeFile {
+    pub id: Oid,
+    pub mode: i32,
+}
+
+/// A path whose file differs between two trees, and the file the new one
+/// has there (`None`: no file there, or a subtree).
+#[derive(Clone, Debug)]
+pub(super) struct Changed {
+    pub path: Vec<u8>,
+    pub new: Option<TreeFile>,
+}
+
 impl Repo {
     /// The paths of the files (blobs, links, submodules) that differ
     /// between `old` and `new`, `/`-separated, in no particular order: what
     /// `git diff --name-only old new` lists, without rename detection.
     pub(super) fn changed_paths(&self, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<Vec<u8>>> {
-        let mut paths = Vec::new();
-        self.walk_changes(Some(old.id()), Some(new.id()), &mut Vec::new(), &mut paths)?;
-        Ok(paths)
+        let files = self.changed_files(old, new)?;
+        Ok(files.into_iter().map(|file| file.path).collect())
+    }
+
+    /// [`Repo::changed_paths`] with the file the new tree has there.
+    pub(super) fn changed_files(&self, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<Changed>> {
+        let mut files = Vec::new();
+        self.walk_changes(Some(old.id()), Some(new.id()), &mut Vec::new(), &mut files)?;
+        Ok(files)
     }
 
     /// Adds to `out` the files under `prefix` that differ between the
@@ -35,7 +56,7 @@ impl Repo {
         old: Option<Oid>,
         new: Option<Oid>,
         prefix: &mut Vec<u8>,
-        out: &mut Vec<Vec<u8>>,
+        out: &mut Vec<Changed>,
     ) -> Result<()> {
         if old == new {
             return Ok(());
@@ -74,9 +95,17 @@ impl Repo {
             }
             // A file on either side (the other side missing, a subtree, or
             // another file) is a changed path.
-            let is_file = |side: Option<Side>| side.is_some_and(|side| !side.is_tree);
-            if is_file(old) || is_file(new) {
-                out.push(prefix.clone());
+            let file = |side: Option<Side>| {
+                side.filter(|side| !side.is_tree).map(|side| TreeFile {
+                    id: side.id,
+                    mode: side.mode,
+                })
+            };
+            if file(old).is_some() || file(new).is_some() {
+                out.push(Changed {
+                    path: prefix.clone(),
+                    new: file(new),
+                });
             }
             prefix.truncate(depth);
         }

@@ -14,6 +14,7 @@ use git2::{
 };
 
 use super::error::{Context, Error, Result, io_error};
+use super::tree::Changed;
 use super::{Repo, git2_path};
 use crate::platform::Watch;
 
@@ -440,99 +441,136 @@ impl Repo {
         self.wait_for_index_lock()?;
         // libgit2's checkout works on the index it read last.
         self.index()?;
-        let paths: Vec<Vec<u8>> = self
-            .changed_paths(from, to)?
-            .into_iter()
-            .filter(|path| !self.is_queue_file(&String::from_utf8_lossy(path)))
+        let files: Vec<_> = (self.changed_files(from, to)?.into_iter())
+            .filter(|file| !self.is_queue_file(&String::from_utf8_lossy(&file.path)))
             .collect();
-        if !paths.is_empty() {
-            let conflicts = RefCell::new(Vec::new());
-            let mut checkout = CheckoutBuilder::new();
-            if force {
-                // A checkout a kill cut short writes files before the
-                // index: a file it added is untracked then, and goes too.
-                checkout.force().remove_untracked(true);
-            } else {
-                checkout.safe();
-            }
-            checkout
-                .disable_pathspec_match(true)
-                .notify_on(CheckoutNotificationType::CONFLICT)
-                .notify(|_, path, _, _, _| {
-                    if let Some(path) = path {
-                        conflicts
-                            .borrow_mut()
-                            .push(path.to_string_lossy().into_owned());
-                    }
-                    true
-                });
-            for path in &paths {
-                checkout.path(path.as_slice());
-            }
-            let result = self.git.checkout_tree(to.as_object(), Some(&mut checkout));
-            drop(checkout);
-            match result {
-                Err(err) if err.code() == ErrorCode::Conflict => {
-                    let mut paths = conflicts.into_inner();
+        if !files.is_empty() {
+            // libgit2 reads a blob whole to write it: the large ones are
+            // the user's git's to write (see large.rs), once git's status
+            // shows nothing there that writing them would lose (libgit2
+            // checks only the files it writes itself).
+            let (large, small): (Vec<Changed>, Vec<Changed>) =
+                files.into_iter().partition(|file| self.is_large(file.new));
+            let [large, small]: [Vec<Vec<u8>>; 2] =
+                [large, small].map(|files| files.into_iter().map(|file| file.path).collect());
+            if !large.is_empty() && !force {
+                let mut paths: Vec<String> = (self.scan(&large)?.iter())
+                    .map(|entry| entry.path().into_owned())
+                    .collect();
+                if !paths.is_empty() {
                     paths.sort();
                     paths.dedup();
                     return Err(Error::Dirty { paths });
                 }
-                // Every file is written, and libgit2's copy of the index
-                // has them; only writing it out met another git's lock.
-                Err(err) if err.code() == ErrorCode::Locked => {
-                    let mut index = self.git.index().doing("open the index")?;
-                    super::cli::wait_out_lock(|| self.try_write_index(&mut index))?;
-                }
-                other => other.doing("check out the files")?,
             }
-            self.smudge_filtered(&paths, to)?;
+            if !small.is_empty() {
+                self.checkout_paths(to, &small, force)?;
+            }
+            let mut through_git = self.smudge_filtered(&small, to);
+            through_git.extend(large);
+            self.write_through_git(&through_git, to)?;
         }
         self.queue_entries_follow(to)
     }
 
-    /// Writes again, through the user's git, those of `paths` (just checked
-    /// out as tree `to` has them) whose filter turns the committed form
-    /// into other bytes on disk: libgit2 runs no smudge filter, so an LFS
-    /// file would be left as its pointer.
-    fn smudge_filtered(&self, paths: &[Vec<u8>], to: &git2::Tree<'_>) -> Result<()> {
+    /// libgit2's checkout of `paths` as tree `to` has them (see
+    /// [`Repo::switch_tree`] for `force`).
+    fn checkout_paths(&self, to: &git2::Tree<'_>, paths: &[Vec<u8>], force: bool) -> Result<()> {
+        let conflicts = RefCell::new(Vec::new());
+        let mut checkout = CheckoutBuilder::new();
+        if force {
+            // A checkout a kill cut short writes files before the
+            // index: a file it added is untracked then, and goes too.
+            checkout.force().remove_untracked(true);
+        } else {
+            checkout.safe();
+        }
+        checkout
+            .disable_pathspec_match(true)
+            .notify_on(CheckoutNotificationType::CONFLICT)
+            .notify(|_, path, _, _, _| {
+                if let Some(path) = path {
+                    conflicts
+                        .borrow_mut()
+                        .push(path.to_string_lossy().into_owned());
+                }
+                true
+            });
+        for path in paths {
+            checkout.path(path.as_slice());
+        }
+        let result = self.git.checkout_tree(to.as_object(), Some(&mut checkout));
+        drop(checkout);
+        match result {
+            Err(err) if err.code() == ErrorCode::Conflict => {
+                let mut paths = conflicts.into_inner();
+                paths.sort();
+                paths.dedup();
+                Err(Error::Dirty { paths })
+            }
+            // Every file is written, and libgit2's copy of the index
+            // has them; only writing it out met another git's lock.
+            Err(err) if err.code() == ErrorCode::Locked => {
+                let mut index = self.git.index().doing("open the index")?;
+                super::cli::wait_out_lock(|| self.try_write_index(&mut index))
+            }
+            other => other.doing("check out the files"),
+        }
+    }
+
+    /// Those of `paths` (checked out as tree `to` has them) whose filter
+    /// turns the committed form into other bytes on disk: libgit2 runs no
+    /// smudge filter, so an LFS file would be left as its pointer.
+    fn smudge_filtered(&self, paths: &[Vec<u8>], to: &git2::Tree<'_>) -> Vec<Vec<u8>> {
         let Some(config) = self.config() else {
-            return Ok(());
+            return Vec::new();
         };
         let smudges = |filter: &str| {
             ["smudge", "process"]
                 .iter()
                 .any(|key| config.get_string(&format!("filter.{filter}.{key}")).is_ok())
         };
-        let filtered: Vec<&[u8]> = paths
+        paths
             .iter()
-            .map(Vec::as_slice)
             .filter(|path| {
                 let path = bytes_path(path);
                 let filter = (self.git).get_attr(path, "filter", AttrCheckFlags::INDEX_THEN_FILE);
                 to.get_path(path).is_ok() && matches!(filter, Ok(Some(filter)) if smudges(filter))
             })
+            .cloned()
+            .collect()
+    }
+
+    /// Writes `paths` as tree `to` has them through the user's git (`git
+    /// checkout-index`), which runs their smudge filters and streams a blob
+    /// to its file, where libgit2 runs no filter and reads it whole. Their
+    /// index entries are set to `to`'s first, without file stats.
+    fn write_through_git(&self, paths: &[Vec<u8>], to: &git2::Tree<'_>) -> Result<()> {
+        let files: Vec<(&[u8], git2::TreeEntry<'_>)> = (paths.iter())
+            .filter_map(|path| Some((path.as_slice(), to.get_path(bytes_path(path)).ok()?)))
             .collect();
-        if filtered.is_empty() {
+        if files.is_empty() {
             return Ok(());
         }
-        // git writes no file whose index entry matches it on disk, as
-        // libgit2 just recorded: a size of zero tells it to look again.
+        // git writes no file whose index entry matches it on disk: a size
+        // of zero tells it to look again.
         self.update_index(|index| {
-            for path in &filtered {
-                if let Some(mut entry) = index.get_path(bytes_path(path), 0) {
-                    entry.file_size = 0;
-                    entry.mtime = IndexTime::new(0, 0);
-                    index
-                        .add(&entry)
-                        .doing("mark a filtered file for writing")?;
+            for (path, item) in &files {
+                let mode = u32::try_from(item.filemode()).unwrap_or(0o100644);
+                let mut entry = entry(path, mode, item.id());
+                if let Some(staged) = index.get_path(bytes_path(path), 0) {
+                    // Keeps a sparse checkout's skip-worktree mark.
+                    (entry.flags, entry.flags_extended) = (staged.flags, staged.flags_extended);
                 }
+                index.add(&entry).doing("mark a file for git to write")?;
             }
             Ok(true)
         })?;
-        let list = super::cli::nul_separated(filtered.iter().copied());
-        let args = ["checkout-index", "--force", "-z", "--stdin"];
-        self.git_ok(&args, &list, "write the filtered files (LFS)")?;
+        let list = super::cli::nul_separated(files.iter().map(|(path, _)| *path));
+        // `-u`: git records the files' stats, so that the next scan need
+        // not read them again.
+        let args = ["checkout-index", "--force", "-u", "-z", "--stdin"];
+        self.git_ok(&args, &list, "write the filtered and large files")?;
         Ok(())
     }
 
@@ -748,7 +786,7 @@ fn remove_entry(index: &mut Index, path: &Path) -> Result<bool> {
 }
 
 /// An index entry without file-system metadata: git re-reads the file.
-fn entry(rel: &str, mode: u32, id: git2::Oid) -> IndexEntry {
+fn entry(rel: impl AsRef<[u8]>, mode: u32, id: git2::Oid) -> IndexEntry {
     IndexEntry {
         ctime: IndexTime::new(0, 0),
         mtime: IndexTime::new(0, 0),
@@ -761,7 +799,7 @@ fn entry(rel: &str, mode: u32, id: git2::Oid) -> IndexEntry {
         id,
         flags: 0,
         flags_extended: 0,
-        path: rel.as_bytes().to_vec(),
+        path: rel.as_ref().to_vec(),
     }
 }
 

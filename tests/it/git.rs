@@ -5,6 +5,7 @@ mod branch_names;
 mod claim;
 mod history;
 mod identity;
+mod large;
 mod layouts;
 mod leftovers;
 mod preflight;

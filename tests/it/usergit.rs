@@ -661,6 +661,38 @@ ralph task complete A > /dev/null
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// Files larger than ralph reads whole (`git::LARGE_BLOB`) go through the
+/// user's git both ways: one an agent leaves uncommitted and one another
+/// agent commits itself, two workers side by side, each merged and
+/// checked out in the project's folder, reach the base and the disk intact.
+#[test]
+fn large_files_reach_the_base_and_the_checkout_intact() {
+    let size = ralph::git::LARGE_BLOB + 1024;
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"one","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"two","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"head -c {size} /dev/zero | tr '\0' "$RALPH_TASK_ID" > "$RALPH_TASK_ID.bin"
+if [ "$RALPH_TASK_ID" = B ]; then git add B.bin && git commit -q -m "B's data"; fi
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#
+        ));
+    let run = crate::support::finish(project.run_command(&["--workers", "2"]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    for id in ["A", "B"] {
+        let file = format!("{id}.bin");
+        let bytes = project.bytes(&file);
+        assert_eq!(bytes.len() as u64, size, "{file}");
+        assert!(bytes.iter().all(|byte| *byte == id.as_bytes()[0]), "{file}");
+        assert_eq!(
+            project.git(&["rev-parse", &format!("main:{file}")]),
+            project.git(&["hash-object", &file])
+        );
+    }
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
 /// An agent that writes a `.gitignore` of its own, without ralph's lines,
 /// and stages everything: ralph's runtime files stay out of its commits
 /// and off the base, and the next task and the next run go on.

@@ -1,0 +1,51 @@
+//! Files larger than ralph reads whole (`git::LARGE_BLOB`): written out by
+//! the user's git.
+
+use ralph::git::LARGE_BLOB;
+
+use super::*;
+
+/// A binary file of just over `LARGE_BLOB` bytes, all `fill`.
+fn large(fill: u8) -> Vec<u8> {
+    vec![fill; LARGE_BLOB as usize + 1]
+}
+
+fn write_large(repo: &GitRepo, rel: &str, fill: u8) {
+    let path = repo.path().join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, large(fill)).unwrap();
+}
+
+fn is_large(repo: &GitRepo, rel: &str, fill: u8) -> bool {
+    std::fs::read(repo.path().join(rel)).is_ok_and(|bytes| bytes == large(fill))
+}
+
+#[test]
+fn a_large_file_is_written_by_git_and_never_over_a_file_in_its_way() {
+    let repo = project();
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    write_large(&repo, "big.bin", 2);
+    repo.write("small.txt", "small\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Add files"]);
+    git.checkout_base().unwrap();
+    assert!(!repo.path().join("big.bin").exists());
+
+    // A file in the large file's way, after the scan: the checkout
+    // writes nothing, the small file neither.
+    let clean = git.check_clean().unwrap();
+    repo.write("big.bin", "a person's file\n");
+    let err = git.claim_clean(&id("A"), TITLE, clean).unwrap_err();
+    assert!(matches!(err, Error::Dirty { ref paths } if paths == &["big.bin"]));
+    assert_eq!(repo.read("big.bin"), "a person's file\n");
+    assert!(!repo.path().join("small.txt").exists());
+    assert_eq!(current_branch(&repo), "main");
+
+    std::fs::remove_file(repo.path().join("big.bin")).unwrap();
+    let claim = git.claim(&id("A"), TITLE).unwrap();
+    assert!(claim.resumed);
+    assert!(is_large(&repo, "big.bin", 2));
+    assert_eq!(repo.read("small.txt"), "small\n");
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
