@@ -129,37 +129,48 @@ impl super::Repo {
         commits.reverse();
         let old_tree = old.tree().doing("read the run's start tree")?;
         let new_tree = tip.tree().doing("read the base's tree")?;
-        let mut diff = self
-            .git
-            .diff_tree_to_tree(
-                Some(&old_tree),
-                Some(&new_tree),
-                Some(DiffOptions::new().context_lines(0)),
-            )
-            .doing("diff the run's work")?;
-        diff.find_similar(None).doing("find renames")?;
+        let mut options = DiffOptions::new();
+        options.context_lines(0);
+        let (diff, large) =
+            self.diff_with_renames(&old_tree, &new_tree, options, "diff the run's work")?;
         let mut files = Vec::new();
-        for index in 0..diff.deltas().len() {
-            let delta = diff.get_delta(index).expect("an index below the count");
-            let path = super::work::delta_path(&delta);
-            if self.is_queue_file(&path) {
-                continue;
-            }
-            let patch = git2::Patch::from_diff(&diff, index).doing("count a file's lines")?;
-            let (insertions, deletions) = match &patch {
-                Some(patch) => {
-                    let (_, added, removed) = patch.line_stats().doing("count a file's lines")?;
-                    (added, removed)
+        if let Some(diff) = &diff {
+            for (index, delta) in diff.deltas().enumerate() {
+                let path = super::work::delta_path(&delta);
+                if self.is_queue_file(&path) {
+                    continue;
                 }
-                None => (0, 0),
-            };
-            files.push(FileChange {
-                path,
-                insertions,
-                deletions,
-                binary: delta.flags().is_binary()
-                    || patch.is_some_and(|p| p.delta().flags().is_binary()),
-            });
+                let patch = git2::Patch::from_diff(diff, index).doing("count a file's lines")?;
+                let (insertions, deletions) = match &patch {
+                    Some(patch) => {
+                        let (_, added, removed) =
+                            patch.line_stats().doing("count a file's lines")?;
+                        (added, removed)
+                    }
+                    None => (0, 0),
+                };
+                files.push(FileChange {
+                    path,
+                    insertions,
+                    deletions,
+                    binary: delta.flags().is_binary()
+                        || patch.is_some_and(|p| p.delta().flags().is_binary()),
+                });
+            }
+        }
+        // A large file is binary, as git counts one past its
+        // `core.bigFileThreshold`: its lines are not counted.
+        if !large.is_empty() {
+            files.extend(
+                (large.into_iter())
+                    .filter(|path| !self.is_queue_file(path))
+                    .map(|path| FileChange {
+                        path,
+                        binary: true,
+                        ..FileChange::default()
+                    }),
+            );
+            files.sort_by(|a, b| a.path.cmp(&b.path));
         }
         Ok(BaseChanges { commits, files })
     }

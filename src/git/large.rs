@@ -1,12 +1,17 @@
 //! Files too large to read whole. libgit2 reads a blob whole (a loose
 //! object twice over: its compressed bytes, then the inflated ones) to
-//! write the file out, and an agent may leave a file of hundreds of MB. A
-//! blob larger than [`LARGE_BLOB`] (its size read from the object's
-//! header) is never read by ralph: the user's git writes it out, streaming
-//! it.
+//! write the file out, to weigh it as a rename or to count its lines, and
+//! an agent may leave a file of hundreds of MB. A blob larger than
+//! [`LARGE_BLOB`] (its size read from the object's header) is never read
+//! by ralph: the user's git writes it out, streaming it; a diff counts it
+//! as binary, as git counts a file above `core.bigFileThreshold`, and as a
+//! rename only when its content is unchanged.
+
+use git2::{Diff, DiffOptions, Oid, Tree};
 
 use super::Repo;
-use super::tree::TreeFile;
+use super::error::{Context, Result};
+use super::tree::{Changed, TreeFile};
 
 /// The size in bytes above which ralph never reads a blob whole (4 MiB),
 /// so its memory stays within a few times this whatever an agent leaves:
@@ -28,4 +33,59 @@ impl Repo {
     pub(super) fn is_large(&self, file: Option<TreeFile>) -> bool {
         self.blob_size(file).is_some_and(|size| size > LARGE_BLOB)
     }
+
+    /// The diff of `old` against `new` with `options`, over the files that
+    /// differ, renames found (`git diff -M`), the large files left out:
+    /// `None` when every changed file is large. Then the paths of those
+    /// large files, as a diff names them (the new path, a deletion's old
+    /// one), in path order; a file renamed unchanged is one path, the new.
+    pub(super) fn diff_with_renames<'r>(
+        &'r self,
+        old: &Tree<'_>,
+        new: &Tree<'_>,
+        mut options: DiffOptions,
+        action: &str,
+    ) -> Result<(Option<Diff<'r>>, Vec<String>)> {
+        let (large, small): (Vec<Changed>, Vec<Changed>) = self
+            .changed_files(old, new)?
+            .into_iter()
+            .partition(|file| self.is_large(file.old) || self.is_large(file.new));
+        if small.is_empty() {
+            return Ok((None, large_paths(large)));
+        }
+        // Only the files that differ (read by the walk, which skips equal
+        // subtrees), so that the renames are found among those alone.
+        options.disable_pathspec_match(true);
+        for file in &small {
+            options.pathspec(file.path.as_slice());
+        }
+        let mut diff = self
+            .git
+            .diff_tree_to_tree(Some(old), Some(new), Some(&mut options))
+            .doing(action)?;
+        diff.find_similar(None).doing("find renames")?;
+        Ok((Some(diff), large_paths(large)))
+    }
+}
+
+/// The paths of the large `files` as a diff with renames names them: a
+/// file deleted whose blob a path added is a rename, named by that path.
+fn large_paths(files: Vec<Changed>) -> Vec<String> {
+    let mut added: Vec<Oid> = files
+        .iter()
+        .filter(|file| file.old.is_none())
+        .filter_map(|file| file.new.map(|new| new.id))
+        .collect();
+    let mut paths = Vec::new();
+    for file in files {
+        if let (Some(old), None) = (file.old, file.new)
+            && let Some(found) = added.iter().position(|id| *id == old.id)
+        {
+            added.swap_remove(found);
+            continue;
+        }
+        paths.push(String::from_utf8_lossy(&file.path).into_owned());
+    }
+    paths.sort();
+    paths
 }

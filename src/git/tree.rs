@@ -25,11 +25,12 @@ pub(super) struct TreeFile {
     pub mode: i32,
 }
 
-/// A path whose file differs between two trees, and the file the new one
-/// has there (`None`: no file there, or a subtree).
+/// A path whose file differs between two trees, and the file on each side
+/// (`None`: no file there, or a subtree).
 #[derive(Clone, Debug)]
 pub(super) struct Changed {
     pub path: Vec<u8>,
+    pub old: Option<TreeFile>,
     pub new: Option<TreeFile>,
 }
 
@@ -42,7 +43,7 @@ impl Repo {
         Ok(files.into_iter().map(|file| file.path).collect())
     }
 
-    /// [`Repo::changed_paths`] with the file the new tree has there.
+    /// [`Repo::changed_paths`] with the file each tree has there.
     pub(super) fn changed_files(&self, old: &Tree<'_>, new: &Tree<'_>) -> Result<Vec<Changed>> {
         let mut files = Vec::new();
         self.walk_changes(Some(old.id()), Some(new.id()), &mut Vec::new(), &mut files)?;
@@ -104,6 +105,7 @@ impl Repo {
             if file(old).is_some() || file(new).is_some() {
                 out.push(Changed {
                     path: prefix.clone(),
+                    old: file(old),
                     new: file(new),
                 });
             }

@@ -59,29 +59,22 @@ impl Repo {
             .and_then(|commit| commit.tree())
             .doing("read the fork point's tree")?;
         let tip_tree = tip.tree().doing("read the branch's tree")?;
-        // The walk finds the changed files reading only the subtrees that
-        // differ; the diff (limited to them) pairs up renames.
-        let changed = self.changed_paths(&fork_tree, &tip_tree)?;
-        if changed.is_empty() {
-            return Ok(Vec::new());
+        let (diff, large) = self.diff_with_renames(
+            &fork_tree,
+            &tip_tree,
+            DiffOptions::new(),
+            "diff the branch against the base",
+        )?;
+        let mut paths: Vec<String> = diff
+            .iter()
+            .flat_map(|diff| diff.deltas())
+            .map(|delta| delta_path(&delta))
+            .collect();
+        if !large.is_empty() {
+            paths.extend(large);
+            paths.sort();
         }
-        let mut options = DiffOptions::new();
-        options.disable_pathspec_match(true);
-        for path in &changed {
-            options.pathspec(path.as_slice());
-        }
-        let mut diff = self
-            .git
-            .diff_tree_to_tree(Some(&fork_tree), Some(&tip_tree), Some(&mut options))
-            .doing("diff the branch against the base")?;
-        diff.find_similar(None).doing("find renames")?;
-        let mut paths = Vec::new();
-        for delta in diff.deltas() {
-            let path = delta_path(&delta);
-            if !self.is_queue_file(&path) {
-                paths.push(path);
-            }
-        }
+        paths.retain(|path| !self.is_queue_file(path));
         Ok(paths)
     }
 

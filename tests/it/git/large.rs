@@ -1,5 +1,5 @@
 //! Files larger than ralph reads whole (`git::LARGE_BLOB`): written out by
-//! the user's git.
+//! the user's git, binary in diffs, renamed only unchanged.
 
 use ralph::git::LARGE_BLOB;
 
@@ -18,6 +18,50 @@ fn write_large(repo: &GitRepo, rel: &str, fill: u8) {
 
 fn is_large(repo: &GitRepo, rel: &str, fill: u8) -> bool {
     std::fs::read(repo.path().join(rel)).is_ok_and(|bytes| bytes == large(fill))
+}
+
+#[test]
+fn a_large_file_renamed_unchanged_is_one_file_and_binary_in_the_runs_diff() {
+    let repo = project();
+    write_large(&repo, "data/model.bin", 0);
+    repo.write("notes.txt", "one\ntwo\nthree\nfour\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "data"]);
+    let start = repo.git(&["rev-parse", "HEAD"]);
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    // An exact rename of a large file, a new large file, and a small
+    // rename with an edit, which is still found.
+    repo.git(&["mv", "data/model.bin", "data/renamed.bin"]);
+    write_large(&repo, "data/weights.bin", 1);
+    repo.git(&["mv", "notes.txt", "docs.txt"]);
+    repo.write("docs.txt", "one\ntwo\nthree\nFOUR\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Rework the data"]);
+    assert_eq!(
+        git.files_changed(BRANCH).unwrap(),
+        ["data/renamed.bin", "data/weights.bin", "docs.txt"]
+    );
+
+    let tip = git.branch_tip(BRANCH).unwrap();
+    archive_a(&repo, tip.as_str());
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    let files: Vec<(String, usize, usize, bool)> = (git.base_changes_since(&start).unwrap())
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.insertions, f.deletions, f.binary))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("data/renamed.bin".to_owned(), 0, 0, true),
+            ("data/weights.bin".to_owned(), 0, 0, true),
+            ("docs.txt".to_owned(), 1, 1, false),
+        ]
+    );
+    assert!(is_large(&repo, "data/renamed.bin", 0));
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
 }
 
 #[test]
