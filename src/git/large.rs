@@ -1,11 +1,15 @@
 //! Files too large to read whole. libgit2 reads a blob whole (a loose
 //! object twice over: its compressed bytes, then the inflated ones) to
-//! write the file out, to weigh it as a rename or to count its lines, and
-//! an agent may leave a file of hundreds of MB. A blob larger than
-//! [`LARGE_BLOB`] (its size read from the object's header) is never read
-//! by ralph: the user's git writes it out, streaming it; a diff counts it
-//! as binary, as git counts a file above `core.bigFileThreshold`, and as a
-//! rename only when its content is unchanged.
+//! write the file out, to weigh it as a rename, to merge it or to count
+//! its lines, and an agent may leave a file of hundreds of MB. A blob
+//! larger than [`LARGE_BLOB`] (its size read from the object's header) is
+//! never read by ralph: the user's git writes it out, streaming it; a diff
+//! counts it as binary, as git counts a file above `core.bigFileThreshold`,
+//! and as a rename only when its content is unchanged; a merge looks for
+//! no renames when that would weigh it, and one both sides changed is a
+//! conflict.
+
+use std::collections::HashMap;
 
 use git2::{Diff, DiffOptions, Oid, Tree};
 
@@ -18,6 +22,15 @@ use super::tree::{Changed, TreeFile};
 /// reading a loose object takes up to twice its size for a moment, and a
 /// diff holds two.
 pub const LARGE_BLOB: u64 = 4 << 20;
+
+/// What a merge would read of large files (see [`Repo::large_in_merge`]).
+pub(super) struct LargeInMerge {
+    /// Whether the merge may look for renames: no candidate is large.
+    pub renames: bool,
+    /// The large files both sides changed, each its own way: a conflict,
+    /// in path order, without the queue files (the disk wins for them).
+    pub both_changed: Vec<String>,
+}
 
 impl Repo {
     /// The size of `file`'s blob, read from the object's header, when it
@@ -65,6 +78,57 @@ impl Repo {
             .doing(action)?;
         diff.find_similar(None).doing("find renames")?;
         Ok((Some(diff), large_paths(large)))
+    }
+
+    /// What a merge of the commits `ours` and `theirs` would read of large
+    /// files: libgit2 weighs each file a side deleted against each file
+    /// that side added when it looks for renames, and merges the contents
+    /// of a file both sides changed.
+    pub(super) fn large_in_merge(&self, ours: Oid, theirs: Oid) -> Result<LargeInMerge> {
+        let ancestor = (self.git)
+            .merge_base(ours, theirs)
+            .doing("find where the branches part")?;
+        let tree = |id| {
+            (self.git)
+                .find_commit(id)
+                .and_then(|commit| commit.tree())
+                .doing("read a commit's tree")
+        };
+        let ancestor = tree(ancestor)?;
+        let ours = self.changed_files(&ancestor, &tree(ours)?)?;
+        let theirs = self.changed_files(&ancestor, &tree(theirs)?)?;
+        let renames = [&ours, &theirs].iter().all(|side| {
+            let deleted = || side.iter().filter(|file| file.new.is_none());
+            let added = || side.iter().filter(|file| file.old.is_none());
+            deleted().next().is_none()
+                || added().next().is_none()
+                || !(deleted().any(|file| self.is_large(file.old))
+                    || added().any(|file| self.is_large(file.new)))
+        });
+        let theirs: HashMap<&[u8], &Changed> = theirs
+            .iter()
+            .map(|file| (file.path.as_slice(), file))
+            .collect();
+        let mut both_changed = Vec::new();
+        for file in &ours {
+            let Some(other) = theirs.get(file.path.as_slice()) else {
+                continue;
+            };
+            let path = String::from_utf8_lossy(&file.path);
+            let apart = file.new.is_some() && other.new.is_some() && file.new != other.new;
+            if apart
+                && !self.is_queue_file(&path)
+                && [file.old, file.new, other.new]
+                    .into_iter()
+                    .any(|side| self.is_large(side))
+            {
+                both_changed.push(path.into_owned());
+            }
+        }
+        Ok(LargeInMerge {
+            renames,
+            both_changed,
+        })
     }
 }
 

@@ -487,9 +487,17 @@ impl Repo {
                 tip_tree.id()
             }
         } else {
+            // A large file is never read (see large.rs): a conflict if
+            // both sides changed it, and no renames looked for among them.
+            let large = self.large_in_merge(base.id(), tip.id())?;
+            if !large.both_changed.is_empty() {
+                return Ok(Merge::Conflict(large.both_changed));
+            }
+            let mut options = git2::MergeOptions::new();
+            options.find_renames(large.renames);
             let mut index = self
                 .git
-                .merge_commits(&base, &tip, None)
+                .merge_commits(&base, &tip, Some(&options))
                 .doing(&format!("merge {branch} into {} in memory", self.base))?;
             self.put_queue_files(&mut index, &base_tree)?;
             if index.has_conflicts() {

@@ -92,3 +92,20 @@ fn commit_on_main_elsewhere(repo: &GitRepo, rel: &str, contents: &str, message: 
     repo.git_in(&other, &["commit", "-q", "-m", message]);
     repo.git(&["worktree", "remove", other_str]);
 }
+
+/// The tree of the same squash made by hand with git, in another worktree:
+/// `git merge --squash` of the branch plus the queue files' bytes on disk.
+fn squash_by_hand(repo: &GitRepo) -> String {
+    let cli = repo.sibling("cli");
+    let cli_str = cli.to_str().unwrap();
+    repo.git(&["worktree", "add", "-q", "-b", "cli-squash", cli_str, "main"]);
+    repo.git_in(&cli, &["merge", "-q", "--squash", BRANCH]);
+    for file in ["tasks.jsonl", "tasks-done.jsonl"] {
+        std::fs::copy(repo.path().join(file), cli.join(file)).unwrap();
+    }
+    repo.git_in(&cli, &["add", "tasks.jsonl", "tasks-done.jsonl"]);
+    repo.git_in(&cli, &["commit", "-q", "-m", "squash by hand"]);
+    let tree = repo.git_in(&cli, &["rev-parse", "HEAD^{tree}"]);
+    repo.git(&["worktree", "remove", cli_str]);
+    tree
+}

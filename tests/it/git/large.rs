@@ -1,5 +1,6 @@
 //! Files larger than ralph reads whole (`git::LARGE_BLOB`): written out by
-//! the user's git, binary in diffs, renamed only unchanged.
+//! the user's git, binary in diffs, renamed only unchanged, a conflict
+//! when both sides of a merge change one.
 
 use ralph::git::LARGE_BLOB;
 
@@ -92,4 +93,54 @@ fn a_large_file_is_written_by_git_and_never_over_a_file_in_its_way() {
     assert!(is_large(&repo, "big.bin", 2));
     assert_eq!(repo.read("small.txt"), "small\n");
     assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
+fn a_large_file_merges_over_a_moved_base_as_git_merges_it() {
+    let repo = project();
+    repo.commit_file("gone.txt", "gone\n", "add gone");
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    // A file deleted and a large one added on one side: what libgit2
+    // would weigh against each other for a rename.
+    write_large(&repo, "big.bin", 3);
+    repo.git(&["rm", "-q", "gone.txt"]);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "Replace gone"]);
+    commit_on_main_elsewhere(&repo, "README.md", "# moved\n", "Base moves");
+    let tip = git.branch_tip(BRANCH).unwrap();
+    archive_a(&repo, tip.as_str());
+    let expected = squash_by_hand(&repo);
+
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert!(matches!(squash, Squash::Merged(_)));
+    assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
+    assert!(is_large(&repo, "big.bin", 3));
+    assert!(repo.status().is_empty(), "{:?}", repo.status());
+}
+
+#[test]
+fn a_large_file_both_sides_changed_is_a_conflict() {
+    let repo = project();
+    write_large(&repo, "shared.bin", 0);
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "add shared"]);
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    write_large(&repo, "shared.bin", 1);
+    repo.git(&["commit", "-q", "-am", "Branch changes shared"]);
+    let base_version = String::from_utf8(large(2)).unwrap();
+    commit_on_main_elsewhere(&repo, "shared.bin", &base_version, "Base changes shared");
+    let base_before = repo.git(&["rev-parse", "main"]);
+
+    let conflict = vec!["shared.bin".to_owned()];
+    assert_eq!(
+        git.preview_squash(BRANCH).unwrap(),
+        SquashPreview::Conflict(conflict.clone())
+    );
+    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    assert_eq!(squash, Squash::Conflict(conflict));
+    assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
+    assert_eq!(current_branch(&repo), BRANCH);
+    assert!(is_large(&repo, "shared.bin", 1));
 }

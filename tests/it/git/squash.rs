@@ -76,23 +76,6 @@ fn squash_writes_one_commit_with_the_archive_and_keeps_the_tip() {
     assert!(repo.status().is_empty(), "{:?}", repo.status());
 }
 
-/// The tree of the same squash made by hand with git, in another worktree:
-/// `git merge --squash` of the branch plus the queue files' bytes on disk.
-fn squash_by_hand(repo: &GitRepo) -> String {
-    let cli = repo.sibling("cli");
-    let cli_str = cli.to_str().unwrap();
-    repo.git(&["worktree", "add", "-q", "-b", "cli-squash", cli_str, "main"]);
-    repo.git_in(&cli, &["merge", "-q", "--squash", BRANCH]);
-    for file in ["tasks.jsonl", "tasks-done.jsonl"] {
-        std::fs::copy(repo.path().join(file), cli.join(file)).unwrap();
-    }
-    repo.git_in(&cli, &["add", "tasks.jsonl", "tasks-done.jsonl"]);
-    repo.git_in(&cli, &["commit", "-q", "-m", "squash by hand"]);
-    let tree = repo.git_in(&cli, &["rev-parse", "HEAD^{tree}"]);
-    repo.git(&["worktree", "remove", cli_str]);
-    tree
-}
-
 #[test]
 fn squash_gives_the_tree_of_git_merge_squash() {
     let repo = project();
