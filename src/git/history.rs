@@ -4,6 +4,7 @@
 use git2::DiffOptions;
 
 use super::error::{Context, Result};
+use super::tree::TreeFile;
 use super::{BranchCommit, CommitId};
 
 /// What the base gained since a commit: `git log --first-parent` and
@@ -138,6 +139,23 @@ impl super::Repo {
             for (index, delta) in diff.deltas().enumerate() {
                 let path = super::work::delta_path(&delta);
                 if self.is_queue_file(&path) {
+                    continue;
+                }
+                // Too long to count its lines (see large.rs): binary.
+                let file = |side: git2::DiffFile<'_>| {
+                    (!side.id().is_zero()).then(|| TreeFile {
+                        id: side.id(),
+                        mode: side.mode().into(),
+                    })
+                };
+                if self.is_too_long(file(delta.old_file()))
+                    || self.is_too_long(file(delta.new_file()))
+                {
+                    files.push(FileChange {
+                        path,
+                        binary: true,
+                        ..FileChange::default()
+                    });
                     continue;
                 }
                 let patch = git2::Patch::from_diff(diff, index).doing("count a file's lines")?;

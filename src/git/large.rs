@@ -1,15 +1,18 @@
-//! Files too large to read whole. libgit2 reads a blob whole (a loose
-//! object twice over: its compressed bytes, then the inflated ones) to
-//! write the file out, to weigh it as a rename, to merge it or to count
-//! its lines, and an agent may leave a file of hundreds of MB. A blob
-//! larger than [`LARGE_BLOB`] (its size read from the object's header) is
-//! never read by ralph: the user's git writes it out, streaming it; a diff
-//! counts it as binary, as git counts a file above `core.bigFileThreshold`,
-//! and as a rename only when its content is unchanged; a merge looks for
-//! no renames when that would weigh it, and one both sides changed is a
-//! conflict.
+//! Files too large to read whole, or too long to diff. libgit2 reads a
+//! blob whole (a loose object twice over: its compressed bytes, then the
+//! inflated ones) to write the file out, to weigh it as a rename, to merge
+//! it or to count its lines, and an agent may leave a file of hundreds of
+//! MB. A blob larger than [`LARGE_BLOB`] (its size read from the object's
+//! header) is never read by ralph: the user's git writes it out, streaming
+//! it; a diff counts it as binary, as git counts a file above
+//! `core.bigFileThreshold`, and as a rename only when its content is
+//! unchanged; a merge looks for no renames when that would weigh it. A
+//! diff line by line costs memory by the line, so a file of more than
+//! [`MAX_DIFF_LINES`] lines is binary in a diff too; both kinds are a
+//! conflict when both sides of a merge changed them.
 
 use std::collections::HashMap;
+use std::io::Read;
 
 use git2::{Diff, DiffOptions, Oid, Tree};
 
@@ -23,12 +26,19 @@ use super::tree::{Changed, TreeFile};
 /// diff holds two.
 pub const LARGE_BLOB: u64 = 4 << 20;
 
+/// The most lines in one version of a file that ralph diffs or merges line
+/// by line: libgit2's diff takes some 60 bytes a line, so a few MB of short
+/// lines would cost hundreds of MB. A longer file is binary in a diff, and
+/// a conflict when both sides of a merge changed it.
+pub const MAX_DIFF_LINES: usize = 50_000;
+
 /// What a merge would read of large files (see [`Repo::large_in_merge`]).
 pub(super) struct LargeInMerge {
     /// Whether the merge may look for renames: no candidate is large.
     pub renames: bool,
-    /// The large files both sides changed, each its own way: a conflict,
-    /// in path order, without the queue files (the disk wins for them).
+    /// The files both sides changed, each its own way, too large or too
+    /// long to merge line by line: a conflict, in path order, without the
+    /// queue files (the disk wins for them).
     pub both_changed: Vec<String>,
 }
 
@@ -45,6 +55,41 @@ impl Repo {
     /// Whether `file` is a regular file larger than [`LARGE_BLOB`].
     pub(super) fn is_large(&self, file: Option<TreeFile>) -> bool {
         self.blob_size(file).is_some_and(|size| size > LARGE_BLOB)
+    }
+
+    /// Whether `file` is too large or too long to diff or merge line by
+    /// line: larger than [`LARGE_BLOB`], or of more than
+    /// [`MAX_DIFF_LINES`] lines (counted in a blob that may hold so many).
+    pub(super) fn is_too_long(&self, file: Option<TreeFile>) -> bool {
+        match self.blob_size(file) {
+            Some(size) if size > LARGE_BLOB => true,
+            Some(size) if size > MAX_DIFF_LINES as u64 => file
+                .and_then(|file| self.newlines(file.id))
+                .is_some_and(|lines| lines > MAX_DIFF_LINES),
+            _ => false,
+        }
+    }
+
+    /// How many newlines blob `id` holds, read a piece at a time when the
+    /// object database can stream it (a loose object), else whole.
+    fn newlines(&self, id: Oid) -> Option<usize> {
+        let count = |bytes: &[u8]| bytes.iter().filter(|byte| **byte == b'\n').count();
+        let odb = self.git.odb().ok()?;
+        let Ok((mut stream, _, _)) = odb.reader(id) else {
+            return self
+                .git
+                .find_blob(id)
+                .ok()
+                .map(|blob| count(blob.content()));
+        };
+        let mut piece = vec![0; 64 << 10];
+        let mut lines = 0;
+        loop {
+            match stream.read(&mut piece).ok()? {
+                0 => return Some(lines),
+                read => lines += count(&piece[..read]),
+            }
+        }
     }
 
     /// The diff of `old` against `new` with `options`, over the files that
@@ -83,7 +128,7 @@ impl Repo {
     /// What a merge of the commits `ours` and `theirs` would read of large
     /// files: libgit2 weighs each file a side deleted against each file
     /// that side added when it looks for renames, and merges the contents
-    /// of a file both sides changed.
+    /// of a file both sides changed line by line.
     pub(super) fn large_in_merge(&self, ours: Oid, theirs: Oid) -> Result<LargeInMerge> {
         let ancestor = (self.git)
             .merge_base(ours, theirs)
@@ -120,7 +165,7 @@ impl Repo {
                 && !self.is_queue_file(&path)
                 && [file.old, file.new, other.new]
                     .into_iter()
-                    .any(|side| self.is_large(side))
+                    .any(|side| self.is_too_long(side))
             {
                 both_changed.push(path.into_owned());
             }

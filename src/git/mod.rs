@@ -40,7 +40,7 @@ pub use history::{BaseChanges, FileChange};
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
 pub use init::init_with_commit;
 pub use inspect::{COMMIT_HOOKS, Hooks, Signing};
-pub use large::LARGE_BLOB;
+pub use large::{LARGE_BLOB, MAX_DIFF_LINES};
 pub use push::{PUSH_TIMEOUT, Pushed, Target};
 pub use revert::Stash;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};

@@ -1,8 +1,9 @@
 //! Files larger than ralph reads whole (`git::LARGE_BLOB`): written out by
 //! the user's git, binary in diffs, renamed only unchanged, a conflict
-//! when both sides of a merge change one.
+//! when both sides of a merge change one; and files longer than ralph
+//! diffs line by line (`git::MAX_DIFF_LINES`).
 
-use ralph::git::LARGE_BLOB;
+use ralph::git::{LARGE_BLOB, MAX_DIFF_LINES};
 
 use super::*;
 
@@ -143,4 +144,40 @@ fn a_large_file_both_sides_changed_is_a_conflict() {
     assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
     assert_eq!(current_branch(&repo), BRANCH);
     assert!(is_large(&repo, "shared.bin", 1));
+}
+
+#[test]
+fn a_file_too_long_to_diff_is_binary_in_the_runs_diff_and_a_conflict_to_merge() {
+    // One line more than ralph diffs, after a first line that changes.
+    let long = |first: &str| format!("{first}\n{}", "x\n".repeat(MAX_DIFF_LINES));
+    let repo = project();
+    repo.write("long.txt", &long("one"));
+    repo.write("short.txt", "one\n");
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "add long"]);
+    let start = repo.git(&["rev-parse", "HEAD"]);
+    let git = open(&repo);
+    git.claim(&id("A"), TITLE).unwrap();
+    repo.write("long.txt", &long("two"));
+    repo.git(&["commit", "-q", "-am", "Branch edits the first line"]);
+    let base_version = format!("{}end\n", long("one"));
+    commit_on_main_elsewhere(&repo, "long.txt", &base_version, "Base adds a line");
+    commit_on_main_elsewhere(&repo, "short.txt", "one\ntwo\n", "Base edits short");
+
+    let files: Vec<(String, usize, usize, bool)> = (git.base_changes_since(&start).unwrap())
+        .files
+        .into_iter()
+        .map(|f| (f.path, f.insertions, f.deletions, f.binary))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("long.txt".to_owned(), 0, 0, true),
+            ("short.txt".to_owned(), 1, 0, false),
+        ]
+    );
+    assert_eq!(
+        git.preview_squash(BRANCH).unwrap(),
+        SquashPreview::Conflict(vec!["long.txt".to_owned()])
+    );
 }
