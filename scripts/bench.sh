@@ -11,7 +11,11 @@
 # repository of 1,000 commits and each of LOOP_FILES files, with each agent
 # of LOOP_AGENT, next to the time of `git status --porcelain` there),
 # parallel (`ralph run --workers N` on PAR_TASKS tasks whose agent sleeps
-# PAR_SLEEP seconds, N in PAR_WORKERS: "1 2 4 8").
+# PAR_SLEEP seconds, N in PAR_WORKERS: "1 2 4 8"), memory (ralph's peak
+# memory while its agent leaves a MEM_SIZE file, "300M", of MEM_DATA bytes,
+# "random" or "zero", in each case of MEM_CASES: "leave commit workers
+# resume rename", with a final review unless MEM_REVIEW is false; reads
+# /proc, so Linux only).
 # RALPH is the binary under test; BEFORE, when set, is timed too, in the same
 # turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
 # LOOP_FILES ("1000 10000 100000"), LOOP_AGENT ("commit leave": the agent
@@ -38,7 +42,7 @@ LOOP_TASKS=${LOOP_TASKS:-50}
 LOOP_FILES=${LOOP_FILES:-"1000 10000 100000"}
 LOOP_AGENT=${LOOP_AGENT:-"commit leave"}
 ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
-ONLY=${ONLY:-"next add complete archive loop parallel"}
+ONLY=${ONLY:-"next add complete archive loop parallel memory"}
 SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
@@ -575,6 +579,142 @@ bench_parallel() {
     say ""
 }
 
+# peak LOG COMMAND...: runs COMMAND (output to LOG), and sets PEAK to its
+# own peak resident memory in kB (VmHWM in /proc/PID/status, read every 10
+# ms until it exits: a peak in its last 10 ms may be missed), TREE to the
+# largest of it and each process it waited for (`/usr/bin/time`'s %M) and
+# RC to its exit code. `sh` writes its pid and execs the command, so the
+# pid read is the command's.
+peak() {
+    local log=$1 pid="" hwm
+    shift
+    rm -f "$log.pid"
+    /usr/bin/time -f %M -o "$log.time" sh -c 'echo $$ > "$0.pid" && exec "$@"' "$log" "$@" > "$log" 2>&1 &
+    local timer=$!
+    PEAK=0
+    until [ -s "$log.pid" ] || ! kill -0 "$timer" 2> /dev/null; do sleep 0.005; done
+    pid=$(cat "$log.pid" 2> /dev/null || true)
+    while [ -n "$pid" ]; do
+        # (The status of a process that exited has no VmHWM line.)
+        hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2> /dev/null || true)
+        [ -n "$hwm" ] || break
+        PEAK=$hwm
+        sleep 0.01
+    done
+    RC=0
+    wait "$timer" || RC=$?
+    TREE=$(tail -1 "$log.time")
+}
+
+# mem_agent PATH: the agent of the memory part, run as `PATH CASE`. It
+# leaves $RALPH_TASK_ID.bin, MEM_SIZE bytes of /dev/urandom (MEM_DATA
+# random) or of /dev/zero, and completes its task; `commit` commits the
+# file itself, `rename` deletes old.bin too, `resume` leaves the task
+# unfinished and completes it once it finds its file checked out again.
+# The final review passes.
+mem_agent() {
+    cat > "$1" <<'EOF'
+#!/bin/sh
+set -eu
+cat > /dev/null
+complete() { "$RALPH_BIN" task complete "$RALPH_TASK_ID" > /dev/null; }
+if [ "${RALPH_ROLE:-}" = final-reviewer ]; then complete; exit 0; fi
+if [ "$1" = resume ] && [ -e "$RALPH_TASK_ID.bin" ]; then complete; exit 0; fi
+source=/dev/urandom
+[ "$MEM_DATA" = random ] || source=/dev/zero
+head -c "$MEM_SIZE" "$source" > "$RALPH_TASK_ID.bin"
+case $1 in
+    commit) git add "$RALPH_TASK_ID.bin" && git commit -q -m "data for $RALPH_TASK_ID" ;;
+    rename) git rm -q old.bin ;;
+    resume) exit 0 ;;
+esac
+complete
+EOF
+    chmod +x "$1"
+}
+
+# mem_case BIN CASE: one case of the memory part in a fresh project
+# ($WORK/memory), checked, with PEAK and TREE (kB) and WALL (s) set; for
+# `resume`, the higher peaks of its two runs and the time of both.
+mem_case() {
+    local bin=$1 kind=$2 dir=$WORK/memory tasks=1 id peaks=0 trees=0 start
+    local args=(run --quiet --agent-cmd "$WORK/memory-agent.sh $kind")
+    [ "$MEM_REVIEW" = false ] || args+=(--final-review)
+    rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+    git init -q -b main && git config user.name bench && git config user.email bench@example.com
+    "$RALPH" init > /dev/null
+    [ "$kind" != workers ] || { tasks=2; args+=(--workers 2); }
+    for id in $(seq "$tasks"); do "$RALPH" task add "data $id" > /dev/null; done
+    [ "$kind" != rename ] || head -c "$MEM_SIZE" /dev/urandom > old.bin
+    git add -A && git commit -q -m init
+    start=$EPOCHREALTIME
+    if [ "$kind" = resume ]; then
+        # One iteration leaves the file on the task's branch, a person
+        # checks out main, and the next run checks the branch out again.
+        peak "$WORK/memory.log" "$bin" "${args[@]}" --max-iterations 1
+        [ "$RC" = 10 ] || { warn "memory ($bin, resume): the first run ended $RC: $(cat "$WORK/memory.log")"; exit 1; }
+        peaks=$PEAK trees=$TREE
+        git checkout -q main
+    fi
+    peak "$WORK/memory.log" "$bin" "${args[@]}"
+    WALL=$(awk -v s="$start" -v e="$EPOCHREALTIME" 'BEGIN { printf "%.1f", e - s }')
+    ((PEAK > peaks)) || PEAK=$peaks
+    ((TREE > trees)) || TREE=$trees
+    [ "$RC" = 0 ] || { warn "memory ($bin, $kind): ralph run ended $RC: $(cat "$WORK/memory.log")"; exit 1; }
+    # Every task archived, nothing left uncommitted, each file on main as
+    # on disk (the tasks' ids: A, B).
+    [ -z "$(jq -c . tasks.jsonl)" ] || { warn "memory ($bin, $kind): tasks left"; exit 1; }
+    [ -z "$(git status --porcelain)" ] || { warn "memory ($bin, $kind): left uncommitted: $(git status --porcelain)"; exit 1; }
+    for id in $(seq "$tasks" | tr 1-9 A-I); do
+        [ "$(git rev-parse "main:$id.bin")" = "$(git hash-object "$id.bin")" ] \
+            || { warn "memory ($bin, $kind): $id.bin differs from main's"; exit 1; }
+    done
+    cd "$ROOT"
+}
+
+# mib_of KB: kilobytes (KiB, as /proc and /usr/bin/time count them) as MiB.
+mib_of() { awk -v k="$1" 'BEGIN { printf "%.1f MiB", k / 1024 }'; }
+
+# memory: ralph's own peak memory while its agent leaves a large file
+# (issue 31: under 50 MB, whatever the agent leaves), in each case of
+# MEM_CASES, each binary in turn; and the largest process of the run.
+bench_memory() {
+    export MEM_SIZE=${MEM_SIZE:-300M} MEM_DATA=${MEM_DATA:-random} RALPH_PAUSE_BETWEEN_ITERATIONS=0ms
+    MEM_REVIEW=${MEM_REVIEW:-true}
+    local cases=${MEM_CASES:-"leave commit workers resume rename"} kind b what cells tree wall
+    local -a peaks=()
+    mem_agent "$WORK/memory-agent.sh"
+    say "## Memory: ralph's peak with a $MEM_SIZE file ($MEM_DATA bytes) left by its agent"
+    say ""
+    say "Target: ralph's own peak under 50 MB (48,828 KiB). Own peak: VmHWM of ralph's process (/proc, read every 10 ms). Largest process: the highest peak of ralph and of each process it waited for (\`/usr/bin/time\`): git maps the whole file to hash it (\`update-index\`, the agent's \`git add\`), and the file's pages count as resident. Final review (the run's diff stat, \`--final-review\`): $MEM_REVIEW. Checked: every task archived, the tree clean, each file on main as on disk."
+    say ""
+    local head="| case | what ralph does with the file | own peak |"
+    [ -z "$BEFORE" ] || head+=" before | before/ralph |"
+    head+=" under 50 MB | largest process | wall |"
+    say "$head"
+    say "$(printf '%s\n' "$head" | awk -F'|' '{ s = "|"; for (i = 2; i < NF; i++) s = s "---|"; print s }')"
+    for kind in $cases; do
+        case $kind in
+            leave) what="left uncommitted: staged by git, committed, squashed, archived" ;;
+            commit) what="committed by the agent" ;;
+            workers) what="two workers, a file each: merged and checked out in the project's folder, the second over a moved base" ;;
+            resume) what="checked out again with its task's branch, after a person checked out main" ;;
+            rename) what="left beside a tracked file of the same size the agent deletes: rename candidates" ;;
+            *) warn "unknown MEM_CASES $kind (use: leave commit workers resume rename)" && exit 2 ;;
+        esac
+        peaks=() cells=""
+        for b in "${!BINS[@]}"; do
+            mem_case "${BINS[b]}" "$kind"
+            peaks[b]=$PEAK
+            cells+=" $(mib_of "$PEAK") |"
+            ((b > 0)) || { tree=$TREE wall=$WALL; }
+        done
+        [ -z "$BEFORE" ] || cells+=" $(ratio "${peaks[1]}" "${peaks[0]}") |"
+        say "| $kind | $what |$cells $(yes_if '<' "${peaks[0]}" 48828) | $(mib_of "$tree") | $wall s |"
+    done
+    say ""
+}
+
 machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -591,8 +731,8 @@ machine() {
 machine
 for part in $ONLY; do
     case $part in
-        next | add | complete | archive | loop | parallel) "bench_$part" ;;
-        *) warn "unknown part $part (use: next add complete archive loop parallel)" && exit 2 ;;
+        next | add | complete | archive | loop | parallel | memory) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop parallel memory)" && exit 2 ;;
     esac
 done
 echo "results: $RESULTS" >&2
