@@ -462,6 +462,9 @@ impl Repo {
                     paths.dedup();
                     return Err(Error::Dirty { paths });
                 }
+                // git's status may have written the index (refreshed file
+                // stats), which libgit2's checkout would write over.
+                self.index()?;
             }
             if !small.is_empty() {
                 self.checkout_paths(to, &small, force)?;
