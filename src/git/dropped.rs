@@ -111,16 +111,27 @@ impl Repo {
     }
 
     /// The change `commit` makes against its parent, as `git patch-id`
-    /// names it; `None` when it cannot be read.
+    /// names it; `None` when it cannot be read, or touches a file too large
+    /// or too long to diff (such a commit is kept, never read whole).
     fn patch_id(&self, commit: Oid) -> Option<Oid> {
         let commit = self.git.find_commit(commit).ok()?;
         let tree = commit.tree().ok()?;
         let parent = match commit.parent(0) {
-            Ok(parent) => Some(parent.tree().ok()?),
-            Err(_) => None,
+            Ok(parent) => parent.tree().ok()?,
+            Err(_) => {
+                let empty = self.git.treebuilder(None).ok()?.write().ok()?;
+                self.git.find_tree(empty).ok()?
+            }
         };
+        let changed = self.changed_files(&parent, &tree).ok()?;
+        if changed
+            .iter()
+            .any(|file| self.is_too_long(file.old) || self.is_too_long(file.new))
+        {
+            return None;
+        }
         let diff = (self.git)
-            .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+            .diff_tree_to_tree(Some(&parent), Some(&tree), None)
             .ok()?;
         diff.patchid(None).ok()
     }
