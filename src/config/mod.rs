@@ -1,15 +1,19 @@
 //! Loop settings from `config/ralph.yaml`. Every key is optional; unknown
 //! keys are an error naming the key.
 
-use std::fmt;
+mod place;
+mod value;
+
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 
 use crate::exit::Exit;
 use crate::files::{self, TextError};
-
 use crate::paths::SETTINGS_FILE;
+use place::{line_of_check, value_line};
+pub use value::{ShowDuration, parse_duration, parse_minutes, parse_time_limit};
+use value::{duration, minutes, time_limit};
 
 /// The agent presets ralph knows.
 pub const PRESETS: [&str; 8] = [
@@ -156,41 +160,6 @@ pub fn checks_nothing(command: &str) -> bool {
     )
 }
 
-/// The line (1-based) of `command` in the `verify.<key>` list of `yaml`,
-/// or of the key itself, for an error message.
-fn line_of_check(yaml: &str, key: &str, command: &str) -> Option<usize> {
-    let lines: Vec<&str> = yaml.lines().collect();
-    let section = lines.iter().position(|line| line.trim_end() == "verify:")?;
-    let key_line = (section + 1..lines.len()).find(|&index| {
-        let line = lines[index].trim_start();
-        line.starts_with(&format!("{key}:"))
-    })?;
-    let wanted = command.trim();
-    let holds = |line: &str| {
-        let line = line.split(" #").next().unwrap_or_default();
-        if wanted.is_empty() {
-            line.contains("\"\"") || line.contains("''") || line.trim() == "-"
-        } else {
-            line.contains(wanted)
-        }
-    };
-    let item = std::iter::once(key_line)
-        .chain((key_line + 1..lines.len()).take_while(|&index| {
-            let line = lines[index];
-            line.trim().is_empty() || line.trim_start().starts_with(['-', '#'])
-        }))
-        .find(|&index| {
-            let line = lines[index];
-            let value = if index == key_line {
-                line.split_once(':').map_or("", |(_, value)| value)
-            } else {
-                line
-            };
-            holds(value)
-        });
-    Some(item.unwrap_or(key_line) + 1)
-}
-
 /// The `verify:` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -279,68 +248,6 @@ impl crate::exit::Reportable for Error {
             Error::Io(_) => None,
         }
     }
-}
-
-/// Where a value's own check failed: serde_yaml places such an error at
-/// the start of the mapping holding it (the file's first key, or
-/// `agent:`), and names the section at most. The one line that holds the
-/// value `message` quotes first is the place, and its key, with the
-/// section's, names it: `(line, "agent.timeout: ...")`. `None` when no
-/// single line holds it.
-fn value_line(yaml: &str, message: &str) -> Option<(usize, String)> {
-    if let Some(key) = message
-        .strip_prefix("duplicate field `")
-        .and_then(|rest| rest.split('`').next())
-    {
-        // The second time the key is written is the one to remove.
-        let line = (yaml.lines().enumerate())
-            .filter(|(_, line)| {
-                line.split_once(':')
-                    .is_some_and(|(written, _)| written == key)
-            })
-            .nth(1)?
-            .0;
-        return Some((line + 1, format!("{key}: written twice; keep one")));
-    }
-    let quoted = message.split('"').nth(1)?;
-    let mut section = "";
-    let mut found = None;
-    for (index, line) in yaml.lines().enumerate() {
-        let content = line.split(" #").next().unwrap_or(line).trim_end();
-        let Some((key, value)) = content.trim_start().split_once(':') else {
-            continue;
-        };
-        let nested = line.starts_with([' ', '\t']);
-        if !nested {
-            section = key;
-        }
-        let value = value.trim().trim_start_matches("- ");
-        let bare = value.trim_matches('"').trim_matches('\'');
-        if key.starts_with('#') || (bare != quoted && value != quoted) {
-            continue;
-        }
-        if found.is_some() {
-            return None;
-        }
-        let path = if nested {
-            format!("{section}.{key}")
-        } else {
-            key.to_owned()
-        };
-        found = Some((index + 1, path));
-    }
-    let (line, path) = found?;
-    if message.starts_with(&format!("{path}: ")) {
-        return Some((line, message.to_owned()));
-    }
-    // serde_yaml's own prefix is the section alone (`agent: ...`).
-    let said = match path.split_once('.') {
-        Some((section, _)) => message
-            .strip_prefix(&format!("{section}: "))
-            .unwrap_or(message),
-        None => message,
-    };
-    Some((line, format!("{path}: {said}")))
 }
 
 impl Settings {
@@ -528,148 +435,6 @@ impl Settings {
             }
         }
         Ok(())
-    }
-}
-
-/// Reads a duration written as `500ms`, `10s`, `20m` or `1h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let amount: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration; write it like 500ms, 10s, 20m or 1h"))?;
-    let millis = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "" => return Err(format!("duration {text:?} needs a unit: ms, s, m or h")),
-        _ => {
-            return Err(format!(
-                "{text:?} is not a duration; write it like 500ms, 10s, 20m or 1h"
-            ));
-        }
-    };
-    amount
-        .checked_mul(millis)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is too long a duration; write at most a few hours"))
-}
-
-/// [`parse_duration`] for a time limit, where zero would stop everything
-/// at once.
-pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
-    match parse_duration(text)? {
-        Duration::ZERO => Err(format!(
-            "{:?} is no time at all: the agent would be stopped at once; write a limit like 20m",
-            text.trim()
-        )),
-        limit => Ok(limit),
-    }
-}
-
-/// Reads a wall-clock budget: a positive whole number of minutes.
-pub fn parse_minutes(text: &str) -> Result<u64, String> {
-    match text.trim().parse::<u64>() {
-        Ok(minutes) if minutes > 0 => Ok(minutes),
-        _ => Err(not_minutes(&format!("{:?}", text.trim()))),
-    }
-}
-
-/// Why a budget in minutes was refused; `shown` is the value as written.
-fn not_minutes(shown: &str) -> String {
-    format!(
-        "{shown} is not a positive whole number of minutes; write one like 30, or null for no limit"
-    )
-}
-
-/// Shows a duration the way the settings file writes it.
-pub struct ShowDuration(pub Duration);
-
-impl fmt::Display for ShowDuration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ms = self.0.as_millis();
-        match ms {
-            ms if ms % 3_600_000 == 0 && ms > 0 => write!(f, "{}h", ms / 3_600_000),
-            ms if ms % 60_000 == 0 && ms > 0 => write!(f, "{}m", ms / 60_000),
-            ms if ms % 1_000 == 0 => write!(f, "{}s", ms / 1_000),
-            ms => write!(f, "{ms}ms"),
-        }
-    }
-}
-
-fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    parse_duration(&text).map_err(serde::de::Error::custom)
-}
-
-fn time_limit<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    let text = String::deserialize(deserializer)?;
-    parse_time_limit(&text).map_err(serde::de::Error::custom)
-}
-
-/// A budget in minutes: a positive whole number, or null for none. Any
-/// other value is refused (`30m` is a common slip); read by a visitor, so
-/// the error names the key and the value's own line.
-fn minutes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
-    deserializer.deserialize_any(Minutes)
-}
-
-/// Reads one budget in minutes.
-struct Minutes;
-
-impl Minutes {
-    fn refuse<E: serde::de::Error>(&self, shown: &str) -> E {
-        E::custom(not_minutes(shown))
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for Minutes {
-    type Value = Option<u64>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a positive whole number of minutes, or null")
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Option<u64>, E> {
-        Ok(None)
-    }
-
-    fn visit_none<E: serde::de::Error>(self) -> Result<Option<u64>, E> {
-        Ok(None)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<u64>, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Option<u64>, E> {
-        match value {
-            0 => Err(self.refuse("0")),
-            minutes => Ok(Some(minutes)),
-        }
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Option<u64>, E> {
-        match u64::try_from(value) {
-            Ok(minutes) => self.visit_u64(minutes),
-            Err(_) => Err(self.refuse(&value.to_string())),
-        }
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, value: f64) -> Result<Option<u64>, E> {
-        Err(self.refuse(&value.to_string()))
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, value: bool) -> Result<Option<u64>, E> {
-        Err(self.refuse(&value.to_string()))
-    }
-
-    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Option<u64>, E> {
-        Err(self.refuse(&format!("{value:?}")))
     }
 }
 
@@ -889,45 +654,6 @@ mod tests {
     }
 
     #[test]
-    fn durations_parse_and_show() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("20m").unwrap(), Duration::from_secs(1200));
-        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(
-            parse_duration("10").unwrap_err(),
-            "duration \"10\" needs a unit: ms, s, m or h"
-        );
-        assert_eq!(
-            parse_duration("soon").unwrap_err(),
-            "\"soon\" is not a duration; write it like 500ms, 10s, 20m or 1h"
-        );
-        assert_eq!(ShowDuration(Duration::from_secs(1200)).to_string(), "20m");
-        assert_eq!(
-            ShowDuration(Duration::from_millis(1500)).to_string(),
-            "1500ms"
-        );
-    }
-
-    #[test]
-    fn a_time_limit_of_nothing_and_durations_past_any_clock_are_refused() {
-        assert_eq!(
-            Settings::parse("agent:\n  timeout: 0s\n")
-                .unwrap_err()
-                .to_string(),
-            "config/ralph.yaml:2: agent.timeout: \"0s\" is no time at all: the agent would be stopped at once; write a limit like 20m"
-        );
-        assert!(parse_time_limit("0ms").is_err());
-        assert_eq!(parse_time_limit("90s"), Ok(Duration::from_secs(90)));
-        assert_eq!(
-            parse_duration("99999999999999999h"),
-            Err("\"99999999999999999h\" is too long a duration; write at most a few hours".into())
-        );
-        // Zero stays a fine pause or backoff.
-        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
-    }
-
-    #[test]
     fn a_null_check_is_an_empty_entry_not_a_command() {
         assert_eq!(
             Settings::parse("verify:\n  task:\n    - cargo test\n    - null\n")
@@ -951,7 +677,7 @@ mod tests {
     /// serde_yaml gives (its mapping's first key).
     #[test]
     fn a_bad_value_names_its_own_line_and_key() {
-        let shipped = include_str!("../config/ralph.yaml");
+        let shipped = include_str!("../../config/ralph.yaml");
         let at = |needle: &str| shipped.lines().position(|l| l.starts_with(needle)).unwrap() + 1;
         let text = shipped.replace("retry_backoff: 10s", "retry_backoff: 10 s");
         assert_eq!(
