@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use clap::Args;
 
 use super::{Context, Outcome, to_json};
-use crate::config::{ENV_VARS, PRESETS};
+use crate::config::{PRESETS, env_vars};
 use crate::doctor::{self, Finding, Request};
 use crate::error::Error;
 use crate::exit::Exit;
@@ -42,9 +42,8 @@ pub fn run(args: &DoctorArgs, context: &Context) -> Result<Outcome, Error> {
         run_checks: args.run_checks,
         agent: args.agent.clone(),
         agent_cmd: args.agent_cmd.clone(),
-        env: ENV_VARS
-            .iter()
-            .filter_map(|name| Some(((*name).to_owned(), std::env::var(name).ok()?)))
+        env: env_vars()
+            .filter_map(|name| Some((name.to_owned(), std::env::var(name).ok()?)))
             .collect(),
     };
     // Only a check command has anything for Ctrl-C to stop gracefully.

@@ -1,6 +1,8 @@
-//! Loop settings from `config/ralph.yaml`. Every key is optional; unknown
-//! keys are an error naming the key.
+//! Loop settings from `config/ralph.yaml`, then `RALPH_*` environment
+//! variables. Every key is optional; unknown keys are an error naming the
+//! key. Each key is declared in [`KEYS`], with its default and variable.
 
+mod keys;
 mod place;
 mod value;
 
@@ -11,6 +13,7 @@ use serde::Deserialize;
 use crate::exit::Exit;
 use crate::files::{self, TextError};
 use crate::paths::SETTINGS_FILE;
+pub use keys::{KEYS, Key, env_vars};
 use place::{line_of_check, value_line};
 pub use value::{ShowDuration, parse_duration, parse_minutes, parse_time_limit};
 use value::{duration, minutes, time_limit};
@@ -103,20 +106,6 @@ pub enum Push {
     OnMerge,
     /// Once, when the run ends.
     OnExit,
-}
-
-impl Push {
-    /// Reads the setting's value.
-    pub fn parse(text: &str) -> Result<Push, String> {
-        match text.trim() {
-            "never" => Ok(Push::Never),
-            "on_merge" => Ok(Push::OnMerge),
-            "on_exit" => Ok(Push::OnExit),
-            other => Err(format!(
-                "{other:?} is not a push setting; use never, on_merge or on_exit"
-            )),
-        }
-    }
 }
 
 /// The `agent:` section.
@@ -313,6 +302,24 @@ impl Settings {
         Ok(settings)
     }
 
+    /// Overrides settings from environment variables read through `get`.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
+        for key in KEYS {
+            let Some((name, value)) = key.env.and_then(|name| Some((name, get(name)?))) else {
+                continue;
+            };
+            (key.set)(self, &value).map_err(|message| Error::Env {
+                name: name.to_owned(),
+                message,
+            })?;
+            if key.path == "agent.preset" {
+                // A preset from the environment beats the file's command.
+                self.agent.command = None;
+            }
+        }
+        Ok(())
+    }
+
     /// The project's settings as a command runs with them: the file (or the
     /// defaults), then the process's `RALPH_*` variables over it.
     pub fn load_with_env(paths: &crate::paths::Paths) -> Result<Settings, Error> {
@@ -335,106 +342,6 @@ impl Settings {
                 Err(Error::from(crate::files::PathError::new(path, source)))
             }
         }
-    }
-}
-
-/// The environment variables that override settings, `RALPH_` and the
-/// key's path in capitals (`agent.timeout` is `RALPH_AGENT_TIMEOUT`).
-pub const ENV_VARS: [&str; 20] = [
-    "RALPH_AGENT_PRESET",
-    "RALPH_AGENT_COMMAND",
-    "RALPH_AGENT_MODEL",
-    "RALPH_AGENT_TIMEOUT",
-    "RALPH_WORKERS",
-    "RALPH_MAX_ITERATIONS",
-    "RALPH_MAX_RUN_MINUTES",
-    "RALPH_MAX_ITERATIONS_PER_TASK",
-    "RALPH_MAX_TASK_MINUTES",
-    "RALPH_MAX_CONSECUTIVE_FAILURES",
-    "RALPH_NO_PROGRESS_ITERATIONS",
-    "RALPH_RETRY_BACKOFF",
-    "RALPH_USAGE_LIMIT_MAX_WAIT",
-    "RALPH_PAUSE_BETWEEN_ITERATIONS",
-    "RALPH_BASE_BRANCH",
-    "RALPH_BRANCH_PREFIX",
-    "RALPH_GIT_PUSH",
-    "RALPH_GIT_REMOTE",
-    "RALPH_DELIVERY",
-    "RALPH_FINAL_REVIEW",
-];
-
-impl Settings {
-    /// Overrides settings from environment variables read through `get`.
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
-        for name in ENV_VARS {
-            let Some(value) = get(name) else { continue };
-            let fail = |message: String| Error::Env {
-                name: name.to_owned(),
-                message,
-            };
-            let count = || {
-                value
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|_| fail(format!("{value:?} is not a whole number")))
-            };
-            let duration = || parse_duration(&value).map_err(fail);
-            let minutes = || match value.trim() {
-                "" | "null" => Ok(None),
-                text => parse_minutes(text).map(Some).map_err(fail),
-            };
-            let text = || (!value.is_empty()).then(|| value.clone());
-            let switch = || match value.trim() {
-                "true" => Ok(true),
-                "false" | "" => Ok(false),
-                _ => Err(fail(format!("{value:?} is not true or false"))),
-            };
-            match name {
-                "RALPH_AGENT_PRESET" => {
-                    if !PRESETS.contains(&value.as_str()) {
-                        return Err(fail(format!(
-                            "unknown preset {value:?}; use one of {}",
-                            PRESETS.join(", ")
-                        )));
-                    }
-                    self.agent.preset = Some(value.clone());
-                    self.agent.command = None;
-                }
-                "RALPH_AGENT_COMMAND" => self.agent.command = text(),
-                "RALPH_AGENT_MODEL" => self.agent.model = text(),
-                "RALPH_AGENT_TIMEOUT" => {
-                    self.agent.timeout = parse_time_limit(&value).map_err(fail)?;
-                }
-                "RALPH_WORKERS" => self.workers = Some(check_workers(count()?).map_err(fail)?),
-                "RALPH_MAX_ITERATIONS" => self.max_iterations = count()?,
-                "RALPH_MAX_RUN_MINUTES" => self.max_run_minutes = minutes()?,
-                "RALPH_MAX_ITERATIONS_PER_TASK" => self.max_iterations_per_task = count()?,
-                "RALPH_MAX_TASK_MINUTES" => self.max_task_minutes = minutes()?,
-                "RALPH_MAX_CONSECUTIVE_FAILURES" => self.max_consecutive_failures = count()?,
-                "RALPH_NO_PROGRESS_ITERATIONS" => self.no_progress_iterations = count()?,
-                "RALPH_RETRY_BACKOFF" => self.retry_backoff = duration()?,
-                "RALPH_USAGE_LIMIT_MAX_WAIT" => self.usage_limit_max_wait = duration()?,
-                "RALPH_PAUSE_BETWEEN_ITERATIONS" => self.pause_between_iterations = duration()?,
-                "RALPH_BASE_BRANCH" => self.base_branch = text(),
-                "RALPH_BRANCH_PREFIX" => self.branch_prefix = value.clone(),
-                "RALPH_GIT_PUSH" => self.git.push = Push::parse(&value).map_err(fail)?,
-                "RALPH_GIT_REMOTE" => self.git.remote = text(),
-                "RALPH_DELIVERY" => {
-                    self.delivery = match value.trim() {
-                        "local" => Delivery::Local,
-                        "pr" => Delivery::Pr,
-                        other => {
-                            return Err(fail(format!(
-                                "{other:?} is not a delivery; use local or pr"
-                            )));
-                        }
-                    }
-                }
-                "RALPH_FINAL_REVIEW" => self.final_review = switch()?,
-                _ => unreachable!("ENV_VARS lists only handled names"),
-            }
-        }
-        Ok(())
     }
 }
 

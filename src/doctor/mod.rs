@@ -18,7 +18,7 @@ use std::sync::atomic::AtomicBool;
 
 use serde::Serialize;
 
-use crate::config::{ENV_VARS, Settings};
+use crate::config::{Settings, env_vars};
 use crate::paths::{Paths, SETTINGS_FILE, STOP_FILE};
 use crate::runner::{self, RunOptions};
 use crate::state::StateFile;
@@ -261,8 +261,7 @@ fn settings(
     } else {
         format!("no {SETTINGS_FILE}, so the defaults (`ralph init` writes one)")
     };
-    let from_env: Vec<&str> = ENV_VARS
-        .into_iter()
+    let from_env: Vec<&str> = env_vars()
         .filter(|name| request.env.iter().any(|(key, _)| key == name))
         .collect();
     if !from_env.is_empty() {

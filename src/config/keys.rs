@@ -1,0 +1,257 @@
+//! Every setting, declared once: its path in `config/ralph.yaml`, its
+//! environment variable and `ralph run` flag, what it holds, its default
+//! and what it is for. The environment overrides, the defaults in
+//! `ralph run --help` and the manual's table are made from [`KEYS`];
+//! tests hold the `Settings` structs, the shipped `config/ralph.yaml` and
+//! docs/CONFIG.md to it.
+
+use std::time::Duration;
+
+use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
+
+use super::{Delivery, PRESETS, Push, Settings, check_workers};
+use super::{parse_duration, parse_minutes, parse_time_limit};
+
+/// One setting.
+#[derive(Debug)]
+pub struct Key {
+    /// Its dotted path in the file, like `agent.timeout`.
+    pub path: &'static str,
+    /// The environment variable that overrides the file, if any.
+    pub env: Option<&'static str>,
+    /// The `ralph run` flag that overrides both, if any.
+    pub flag: Option<&'static str>,
+    /// What it holds, as the manual says it.
+    pub holds: &'static str,
+    /// Its default, as the file writes it.
+    pub default: &'static str,
+    /// What it is for, in one line.
+    pub doc: &'static str,
+    /// Sets it from its environment variable's text.
+    pub(super) set: fn(&mut Settings, &str) -> Result<(), String>,
+}
+
+/// What a key holds: its name in the manual, and how its environment
+/// variable is read (the file is read by serde, into the field's type).
+struct Type<T> {
+    name: &'static str,
+    read: fn(&str) -> Result<T, String>,
+}
+
+const COUNT: Type<u64> = Type {
+    name: "whole number",
+    read: count,
+};
+const WORKERS: Type<Option<u64>> = Type {
+    name: "whole number, or null",
+    read: |text| check_workers(count(text)?).map(Some),
+};
+const MINUTES: Type<Option<u64>> = Type {
+    name: "minutes, or null",
+    read: |text| match text.trim() {
+        "" | "null" => Ok(None),
+        text => parse_minutes(text).map(Some),
+    },
+};
+const DURATION: Type<Duration> = Type {
+    name: "duration",
+    read: parse_duration,
+};
+const TIME_LIMIT: Type<Duration> = Type {
+    name: "duration above 0",
+    read: parse_time_limit,
+};
+const TEXT: Type<Option<String>> = Type {
+    name: "text, or null",
+    read: |text| Ok((!text.is_empty()).then(|| text.to_owned())),
+};
+const STRING: Type<String> = Type {
+    name: "text",
+    read: |text| Ok(text.to_owned()),
+};
+const PRESET: Type<Option<String>> = Type {
+    name: "preset",
+    read: |text| match PRESETS.contains(&text) {
+        true => Ok(Some(text.to_owned())),
+        false => Err(format!(
+            "unknown preset {text:?}; use one of {}",
+            PRESETS.join(", ")
+        )),
+    },
+};
+const SWITCH: Type<bool> = Type {
+    name: "true or false",
+    read: |text| match text.trim() {
+        "true" => Ok(true),
+        "false" | "" => Ok(false),
+        _ => Err(format!("{text:?} is not true or false")),
+    },
+};
+const PUSH: Type<Push> = Type {
+    name: "never, on_merge or on_exit",
+    read: |text| choice(text, "push setting", PUSH.name),
+};
+const DELIVERY: Type<Delivery> = Type {
+    name: "local or pr",
+    read: |text| choice(text, "delivery", DELIVERY.name),
+};
+/// Lists are written in the file only: no key of this type has a variable.
+const LIST: Type<Vec<String>> = Type {
+    name: "list of commands",
+    read: |_| Err("a list is written in config/ralph.yaml".to_owned()),
+};
+
+/// A whole number, from an environment variable.
+fn count(text: &str) -> Result<u64, String> {
+    (text.trim().parse()).map_err(|_| format!("{text:?} is not a whole number"))
+}
+
+/// One of an enum's values, by the name the file uses for it.
+fn choice<T: DeserializeOwned>(text: &str, what: &str, names: &str) -> Result<T, String> {
+    let text = text.trim();
+    T::deserialize(text.into_deserializer())
+        .map_err(|_: ValueError| format!("{text:?} is not a {what}; use {names}"))
+}
+
+/// Rows of `path: TYPE = "default", VARIABLE or -, "--flag" or -, "doc";`.
+macro_rules! keys {
+    (@some -) => { None };
+    (@some $name:ident) => { Some(stringify!($name)) };
+    (@some $flag:literal) => { Some($flag) };
+    ($($($part:ident).+: $type:ident = $default:literal, $env:tt, $flag:tt, $doc:literal;)*) => {
+        &[$(Key {
+            path: stringify!($($part).+),
+            env: keys!(@some $env),
+            flag: keys!(@some $flag),
+            holds: $type.name,
+            default: $default,
+            doc: $doc,
+            set: |settings, text| {
+                settings.$($part).+ = ($type.read)(text)?;
+                Ok(())
+            },
+        }),*]
+    };
+}
+
+/// Every setting, in the order of the `Settings` fields.
+pub const KEYS: &[Key] = keys! {
+    agent.preset: PRESET = "claude", RALPH_AGENT_PRESET, "--agent",
+        "The agent that runs, one of the presets above; agent.command replaces it";
+    agent.command: TEXT = "null", RALPH_AGENT_COMMAND, "--agent-cmd",
+        "Your own agent command line, split like a shell; `{prompt_file}` and `{prompt}` are replaced, else the prompt goes to stdin";
+    agent.model: TEXT = "null", RALPH_AGENT_MODEL, "--model",
+        "The model, passed with the preset's own flag; null: the agent's own default";
+    agent.timeout: TIME_LIMIT = "20m", RALPH_AGENT_TIMEOUT, "--timeout",
+        "Longest an iteration may run before the agent is stopped and the iteration fails";
+    workers: WORKERS = "null", RALPH_WORKERS, "--workers",
+        "Agents working side by side (1 to 64), each on its own task in its own git worktree; null: one agent in the project's checkout";
+    max_iterations: COUNT = "50", RALPH_MAX_ITERATIONS, "--max-iterations",
+        "Most iterations in one `ralph run`";
+    max_run_minutes: MINUTES = "null", RALPH_MAX_RUN_MINUTES, "--max-run-minutes",
+        "Most wall-clock minutes in one `ralph run`, which stops after the iteration that reaches them; null: no limit";
+    max_iterations_per_task: COUNT = "20", RALPH_MAX_ITERATIONS_PER_TASK, -,
+        "Most iterations one task may take, across runs, before it is blocked";
+    max_task_minutes: MINUTES = "null", RALPH_MAX_TASK_MINUTES, "--max-task-minutes",
+        "Most wall-clock minutes one task's iterations may take, across runs, before it is blocked; null: no limit";
+    max_consecutive_failures: COUNT = "3", RALPH_MAX_CONSECUTIVE_FAILURES, -,
+        "Failed iterations in a row on one task before it is blocked";
+    no_progress_iterations: COUNT = "3", RALPH_NO_PROGRESS_ITERATIONS, -,
+        "Iterations in a row without a commit or file change before that counts as a failure";
+    retry_backoff: DURATION = "10s", RALPH_RETRY_BACKOFF, -,
+        "Wait after a failed iteration; doubles after each failure, capped at 10x";
+    usage_limit_max_wait: DURATION = "30m", RALPH_USAGE_LIMIT_MAX_WAIT, -,
+        "Longest wait for a usage limit whose reset the agent does not say: retry_backoff, doubling up to this";
+    pause_between_iterations: DURATION = "2s", RALPH_PAUSE_BETWEEN_ITERATIONS, -,
+        "Wait between two iterations";
+    base_branch: TEXT = "null", RALPH_BASE_BRANCH, -,
+        "Branch tasks start from and merge into; null: the branch checked out when the run starts";
+    branch_prefix: STRING = "task/", RALPH_BRANCH_PREFIX, -,
+        "Prefix of task branch names, as in `task/<id>-<slug>`";
+    verify.task: LIST = "[]", -, -,
+        "Commands that must pass before a task is merged (`sh -c`, in the project), before the task's own `verify`";
+    verify.run: LIST = "[]", -, -,
+        "Commands run once when the queue drains; the result is in result.json";
+    git.push: PUSH = "never", RALPH_GIT_PUSH, -,
+        "When the base is pushed, through your own git and never forced: never, on_merge (after each squash commit) or on_exit (when the run ends)";
+    git.remote: TEXT = "null", RALPH_GIT_REMOTE, -,
+        "The remote pushed to when the base has no upstream; null: origin";
+    delivery: DELIVERY = "local", RALPH_DELIVERY, -,
+        "Where the work goes: local (squash commits on the base) or pr (on a branch `ralph/<name>`, pushed, and a pull request with gh)";
+    final_review: SWITCH = "false", RALPH_FINAL_REVIEW, "--final-review",
+        "When the queue drains, one final-reviewer task over the run's work, which passes it or adds follow-up tasks";
+};
+
+/// The environment variables that override settings.
+pub fn env_vars() -> impl Iterator<Item = &'static str> {
+    KEYS.iter().filter_map(|key| key.env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fields serde knows in the section `yaml` opens, in order: it
+    /// names them all when it refuses an unknown one.
+    fn fields(yaml: &str) -> Vec<String> {
+        let message = Settings::parse(yaml).unwrap_err().to_string();
+        let (_, expected) = message
+            .split_once("expected ")
+            .expect("serde names the fields");
+        expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn every_field_is_a_key_and_every_key_holds_its_default() {
+        let mut paths = vec![];
+        for field in fields("unknown: 1\n") {
+            let section = format!("{field}.");
+            if KEYS.iter().any(|key| key.path.starts_with(&section)) {
+                let inner = fields(&format!("{field}:\n  unknown: 1\n"));
+                paths.extend(inner.iter().map(|name| format!("{section}{name}")));
+            } else {
+                paths.push(field);
+            }
+        }
+        let keys: Vec<&str> = KEYS.iter().map(|key| key.path).collect();
+        assert_eq!(
+            paths, keys,
+            "a field of Settings without a row in KEYS, or out of order"
+        );
+        for key in KEYS {
+            let yaml = match key.path.split_once('.') {
+                Some((section, name)) => format!("{section}:\n  {name}: {}\n", key.default),
+                None => format!("{}: {}\n", key.path, key.default),
+            };
+            assert_eq!(
+                Settings::parse(&yaml).unwrap(),
+                Settings::default(),
+                "{}'s default in KEYS is not Settings::default()'s",
+                key.path
+            );
+        }
+    }
+
+    #[test]
+    fn a_variable_is_ralph_and_the_path_in_capitals() {
+        for key in KEYS {
+            let named = format!("RALPH_{}", key.path.replace('.', "_").to_uppercase());
+            assert!(key.env.is_none_or(|env| env == named), "{}", key.path);
+            // Its variable sets what its default sets.
+            if key.env.is_some() && key.default != "null" {
+                let mut settings = Settings::default();
+                (key.set)(&mut settings, key.default).unwrap();
+                assert_eq!(settings, Settings::default(), "{}", key.path);
+            }
+        }
+        let without: Vec<&str> = (KEYS.iter().filter(|key| key.env.is_none()))
+            .map(|key| key.path)
+            .collect();
+        assert_eq!(without, ["verify.task", "verify.run"]);
+    }
+}
