@@ -4,62 +4,92 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use clap::Args;
+use clap::{Arg, Args};
 use serde_json::json;
 
 use super::{Context, Outcome, to_json};
 use crate::agent;
-use crate::config::{PRESETS, Settings, parse_duration, parse_time_limit};
+use crate::config::{KEYS, PRESETS, Settings, parse_duration, parse_time_limit};
 use crate::error::Error;
 use crate::exit::Exit;
 use crate::runner::{self, RunOptions};
 
-const SETTINGS_HELP: &str = "\
+/// Where settings come from, then each default from [`KEYS`], then the
+/// exit codes: the text after `ralph run --help`'s options.
+fn after_help() -> String {
+    let mut defaults = vec![String::new()];
+    for key in KEYS {
+        let item = format!("{} {}", key.path, key.default);
+        let line = defaults.last_mut().expect("one line at least");
+        if line.is_empty() {
+            *line = item;
+        } else if line.chars().count() + " · ".len() + item.len() <= 76 {
+            *line = format!("{line} · {item}");
+        } else {
+            defaults.push(item);
+        }
+    }
+    format!(
+        "\
 Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
-(RALPH_MAX_ITERATIONS, RALPH_AGENT_TIMEOUT, ...), then these flags. Defaults:
-  agent.preset claude · agent.timeout 20m · workers null · max_iterations 50
-  max_iterations_per_task 20 · max_consecutive_failures 3
-  max_run_minutes null · max_task_minutes null (no wall-clock limits)
-  no_progress_iterations 3 · retry_backoff 10s (doubling, capped at 10x)
-  pause_between_iterations 2s · base_branch: the branch checked out
-  usage_limit_max_wait 30m · branch_prefix task/ · verify.task [] · verify.run []
-  git.push never · git.remote null (the base's upstream, else origin)
-  delivery local (pr: a branch ralph/<name>, pushed, and a pull request with gh)
-  final_review false (true: one final-reviewer task when the queue drains)
+(the key's path in capitals: RALPH_AGENT_TIMEOUT), then these flags. Defaults:
+  {}
 Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
 spent, verify.run failed), 20 transient failure (lock held, agent not
 authenticated), 30 invalid input (tasks, roles, config, missing agent), 130
-interrupted.";
+interrupted.",
+        defaults.join("\n  ")
+    )
+}
 
-/// Arguments of `ralph run`.
+/// A flag's help, with the default of the setting it overrides.
+fn with_default(arg: Arg) -> Arg {
+    let long = arg.get_long().map(|long| format!("--{long}"));
+    let Some(key) = KEYS
+        .iter()
+        .find(|key| key.flag.is_some() && key.flag == long.as_deref())
+    else {
+        return arg;
+    };
+    // A key's doc ends by saying what null means, when that is its default.
+    let default = match key.doc.split_once("; null: ") {
+        Some((_, null)) if key.default == "null" => format!("null: {null}"),
+        _ => key.default.to_owned(),
+    };
+    let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+    arg.help(format!("{help} [default: {}, {default}]", key.path))
+}
+
+/// Arguments of `ralph run`; each flag that overrides a setting names it
+/// in [`KEYS`], which adds the default to its help.
 #[derive(Debug, Args)]
-#[command(after_help = SETTINGS_HELP)]
+#[command(after_help = after_help(), mut_args = with_default)]
 pub struct RunArgs {
-    /// Agents working side by side, each on its own task in its own git worktree (1 too: the checkout stays on the base) [default: workers, none: one agent in the checkout]
+    /// Agents working side by side, each on its own task in its own git worktree (1 too: the checkout stays on the base)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=crate::config::MAX_WORKERS))]
     pub workers: Option<u64>,
-    /// Iterations for this run [default: max_iterations, 50]
+    /// Iterations for this run
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u64>,
-    /// Wall-clock minutes for this run; it stops after the iteration that reaches them [default: max_run_minutes, none]
+    /// Wall-clock minutes for this run; it stops after the iteration that reaches them
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_run_minutes: Option<u64>,
-    /// Wall-clock minutes a task's iterations may take, across runs, before it is blocked [default: max_task_minutes, none]
+    /// Wall-clock minutes a task's iterations may take, across runs, before it is blocked
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_task_minutes: Option<u64>,
-    /// Agent preset [default: agent.preset, claude]
+    /// Agent preset
     #[arg(long, value_name = "PRESET", value_parser = clap::builder::PossibleValuesParser::new(PRESETS), conflicts_with = "agent_cmd")]
     pub agent: Option<String>,
     /// Custom agent command, split like a shell; {prompt_file} and {prompt} are substituted, otherwise the prompt goes to stdin
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
-    /// Model passed with the preset's own flag [default: agent.model, the agent's own]
+    /// Model passed with the preset's own flag
     #[arg(long, value_name = "M")]
     pub model: Option<String>,
-    /// Time limit per iteration, like 20m or 90s [default: agent.timeout, 20m]
+    /// Time limit per iteration, like 20m or 90s
     #[arg(long, value_name = "DURATION", value_parser = parse_time_limit)]
     pub timeout: Option<Duration>,
-    /// When the queue drains, add one final-review task over the whole run's work, at most twice a run [default: final_review, false]
+    /// When the queue drains, add one final-review task over the whole run's work, at most twice a run
     #[arg(long)]
     pub final_review: bool,
     /// Run a single iteration
@@ -220,4 +250,26 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     }
     // A run that would be refused exits as that run would.
     Ok(Outcome::print(out).with_exit(exit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn each_flag_of_the_table_shows_its_default_in_the_help() {
+        let mut cli = crate::cli::Cli::command();
+        let run = cli.find_subcommand_mut("run").expect("ralph run");
+        let help = run.render_help().to_string();
+        for key in KEYS {
+            let Some(flag) = key.flag else { continue };
+            let line = (help.lines())
+                .find(|line| line.trim_start().starts_with(&format!("{flag} ")))
+                .unwrap_or_else(|| panic!("{} names {flag}, which ralph run lacks", key.path));
+            let default = format!("[default: {}, {}", key.path, key.default);
+            assert!(line.contains(&default), "{line}");
+            assert!(help.contains(&format!(" {} {}", key.path, key.default)));
+        }
+    }
 }

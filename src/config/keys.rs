@@ -139,7 +139,7 @@ pub const KEYS: &[Key] = keys! {
     agent.preset: PRESET = "claude", RALPH_AGENT_PRESET, "--agent",
         "The agent that runs, one of the presets above; agent.command replaces it";
     agent.command: TEXT = "null", RALPH_AGENT_COMMAND, "--agent-cmd",
-        "Your own agent command line, split like a shell; `{prompt_file}` and `{prompt}` are replaced, else the prompt goes to stdin";
+        "Your own agent command line, split like a shell, with `{prompt_file}` or `{prompt}` replaced (neither: the prompt goes to stdin); null: the preset";
     agent.model: TEXT = "null", RALPH_AGENT_MODEL, "--model",
         "The model, passed with the preset's own flag; null: the agent's own default";
     agent.timeout: TIME_LIMIT = "20m", RALPH_AGENT_TIMEOUT, "--timeout",
