@@ -137,7 +137,7 @@ macro_rules! keys {
 /// Every setting, in the order of the `Settings` fields.
 pub const KEYS: &[Key] = keys! {
     agent.preset: PRESET = "claude", RALPH_AGENT_PRESET, "--agent",
-        "The agent that runs, one of the presets above; agent.command replaces it";
+        "The agent that runs, one of the presets; agent.command replaces it";
     agent.command: TEXT = "null", RALPH_AGENT_COMMAND, "--agent-cmd",
         "Your own agent command line, split like a shell, with `{prompt_file}` or `{prompt}` replaced (neither: the prompt goes to stdin); null: the preset";
     agent.model: TEXT = "null", RALPH_AGENT_MODEL, "--model",
@@ -171,7 +171,7 @@ pub const KEYS: &[Key] = keys! {
     verify.task: LIST = "[]", -, -,
         "Commands that must pass before a task is merged (`sh -c`, in the project), before the task's own `verify`";
     verify.run: LIST = "[]", -, -,
-        "Commands run once when the queue drains; the result is in result.json";
+        "Commands run once when the queue drains; the result is in `.ralph/result.json`";
     git.push: PUSH = "never", RALPH_GIT_PUSH, -,
         "When the base is pushed, through your own git and never forced: never, on_merge (after each squash commit) or on_exit (when the run ends)";
     git.remote: TEXT = "null", RALPH_GIT_REMOTE, -,
@@ -190,6 +190,32 @@ pub fn env_vars() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The manual's table of settings, between these lines of docs/CONFIG.md.
+    const MANUAL_START: &str =
+        "<!-- settings:start: made from src/config/keys.rs, edit it there -->";
+    /// Where the manual's table ends.
+    const MANUAL_END: &str = "<!-- settings:end -->";
+
+    /// The manual's table of settings, in Markdown.
+    fn manual_table() -> String {
+        let code = |text: Option<&str>| text.map(|text| format!("`{text}`")).unwrap_or_default();
+        let mut table =
+            "| key | default | variable | `ralph run` flag | value | what for |\n".to_owned();
+        table.push_str("|---|---|---|---|---|---|\n");
+        for key in KEYS {
+            table.push_str(&format!(
+                "| `{}` | `{}` | {} | {} | {} | {} |\n",
+                key.path,
+                key.default,
+                code(key.env),
+                code(key.flag),
+                key.holds,
+                key.doc
+            ));
+        }
+        table
+    }
 
     /// The fields serde knows in the section `yaml` opens, in order: it
     /// names them all when it refuses an unknown one.
@@ -253,5 +279,18 @@ mod tests {
             .map(|key| key.path)
             .collect();
         assert_eq!(without, ["verify.task", "verify.run"]);
+    }
+
+    #[test]
+    fn the_manual_shows_the_table() {
+        let manual = include_str!("../../docs/CONFIG.md");
+        let shown = (manual.split_once(MANUAL_START))
+            .and_then(|(_, rest)| rest.split_once(MANUAL_END))
+            .map(|(shown, _)| shown);
+        let table = format!("\n\n{}\n", manual_table());
+        assert!(
+            shown == Some(table.as_str()),
+            "docs/CONFIG.md's settings differ from KEYS; put this between {MANUAL_START} and {MANUAL_END}:\n{table}"
+        );
     }
 }
