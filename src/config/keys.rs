@@ -293,4 +293,44 @@ mod tests {
             "docs/CONFIG.md's settings differ from KEYS; put this between {MANUAL_START} and {MANUAL_END}:\n{table}"
         );
     }
+
+    #[test]
+    fn the_shipped_file_writes_every_key_at_its_default() {
+        use serde_yaml::Value;
+        use std::collections::{BTreeMap, BTreeSet};
+        /// Every value under `value` that is not a section, by its path.
+        fn leaves(value: &Value, path: &str, into: &mut BTreeMap<String, Value>) {
+            let Value::Mapping(section) = value else {
+                into.insert(path.to_owned(), value.clone());
+                return;
+            };
+            for (key, value) in section {
+                let key = key.as_str().expect("a key is text");
+                let path = if path.is_empty() {
+                    key.to_owned()
+                } else {
+                    format!("{path}.{key}")
+                };
+                leaves(value, &path, into);
+            }
+        }
+        let mut shipped = BTreeMap::new();
+        let file = serde_yaml::from_str(include_str!("../../config/ralph.yaml")).unwrap();
+        leaves(&file, "", &mut shipped);
+        let keys: BTreeMap<String, Value> = (KEYS.iter())
+            .map(|key| {
+                (
+                    key.path.to_owned(),
+                    serde_yaml::from_str(key.default).unwrap(),
+                )
+            })
+            .collect();
+        let differ: BTreeSet<&String> = (shipped.keys().chain(keys.keys()))
+            .filter(|path| shipped.get(*path) != keys.get(*path))
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "config/ralph.yaml and KEYS differ at {differ:?}"
+        );
+    }
 }
