@@ -139,30 +139,16 @@ pub(super) fn interrupt_flag() -> &'static AtomicBool {
 /// Runs `ralph run`.
 pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     let mut settings = Settings::load_with_env(&context.paths)?;
-    if let Some(n) = args.max_iterations {
-        settings.max_iterations = n;
-    }
-    if let Some(n) = args.max_run_minutes {
-        settings.max_run_minutes = Some(n);
-    }
-    if let Some(n) = args.max_task_minutes {
-        settings.max_task_minutes = Some(n);
-    }
-    if let Some(n) = args.workers {
-        settings.workers = Some(n);
-    }
+    settings.workers = args.workers.or(settings.workers);
+    settings.max_iterations = args.max_iterations.unwrap_or(settings.max_iterations);
+    settings.max_run_minutes = args.max_run_minutes.or(settings.max_run_minutes);
+    settings.max_task_minutes = args.max_task_minutes.or(settings.max_task_minutes);
+    settings.agent.model = args.model.clone().or(settings.agent.model);
+    settings.agent.timeout = args.timeout.unwrap_or(settings.agent.timeout);
+    settings.final_review |= args.final_review;
     if let Some(preset) = &args.agent {
         settings.agent.preset = Some(preset.clone());
         settings.agent.command = None;
-    }
-    if let Some(model) = &args.model {
-        settings.agent.model = Some(model.clone());
-    }
-    if let Some(timeout) = args.timeout {
-        settings.agent.timeout = timeout;
-    }
-    if args.final_review {
-        settings.final_review = true;
     }
     let options = RunOptions {
         settings,

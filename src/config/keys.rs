@@ -33,73 +33,40 @@ pub struct Key {
 
 /// What a key holds: its name in the manual, and how its environment
 /// variable is read (the file is read by serde, into the field's type).
-struct Type<T> {
-    name: &'static str,
-    read: fn(&str) -> Result<T, String>,
-}
+struct Type<T>(&'static str, fn(&str) -> Result<T, String>);
 
-const COUNT: Type<u64> = Type {
-    name: "whole number",
-    read: count,
-};
-const WORKERS: Type<Option<u64>> = Type {
-    name: "whole number, or null",
-    read: |text| check_workers(count(text)?).map(Some),
-};
-const MINUTES: Type<Option<u64>> = Type {
-    name: "minutes, or null",
-    read: |text| match text.trim() {
-        "" | "null" => Ok(None),
-        text => parse_minutes(text).map(Some),
-    },
-};
-const DURATION: Type<Duration> = Type {
-    name: "duration",
-    read: parse_duration,
-};
-const TIME_LIMIT: Type<Duration> = Type {
-    name: "duration above 0",
-    read: parse_time_limit,
-};
-const TEXT: Type<Option<String>> = Type {
-    name: "text, or null",
-    read: |text| Ok((!text.is_empty()).then(|| text.to_owned())),
-};
-const STRING: Type<String> = Type {
-    name: "text",
-    read: |text| Ok(text.to_owned()),
-};
-const PRESET: Type<Option<String>> = Type {
-    name: "preset",
-    read: |text| match PRESETS.contains(&text) {
-        true => Ok(Some(text.to_owned())),
-        false => Err(format!(
-            "unknown preset {text:?}; use one of {}",
-            PRESETS.join(", ")
-        )),
-    },
-};
-const SWITCH: Type<bool> = Type {
-    name: "true or false",
-    read: |text| match text.trim() {
-        "true" => Ok(true),
-        "false" | "" => Ok(false),
-        _ => Err(format!("{text:?} is not true or false")),
-    },
-};
-const PUSH: Type<Push> = Type {
-    name: "never, on_merge or on_exit",
-    read: |text| choice(text, "push setting", PUSH.name),
-};
-const DELIVERY: Type<Delivery> = Type {
-    name: "local or pr",
-    read: |text| choice(text, "delivery", DELIVERY.name),
-};
+const COUNT: Type<u64> = Type("whole number", count);
+const WORKERS: Type<Option<u64>> = Type("whole number, or null", |text| {
+    check_workers(count(text)?).map(Some)
+});
+const MINUTES: Type<Option<u64>> = Type("minutes, or null", |text| match text.trim() {
+    "" | "null" => Ok(None),
+    text => parse_minutes(text).map(Some),
+});
+const DURATION: Type<Duration> = Type("duration", parse_duration);
+const TIME_LIMIT: Type<Duration> = Type("duration above 0", parse_time_limit);
+const TEXT: Type<Option<String>> = Type("text, or null", |text| {
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+});
+const STRING: Type<String> = Type("text", |text| Ok(text.to_owned()));
+const PRESET: Type<Option<String>> = Type("preset", |text| match PRESETS.contains(&text) {
+    true => Ok(Some(text.to_owned())),
+    false => Err(format!(
+        "unknown preset {text:?}; use one of {}",
+        PRESETS.join(", ")
+    )),
+});
+const SWITCH: Type<bool> = Type("true or false", |text| match text.trim() {
+    "true" => Ok(true),
+    "false" | "" => Ok(false),
+    _ => Err(format!("{text:?} is not true or false")),
+});
+const PUSH: Type<Push> = Type("never, on_merge or on_exit", |text| {
+    choice(text, "push setting", PUSH.0)
+});
+const DELIVERY: Type<Delivery> = Type("local or pr", |text| choice(text, "delivery", DELIVERY.0));
 /// Lists are written in the file only: no key of this type has a variable.
-const LIST: Type<Vec<String>> = Type {
-    name: "list of commands",
-    read: |_| Err("a list is written in config/ralph.yaml".to_owned()),
-};
+const LIST: Type<Vec<String>> = Type("list of commands", |_| Err(String::new()));
 
 /// A whole number, from an environment variable.
 fn count(text: &str) -> Result<u64, String> {
@@ -123,11 +90,11 @@ macro_rules! keys {
             path: stringify!($($part).+),
             env: keys!(@some $env),
             flag: keys!(@some $flag),
-            holds: $type.name,
+            holds: $type.0,
             default: $default,
             doc: $doc,
             set: |settings, text| {
-                settings.$($part).+ = ($type.read)(text)?;
+                settings.$($part).+ = ($type.1)(text)?;
                 Ok(())
             },
         }),*]
