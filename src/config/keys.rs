@@ -265,32 +265,23 @@ mod tests {
     fn the_shipped_file_writes_every_key_at_its_default() {
         use serde_yaml::Value;
         use std::collections::{BTreeMap, BTreeSet};
-        /// Every value under `value` that is not a section, by its path.
-        fn leaves(value: &Value, path: &str, into: &mut BTreeMap<String, Value>) {
-            let Value::Mapping(section) = value else {
-                into.insert(path.to_owned(), value.clone());
-                return;
-            };
-            for (key, value) in section {
-                let key = key.as_str().expect("a key is text");
-                let path = if path.is_empty() {
-                    key.to_owned()
-                } else {
-                    format!("{path}.{key}")
-                };
-                leaves(value, &path, into);
+        let value = |text| serde_yaml::from_str::<Value>(text).unwrap();
+        let file = value(include_str!("../../config/ralph.yaml"));
+        let sections = file.as_mapping().expect("a mapping").iter();
+        let shipped: BTreeMap<String, Value> = (sections.flat_map(|(key, value)| {
+            let key = key.as_str().expect("a key is text");
+            match value.as_mapping() {
+                Some(section) => (section.iter())
+                    .map(|(name, value)| {
+                        (format!("{key}.{}", name.as_str().unwrap()), value.clone())
+                    })
+                    .collect(),
+                None => vec![(key.to_owned(), value.clone())],
             }
-        }
-        let mut shipped = BTreeMap::new();
-        let file = serde_yaml::from_str(include_str!("../../config/ralph.yaml")).unwrap();
-        leaves(&file, "", &mut shipped);
+        }))
+        .collect();
         let keys: BTreeMap<String, Value> = (KEYS.iter())
-            .map(|key| {
-                (
-                    key.path.to_owned(),
-                    serde_yaml::from_str(key.default).unwrap(),
-                )
-            })
+            .map(|key| (key.path.to_owned(), value(key.default)))
             .collect();
         let differ: BTreeSet<&String> = (shipped.keys().chain(keys.keys()))
             .filter(|path| shipped.get(*path) != keys.get(*path))
@@ -299,5 +290,49 @@ mod tests {
             differ.is_empty(),
             "config/ralph.yaml and KEYS differ at {differ:?}"
         );
+    }
+
+    #[test]
+    fn a_variable_beats_the_file_or_names_what_fits() {
+        let file = "agent:\n  command: x\nmax_task_minutes: 45\nfinal_review: true\n";
+        let read = |name: &str, value: &str| {
+            let mut settings = Settings::parse(file).unwrap();
+            (settings.apply_env(|asked| (asked == name).then(|| value.to_owned())))
+                .map(|()| settings)
+                .map_err(|err| err.to_string())
+        };
+        let set = |name, value| read(name, value).unwrap();
+        let codex = set("RALPH_AGENT_PRESET", "codex").agent;
+        assert_eq!(
+            (codex.preset.as_deref(), codex.command),
+            (Some("codex"), None)
+        );
+        assert_eq!(set("RALPH_MAX_ITERATIONS", "9").max_iterations, 9);
+        assert_eq!(
+            set("RALPH_RETRY_BACKOFF", "500ms")
+                .retry_backoff
+                .as_millis(),
+            500
+        );
+        assert_eq!(set("RALPH_MAX_TASK_MINUTES", "").max_task_minutes, None);
+        assert_eq!(set("RALPH_MAX_RUN_MINUTES", "90").max_run_minutes, Some(90));
+        assert_eq!(set("RALPH_GIT_PUSH", "on_exit").git.push, Push::OnExit);
+        assert_eq!(set("RALPH_DELIVERY", "pr").delivery, Delivery::Pr);
+        assert!(set("RALPH_FINAL_REVIEW", "true").final_review);
+        assert!(!set("RALPH_FINAL_REVIEW", "false").final_review);
+        let refused = "\
+RALPH_MAX_ITERATIONS=lots: \"lots\" is not a whole number
+RALPH_AGENT_TIMEOUT=5: duration \"5\" needs a unit: ms, s, m or h
+RALPH_AGENT_PRESET=gpt: unknown preset \"gpt\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor
+RALPH_MAX_TASK_MINUTES=0: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit
+RALPH_WORKERS=100: 100 is not between 1 and 64; write how many agents work side by side, like 2
+RALPH_GIT_PUSH=always: \"always\" is not a push setting; use never, on_merge or on_exit
+RALPH_DELIVERY=github: \"github\" is not a delivery; use local or pr
+RALPH_FINAL_REVIEW=yes: \"yes\" is not true or false";
+        for line in refused.lines() {
+            let (name, rest) = line.split_once('=').unwrap();
+            let (value, message) = rest.split_once(": ").unwrap();
+            assert_eq!(read(name, value).unwrap_err(), format!("{name}: {message}"));
+        }
     }
 }

@@ -350,44 +350,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn environment_overrides_the_file() {
-        let mut settings =
-            Settings::parse("max_iterations: 5\nagent:\n  command: \"x\"\n").unwrap();
-        let env = |name: &str| match name {
-            "RALPH_MAX_ITERATIONS" => Some("9".to_owned()),
-            "RALPH_AGENT_PRESET" => Some("codex".to_owned()),
-            "RALPH_RETRY_BACKOFF" => Some("500ms".to_owned()),
-            _ => None,
-        };
-        settings.apply_env(env).unwrap();
-        assert_eq!(settings.max_iterations, 9);
-        assert_eq!(settings.agent.preset.as_deref(), Some("codex"));
-        assert_eq!(
-            settings.agent.command, None,
-            "a preset from the environment beats the file's command"
-        );
-        assert_eq!(settings.retry_backoff, Duration::from_millis(500));
-        let bad = |name: &'static str, value: &'static str| {
-            Settings::default()
-                .apply_env(move |n| (n == name).then(|| value.to_owned()))
-                .unwrap_err()
-                .to_string()
-        };
-        assert_eq!(
-            bad("RALPH_MAX_ITERATIONS", "lots"),
-            "RALPH_MAX_ITERATIONS: \"lots\" is not a whole number"
-        );
-        assert_eq!(
-            bad("RALPH_AGENT_TIMEOUT", "5"),
-            "RALPH_AGENT_TIMEOUT: duration \"5\" needs a unit: ms, s, m or h"
-        );
-        assert_eq!(
-            bad("RALPH_AGENT_PRESET", "gpt"),
-            "RALPH_AGENT_PRESET: unknown preset \"gpt\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
-        );
-    }
-
-    #[test]
     fn wall_clock_budgets_are_off_by_default_and_positive_minutes() {
         let defaults = Settings::default();
         assert_eq!(
@@ -412,26 +374,6 @@ mod tests {
             refused("max_run_minutes: -5\n"),
             "config/ralph.yaml:1: max_run_minutes: -5 is not a positive whole number of minutes; write one like 30, or null for no limit"
         );
-        let mut settings = set;
-        settings
-            .apply_env(|name| match name {
-                "RALPH_MAX_TASK_MINUTES" => Some(String::new()),
-                "RALPH_MAX_RUN_MINUTES" => Some("90".to_owned()),
-                _ => None,
-            })
-            .unwrap();
-        assert_eq!(
-            (settings.max_task_minutes, settings.max_run_minutes),
-            (None, Some(90)),
-            "an empty variable turns the limit off"
-        );
-        let err = Settings::default()
-            .apply_env(|name| (name == "RALPH_MAX_TASK_MINUTES").then(|| "0".to_owned()))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "RALPH_MAX_TASK_MINUTES: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit"
-        );
     }
 
     /// The line and message `yaml` is refused with.
@@ -440,37 +382,6 @@ mod tests {
             Err(Error::Invalid { line, message }) => (line, message),
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn a_push_or_delivery_variable_of_another_value_names_the_choices() {
-        let refused = |name: &str, value: &str| {
-            let mut settings = Settings::default();
-            settings
-                .apply_env(|asked| (asked == name).then(|| value.to_owned()))
-                .unwrap_err()
-                .to_string()
-        };
-        assert_eq!(
-            refused("RALPH_GIT_PUSH", "always"),
-            "RALPH_GIT_PUSH: \"always\" is not a push setting; use never, on_merge or on_exit"
-        );
-        assert_eq!(
-            refused("RALPH_DELIVERY", "github"),
-            "RALPH_DELIVERY: \"github\" is not a delivery; use local or pr"
-        );
-        let mut settings = Settings::default();
-        settings
-            .apply_env(|name| match name {
-                "RALPH_GIT_PUSH" => Some("on_exit".to_owned()),
-                "RALPH_DELIVERY" => Some("pr".to_owned()),
-                _ => None,
-            })
-            .unwrap();
-        assert_eq!(
-            (settings.git.push, settings.delivery),
-            (Push::OnExit, Delivery::Pr)
-        );
     }
 
     #[test]
@@ -485,14 +396,6 @@ mod tests {
         assert_eq!(refused("workers: 65\n").0, Some(1));
         assert_eq!(Settings::parse("workers: 64\n").unwrap().workers, Some(64));
         assert_eq!(Settings::parse("workers: null\n").unwrap().workers, None);
-        let mut settings = Settings::default();
-        let err = settings
-            .apply_env(|name| (name == "RALPH_WORKERS").then(|| "100".to_owned()))
-            .unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "RALPH_WORKERS: 100 is not between 1 and 64; write how many agents work side by side, like 2"
-        );
     }
 
     #[test]
@@ -544,19 +447,6 @@ mod tests {
             Settings::parse("final_review: true\n")
                 .unwrap()
                 .final_review
-        );
-        let from_env = |value: &'static str| {
-            let mut settings = Settings::parse("final_review: true\n").unwrap();
-            settings
-                .apply_env(|name| (name == "RALPH_FINAL_REVIEW").then(|| value.to_owned()))
-                .map(|()| settings.final_review)
-                .map_err(|err| err.to_string())
-        };
-        assert_eq!(from_env("false"), Ok(false));
-        assert_eq!(from_env("true"), Ok(true));
-        assert_eq!(
-            from_env("yes"),
-            Err("RALPH_FINAL_REVIEW: \"yes\" is not true or false".to_owned())
         );
     }
 
