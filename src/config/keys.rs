@@ -3,7 +3,9 @@
 //! and what it is for. The environment overrides, the defaults in
 //! `ralph run --help` and the manual's table are made from [`KEYS`];
 //! tests hold the `Settings` structs, the shipped `config/ralph.yaml` and
-//! docs/CONFIG.md to it.
+//! docs/CONFIG.md to it. A new setting is a field of `Settings` (its value
+//! in `Default`) and a row here; those tests then name the key to write
+//! into `config/ralph.yaml` and print the manual's new table.
 
 use std::time::Duration;
 
