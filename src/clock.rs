@@ -9,15 +9,15 @@ use chrono::{DateTime, Utc};
 /// A testing hook: names a file whose RFC 3339 content is the budgets'
 /// current time, read again at each call, so a scripted agent moves time
 /// on by rewriting the file (atomically: write a temp file, then `mv`).
-pub const TEST_CLOCK_VAR: &str = "RALPH_TEST_CLOCK";
+pub(crate) const TEST_CLOCK_VAR: &str = "RALPH_TEST_CLOCK";
 
 /// Now, as ralph writes it in task records, state, events and results.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     stamp(chrono::Utc::now())
 }
 
 /// `time` as ralph writes times: RFC 3339, UTC, whole seconds.
-pub fn stamp(time: DateTime<Utc>) -> String {
+pub(crate) fn stamp(time: DateTime<Utc>) -> String {
     time.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
@@ -29,7 +29,7 @@ pub fn stamp(time: DateTime<Utc>) -> String {
 ///
 /// When `RALPH_TEST_CLOCK` names a file that cannot be read or does not
 /// hold an RFC 3339 time: a test's clock must never fall back silently.
-pub fn now_utc() -> DateTime<Utc> {
+pub(crate) fn now_utc() -> DateTime<Utc> {
     static FILE: OnceLock<Option<PathBuf>> = OnceLock::new();
     let file = FILE.get_or_init(|| {
         std::env::var_os(TEST_CLOCK_VAR)
@@ -43,7 +43,7 @@ pub fn now_utc() -> DateTime<Utc> {
 }
 
 /// The time a test clock file holds.
-pub fn read_clock(path: &Path) -> Result<DateTime<Utc>, String> {
+pub(crate) fn read_clock(path: &Path) -> Result<DateTime<Utc>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| format!("{TEST_CLOCK_VAR}: {}: {err}", path.display()))?;
     DateTime::parse_from_rfc3339(text.trim())
@@ -59,7 +59,7 @@ pub fn read_clock(path: &Path) -> Result<DateTime<Utc>, String> {
 
 /// Whole seconds from `from` to `to`, zero when `to` is earlier (a clock
 /// set back must not make time negative).
-pub fn seconds_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
+pub(crate) fn seconds_between(from: DateTime<Utc>, to: DateTime<Utc>) -> u64 {
     u64::try_from((to - from).num_seconds()).unwrap_or(0)
 }
 

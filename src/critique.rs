@@ -21,7 +21,7 @@ use crate::files;
 use crate::prompt::{EVIDENCE_TAIL_BYTES, Evidence, bounded_tail};
 
 /// Most bytes of earlier attempts a prompt carries.
-pub const PROMPT_BYTES: usize = 8 * 1024;
+pub(crate) const PROMPT_BYTES: usize = 8 * 1024;
 
 /// How an entry's heading starts.
 const HEADING: &str = "### Iteration ";
@@ -29,7 +29,12 @@ const HEADING: &str = "### Iteration ";
 /// The entry for a failure of the task's iteration number `task_iteration`
 /// (across runs), at `time`, in `role`. The output tail is bounded as the
 /// prompt bounds it, and fenced with more backticks than it holds in a row.
-pub fn entry(task_iteration: u64, time: &str, role: Option<&str>, evidence: &Evidence) -> String {
+pub(crate) fn entry(
+    task_iteration: u64,
+    time: &str,
+    role: Option<&str>,
+    evidence: &Evidence,
+) -> String {
     let mut text = format!(
         "{HEADING}{task_iteration} · {time} · role {} · {}\n\n",
         role.unwrap_or("none"),
@@ -60,7 +65,7 @@ pub fn entry(task_iteration: u64, time: &str, role: Option<&str>, evidence: &Evi
 /// Appends `entry` to the critique file at `path` (fsynced), closing first
 /// a fence an entry cut short by a crash left open, so the new entry reads
 /// as its own.
-pub fn append(path: &Path, entry: &str) -> io::Result<()> {
+pub(crate) fn append(path: &Path, entry: &str) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -80,7 +85,7 @@ pub fn append(path: &Path, entry: &str) -> io::Result<()> {
 
 /// The entries of a critique file's text, oldest first, each with its
 /// trailing blank line; text before the first heading is left out.
-pub fn entries(text: &str) -> Vec<&str> {
+pub(crate) fn entries(text: &str) -> Vec<&str> {
     let starts = scan(text).0;
     starts
         .iter()
@@ -93,7 +98,7 @@ pub fn entries(text: &str) -> Vec<&str> {
 /// the newest entries that fit in [`PROMPT_BYTES`], newest last, without
 /// the newest of all when `skip_newest` (it is the last failure, which the
 /// prompt shows in a section of its own). `None` when there is nothing.
-pub fn for_prompt(path: &Path, skip_newest: bool) -> io::Result<Option<String>> {
+pub(crate) fn for_prompt(path: &Path, skip_newest: bool) -> io::Result<Option<String>> {
     let bytes = files::read_or_empty(path)?;
     let text = String::from_utf8_lossy(&bytes);
     let mut all = entries(&text);
@@ -108,7 +113,7 @@ pub fn for_prompt(path: &Path, skip_newest: bool) -> io::Result<Option<String>> 
 /// The newest `entries` whose text fits in `max` bytes together, oldest
 /// first; whole entries are dropped, oldest first, and when the newest
 /// alone is larger, its last `max` bytes are kept.
-pub fn bounded(entries: &[&str], max: usize) -> String {
+pub(crate) fn bounded(entries: &[&str], max: usize) -> String {
     let mut from = entries.len();
     let mut total = 0;
     while from > 0 && total + entries[from - 1].len() <= max {

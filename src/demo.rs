@@ -10,16 +10,16 @@ use crate::git::{self, Repo};
 use crate::task::{Patch, Status, Store, TaskId};
 
 /// The sample project's tasks (the same file as `examples/demo/tasks.jsonl`).
-pub const TASKS: &str = include_str!("../examples/demo/tasks.jsonl");
+pub(crate) const TASKS: &str = include_str!("../examples/demo/tasks.jsonl");
 /// The sample project's README.
-pub const README: &str = include_str!("../examples/demo/README.md");
+pub(crate) const README: &str = include_str!("../examples/demo/README.md");
 /// The base branch of the sample project.
-pub const BASE: &str = "main";
+pub(crate) const BASE: &str = "main";
 
 /// Creates the sample project in the empty or missing folder `dir`: ralph's
 /// defaults, the sample tasks, settings that run the demo agent `agent`
 /// quickly, and a git repository with a first commit.
-pub fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
+pub(crate) fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
     let dir = paths.root();
     let io = |path: &Path| {
         let path = path.to_owned();
@@ -77,7 +77,7 @@ fn settings(agent: &str) -> String {
 
 /// What the demo agent is told through the environment.
 #[derive(Clone, Debug, Default)]
-pub struct AgentTurn {
+pub(crate) struct AgentTurn {
     /// `RALPH_TASK_ID`.
     pub task_id: String,
     /// `RALPH_TASK_TITLE`.
@@ -90,7 +90,7 @@ pub struct AgentTurn {
 
 impl AgentTurn {
     /// Reads the turn from ralph's environment variables.
-    pub fn from_env() -> AgentTurn {
+    pub(crate) fn from_env() -> AgentTurn {
         let var = |name: &str| std::env::var(name).unwrap_or_default();
         AgentTurn {
             task_id: var("RALPH_TASK_ID"),
@@ -103,7 +103,7 @@ impl AgentTurn {
 
 /// One iteration of the scripted agent in the project at `paths`: prints
 /// what it does and returns the exit code.
-pub fn agent(paths: &Paths, turn: &AgentTurn) -> Result<(String, i32), Error> {
+pub(crate) fn agent(paths: &Paths, turn: &AgentTurn) -> Result<(String, i32), Error> {
     // Read the prompt like a real agent, though the script ignores it.
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     let id = TaskId::parse(&turn.task_id).map_err(|message| {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use crate::exit::{Exit, Reportable};
+pub(crate) use crate::exit::{Exit, Reportable};
 
 /// Every error a command can end with; its kind decides the exit code.
 #[derive(Debug, thiserror::Error)]

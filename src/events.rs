@@ -11,7 +11,7 @@ use crate::redact::redact_json;
 
 /// One transition of the loop.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Event {
+pub(crate) struct Event {
     /// When it happened (RFC 3339).
     pub timestamp: String,
     /// The run it belongs to.
@@ -35,13 +35,13 @@ pub struct Event {
 
 /// The event log of one project.
 #[derive(Clone, Debug)]
-pub struct EventLog {
+pub(crate) struct EventLog {
     path: PathBuf,
 }
 
 impl EventLog {
     /// The event log of the project at `root`.
-    pub fn open(paths: &crate::paths::Paths) -> EventLog {
+    pub(crate) fn open(paths: &crate::paths::Paths) -> EventLog {
         EventLog {
             path: paths.events(),
         }
@@ -50,7 +50,7 @@ impl EventLog {
     /// Appends `event` (fsynced), secrets masked. A torn last line left by a crash is
     /// terminated first, so it stays one unreadable line instead of
     /// swallowing this record.
-    pub fn append(&self, event: &Event) -> std::io::Result<()> {
+    pub(crate) fn append(&self, event: &Event) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -72,7 +72,7 @@ impl EventLog {
 
     /// The last `count` readable events; unreadable (torn) lines are skipped
     /// and counted.
-    pub fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
+    pub(crate) fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
         let text = String::from_utf8_lossy(&files::read_or_empty(&self.path)?).into_owned();
         let mut skipped = 0;
         let mut events: Vec<Event> = Vec::new();

@@ -9,7 +9,7 @@ use crate::paths::SETTINGS_FILE;
 
 /// Whether `--force` may replace a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ownership {
+pub(crate) enum Ownership {
     /// A shipped default: `--force` replaces it.
     Default,
     /// The project's own data (tasks, learnings): never replaced.
@@ -18,7 +18,7 @@ pub enum Ownership {
 
 /// One file `ralph init` creates.
 #[derive(Clone, Copy, Debug)]
-pub struct Shipped {
+pub(crate) struct Shipped {
     /// Path relative to the project root.
     pub path: &'static str,
     /// Its default content.
@@ -45,11 +45,11 @@ const fn data(path: &'static str, text: &'static str) -> Shipped {
 
 /// The shipped planner role (`ralph plan --agent` uses it when the project
 /// has no `roles/planner.md`).
-pub const PLANNER_ROLE: &str = include_str!("../roles/planner.md");
+pub(crate) const PLANNER_ROLE: &str = include_str!("../roles/planner.md");
 
 /// Every file `ralph init` writes, from the repository's `roles/`,
 /// `config/` and `templates/` folders.
-pub const SHIPPED: &[Shipped] = &[
+pub(crate) const SHIPPED: &[Shipped] = &[
     shipped("working.md", include_str!("../templates/working.md")),
     data("learnings.md", include_str!("../templates/learnings.md")),
     data("tasks.jsonl", ""),
@@ -75,11 +75,11 @@ pub const SHIPPED: &[Shipped] = &[
 ];
 
 /// Paths ralph keeps out of git.
-pub const IGNORED: [&str; 3] = [".ralph/", "ralph.log", ".stop"];
+pub(crate) const IGNORED: [&str; 3] = [".ralph/", "ralph.log", ".stop"];
 
 /// What `ralph init` did with one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// It was missing and is now written.
     Created,
     /// It existed and `--force` replaced it.
@@ -92,7 +92,7 @@ pub enum Action {
 
 /// The report of `ralph init`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Report {
+pub(crate) struct Report {
     /// Each shipped file and what happened to it.
     pub files: Vec<(&'static str, Action)>,
     /// Entries added to `.gitignore`.
@@ -104,7 +104,7 @@ pub struct Report {
 /// Writes the shipped files missing under `root` (all defaults with
 /// `force`), with `agent` as the preset and `checks` as the `verify` lists
 /// in `config/ralph.yaml`, and adds ralph's runtime paths to `.gitignore`.
-pub fn init(
+pub(crate) fn init(
     paths: &crate::paths::Paths,
     force: bool,
     agent: Option<&str>,

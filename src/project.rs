@@ -9,7 +9,7 @@ use crate::paths::TASKS_FILE;
 /// worktree (`<project>/.ralph/worktrees/<id>/...`) the project it belongs
 /// to, whose queue is the live one; otherwise the nearest folder at or
 /// above `cwd` holding `tasks.jsonl` or `.git`, otherwise `cwd`.
-pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
+pub(crate) fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
     if let Some(dir) = dir {
         let dir = cwd.join(dir);
         if !dir.is_dir() {
@@ -39,7 +39,7 @@ pub fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error> {
 /// `ralph execute` changes the out-dir's queue with `ralph task`, while
 /// anything it runs elsewhere (a test suite's own temporary projects) is
 /// left alone.
-pub fn home_of_agent(project_dir: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
+pub(crate) fn home_of_agent(project_dir: Option<&Path>, cwd: &Path) -> Option<PathBuf> {
     let home = project_dir?;
     let text = std::fs::read_to_string(home.join(crate::paths::WORK_TREE_FILE)).ok()?;
     let work_tree = Path::new(text.trim_end_matches('\n'));

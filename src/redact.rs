@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 /// What a redacted secret is replaced with.
-pub const MASK: &str = "[redacted]";
+pub(crate) const MASK: &str = "[redacted]";
 
 /// Values shorter than this are not treated as secrets (too many false hits).
 const MIN_SECRET_LEN: usize = 8;
@@ -15,13 +15,13 @@ const MIN_SECRET_LEN: usize = 8;
 /// Finds and masks secrets: the values of environment variables whose names
 /// look secret, and common token shapes.
 #[derive(Debug)]
-pub struct Redactor {
+pub(crate) struct Redactor {
     values: Vec<String>,
     shapes: Regex,
 }
 
 /// Whether an environment variable's name says it holds a secret.
-pub fn is_secret_name(name: &str) -> bool {
+pub(crate) fn is_secret_name(name: &str) -> bool {
     let name = name.to_ascii_uppercase();
     ["_KEY", "_TOKEN", "_SECRET"]
         .iter()
@@ -43,7 +43,7 @@ pub fn is_secret_name(name: &str) -> bool {
 
 impl Redactor {
     /// A redactor for these environment variables.
-    pub fn new(env: impl IntoIterator<Item = (String, String)>) -> Redactor {
+    pub(crate) fn new(env: impl IntoIterator<Item = (String, String)>) -> Redactor {
         let mut values: Vec<String> = env
             .into_iter()
             .filter(|(name, value)| is_secret_name(name) && value.len() >= MIN_SECRET_LEN)
@@ -69,7 +69,7 @@ impl Redactor {
     }
 
     /// `text` with every secret replaced by [`MASK`].
-    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for value in &self.values {
             if out.contains(value.as_str()) {
@@ -83,7 +83,7 @@ impl Redactor {
     }
 
     /// Masks secrets in every string of `value` (keys are ralph's own).
-    pub fn redact_json(&self, value: &mut serde_json::Value) {
+    pub(crate) fn redact_json(&self, value: &mut serde_json::Value) {
         use serde_json::Value;
         match value {
             Value::String(text) => {
@@ -99,14 +99,14 @@ impl Redactor {
 }
 
 /// Redacts `text` with the secrets of ralph's own environment, read once.
-pub fn redact(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact(text: &str) -> Cow<'_, str> {
     redactor().redact(text)
 }
 
 /// [`redact`] for every string of a JSON value, before it is serialized:
 /// a secret with a quote or a backslash no longer reads the same once
 /// escaped in JSON text.
-pub fn redact_json(value: &mut serde_json::Value) {
+pub(crate) fn redact_json(value: &mut serde_json::Value) {
     redactor().redact_json(value);
 }
 

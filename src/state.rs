@@ -15,7 +15,7 @@ use crate::prompt::Evidence;
 /// The loop's state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct State {
+pub(crate) struct State {
     /// Id of the run that wrote this state last.
     pub run_id: String,
     /// When that run started (RFC 3339).
@@ -115,7 +115,7 @@ impl Phase {
 /// run after a drained queue started, to now.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct RunScope {
+pub(crate) struct RunScope {
     /// The base branch the scope is on.
     pub base: String,
     /// The base's commit when the scope began (full id).
@@ -128,7 +128,7 @@ pub struct RunScope {
 
 /// `delivery: pr`: the pull request's branch and what it targets.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PullRequestPlan {
+pub(crate) struct PullRequestPlan {
     /// `ralph/<name>`: the run's base.
     pub branch: String,
     /// The branch the pull request merges into.
@@ -140,7 +140,7 @@ pub struct PullRequestPlan {
 /// What the loop remembers of one task.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct TaskProgress {
+pub(crate) struct TaskProgress {
     /// Iterations spent on the task, across runs.
     pub iterations: u64,
     /// Failed iterations in a row.
@@ -175,13 +175,13 @@ pub struct TaskProgress {
 
 impl TaskProgress {
     /// Notes that an iteration starts at `now`.
-    pub fn start_iteration(&mut self, now: DateTime<Utc>) {
+    pub(crate) fn start_iteration(&mut self, now: DateTime<Utc>) {
         self.iteration_started = Some(crate::clock::stamp(now));
     }
 
     /// Counts the time of the iteration under way, which ends at `now`, at
     /// most `cap` of it; none when no iteration is under way.
-    pub fn end_iteration(&mut self, now: DateTime<Utc>, cap: Option<Duration>) {
+    pub(crate) fn end_iteration(&mut self, now: DateTime<Utc>, cap: Option<Duration>) {
         let Some(started) = self.iteration_started.take() else {
             return;
         };
@@ -196,7 +196,7 @@ impl TaskProgress {
 
 impl State {
     /// Iterations since `role` last ran; this run's iterations if it never did.
-    pub fn iterations_since_role(&self, role: &str) -> u64 {
+    pub(crate) fn iterations_since_role(&self, role: &str) -> u64 {
         match self.roles.get(role) {
             Some(at) => self.total_iterations.saturating_sub(*at),
             None => self.iteration,
@@ -207,7 +207,7 @@ impl State {
     /// end never): each from its start to `now`, at most `cap`, the longest
     /// an iteration may run (the agent's timeout), so the time ralph was
     /// down is not charged beyond what the agent could have used.
-    pub fn settle_cut_short(&mut self, now: DateTime<Utc>, cap: Duration) {
+    pub(crate) fn settle_cut_short(&mut self, now: DateTime<Utc>, cap: Duration) {
         for progress in self.tasks.values_mut() {
             progress.end_iteration(now, Some(cap));
         }
@@ -217,7 +217,13 @@ impl State {
     /// iterations a crash cut short are counted first (each at most
     /// `cap`, see [`Self::settle_cut_short`]), then the run's own counters
     /// and role start over, while each task's progress carries on.
-    pub fn begin_run(&mut self, run_id: String, base: &str, now: DateTime<Utc>, cap: Duration) {
+    pub(crate) fn begin_run(
+        &mut self,
+        run_id: String,
+        base: &str,
+        now: DateTime<Utc>,
+        cap: Duration,
+    ) {
         self.settle_cut_short(now, cap);
         self.run_id = run_id;
         self.started = crate::clock::stamp(now);
@@ -228,7 +234,7 @@ impl State {
     }
 
     /// Every role's count, for the trigger context.
-    pub fn role_counts(&self) -> BTreeMap<String, i64> {
+    pub(crate) fn role_counts(&self) -> BTreeMap<String, i64> {
         self.roles
             .keys()
             .map(|role| (role.clone(), self.iterations_since_role(role) as i64))
@@ -238,13 +244,13 @@ impl State {
 
 /// Reads and writes the state file of one project.
 #[derive(Clone, Debug)]
-pub struct StateFile {
+pub(crate) struct StateFile {
     path: PathBuf,
 }
 
 /// What loading found.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Loaded {
+pub(crate) enum Loaded {
     /// No state yet.
     Fresh,
     /// The state as written.
@@ -255,7 +261,7 @@ pub enum Loaded {
 
 impl StateFile {
     /// The state file of the project at `root`.
-    pub fn open(paths: &crate::paths::Paths) -> StateFile {
+    pub(crate) fn open(paths: &crate::paths::Paths) -> StateFile {
         StateFile {
             path: paths.state(),
         }
@@ -263,7 +269,7 @@ impl StateFile {
 
     /// Reads the state. A file that does not parse (a hand edit, a disk
     /// fault) is moved aside rather than trusted or silently dropped.
-    pub fn load(&self) -> std::io::Result<(State, Loaded)> {
+    pub(crate) fn load(&self) -> std::io::Result<(State, Loaded)> {
         let bytes = files::read_or_empty(&self.path)?;
         if bytes.is_empty() {
             return Ok((State::default(), Loaded::Fresh));
@@ -280,13 +286,13 @@ impl StateFile {
 
     /// Reads the state without changing anything: a missing or corrupt file
     /// reads as a fresh state (for `ralph status`, `prompt`, `--dry-run`).
-    pub fn peek(&self) -> State {
+    pub(crate) fn peek(&self) -> State {
         let bytes = files::read_or_empty(&self.path).unwrap_or_default();
         serde_json::from_slice(&bytes).unwrap_or_default()
     }
 
     /// Writes the state atomically.
-    pub fn save(&self, state: &State) -> std::io::Result<()> {
+    pub(crate) fn save(&self, state: &State) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 /// `text` with control characters escaped (`\n`, `\u{1b}`), so a task title
 /// can never move the cursor, recolour the terminal or fake a line.
-pub fn safe(text: &str) -> Cow<'_, str> {
+pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     if !text.chars().any(char::is_control) {
         return Cow::Borrowed(text);
     }
@@ -23,7 +23,7 @@ pub fn safe(text: &str) -> Cow<'_, str> {
 
 /// A serde error message without the ` at line L column C` its library
 /// appends: ralph names the file and line itself.
-pub fn without_position(message: &str) -> &str {
+pub(crate) fn without_position(message: &str) -> &str {
     message
         .rfind(" at line ")
         .map_or(message, |at| &message[..at])
@@ -31,7 +31,7 @@ pub fn without_position(message: &str) -> &str {
 
 /// A YAML reader's error for people: no position (the caller names the
 /// line), and no name of a Rust type the reader has never seen.
-pub fn yaml_message(message: &str) -> String {
+pub(crate) fn yaml_message(message: &str) -> String {
     let message = without_position(message);
     match message.split_once("expected struct ") {
         Some((before, _)) => format!("{before}expected a section of `key: value` lines"),
@@ -41,7 +41,7 @@ pub fn yaml_message(message: &str) -> String {
 
 /// `items` joined by `, `, the first `most` of them, then how many more:
 /// `A, B, C and 2 more`.
-pub fn named<T: AsRef<str>>(items: &[T], most: usize) -> String {
+pub(crate) fn named<T: AsRef<str>>(items: &[T], most: usize) -> String {
     let shown: Vec<&str> = items.iter().take(most).map(AsRef::as_ref).collect();
     match items.len().saturating_sub(most) {
         0 => shown.join(", "),
@@ -51,7 +51,7 @@ pub fn named<T: AsRef<str>>(items: &[T], most: usize) -> String {
 
 /// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
 /// `3 tasks`. Every noun ralph counts takes an `s`.
-pub fn count(count: usize, noun: &str) -> String {
+pub(crate) fn count(count: usize, noun: &str) -> String {
     if count == 1 {
         format!("1 {noun}")
     } else {

@@ -12,7 +12,7 @@ use tracing_subscriber::EnvFilter;
 
 /// The variable holding the filter, in `EnvFilter` syntax (`debug`,
 /// `ralph::git=trace`).
-pub const LOG_VAR: &str = "RALPH_LOG";
+pub(crate) const LOG_VAR: &str = "RALPH_LOG";
 
 /// The filter `-v` stands for.
 const VERBOSE_FILTER: &str = "debug";
@@ -21,7 +21,7 @@ const VERBOSE_FILTER: &str = "debug";
 /// `RALPH_LOG=debug` and wins over the variable), else the filter in
 /// `var`, the value of [`LOG_VAR`]. Returns a warning line for a filter
 /// that does not parse; tracing then stays off.
-pub fn init(verbose: bool, var: Option<OsString>) -> Option<String> {
+pub(crate) fn init(verbose: bool, var: Option<OsString>) -> Option<String> {
     let filter = match filter(verbose, var) {
         Ok(Some(filter)) => filter,
         Ok(None) => return None,
@@ -62,7 +62,7 @@ fn filter(verbose: bool, var: Option<OsString>) -> Result<Option<EnvFilter>, Str
 
 /// `duration` in milliseconds, to the microsecond: the `duration_ms` field
 /// of every timed line.
-pub fn ms(duration: Duration) -> f64 {
+pub(crate) fn ms(duration: Duration) -> f64 {
     duration.as_micros() as f64 / 1000.0
 }
 

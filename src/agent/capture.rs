@@ -48,7 +48,7 @@ pub(crate) struct BoundedLog {
 
 impl BoundedLog {
     /// Creates (or truncates) the log, making its folder as needed.
-    pub fn create(path: &Path, limit: u64) -> Result<BoundedLog, Error> {
+    pub(super) fn create(path: &Path, limit: u64) -> Result<BoundedLog, Error> {
         let fail = |source| Error::Log {
             path: path.to_owned(),
             source,
@@ -75,7 +75,7 @@ impl BoundedLog {
     }
 
     /// Appends `data`, dropping old output first when the limit would be passed.
-    pub fn write(&mut self, data: &[u8]) -> io::Result<()> {
+    pub(super) fn write(&mut self, data: &[u8]) -> io::Result<()> {
         if self.len + data.len() as u64 <= self.limit {
             self.file.write_all_at(data, self.len)?;
             self.len += data.len() as u64;
@@ -123,7 +123,7 @@ impl BoundedLog {
     }
 
     /// Flushes the log to disk.
-    pub fn finish(self) -> Result<(), Error> {
+    pub(super) fn finish(self) -> Result<(), Error> {
         self.file.sync_all().map_err(|source| Error::Log {
             path: self.path.clone(),
             source,
@@ -154,7 +154,7 @@ pub(crate) struct Capture {
 
 impl Capture {
     /// A sink writing to `log` (if any) and echoing as asked.
-    pub fn new(log: Option<BoundedLog>, echo: Echo) -> Capture {
+    pub(super) fn new(log: Option<BoundedLog>, echo: Echo) -> Capture {
         Capture {
             log,
             log_error: None,
@@ -166,7 +166,7 @@ impl Capture {
     }
 
     /// Takes one chunk of output.
-    pub fn write(&mut self, chunk: &[u8]) {
+    pub(super) fn write(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len() as u64;
         if self.head.len() < HEAD_BYTES {
             let room = HEAD_BYTES - self.head.len();
@@ -192,7 +192,7 @@ impl Capture {
     }
 
     /// Closes the log and returns what was kept.
-    pub fn finish(self, log_path: Option<&Path>) -> Result<Captured, Error> {
+    pub(super) fn finish(self, log_path: Option<&Path>) -> Result<Captured, Error> {
         if let (Some(err), Some(path)) = (self.log_error, log_path) {
             return Err(Error::Log {
                 path: path.to_owned(),

@@ -25,7 +25,7 @@ fn pattern(dialect: Preset) -> Option<&'static str> {
 
 /// Watches an agent's output, as it arrives, for a login prompt.
 #[derive(Debug)]
-pub struct LoginWatch {
+pub(super) struct LoginWatch {
     regex: Regex,
     recent: Vec<u8>,
     seen: Option<String>,
@@ -34,7 +34,7 @@ pub struct LoginWatch {
 impl LoginWatch {
     /// A watch for `dialect`'s prompts; `None` for a custom command (its
     /// output is its own).
-    pub fn for_dialect(dialect: Option<Preset>) -> Option<LoginWatch> {
+    pub(super) fn for_dialect(dialect: Option<Preset>) -> Option<LoginWatch> {
         let pattern = pattern(dialect?)?;
         Some(LoginWatch {
             regex: Regex::new(&format!("(?i){pattern}"))
@@ -47,7 +47,7 @@ impl LoginWatch {
     /// Takes the next `chunk` of output; true once a prompt was seen. Only
     /// lines that are not JSON events count: a tool result inside an event
     /// may quote any text.
-    pub fn feed(&mut self, chunk: &[u8]) -> bool {
+    pub(super) fn feed(&mut self, chunk: &[u8]) -> bool {
         if self.seen.is_some() {
             return true;
         }
@@ -62,7 +62,7 @@ impl LoginWatch {
     }
 
     /// The first line of `output` that is a login prompt.
-    pub fn find(&self, output: &str) -> Option<String> {
+    pub(super) fn find(&self, output: &str) -> Option<String> {
         output
             .lines()
             .map(str::trim)

@@ -377,6 +377,7 @@ pub fn kill_live_groups() {
 /// before it runs anything: ralph writes it there after the spawn too, but
 /// a ralph killed with -9 in between would leave an agent nobody knows of,
 /// working in the tree under the next run.
+#[allow(unsafe_code)]
 fn child_notes_its_group(command: &mut Command, path: &Path) {
     use nix::libc;
     use std::os::unix::ffi::OsStrExt;

@@ -55,7 +55,7 @@ pub fn usage(dialect: Option<Preset>, output: &str) -> Option<Usage> {
 
 impl Transcript {
     /// Reads `output` with the conventions of `dialect`.
-    pub fn read(dialect: Option<Preset>, output: &str) -> Transcript {
+    pub(super) fn read(dialect: Option<Preset>, output: &str) -> Transcript {
         let mut transcript = Transcript {
             dialect,
             ..Transcript::default()

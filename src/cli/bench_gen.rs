@@ -24,7 +24,7 @@ pub struct BenchGenArgs {
 
 /// Writes tasks.jsonl (and an empty tasks-done.jsonl) into the folder named
 /// by `--dir`, or the current one, replacing what is there.
-pub fn run(args: &BenchGenArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &BenchGenArgs, context: &Context) -> Result<Outcome, Error> {
     let spec = Spec {
         tasks: args.tasks,
         seed: args.seed,

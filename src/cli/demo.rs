@@ -30,7 +30,7 @@ pub struct DemoArgs {
 }
 
 /// Runs `ralph demo`.
-pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
     let folder = match &args.folder {
         Some(folder) => context.paths.join(folder),
         None => std::env::temp_dir().join(format!(
@@ -109,7 +109,7 @@ pub fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> {
 }
 
 /// Runs one iteration of the scripted demo agent in the current project.
-pub fn agent(context: &Context) -> Result<Outcome, Error> {
+pub(super) fn agent(context: &Context) -> Result<Outcome, Error> {
     let (said, code) = demo::agent(&context.paths, &demo::AgentTurn::from_env())?;
     Ok(Outcome {
         stdout: said,

@@ -37,7 +37,7 @@ pub struct DoctorArgs {
 }
 
 /// Runs `ralph doctor`.
-pub fn run(args: &DoctorArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &DoctorArgs, context: &Context) -> Result<Outcome, Error> {
     let request = Request {
         run_checks: args.run_checks,
         agent: args.agent.clone(),

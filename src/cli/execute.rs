@@ -23,7 +23,7 @@ pub struct ExecuteArgs {
 }
 
 /// Runs `ralph execute`.
-pub fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Error> {
     let request = Request {
         input: &args.input,
         plan: &args.plan,

@@ -41,7 +41,7 @@ pub struct InitArgs {
 }
 
 /// Runs `ralph init` in the folder named by `--dir`, or the current one.
-pub fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
     if args.detect {
         return compare(args, context);
     }

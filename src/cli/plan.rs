@@ -49,7 +49,7 @@ pub struct PlanArgs {
 }
 
 /// Runs `ralph plan`.
-pub fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &PlanArgs, context: &Context) -> Result<Outcome, Error> {
     let (Some(prd), None) = (&args.prd, &args.input) else {
         let input = args.input.as_deref().expect("clap requires PRD or --input");
         let out_dir = args.out_dir.as_deref().expect("clap requires --out-dir");

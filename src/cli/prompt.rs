@@ -22,7 +22,7 @@ pub struct PromptArgs {
 }
 
 /// Runs `ralph prompt`.
-pub fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error> {
     let queue = Store::open(&context.paths).load()?;
     let Some(task) = current_task(&queue, args.task.as_ref())? else {
         return Ok(Outcome {

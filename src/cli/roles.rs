@@ -32,7 +32,7 @@ pub struct WhichArgs {
 }
 
 /// Runs one `ralph roles` command.
-pub fn run(command: &RolesCommand, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(command: &RolesCommand, context: &Context) -> Result<Outcome, Error> {
     match command {
         RolesCommand::Check => check(context),
         RolesCommand::Which(args) => which(args, context),

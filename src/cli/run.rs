@@ -137,7 +137,7 @@ pub(super) fn interrupt_flag() -> &'static AtomicBool {
 }
 
 /// Runs `ralph run`.
-pub fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     let mut settings = Settings::load_with_env(&context.paths)?;
     settings.workers = args.workers.or(settings.workers);
     settings.max_iterations = args.max_iterations.unwrap_or(settings.max_iterations);

@@ -18,7 +18,7 @@ use crate::text::safe;
 const RECENT: usize = 5;
 
 /// Runs `ralph status`.
-pub fn run(context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let paths = &context.paths;
     let io = |path: &str| {
         let path = paths.join(path);

@@ -6,7 +6,7 @@ use crate::paths::STOP_FILE;
 use crate::runner::lock;
 
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
-pub fn run(context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let path = context.paths.stop();
     std::fs::write(&path, b"")
         .map_err(|source| Error::from(crate::files::PathError::new(path, source)))?;

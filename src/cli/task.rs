@@ -117,7 +117,7 @@ pub struct ArchiveArgs {
 }
 
 /// Runs one `ralph task` command.
-pub fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
+pub(super) fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Error> {
     let store = Store::open(&context.paths);
     let json = context.json;
     // Warnings about the files themselves go to stderr ahead of the output.

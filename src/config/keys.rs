@@ -16,14 +16,16 @@ use super::{parse_duration, parse_minutes, parse_time_limit};
 
 /// One setting.
 #[derive(Debug)]
-pub struct Key {
+pub(crate) struct Key {
     /// Its dotted path in the file, like `agent.timeout`.
     pub path: &'static str,
     /// The environment variable that overrides the file, if any.
     pub env: Option<&'static str>,
     /// The `ralph run` flag that overrides both, if any.
     pub flag: Option<&'static str>,
-    /// What it holds, as the manual says it.
+    /// What it holds, as the manual says it (the manual's table is made,
+    /// and checked, by this module's tests).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub holds: &'static str,
     /// Its default, as the file writes it.
     pub default: &'static str,
@@ -104,7 +106,7 @@ macro_rules! keys {
 }
 
 /// Every setting, in the order of the `Settings` fields.
-pub const KEYS: &[Key] = keys! {
+pub(crate) const KEYS: &[Key] = keys! {
     agent.preset: PRESET = "claude", RALPH_AGENT_PRESET, "--agent",
         "The agent that runs, one of the presets; agent.command replaces it";
     agent.command: TEXT = "null", RALPH_AGENT_COMMAND, "--agent-cmd",
@@ -152,7 +154,7 @@ pub const KEYS: &[Key] = keys! {
 };
 
 /// The environment variables that override settings.
-pub fn env_vars() -> impl Iterator<Item = &'static str> {
+pub(crate) fn env_vars() -> impl Iterator<Item = &'static str> {
     KEYS.iter().filter_map(|key| key.env)
 }
 

@@ -13,20 +13,20 @@ use serde::Deserialize;
 use crate::exit::Exit;
 use crate::files::{self, TextError};
 use crate::paths::SETTINGS_FILE;
-pub use keys::{KEYS, Key, env_vars};
+pub(crate) use keys::{KEYS, env_vars};
 use place::{line_of_check, value_line};
-pub use value::{ShowDuration, parse_duration, parse_minutes, parse_time_limit};
+pub(crate) use value::{ShowDuration, parse_duration, parse_minutes, parse_time_limit};
 use value::{duration, minutes, time_limit};
 
 /// The agent presets ralph knows.
-pub const PRESETS: [&str; 8] = [
+pub(crate) const PRESETS: [&str; 8] = [
     "claude", "codex", "opencode", "amp", "gemini", "qwen", "aider", "cursor",
 ];
 
 /// The loop's settings, defaults filled in.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Which agent runs and how.
     pub agent: AgentSettings,
     /// A pool of workers, each on its own task in its own worktree; `None`
@@ -75,7 +75,7 @@ pub struct Settings {
 /// `delivery`: where the run's work ends up.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// Squash commits on the base branch.
     #[default]
     Local,
@@ -87,7 +87,7 @@ pub enum Delivery {
 /// The `git:` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct GitSettings {
+pub(crate) struct GitSettings {
     /// When the base is pushed.
     pub push: Push,
     /// The remote pushed to when the base has no upstream; `None` is
@@ -98,7 +98,7 @@ pub struct GitSettings {
 /// `git.push`: when the base goes to its remote.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
-pub enum Push {
+pub(crate) enum Push {
     /// Never: the work stays local.
     #[default]
     Never,
@@ -124,7 +124,7 @@ pub struct AgentSettings {
 }
 
 /// Most parallel workers (`--workers` takes as many).
-pub const MAX_WORKERS: u64 = 64;
+pub(crate) const MAX_WORKERS: u64 = 64;
 
 /// `workers` when it is a number of agents ralph runs side by side.
 fn check_workers(workers: u64) -> Result<u64, String> {
@@ -141,7 +141,7 @@ fn check_workers(workers: u64) -> Result<u64, String> {
 /// all, or a command that exits 0 without looking at anything (`true`,
 /// `:`, `exit 0`). A command that passes for other reasons is the
 /// project's business.
-pub fn checks_nothing(command: &str) -> bool {
+pub(crate) fn checks_nothing(command: &str) -> bool {
     let words: Vec<&str> = command.split_whitespace().collect();
     matches!(
         words.as_slice(),
@@ -152,7 +152,7 @@ pub fn checks_nothing(command: &str) -> bool {
 /// The `verify:` section.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
-pub struct VerifySettings {
+pub(crate) struct VerifySettings {
     /// Commands that must pass before a task is merged.
     pub task: Vec<String>,
     /// Commands run once when the queue drains.
@@ -241,7 +241,7 @@ impl crate::exit::Reportable for Error {
 
 impl Settings {
     /// Parses settings text; an empty file gives the defaults.
-    pub fn parse(yaml: &str) -> Result<Settings, Error> {
+    pub(crate) fn parse(yaml: &str) -> Result<Settings, Error> {
         if yaml.trim().is_empty() {
             return Ok(Settings::default());
         }
@@ -303,7 +303,7 @@ impl Settings {
     }
 
     /// Overrides settings from environment variables read through `get`.
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
+    pub(crate) fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
         for key in KEYS {
             let Some((name, value)) = key.env.and_then(|name| Some((name, get(name)?))) else {
                 continue;
@@ -322,14 +322,14 @@ impl Settings {
 
     /// The project's settings as a command runs with them: the file (or the
     /// defaults), then the process's `RALPH_*` variables over it.
-    pub fn load_with_env(paths: &crate::paths::Paths) -> Result<Settings, Error> {
+    pub(crate) fn load_with_env(paths: &crate::paths::Paths) -> Result<Settings, Error> {
         let mut settings = Settings::load(paths)?;
         settings.apply_env(|name| std::env::var(name).ok())?;
         Ok(settings)
     }
 
     /// Loads the project's settings; a missing file gives the defaults.
-    pub fn load(paths: &crate::paths::Paths) -> Result<Settings, Error> {
+    pub(crate) fn load(paths: &crate::paths::Paths) -> Result<Settings, Error> {
         let path = paths.settings();
         match files::read_text(&path) {
             Ok(text) => Settings::parse(&text),

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 /// Reads a duration written as `500ms`, `10s`, `20m` or `1h`.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -36,7 +36,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// [`parse_duration`] for a time limit, where zero would stop everything
 /// at once.
-pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_time_limit(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
         Duration::ZERO => Err(format!(
             "{:?} is no time at all: the agent would be stopped at once; write a limit like 20m",
@@ -47,7 +47,7 @@ pub fn parse_time_limit(text: &str) -> Result<Duration, String> {
 }
 
 /// Reads a wall-clock budget: a positive whole number of minutes.
-pub fn parse_minutes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_minutes(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
         Ok(minutes) if minutes > 0 => Ok(minutes),
         _ => Err(not_minutes(&format!("{:?}", text.trim()))),
@@ -62,7 +62,7 @@ pub(super) fn not_minutes(shown: &str) -> String {
 }
 
 /// Shows a duration the way the settings file writes it.
-pub struct ShowDuration(pub Duration);
+pub(crate) struct ShowDuration(pub Duration);
 
 impl fmt::Display for ShowDuration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

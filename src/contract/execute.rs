@@ -30,7 +30,7 @@ use crate::runner::{self, RunOptions, RunResult, RunStatus};
 use crate::task::{NewTask, Patch, Queue, Status, Store, TaskId};
 
 /// How `ralph execute` was asked for.
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// `--input`.
     pub input: &'a Path,
     /// `--plan`.
@@ -46,7 +46,7 @@ pub struct Request<'a> {
 /// `err` as `ralph execute` reports it, the error, then `hint:` and its
 /// hint in the contract's terms: execute takes its agent from the input,
 /// not from `--agent` flags it does not have.
-pub fn report(err: &Error) -> String {
+pub(crate) fn report(err: &Error) -> String {
     let mut message = err.to_string();
     if let Some(hint) = err.hint() {
         let hint = hint.replace(
@@ -59,7 +59,7 @@ pub fn report(err: &Error) -> String {
 }
 
 /// How an execute ended: the result written and the exit code.
-pub struct Finished {
+pub(crate) struct Finished {
     /// What `result.json` says.
     pub result: ResultFile,
     /// The command's exit code.
@@ -71,7 +71,7 @@ pub struct Finished {
 /// Runs `ralph execute`. Whatever happens after the input is read,
 /// `result.json` says how it ended: refusals of the input or the plan are
 /// errors (exit 30), every other ending is a [`Finished`].
-pub fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finished, Error> {
+pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result<Finished, Error> {
     let out_dir =
         std::path::absolute(request.out_dir).map_err(crate::files::at::<Error>(request.out_dir))?;
     let input = super::read_input(request.input, &out_dir)?;

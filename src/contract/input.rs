@@ -9,11 +9,11 @@ use crate::agent::Mode;
 use crate::config::PRESETS;
 
 /// The contract version this ralph reads and writes.
-pub const CONTRACT_VERSION: u64 = 1;
+pub(crate) const CONTRACT_VERSION: u64 = 1;
 
 /// A checked `run-input.json`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunInput {
+pub(crate) struct RunInput {
     /// The orchestrator's id for the run.
     pub run_id: String,
     /// The repository, an absolute path.
@@ -39,7 +39,7 @@ pub struct RunInput {
 
 /// `limits` of the input.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Attempts per story (`max_iterations_per_task`).
     pub story_max_attempts: u64,
     /// Attempts in the whole run (`max_iterations`).
@@ -52,7 +52,7 @@ pub struct Limits {
 
 /// A problem with the input: where (a JSON path) and what.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// `$` for the whole file, `$.limits.run_max_attempts` for a field.
     pub path: String,
     /// What is wrong and what is expected.
@@ -73,7 +73,7 @@ fn problem(path: &str, message: impl Into<String>) -> Problem {
 }
 
 /// Reads and checks the text of a `run-input.json`.
-pub fn parse(text: &str) -> Result<RunInput, Problem> {
+pub(crate) fn parse(text: &str) -> Result<RunInput, Problem> {
     let value: Value = serde_json::from_str(text).map_err(|err| {
         problem(
             "$",

@@ -3,16 +3,16 @@
 //! `progress.ndjson` and `result.json`. The schemas of all four are in
 //! `docs/contract/`.
 
-pub mod execute;
-pub mod input;
-pub mod output;
-pub mod progress;
+pub(crate) mod execute;
+pub(crate) mod input;
+pub(crate) mod output;
+pub(crate) mod progress;
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use input::{CONTRACT_VERSION, RunInput};
+pub(crate) use input::{CONTRACT_VERSION, RunInput};
 
 use crate::error::Error;
 use crate::plan::Plan;
@@ -21,7 +21,7 @@ use output::{PLAN_FILE, PROGRESS_FILE, Progress, RESULT_FILE, ResultFile};
 /// `plan.json`: the stories of a PRD, in the order they are worked.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PlanFile {
+pub(crate) struct PlanFile {
     /// Always [`CONTRACT_VERSION`].
     pub contract_version: u64,
     /// The input's run id.
@@ -35,7 +35,7 @@ pub struct PlanFile {
 /// Which PRD a plan was made from.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PrdRef {
+pub(crate) struct PrdRef {
     /// `prd_path` of the input.
     pub path: String,
     /// Lowercase hex SHA-256 of the PRD's bytes.
@@ -45,7 +45,7 @@ pub struct PrdRef {
 /// One story: a leaf task of the plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Story {
+pub(crate) struct Story {
     /// `S1`, `S2`, ... in plan order.
     pub id: String,
     /// The task's title.
@@ -64,7 +64,7 @@ pub struct Story {
 
 impl PlanFile {
     /// The stories of `plan`: its leaves, numbered in plan order.
-    pub fn new(input: &RunInput, plan: &Plan, prd_bytes: &[u8]) -> PlanFile {
+    pub(crate) fn new(input: &RunInput, plan: &Plan, prd_bytes: &[u8]) -> PlanFile {
         let leaves: Vec<usize> = (0..plan.tasks.len())
             .filter(|&index| plan.tasks[index].leaf)
             .collect();
@@ -105,7 +105,7 @@ impl PlanFile {
 
     /// The file's text: pretty JSON and a final newline, the same bytes
     /// for the same plan.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("a plan serializes");
         text.push('\n');
         text
@@ -187,7 +187,7 @@ pub(crate) fn read_input(input_path: &Path, out_dir: &Path) -> Result<RunInput, 
 /// `ralph plan --input INPUT --out-dir DIR`: checks the input, plans its
 /// PRD, writes `DIR/plan.json` and a `plan` event to `DIR/progress.ndjson`.
 /// Every failure writes `DIR/result.json` saying so, and is returned.
-pub fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Error> {
+pub(crate) fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanFile, Error> {
     let shown = input_path.display().to_string();
     let input = read_input(input_path, out_dir)?;
     check_out_dir(out_dir, &input.run_id, true)?;

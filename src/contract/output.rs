@@ -11,16 +11,16 @@ use super::CONTRACT_VERSION;
 use crate::exit::Exit;
 
 /// `plan.json` in the out-dir.
-pub const PLAN_FILE: &str = "plan.json";
+pub(crate) const PLAN_FILE: &str = "plan.json";
 /// `progress.ndjson` in the out-dir.
-pub const PROGRESS_FILE: &str = "progress.ndjson";
+pub(crate) const PROGRESS_FILE: &str = "progress.ndjson";
 /// `result.json` in the out-dir.
-pub const RESULT_FILE: &str = "result.json";
+pub(crate) const RESULT_FILE: &str = "result.json";
 
 /// Why a run did not succeed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Reason {
+pub(crate) enum Reason {
     /// The input or the PRD could not be planned.
     PlanGenerationFailed,
     /// The agent kept exiting with an error.
@@ -42,7 +42,7 @@ pub enum Reason {
 impl Reason {
     /// The exit code of a command ending for this reason
     /// (docs/REFERENCE.md, "The worker contract").
-    pub fn exit(self) -> Exit {
+    pub(crate) fn exit(self) -> Exit {
         match self {
             Reason::PlanGenerationFailed => Exit::InvalidInput,
             Reason::AgentExitNonzero | Reason::AgentTimeout => Exit::Transient,
@@ -55,7 +55,7 @@ impl Reason {
     }
 
     /// What the orchestrator should do next.
-    pub fn next_action(self) -> NextAction {
+    pub(crate) fn next_action(self) -> NextAction {
         match self {
             Reason::PlanGenerationFailed => NextAction::HumanInput,
             Reason::AgentExitNonzero | Reason::AgentTimeout => NextAction::Retry,
@@ -67,7 +67,7 @@ impl Reason {
 /// `next_action` of `result.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum NextAction {
+pub(crate) enum NextAction {
     /// Everything passed: open the pull request.
     OpenPr,
     /// Some work is done: open a draft for a person to finish.
@@ -80,7 +80,7 @@ pub enum NextAction {
 
 /// `result.json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ResultFile {
+pub(crate) struct ResultFile {
     /// Always [`CONTRACT_VERSION`].
     pub contract_version: u64,
     /// The input's run id, when the input could be read that far.
@@ -103,7 +103,7 @@ pub struct ResultFile {
 /// `status` of `result.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ResultStatus {
+pub(crate) enum ResultStatus {
     /// Every story done, every check passed.
     Success,
     /// Trying again may do (exit 20), or the input is wrong (exit 30).
@@ -114,7 +114,7 @@ pub enum ResultStatus {
 
 /// One story in `result.json`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StoryResult {
+pub(crate) struct StoryResult {
     /// `S1`, ...
     pub id: String,
     /// What became of it.
@@ -128,7 +128,7 @@ pub struct StoryResult {
 /// `status` of a story in `result.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StoryStatus {
+pub(crate) enum StoryStatus {
     /// Squash-merged.
     Done,
     /// Attempted and not done.
@@ -142,7 +142,7 @@ pub enum StoryStatus {
 /// `verification` of a story in `result.json`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verification {
+pub(crate) enum Verification {
     /// Its checks ran and passed.
     Passed,
     /// Its last failure was a check.
@@ -153,7 +153,7 @@ pub enum Verification {
 
 /// `summary` of `result.json`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Stories done.
     pub completed: u64,
     /// Stories failed or blocked.
@@ -164,7 +164,7 @@ pub struct Summary {
 
 impl ResultFile {
     /// A result with `stories` summed up.
-    pub fn new(
+    pub(crate) fn new(
         run_id: Option<String>,
         status: ResultStatus,
         reason: Option<Reason>,
@@ -197,7 +197,7 @@ impl ResultFile {
 
     /// A result that did not succeed for `reason`: its status and next
     /// action follow from the reason.
-    pub fn for_reason(
+    pub(crate) fn for_reason(
         run_id: Option<String>,
         reason: Reason,
         error: String,
@@ -213,12 +213,12 @@ impl ResultFile {
 
     /// The result of a command that could not plan: the input or the PRD
     /// is wrong.
-    pub fn plan_failed(run_id: Option<String>, error: String) -> ResultFile {
+    pub(crate) fn plan_failed(run_id: Option<String>, error: String) -> ResultFile {
         ResultFile::for_reason(run_id, Reason::PlanGenerationFailed, error, Vec::new())
     }
 
     /// Writes `result.json` to `dir` atomically.
-    pub fn save(&self, dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn save(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
         text.push('\n');
@@ -228,7 +228,7 @@ impl ResultFile {
 
 /// One line of `progress.ndjson`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// RFC 3339, UTC.
     pub timestamp: String,
     /// The input's run id.
@@ -247,7 +247,7 @@ pub struct Progress {
 
 impl Progress {
     /// Appends the event to `dir/progress.ndjson` (one line, fsynced).
-    pub fn append(&self, dir: &Path) -> std::io::Result<()> {
+    pub(crate) fn append(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut line = serde_json::to_string(self).expect("an event serializes");
         line.push('\n');

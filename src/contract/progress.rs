@@ -29,15 +29,15 @@ use crate::events::Event;
 use crate::paths::Paths;
 
 /// `critique.md` in the out-dir.
-pub const CRITIQUE_FILE: &str = "critique.md";
+pub(crate) const CRITIQUE_FILE: &str = "critique.md";
 /// `attempts/` in the out-dir.
-pub const ATTEMPTS_DIR: &str = "attempts";
+pub(crate) const ATTEMPTS_DIR: &str = "attempts";
 
 /// How often the event stream is looked at while the loop runs.
 const POLL: Duration = Duration::from_millis(200);
 
 /// The thread translating the loop's events while it runs.
-pub struct Translator {
+pub(crate) struct Translator {
     stop: Arc<AtomicBool>,
     thread: JoinHandle<io::Result<()>>,
 }
@@ -46,7 +46,7 @@ impl Translator {
     /// Starts translating the events appended to the out-dir's event
     /// stream from now on (a resumed run's earlier events were translated
     /// by the run that wrote them).
-    pub fn start(paths: &Paths, run_id: &str, plan: &PlanFile) -> io::Result<Translator> {
+    pub(crate) fn start(paths: &Paths, run_id: &str, plan: &PlanFile) -> io::Result<Translator> {
         let events = paths.events();
         let offset = match std::fs::metadata(&events) {
             Ok(meta) => meta.len(),
@@ -84,7 +84,7 @@ impl Translator {
     }
 
     /// Translates what is left and stops.
-    pub fn finish(self) -> io::Result<()> {
+    pub(crate) fn finish(self) -> io::Result<()> {
         self.stop.store(true, Ordering::SeqCst);
         self.thread
             .join()

@@ -30,11 +30,11 @@ use crate::redact::redact;
 use crate::text::count;
 
 /// GitHub's limit on a pull request's body, in characters.
-pub const LIMIT: usize = 65_536;
+pub(crate) const LIMIT: usize = 65_536;
 
 /// What the body is written from: a run's records, as plain data.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Report {
+pub(crate) struct Report {
     /// The pull request's title (for `gh`; the body does not repeat it).
     pub title: String,
     /// The branch the pull request merges into.
@@ -55,7 +55,7 @@ pub struct Report {
 
 /// How a run ended, as the pull request tells it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// Every task is done and the checks passed.
     Done,
     /// Blocked or out of budget: the pull request is a draft.
@@ -69,7 +69,7 @@ pub enum Ending {
 
 /// One task in the checklist.
 #[derive(Clone, Debug, PartialEq)]
-pub struct TaskLine {
+pub(crate) struct TaskLine {
     /// The task's id (`A.1`).
     pub id: String,
     /// The task's title.
@@ -80,7 +80,7 @@ pub struct TaskLine {
 
 /// Where a task stands at the end of the run.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TaskState {
+pub(crate) enum TaskState {
     /// Done, with the short sha of its commit when known.
     Done {
         /// The short sha of the commit that landed it.
@@ -97,7 +97,7 @@ pub enum TaskState {
 
 /// One verification command's result.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Check {
+pub(crate) struct Check {
     /// The task it verified, or `None` for a run-level `verify.run` check.
     pub task: Option<String>,
     /// The command line.
@@ -110,7 +110,7 @@ pub struct Check {
 
 /// What the run spent.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Totals {
+pub(crate) struct Totals {
     /// Iterations run.
     pub iterations: u64,
     /// Input tokens, when the agent reported them.
@@ -122,13 +122,13 @@ pub struct Totals {
 }
 
 /// The body for `report`, within GitHub's [`LIMIT`].
-pub fn body(report: &Report) -> String {
+pub(crate) fn body(report: &Report) -> String {
     body_within(report, LIMIT)
 }
 
 /// The body for `report`, cut as the module documentation describes to at
 /// most `limit` characters.
-pub fn body_within(report: &Report, limit: usize) -> String {
+pub(crate) fn body_within(report: &Report, limit: usize) -> String {
     let mut sections = sections(report);
     fit(&mut sections, limit);
     let text = render(&sections);

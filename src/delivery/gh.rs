@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 
 /// A pull request to open or update.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     /// The branch it merges into.
     pub base: &'a str,
     /// The branch it carries.
@@ -22,13 +22,13 @@ pub struct Request<'a> {
 }
 
 /// `gh` in the repository at `dir`.
-pub struct Gh {
+pub(crate) struct Gh {
     dir: PathBuf,
 }
 
 impl Gh {
     /// `gh` working in `dir`.
-    pub fn new(dir: &Path) -> Gh {
+    pub(crate) fn new(dir: &Path) -> Gh {
         Gh {
             dir: dir.to_owned(),
         }
@@ -74,7 +74,7 @@ impl Gh {
     }
 
     /// Checks `gh` is installed and logged in, before any agent runs.
-    pub fn preflight(&self) -> Result<(), String> {
+    pub(crate) fn preflight(&self) -> Result<(), String> {
         self.run(&["--version"], None)?;
         self.run(&["auth", "status"], None)
             .map(|_| ())
@@ -82,7 +82,7 @@ impl Gh {
     }
 
     /// The open pull request from `head`: its number and address.
-    pub fn find(&self, head: &str) -> Result<Option<(u64, String)>, String> {
+    pub(crate) fn find(&self, head: &str) -> Result<Option<(u64, String)>, String> {
         let listed = self.run(
             &[
                 "pr",
@@ -109,7 +109,7 @@ impl Gh {
     }
 
     /// Opens the pull request; returns its address (what `gh` prints).
-    pub fn create(&self, request: &Request<'_>) -> Result<String, String> {
+    pub(crate) fn create(&self, request: &Request<'_>) -> Result<String, String> {
         let args = create_args(request, "-");
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let printed = self.run(&args, Some(request.body))?;
@@ -117,7 +117,7 @@ impl Gh {
     }
 
     /// Updates pull request `number`'s title and body.
-    pub fn edit(&self, number: u64, request: &Request<'_>) -> Result<(), String> {
+    pub(crate) fn edit(&self, number: u64, request: &Request<'_>) -> Result<(), String> {
         let number = number.to_string();
         let args = [
             "pr",
@@ -133,7 +133,7 @@ impl Gh {
 }
 
 /// `gh pr create ...` with the body read from `body_file`.
-pub fn create_args(request: &Request<'_>, body_file: &str) -> Vec<String> {
+pub(crate) fn create_args(request: &Request<'_>, body_file: &str) -> Vec<String> {
     let mut args: Vec<String> = [
         "pr",
         "create",
@@ -155,7 +155,7 @@ pub fn create_args(request: &Request<'_>, body_file: &str) -> Vec<String> {
 }
 
 /// The command line a person runs to open the pull request by hand.
-pub fn by_hand(request: &Request<'_>, body_file: &str) -> String {
+pub(crate) fn by_hand(request: &Request<'_>, body_file: &str) -> String {
     let args = create_args(request, body_file);
     let quoted: Vec<String> = args
         .iter()

@@ -2,5 +2,5 @@
 //! run's records (`body.rs`), and the GitHub CLI that opens it (`gh.rs`).
 //! Pushing the base is git's (`git::push`), driven by `runner::deliver`.
 
-pub mod body;
-pub mod gh;
+pub(crate) mod body;
+pub(crate) mod gh;

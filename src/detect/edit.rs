@@ -33,7 +33,7 @@ impl WriteError {}
 /// source; every other byte is kept. The result is parsed again, and
 /// refused unless it holds exactly the checks and every other setting
 /// as before.
-pub fn with_checks(text: &str, checks: &[Check]) -> Result<String, WriteError> {
+pub(crate) fn with_checks(text: &str, checks: &[Check]) -> Result<String, WriteError> {
     let mut wanted = Settings::parse(text)?;
     wanted.verify.task = task_list(checks);
     wanted.verify.run = run_list(checks);
@@ -68,7 +68,7 @@ impl crate::exit::Reportable for WriteError {
 }
 
 /// `text` as a YAML double-quoted string: `"npm run \"lint\""`.
-pub fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 2);
     out.push('"');
     for c in text.chars() {

@@ -9,11 +9,11 @@ mod parse;
 
 use std::path::{Path, PathBuf};
 
-pub use edit::{WriteError, quote, with_checks};
+pub(crate) use edit::{WriteError, quote, with_checks};
 
 /// Which lists of `config/ralph.yaml` a check goes into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// A test command: `verify.task` (before each merge) and `verify.run`.
     Task,
     /// A slower or stricter check (lint, typecheck): `verify.run` only.
@@ -22,7 +22,7 @@ pub enum Scope {
 
 /// One command found, and where.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     /// The command line, as `sh -c` runs it.
     pub command: String,
     /// The file it was found in, relative to the folder (`../` for one
@@ -42,7 +42,7 @@ impl Check {
     }
 
     /// The settings lists it goes into: `["task", "run"]` or `["run"]`.
-    pub fn lists(&self) -> &'static [&'static str] {
+    pub(crate) fn lists(&self) -> &'static [&'static str] {
         match self.scope {
             Scope::Task => &["task", "run"],
             Scope::Run => &["run"],
@@ -51,7 +51,7 @@ impl Check {
 }
 
 /// The `verify.task` list of `checks`: the test commands, in order.
-pub fn task_list(checks: &[Check]) -> Vec<String> {
+pub(crate) fn task_list(checks: &[Check]) -> Vec<String> {
     checks
         .iter()
         .filter(|check| check.scope == Scope::Task)
@@ -60,14 +60,14 @@ pub fn task_list(checks: &[Check]) -> Vec<String> {
 }
 
 /// The `verify.run` list of `checks`: every command, in order.
-pub fn run_list(checks: &[Check]) -> Vec<String> {
+pub(crate) fn run_list(checks: &[Check]) -> Vec<String> {
     checks.iter().map(|check| check.command.clone()).collect()
 }
 
 /// The checks of the project in `folder`, in a fixed order: Rust, Node,
 /// Python, Go, make, just; within each, tests first. Empty when none of
 /// the files it knows is there.
-pub fn detect(folder: &Path) -> Vec<Check> {
+pub(crate) fn detect(folder: &Path) -> Vec<Check> {
     let folder = Folder::new(folder);
     let mut checks = Vec::new();
     rust(&folder, &mut checks);

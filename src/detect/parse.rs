@@ -5,7 +5,7 @@
 
 /// What detection needs of a `package.json`.
 #[derive(Debug, Default, PartialEq)]
-pub struct Package {
+pub(super) struct Package {
     /// The scripts that do something, by name.
     scripts: Vec<String>,
     /// The package manager its `packageManager` field names, when ralph
@@ -19,7 +19,7 @@ const NPM_DEFAULT_TEST: &str = "no test specified";
 impl Package {
     /// Reads the parts of `package.json` text detection uses; text that
     /// is not a JSON object has none.
-    pub fn parse(text: &str) -> Package {
+    pub(super) fn parse(text: &str) -> Package {
         let Ok(serde_json::Value::Object(package)) = serde_json::from_str(text) else {
             return Package::default();
         };
@@ -48,7 +48,7 @@ impl Package {
     }
 
     /// Whether it has a script `name` that does something.
-    pub fn has_script(&self, name: &str) -> bool {
+    pub(super) fn has_script(&self, name: &str) -> bool {
         self.scripts.iter().any(|script| script == name)
     }
 }
@@ -74,7 +74,7 @@ fn header(line: &str) -> Option<String> {
 /// Whether TOML or INI `text` has the table `name` or one inside it
 /// (`tool.ruff` for `[tool.ruff.lint]`). Only headers count: a table
 /// written inline or as dotted keys is not seen.
-pub fn has_table(text: &str, name: &str) -> bool {
+pub(super) fn has_table(text: &str, name: &str) -> bool {
     text.lines().filter_map(header).any(|found| {
         found == name
             || found
@@ -84,7 +84,7 @@ pub fn has_table(text: &str, name: &str) -> bool {
 }
 
 /// The keys set in the table `name` of TOML or INI `text`.
-pub fn table_keys<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+pub(super) fn table_keys<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
     let mut keys = Vec::new();
     let mut inside = false;
     for line in text.lines() {
@@ -102,7 +102,7 @@ pub fn table_keys<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
 
 /// The targets of a makefile's rules: the names before the `:` of each
 /// rule line (at column 0, not a variable assignment such as `X := y`).
-pub fn make_targets(text: &str) -> Vec<&str> {
+pub(super) fn make_targets(text: &str) -> Vec<&str> {
     let mut targets = Vec::new();
     let mut continued = false;
     for line in text.lines() {
@@ -127,7 +127,7 @@ pub fn make_targets(text: &str) -> Vec<&str> {
 
 /// The recipe names of a justfile: `test:`, `@test:`, `test *args:`,
 /// `test: build` (not `test := "x"` or `set shell := [...]`, assignments).
-pub fn just_recipes(text: &str) -> Vec<&str> {
+pub(super) fn just_recipes(text: &str) -> Vec<&str> {
     text.lines()
         .filter(|line| !line.starts_with([' ', '\t', '#', '[']))
         .filter_map(|line| {
@@ -147,7 +147,7 @@ pub fn just_recipes(text: &str) -> Vec<&str> {
 }
 
 /// Whether a CI file runs clippy: a line that is not a comment names it.
-pub fn runs_clippy(text: &str) -> bool {
+pub(super) fn runs_clippy(text: &str) -> bool {
     text.lines().any(|line| {
         let line = line.trim_start();
         !line.starts_with('#') && !line.starts_with("//") && line.contains("clippy")

@@ -29,7 +29,7 @@ const NAMED: usize = 5;
 /// How a finding stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     /// As it should be; said for the record.
     Ok,
     /// Works, but probably not as meant.
@@ -40,7 +40,7 @@ pub enum Level {
 
 impl Level {
     /// The word that starts the finding's line.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Level::Ok => "ok",
             Level::Warning => "warning",
@@ -51,7 +51,7 @@ impl Level {
 
 /// One thing the doctor found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// What was checked: `run`, `settings`, `git`, `hooks`, `signing`,
     /// `queue`, `triggers`, `agent`, `next`, `checks`, `delivery`, `push`.
     pub check: &'static str,
@@ -66,7 +66,7 @@ pub struct Finding {
 /// What the doctor is asked, read from the command line and the
 /// environment at the edge.
 #[derive(Clone, Debug, Default)]
-pub struct Request {
+pub(crate) struct Request {
     /// Run `verify.task` and `verify.run` now.
     pub run_checks: bool,
     /// `--agent`: the preset to check instead of the configured agent.
@@ -79,7 +79,7 @@ pub struct Request {
 
 /// Examines the project at `paths`; `interrupted` stops a check command
 /// `--run-checks` runs.
-pub fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool) -> Vec<Finding> {
+pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool) -> Vec<Finding> {
     let mut found = Findings::default();
     let live = run(&mut found, paths);
     let settings = settings(&mut found, paths, request);
@@ -120,7 +120,7 @@ pub fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool) -> Ve
 }
 
 /// Whether any finding is an error: `ralph doctor` then exits 10.
-pub fn has_error(findings: &[Finding]) -> bool {
+pub(crate) fn has_error(findings: &[Finding]) -> bool {
     findings.iter().any(|f| f.level == Level::Error)
 }
 

@@ -99,7 +99,7 @@ pub fn squash_message_with(
 }
 
 /// Most characters of a title that go into a commit subject.
-pub const MAX_SUBJECT_TITLE: usize = 200;
+pub(super) const MAX_SUBJECT_TITLE: usize = 200;
 
 /// A title made fit for a commit subject: one line, whitespace collapsed,
 /// control characters escaped (`\u{1b}`), at most [`MAX_SUBJECT_TITLE`]

@@ -42,7 +42,7 @@ const RULE_FILES: [&[u8]; 2] = [b".gitignore", b".gitattributes"];
 
 /// The watches on one working tree, and the paths changed since the last
 /// scan that settled them.
-pub struct Watch {
+pub(crate) struct Watch {
     inotify: Inotify,
     /// Each watched folder, repository-relative ("" for the root).
     dirs: HashMap<WatchDescriptor, Vec<u8>>,
@@ -57,7 +57,7 @@ impl Watch {
     /// Watches every folder of the working tree at `workdir`; `ignored`
     /// says whether a repository-relative folder is ignored. `None` when
     /// inotify cannot watch it all.
-    pub fn start(workdir: &Path, ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
+    pub(crate) fn start(workdir: &Path, ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
         let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK).ok()?;
         let mut watch = Watch {
             inotify,
@@ -110,7 +110,7 @@ impl Watch {
     /// changed since the last settled scan, or `None` when only a full
     /// scan will do (the watches are set up again first, so nothing that
     /// happens after it is missed).
-    pub fn pending(
+    pub(crate) fn pending(
         &mut self,
         workdir: &Path,
         ignored: &dyn Fn(&[u8]) -> bool,
@@ -133,7 +133,7 @@ impl Watch {
 
     /// A scan covered the paths returned by [`Watch::pending`] and left
     /// them clean: forget them.
-    pub fn settled(&mut self) {
+    pub(crate) fn settled(&mut self) {
         self.changed.clear();
         self.lost = false;
     }

@@ -3,11 +3,11 @@
 // Built only where these calls exist (see `mod.rs`).
 #![cfg(target_os = "linux")]
 
-pub use super::inotify::Watch;
+pub(crate) use super::inotify::Watch;
 
 use std::path::{Path, PathBuf};
 
-pub fn group_members(group: i32) -> Option<Vec<u32>> {
+pub(super) fn group_members(group: i32) -> Option<Vec<u32>> {
     let entries = std::fs::read_dir("/proc").ok()?;
     let group = group.to_string();
     let members = entries
@@ -34,16 +34,16 @@ fn state(pid: u32) -> Option<String> {
     fields.split_whitespace().next().map(str::to_owned)
 }
 
-pub fn zombie(pid: u32) -> bool {
+pub(super) fn zombie(pid: u32) -> bool {
     state(pid).is_some_and(|state| state == "Z" || state == "X")
 }
 
-pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
+pub(super) fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     Some(environ.split(|&byte| byte == 0).any(|var| var == entry))
 }
 
-pub fn git_at_work_in(places: &[&Path]) -> bool {
+pub(super) fn git_at_work_in(places: &[&Path]) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return false;
     };

@@ -25,29 +25,29 @@ use std::path::Path;
 
 /// The changes to a working tree since the last scan: inotify on Linux;
 /// elsewhere it never starts, and every scan is a full one.
-pub use imp::Watch;
+pub(crate) use imp::Watch;
 
 /// Swaps the files at `a` and `b`: in one step on Linux and macOS, in
 /// three elsewhere and on file systems that cannot (see `swap.rs`).
 /// `Ok(false)`: this system or file system cannot, and nothing was done.
-pub use swap::exchange;
+pub(crate) use swap::exchange;
 
 /// The processes of process group `group` that are still running (not
 /// zombies), or `None` when this system cannot tell.
-pub fn group_members(group: i32) -> Option<Vec<u32>> {
+pub(crate) fn group_members(group: i32) -> Option<Vec<u32>> {
     imp::group_members(group)
 }
 
 /// Whether the environment of process `pid` holds the entry `entry`
 /// (`NAME=value`), or `None` when it cannot be read.
-pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
+pub(crate) fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     imp::environment_has(pid, entry)
 }
 
 /// Whether a running `git` process may be at work in one of `places`.
 /// Where the working folder of a process cannot be read, any `git`
 /// process counts.
-pub fn git_at_work_in(places: &[&Path]) -> bool {
+pub(crate) fn git_at_work_in(places: &[&Path]) -> bool {
     imp::git_at_work_in(places)
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn stdout_of(command: &mut std::process::Command) -> Option<String> {
 
 /// Whether process `pid` is running. A zombie is not: a process killed
 /// with its agent may never be reaped (an init that reaps no orphans).
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     use nix::errno::Errno;
     // 0 would name our own group.
     let Ok(raw @ 1..) = i32::try_from(pid) else {

@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// No watch: every scan of the working tree is a full one.
-pub struct Watch;
+pub(crate) struct Watch;
 
 impl Watch {
-    pub fn start(_workdir: &Path, _ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
+    pub(crate) fn start(_workdir: &Path, _ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
         None
     }
 
-    pub fn pending(
+    pub(crate) fn pending(
         &mut self,
         _workdir: &Path,
         _ignored: &dyn Fn(&[u8]) -> bool,
@@ -20,7 +20,7 @@ impl Watch {
         None
     }
 
-    pub fn settled(&mut self) {}
+    pub(crate) fn settled(&mut self) {}
 }
 
 /// `ps` with `args`, its output when it ran and succeeded.
@@ -28,7 +28,7 @@ fn ps(args: &[&str]) -> Option<String> {
     super::stdout_of(Command::new("ps").args(args))
 }
 
-pub fn group_members(group: i32) -> Option<Vec<u32>> {
+pub(super) fn group_members(group: i32) -> Option<Vec<u32>> {
     let table = ps(&["-A", "-o", "pid=", "-o", "pgid=", "-o", "stat="])?;
     let members = table
         .lines()
@@ -43,12 +43,12 @@ pub fn group_members(group: i32) -> Option<Vec<u32>> {
     Some(members)
 }
 
-pub fn zombie(pid: u32) -> bool {
+pub(super) fn zombie(pid: u32) -> bool {
     ps(&["-o", "stat=", "-p", &pid.to_string()])
         .is_some_and(|state| state.trim_start().starts_with(['Z', 'X']))
 }
 
-pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
+pub(super) fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     // BSD-style `e`: the command line followed by the environment, split
     // by spaces (both procps and macOS's ps read it so).
     let pid = pid.to_string();
@@ -63,7 +63,7 @@ pub fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {
     }))
 }
 
-pub fn git_at_work_in(places: &[&Path]) -> bool {
+pub(super) fn git_at_work_in(places: &[&Path]) -> bool {
     // `lsof` (part of macOS) tells each git process's working folder.
     let output = Command::new("lsof")
         .args(["-a", "-c", "git", "-d", "cwd", "-Fn"])

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Swaps the files at `a` and `b`. `Ok(false)`: neither way works here
 /// (no swap and no hard links), and nothing was done.
-pub fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
+pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<bool> {
     if in_one_step(a, b)? {
         return Ok(true);
     }
@@ -30,6 +30,7 @@ fn in_one_step(a: &Path, b: &Path) -> io::Result<bool> {
 /// `Ok(false)`: this file system cannot swap (FAT, some network ones;
 /// APFS and HFS+ can).
 #[cfg(target_os = "macos")]
+#[allow(unsafe_code)]
 fn in_one_step(a: &Path, b: &Path) -> io::Result<bool> {
     use nix::NixPath;
     use nix::errno::Errno;

@@ -97,7 +97,7 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
 ];
 
 /// The type of variable `name`, if it is one.
-pub fn var_type(name: &str) -> Option<VarType> {
+pub(super) fn var_type(name: &str) -> Option<VarType> {
     VARIABLES
         .iter()
         .find(|(n, _, _)| *n == name)
@@ -310,7 +310,7 @@ fn text_predicate(
 }
 
 /// How a value's type is named in messages.
-pub fn type_name(value: &Value) -> &'static str {
+pub(super) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "a string",
         Value::Int(_) | Value::Float(_) => "a number",
@@ -321,7 +321,7 @@ pub fn type_name(value: &Value) -> &'static str {
 }
 
 /// The variable names, for "known:" lists in messages.
-pub fn known_variables() -> String {
+pub(super) fn known_variables() -> String {
     VARIABLES
         .iter()
         .map(|(n, _, _)| *n)

@@ -10,11 +10,11 @@ use crate::state::{RunScope, State};
 use crate::task::{Queue, Task};
 
 /// The `kind` of the run's final review tasks.
-pub const FINAL_REVIEW_KIND: &str = "final_review";
+pub(crate) const FINAL_REVIEW_KIND: &str = "final_review";
 
 /// The work on a task's branch.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Measures {
+pub(crate) struct Measures {
     /// The branch, when it exists.
     pub branch: Option<String>,
     /// Commits on it since it left the base.
@@ -25,7 +25,7 @@ pub struct Measures {
 
 impl Measures {
     /// Measures `branch` (or the task's existing branch) in `repo`.
-    pub fn of(
+    pub(crate) fn of(
         repo: &Repo,
         task: &Task,
         branch: Option<&str>,
@@ -48,7 +48,10 @@ impl Measures {
 /// What the next iteration on `task` would see, read without changing
 /// anything: the state, the number of iterations the run has done (0 when
 /// no run is live: the next iteration starts a run), and the branch's work.
-pub fn observe(paths: &Paths, task: &Task) -> Result<(State, u64, Measures), crate::error::Error> {
+pub(crate) fn observe(
+    paths: &Paths,
+    task: &Task,
+) -> Result<(State, u64, Measures), crate::error::Error> {
     let state = crate::state::StateFile::open(paths).peek();
     let live = super::lock::live_holder(paths).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
@@ -67,7 +70,7 @@ pub fn observe(paths: &Paths, task: &Task) -> Result<(State, u64, Measures), cra
 
 /// The trigger variables for `task` (its line in `queue`) before the
 /// run's iteration number `run_iterations + 1`.
-pub fn trigger_context(
+pub(crate) fn trigger_context(
     queue: &Queue,
     task: &Task,
     state: &State,
@@ -105,7 +108,7 @@ pub fn trigger_context(
 /// The template variables of the prompt for that iteration: the last
 /// failure's evidence from the state, and the task's earlier failed
 /// attempts from its critique file (without the last, shown on its own).
-pub fn prompt_context(
+pub(crate) fn prompt_context(
     paths: &Paths,
     queue: &Queue,
     task: &Task,
@@ -136,7 +139,7 @@ pub fn prompt_context(
 }
 
 /// The `kind` field of `task`'s line in `queue`, if it has one.
-pub fn task_kind(queue: &Queue, task: &Task) -> Option<String> {
+pub(crate) fn task_kind(queue: &Queue, task: &Task) -> Option<String> {
     let object = queue.object(task.id.as_str())?;
     object.get("kind")?.as_str().map(str::to_owned)
 }
@@ -144,7 +147,7 @@ pub fn task_kind(queue: &Queue, task: &Task) -> Option<String> {
 /// What a final review looks at, for a task of kind `final_review`: the
 /// tasks merged in `scope`, and the base's commits and changed files since
 /// it began. `None` for any other task, or without a scope.
-pub fn review_view(
+pub(crate) fn review_view(
     repo: &Repo,
     queue: &Queue,
     task: &Task,
@@ -205,7 +208,12 @@ pub fn review_view(
 /// [`review_view`] read without changing anything, for `ralph prompt`
 /// and `--dry-run`: the scope the state recorded; none when the
 /// repository cannot be read.
-pub fn peek_review(paths: &Paths, queue: &Queue, task: &Task, state: &State) -> Option<ReviewView> {
+pub(crate) fn peek_review(
+    paths: &Paths,
+    queue: &Queue,
+    task: &Task,
+    state: &State,
+) -> Option<ReviewView> {
     let settings = crate::config::Settings::load(paths).ok()?;
     let repo = super::worker::open_repo(paths, &settings, state.base.as_deref()).ok()?;
     review_view(&repo, queue, task, state.scope.as_ref())

@@ -9,7 +9,7 @@ use crate::text::count;
 
 /// The budgets that bound the loop.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Budgets {
+pub(crate) struct Budgets {
     /// Iterations per run.
     pub max_iterations: u64,
     /// Wall-clock minutes per run, if limited.
@@ -30,7 +30,7 @@ pub struct Budgets {
 
 /// A task the loop could act on, with what the state knows of it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// The task.
     pub id: TaskId,
     /// Its status in `tasks.jsonl`.
@@ -43,7 +43,7 @@ pub struct Candidate {
 
 /// What the loop sees before an iteration.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Before {
+pub(crate) struct Before {
     /// A signal arrived.
     pub interrupted: bool,
     /// `.stop` exists.
@@ -62,7 +62,7 @@ pub struct Before {
 
 /// Why the run ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// Nothing workable is left.
     Drained,
     /// `.stop` asked for it.
@@ -77,7 +77,7 @@ pub enum Ending {
 
 /// What to do next.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Step {
+pub(crate) enum Step {
     /// End the run.
     End(Ending),
     /// Verify, merge and archive the task.
@@ -90,7 +90,7 @@ pub enum Step {
 
 /// The step before an iteration. Finishing a task that is already complete
 /// costs no iteration, so it comes before the budget check.
-pub fn before(seen: &Before, budgets: &Budgets) -> Step {
+pub(crate) fn before(seen: &Before, budgets: &Budgets) -> Step {
     let step = step_before(seen, budgets);
     tracing::debug!(?seen, ?step, "decided before an iteration");
     step
@@ -126,7 +126,7 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
 
 /// Why `task` is blocked before another iteration, when one of its budgets
 /// (`max_iterations_per_task`, `max_task_minutes`) is spent.
-pub fn task_budget_spent(task: &Candidate, budgets: &Budgets) -> Option<String> {
+pub(crate) fn task_budget_spent(task: &Candidate, budgets: &Budgets) -> Option<String> {
     if task.iterations >= budgets.max_iterations_per_task {
         return Some(format!(
             "spent max_iterations_per_task ({}) without finishing",
@@ -144,7 +144,7 @@ pub fn task_budget_spent(task: &Candidate, budgets: &Budgets) -> Option<String> 
 }
 
 /// Whether a run `run_seconds` old has spent `max_run_minutes`.
-pub fn run_time_spent(run_seconds: u64, budgets: &Budgets) -> bool {
+pub(crate) fn run_time_spent(run_seconds: u64, budgets: &Budgets) -> bool {
     budgets
         .max_run_minutes
         .is_some_and(|minutes| run_seconds >= minutes.saturating_mul(60))
@@ -152,13 +152,18 @@ pub fn run_time_spent(run_seconds: u64, budgets: &Budgets) -> bool {
 
 /// Most final reviews between two drained queues: the first, and one more
 /// over the follow-up tasks it added; never a third.
-pub const MAX_FINAL_REVIEWS: usize = 2;
+pub(crate) const MAX_FINAL_REVIEWS: usize = 2;
 
 /// Whether a queue that drained with nothing left (`clear`: no task
 /// blocked or waiting) gets a final review task: `final_review` is on,
 /// fewer than [`MAX_FINAL_REVIEWS`] were added, and the last task merged
 /// is no review (something was merged, and not only reviewed, since).
-pub fn final_review_due(enabled: bool, clear: bool, merged: &[String], reviews: &[String]) -> bool {
+pub(crate) fn final_review_due(
+    enabled: bool,
+    clear: bool,
+    merged: &[String],
+    reviews: &[String],
+) -> bool {
     enabled
         && clear
         && reviews.len() < MAX_FINAL_REVIEWS
@@ -167,7 +172,7 @@ pub fn final_review_due(enabled: bool, clear: bool, merged: &[String], reviews: 
 
 /// How the agent process ended, as the agent module classified it.
 #[derive(Clone, Debug, PartialEq)]
-pub enum AgentEnd {
+pub(crate) enum AgentEnd {
     /// It exited cleanly.
     Ok,
     /// It failed; the class name and a sentence for the evidence.
@@ -190,7 +195,7 @@ pub enum AgentEnd {
 
 /// The task as found after the iteration.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TaskAfter {
+pub(crate) enum TaskAfter {
     /// `tasks.jsonl` does not parse or validate; the message.
     InvalidQueue(String),
     /// The task is gone from `tasks.jsonl`; whether it is in the archive.
@@ -209,7 +214,7 @@ pub enum TaskAfter {
 
 /// What an iteration left behind.
 #[derive(Clone, Debug, PartialEq)]
-pub struct After {
+pub(crate) struct After {
     /// How the agent ended.
     pub agent: AgentEnd,
     /// The task afterwards.
@@ -242,7 +247,7 @@ pub struct After {
 
 /// What an iteration's outcome means for the loop.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Stop the run: the agent cannot authenticate.
     AuthFailed(String),
     /// Stop the run: a signal arrived.
@@ -277,7 +282,7 @@ pub enum Verdict {
 
 /// Judges an iteration: failures first (they block or back off), then what
 /// the agent did to the task.
-pub fn after(seen: &After, budgets: &Budgets) -> Verdict {
+pub(crate) fn after(seen: &After, budgets: &Budgets) -> Verdict {
     let verdict = verdict_after(seen, budgets);
     if tracing::enabled!(tracing::Level::DEBUG) {
         // The evidence sentences quote the agent: masked as in ralph.log.
@@ -385,7 +390,7 @@ fn gives_verdict(seen: &After) -> bool {
 
 /// The wait number `waits` in a row for a usage limit whose reset is not
 /// stated: `retry_backoff`, doubling each time, up to `usage_limit_max_wait`.
-pub fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
+pub(crate) fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
     let doublings = waits.saturating_sub(1).min(16) as u32;
     budgets
         .retry_backoff
@@ -395,7 +400,7 @@ pub fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
 
 /// The wait before retry number `failures`: `base`, doubling after each
 /// failure, capped at ten times `base`.
-pub fn backoff(base: Duration, failures: u64) -> Duration {
+pub(crate) fn backoff(base: Duration, failures: u64) -> Duration {
     let doublings = failures.saturating_sub(1).min(16) as u32;
     base.saturating_mul(2u32.saturating_pow(doublings))
         .min(base.saturating_mul(10))

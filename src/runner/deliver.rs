@@ -159,7 +159,7 @@ fn pull_request_plan(
 
 /// What `ralph run --dry-run` says of delivery.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Preview {
+pub(crate) struct Preview {
     /// Which branch is pushed where, and when.
     pub push: Option<String>,
     /// The `gh` command the run's end runs (`gh pr edit` instead when a
@@ -170,7 +170,10 @@ pub struct Preview {
 
 /// Where and when the run would push, and the `gh` command its end would
 /// run. Nothing is run (`gh` included) and nothing is written.
-pub fn preview(paths: &crate::paths::Paths, options: &super::RunOptions) -> Result<Preview, Error> {
+pub(crate) fn preview(
+    paths: &crate::paths::Paths,
+    options: &super::RunOptions,
+) -> Result<Preview, Error> {
     use crate::config::{Delivery, Push};
     let settings = &options.settings;
     let pr = settings.delivery == Delivery::Pr;

@@ -25,14 +25,14 @@ pub struct Holder {
 
 /// The held run lock; released when dropped or when the process dies.
 #[derive(Debug)]
-pub struct RunLock {
+pub(crate) struct RunLock {
     file: File,
     holder: Holder,
 }
 
 /// Why the lock could not be taken.
 #[derive(Debug)]
-pub enum LockError {
+pub(crate) enum LockError {
     /// Another run holds it (holder unknown if it has not written itself yet).
     Held(Option<Holder>),
     /// The lock file could not be opened or written.
@@ -41,7 +41,7 @@ pub enum LockError {
 
 impl RunLock {
     /// Takes the lock for this run, or reports who holds it.
-    pub fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
+    pub(crate) fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
         let path = paths.run_lock();
         let io = |err| LockError::Io(path.clone(), err);
         if let Some(dir) = path.parent() {
@@ -92,7 +92,7 @@ impl RunLock {
     /// Takes the lock again when `.ralph/lock` was deleted under it (an
     /// agent removed `.ralph/`): a lock on a deleted file keeps no second
     /// run out. Returns whether it had to.
-    pub fn reassert(&mut self, paths: &Paths) -> Result<bool, LockError> {
+    pub(crate) fn reassert(&mut self, paths: &Paths) -> Result<bool, LockError> {
         use std::os::unix::fs::MetadataExt;
         let path = paths.run_lock();
         let held = self
@@ -110,7 +110,7 @@ impl RunLock {
 }
 
 /// The live run holding the lock of the project at `paths`, if any.
-pub fn live_holder(paths: &Paths) -> std::io::Result<Option<Holder>> {
+pub(crate) fn live_holder(paths: &Paths) -> std::io::Result<Option<Holder>> {
     let path = paths.run_lock();
     let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
         Ok(file) => file,

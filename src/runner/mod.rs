@@ -2,24 +2,24 @@
 //! (`decide`), and an executor that performs each step and records it
 //! (`engine`).
 
-pub mod context;
-pub mod decide;
-pub mod deliver;
+pub(crate) mod context;
+pub(crate) mod decide;
+pub(crate) mod deliver;
 mod finish;
 mod iteration;
-pub mod lock;
-pub mod plan;
-pub mod planner;
+pub(crate) mod lock;
+pub(crate) mod plan;
+pub(crate) mod planner;
 mod pool;
 mod record;
-pub mod result;
+pub(crate) mod result;
 mod revert;
-pub mod review;
+pub(crate) mod review;
 mod seat;
 mod step;
-pub mod ui;
-pub mod verify;
-pub mod worker;
+pub(crate) mod ui;
+pub(crate) mod verify;
+pub(crate) mod worker;
 
 use crate::paths::Paths;
 use std::sync::atomic::AtomicBool;
@@ -27,8 +27,8 @@ use std::sync::atomic::AtomicBool;
 use crate::error::Error;
 use crate::exit::Exit;
 
-pub use result::{RunResult, RunStatus};
-pub use worker::{RunOptions, Worker};
+pub(crate) use result::{RunResult, RunStatus};
+pub(crate) use worker::{RunOptions, Worker};
 
 /// Failures of the loop itself.
 #[derive(Debug, thiserror::Error)]
@@ -163,7 +163,7 @@ pub(crate) fn take_run_lock(
 }
 
 /// Runs the loop in the project at `paths` under the run lock.
-pub fn run(
+pub(crate) fn run(
     paths: &Paths,
     options: &RunOptions,
     interrupted: &AtomicBool,

@@ -13,7 +13,7 @@ use crate::task::Store;
 
 /// What the next iteration would do, for `ralph run --dry-run`.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The task, if there is one to work on.
     pub task: Option<String>,
     /// Its title.
@@ -35,7 +35,7 @@ pub struct Plan {
 }
 
 /// Works out the next iteration without running anything or writing a file.
-pub fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
+pub(crate) fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     let triggers = roles::load(paths)?;
     let queue = Store::open(paths).load()?;
     let state = crate::state::StateFile::open(paths).peek();
@@ -101,7 +101,7 @@ fn backend(paths: &Paths, options: &RunOptions) -> Result<Box<dyn Backend>, Erro
 /// repository as the settings name it, the working tree, and the agent
 /// (installed, and logged in where that can be asked without the
 /// network), with the role's `model`. Nothing is written.
-pub fn refusals(paths: &Paths, options: &RunOptions, model: Option<&str>) -> Vec<String> {
+pub(crate) fn refusals(paths: &Paths, options: &RunOptions, model: Option<&str>) -> Vec<String> {
     let state = crate::state::StateFile::open(paths).peek();
     let resumed = (state.current_task.as_ref())
         .and_then(|task| state.tasks.get(task))

@@ -15,10 +15,10 @@ use crate::task::{Queue, Store};
 use super::RunError;
 
 /// The role's name, as `RALPH_ROLE` tells the agent.
-pub const PLANNER: &str = "planner";
+pub(crate) const PLANNER: &str = "planner";
 
 /// What the planner's iteration asks for.
-pub struct PlannerRequest<'a> {
+pub(crate) struct PlannerRequest<'a> {
     /// The document's name in messages and the prompt (`prds/auth.md`).
     pub document: &'a str,
     /// Its text.
@@ -35,7 +35,7 @@ pub struct PlannerRequest<'a> {
 
 /// What the planner produced.
 #[derive(Debug)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// The queue after the iteration.
     pub queue: Queue,
     /// The ids it added, in file order.
@@ -47,7 +47,7 @@ pub struct Planned {
 }
 
 /// Runs the planner once under the run lock and reads back what it added.
-pub fn plan_with_agent(
+pub(crate) fn plan_with_agent(
     paths: &Paths,
     request: &PlannerRequest<'_>,
     interrupted: &AtomicBool,

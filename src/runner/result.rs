@@ -12,7 +12,7 @@ use crate::files;
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RunStatus {
+pub(crate) enum RunStatus {
     /// Nothing workable is left and nothing is blocked.
     Drained,
     /// Stopped by `.stop` or `--once`.
@@ -29,7 +29,7 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The exit code of `ralph run` for this status.
-    pub fn exit(self) -> Exit {
+    pub(crate) fn exit(self) -> Exit {
         match self {
             RunStatus::Drained | RunStatus::Stopped => Exit::Success,
             RunStatus::BudgetExhausted | RunStatus::Blocked => Exit::NeedsPerson,
@@ -39,7 +39,7 @@ impl RunStatus {
     }
 
     /// The name used in `result.json` and summaries.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RunStatus::Drained => "drained",
             RunStatus::Stopped => "stopped",
@@ -53,7 +53,7 @@ impl RunStatus {
 
 /// What happened to one task in the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TaskOutcome {
+pub(crate) struct TaskOutcome {
     /// The task.
     pub task: String,
     /// How its stay in this run ended.
@@ -71,7 +71,7 @@ pub struct TaskOutcome {
 /// How a task's stay in a run ended (`outcome` in `result.json`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TaskEnd {
+pub(crate) enum TaskEnd {
     /// Squash-merged into the base and archived.
     Merged,
     /// Split into children; its work so far merged.
@@ -84,7 +84,7 @@ pub enum TaskEnd {
 
 /// One verification command's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CommandResult {
+pub(crate) struct CommandResult {
     /// The command line.
     pub command: String,
     /// Whether it passed.
@@ -97,7 +97,7 @@ pub struct CommandResult {
 
 /// The whole result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunResult {
+pub(crate) struct RunResult {
     /// How the run ended.
     pub status: RunStatus,
     /// Why, in a sentence.
@@ -132,7 +132,7 @@ pub struct RunResult {
 impl RunResult {
     /// The result of a run that failed its checks before any iteration
     /// (invalid tasks or config, a dirty tree, a missing agent).
-    pub fn not_started(
+    pub(crate) fn not_started(
         paths: &Paths,
         run_id: String,
         started: String,
@@ -143,7 +143,7 @@ impl RunResult {
 
     /// A run ended now with `status`, counting what `tasks.jsonl` at `paths`
     /// has left (unknown when it does not load); no iterations yet.
-    pub fn ended(
+    pub(crate) fn ended(
         paths: &Paths,
         run_id: String,
         started: String,
@@ -174,7 +174,7 @@ impl RunResult {
     }
 
     /// Writes `result.json` atomically.
-    pub fn save(&self, paths: &Paths) -> std::io::Result<()> {
+    pub(crate) fn save(&self, paths: &Paths) -> std::io::Result<()> {
         let path = paths.result();
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -187,7 +187,7 @@ impl RunResult {
 
 /// The pull request a run ended with (`result.json`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct PullRequest {
+pub(crate) struct PullRequest {
     /// Its address, when it is open.
     pub url: Option<String>,
     /// Whether it was opened as a draft (the run ended unfinished).
@@ -204,7 +204,7 @@ pub struct PullRequest {
 /// the status of its `pull_request` event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum PrAction {
+pub(crate) enum PrAction {
     /// `gh pr create` opened it.
     Opened,
     /// `gh pr edit` updated the one open for the branch.
@@ -216,7 +216,7 @@ pub enum PrAction {
 
 impl PrAction {
     /// The name events and `result.json` use.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PrAction::Opened => "opened",
             PrAction::Updated => "updated",

@@ -18,7 +18,7 @@ use crate::state::{RunScope, State};
 use crate::task::{Change, NewTask, Patch, Queue, Task};
 
 /// The title of a final review task.
-pub const FINAL_REVIEW_TITLE: &str = "Final review of the run";
+pub(crate) const FINAL_REVIEW_TITLE: &str = "Final review of the run";
 
 /// The body of a final review task: what passing and failing look like.
 const FINAL_REVIEW_BODY: &str = "Review everything this run merged, as a whole (the prompt lists its tasks, commits and changed files). If it holds up, mark this task complete. Otherwise add one follow-up task per problem with `ralph task add`, then mark this task complete: the follow-ups are worked next, and then one more final review runs (never a third).";
@@ -45,7 +45,7 @@ pub(super) fn open_scope(state: &mut State, repo: &Repo) -> Result<(), Error> {
 /// What is wrong, and the fix, when `final_review` is on but no trigger
 /// looks at a task's kind: the reviews would run without their role
 /// (`ralph run` warns at its start, `ralph doctor` says it too).
-pub fn missing_role(enabled: bool, triggers: &Triggers) -> Option<(String, &'static str)> {
+pub(crate) fn missing_role(enabled: bool, triggers: &Triggers) -> Option<(String, &'static str)> {
     (enabled && !triggers.read_variable("task_kind")).then(|| {
         (
             format!("final_review is on, but no trigger in {ROLES_FILE} reads task_kind, so the final review gets no final-reviewer role"),

@@ -39,7 +39,7 @@ pub(super) struct Pooled<'a> {
 
 /// What the workers of a pool share.
 #[derive(Debug, Default)]
-pub struct Hub {
+pub(super) struct Hub {
     /// Held by the worker changing the base (a merge, a bookkeeping
     /// commit): one at a time, each against the base as the last left it.
     merging: Mutex<()>,

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::redact::redact;
 
 /// The run's output to a person.
-pub struct Ui {
+pub(crate) struct Ui {
     bar: Option<ProgressBar>,
     quiet: bool,
     log: PathBuf,
@@ -22,7 +22,7 @@ pub struct Ui {
 
 impl Ui {
     /// Output for the project at `paths`; `quiet` keeps only the summary.
-    pub fn new(paths: &Paths, quiet: bool) -> Ui {
+    pub(crate) fn new(paths: &Paths, quiet: bool) -> Ui {
         let live = !quiet && std::io::stderr().is_terminal();
         let bar = live.then(|| {
             let bar = ProgressBar::new_spinner();
@@ -42,7 +42,7 @@ impl Ui {
     }
 
     /// Output of parallel worker `number`: plain lines starting `w<number>`.
-    pub fn worker(paths: &Paths, quiet: bool, number: u32) -> Ui {
+    pub(crate) fn worker(paths: &Paths, quiet: bool, number: u32) -> Ui {
         Ui {
             bar: None,
             quiet,
@@ -52,7 +52,7 @@ impl Ui {
     }
 
     /// A line for the person (stderr), kept above the status line.
-    pub fn line(&self, text: &str) {
+    pub(crate) fn line(&self, text: &str) {
         self.show(&redact(&format!("{}{text}", self.prefix)));
     }
 
@@ -67,14 +67,14 @@ impl Ui {
     }
 
     /// The live status (iteration, task, role); shown on a terminal only.
-    pub fn status(&self, text: &str) {
+    pub(crate) fn status(&self, text: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(redact(text).into_owned());
         }
     }
 
     /// A line for `ralph.log` (and the person), stamped with the time.
-    pub fn log(&self, now: &str, text: &str) {
+    pub(crate) fn log(&self, now: &str, text: &str) {
         let text = format!("{}{text}", self.prefix);
         let text = &redact(&text);
         self.show(text);
@@ -84,7 +84,7 @@ impl Ui {
     }
 
     /// The closing summary: always printed, even with `--quiet`.
-    pub fn summary(&self, text: &str) {
+    pub(crate) fn summary(&self, text: &str) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -10,7 +10,7 @@ use crate::agent;
 use crate::error::Error;
 
 /// Runs `command` in `dir` with a time limit; a signal stops it.
-pub fn run(
+pub(crate) fn run(
     command: &str,
     dir: &Path,
     timeout: Duration,

@@ -30,7 +30,7 @@ use crate::text::count;
 /// How a run was asked for: the checked settings and the flags that are
 /// not settings.
 #[derive(Clone, Debug)]
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     /// Settings after file, environment and flags.
     pub settings: Settings,
     /// `--agent-cmd`, overriding the preset and `agent.command`.
@@ -53,7 +53,7 @@ pub struct RunOptions {
 /// One worker of a run: it owns its repository handle, its view of the
 /// queue, its state and its events, and takes the loop's steps (`step`)
 /// on the project's queue (alone) or on the task its pool handed it.
-pub struct Worker<'a> {
+pub(crate) struct Worker<'a> {
     pub(super) paths: Paths,
     pub(super) options: &'a RunOptions,
     pub(super) store: Store,
@@ -96,7 +96,7 @@ pub(super) use crate::clock::now;
 impl<'a> Worker<'a> {
     /// Checks everything a run needs before any agent runs: the triggers,
     /// the queue, the repository, the agent. `state` is the loaded state.
-    pub fn prepare(
+    pub(crate) fn prepare(
         paths: &Paths,
         options: &'a RunOptions,
         interrupted: &'a AtomicBool,
@@ -270,7 +270,7 @@ impl<'a> Worker<'a> {
     }
 
     /// Runs the loop to its end and writes `result.json`.
-    pub fn run(mut self) -> Result<RunResult, Error> {
+    pub(crate) fn run(mut self) -> Result<RunResult, Error> {
         // The run, and the base it merges into, are on disk before any
         // branch is checked out: a crash from here on resumes on this base.
         self.save_state()?;
@@ -573,7 +573,7 @@ pub(super) fn iteration_files(iteration: u64, id: &TaskId) -> (PathBuf, PathBuf)
 
 /// Opens the project's repository with the settings' base and prefix; a
 /// run resumed on a task branch uses the base it recorded.
-pub fn open_repo(
+pub(crate) fn open_repo(
     paths: &Paths,
     settings: &Settings,
     recorded_base: Option<&str>,

@@ -488,7 +488,7 @@ impl Task {
 
 /// Deserializes one JSON object from `text`, refusing other JSON values
 /// (serde would otherwise accept an array for a struct).
-pub fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
+pub(super) fn parse_object<'a, T: Deserialize<'a>>(text: &'a str) -> Result<T, String> {
     if !text.trim_start().starts_with('{') {
         return Err(match serde_json::from_str::<serde::de::IgnoredAny>(text) {
             Ok(_) => "expected a JSON object ({...}), found another JSON value".to_owned(),
@@ -541,7 +541,7 @@ fn nesting_depth(text: &str) -> usize {
 }
 
 /// Reads a whole line as a JSON object map, keeping key order.
-pub fn parse_map(text: &str) -> Result<Map<String, Value>, String> {
+pub(super) fn parse_map(text: &str) -> Result<Map<String, Value>, String> {
     parse_object(text)
 }
 

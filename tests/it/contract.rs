@@ -9,7 +9,7 @@ const EXAMPLE: &str = include_str!("../../examples/plan/prds/auth.md");
 
 /// Validates `value` against `docs/contract/<name>.schema.json`.
 #[track_caller]
-pub fn assert_valid(name: &str, value: &Value) {
+pub(crate) fn assert_valid(name: &str, value: &Value) {
     let path = format!(
         "{}/docs/contract/{name}.schema.json",
         env!("CARGO_MANIFEST_DIR")

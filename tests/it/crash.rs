@@ -29,7 +29,7 @@ work "$RALPH_TASK_ID.txt" "$RALPH_TASK_TITLE"
 ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#;
 
-pub fn project() -> TestProject {
+pub(crate) fn project() -> TestProject {
     project_with(AGENT)
 }
 
@@ -42,7 +42,7 @@ fn project_with(agent: &str) -> TestProject {
 }
 
 /// The checks every crash scenario ends with, after a final clean run.
-pub fn assert_consistent(project: &TestProject) {
+pub(crate) fn assert_consistent(project: &TestProject) {
     let done: Vec<String> = project
         .json_lines("tasks-done.jsonl")
         .iter()

@@ -484,7 +484,7 @@ wait
 }
 
 /// Whether process `pid` exists (and is not a zombie waiting for us).
-pub fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     let exists = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|s| {

@@ -10,12 +10,12 @@ use std::sync::Once;
 use assert_fs::TempDir;
 
 mod tools;
-pub use tools::{REQUIRE_TOOLS, Tool, path_without, skip_without, summary};
+pub(crate) use tools::{REQUIRE_TOOLS, Tool, path_without, skip_without, summary};
 
 /// Serialises the tests that load the machine the most (many processes and
 /// races by design), so they do not widen each other's timing windows on a
 /// small machine. Hold the guard for the whole test.
-pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn heavy() -> std::sync::MutexGuard<'static, ()> {
     static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
     // A failed heavy test poisons the lock; the others still run.
     HEAVY
@@ -24,10 +24,10 @@ pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The binary under test.
-pub const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
+pub(crate) const RALPH: &str = env!("CARGO_BIN_EXE_ralph");
 
 /// A temporary project folder.
-pub struct TestProject {
+pub(crate) struct TestProject {
     dir: TempDir,
     /// Outside the project: the fake agent, fake tools and their records.
     aux: TempDir,
@@ -35,7 +35,7 @@ pub struct TestProject {
 
 impl TestProject {
     /// An empty project folder.
-    pub fn new() -> TestProject {
+    pub(crate) fn new() -> TestProject {
         let aux = TempDir::new().expect("temp dir");
         for folder in ["bin", "rec"] {
             std::fs::create_dir_all(aux.path().join(folder)).expect("aux folders");
@@ -47,7 +47,7 @@ impl TestProject {
     }
 
     /// Writes `contents` to `path` (folders created as needed).
-    pub fn file(self, path: &str, contents: impl AsRef<[u8]>) -> TestProject {
+    pub(crate) fn file(self, path: &str, contents: impl AsRef<[u8]>) -> TestProject {
         let full = self.path().join(path);
         std::fs::create_dir_all(full.parent().expect("a file has a folder"))
             .expect("create folders");
@@ -56,7 +56,7 @@ impl TestProject {
     }
 
     /// Appends one task line (JSON, newline added) to `tasks.jsonl`.
-    pub fn task(self, line: &str) -> TestProject {
+    pub(crate) fn task(self, line: &str) -> TestProject {
         let mut text = self.read_or_empty("tasks.jsonl");
         text.push_str(line);
         text.push('\n');
@@ -64,33 +64,33 @@ impl TestProject {
     }
 
     /// The project folder.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Reads a project file as text.
-    pub fn read(&self, path: &str) -> String {
+    pub(crate) fn read(&self, path: &str) -> String {
         std::fs::read_to_string(self.path().join(path))
             .unwrap_or_else(|e| panic!("read {path}: {e}"))
     }
 
     /// Reads a project file as bytes, empty when missing.
-    pub fn bytes(&self, path: &str) -> Vec<u8> {
+    pub(crate) fn bytes(&self, path: &str) -> Vec<u8> {
         std::fs::read(self.path().join(path)).unwrap_or_default()
     }
 
     /// Reads a project file, empty when missing.
-    pub fn read_or_empty(&self, path: &str) -> String {
+    pub(crate) fn read_or_empty(&self, path: &str) -> String {
         std::fs::read_to_string(self.path().join(path)).unwrap_or_default()
     }
 
     /// Runs `ralph ARGS` in the project folder.
-    pub fn ralph(&self, args: &[&str]) -> Run {
+    pub(crate) fn ralph(&self, args: &[&str]) -> Run {
         self.ralph_in(".", args)
     }
 
     /// Runs `ralph ARGS` in a folder of the project.
-    pub fn ralph_in(&self, folder: &str, args: &[&str]) -> Run {
+    pub(crate) fn ralph_in(&self, folder: &str, args: &[&str]) -> Run {
         let output = pinned_command(RALPH, self.path())
             .current_dir(self.path().join(folder))
             .args(args)
@@ -100,7 +100,7 @@ impl TestProject {
     }
 
     /// A command for `program` in the project with the pinned environment.
-    pub fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         let mut command = pinned_command(program, self.path());
         command.current_dir(self.path());
         command
@@ -110,18 +110,18 @@ impl TestProject {
 /// A fake agent's body that behaves by iteration: `$var`
 /// (`RALPH_ITERATION`, the run's, or `RALPH_TASK_ITERATION`, the task's)
 /// picks a branch of `case` from `steps`.
-pub fn by_iteration(var: &str, steps: &str) -> String {
+pub(crate) fn by_iteration(var: &str, steps: &str) -> String {
     format!("case \"${var}\" in\n{steps}\nesac\n")
 }
 
 /// The `case` branch that finishes the task: work a file of its own,
 /// commit it, mark the task complete.
-pub const FINISH: &str =
+pub(crate) const FINISH: &str =
     r#"*) work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null ;;"#;
 
 /// Settings every `ralph run` in tests gets, so loops do not wait: no pause
 /// between iterations, a short retry backoff and kill grace.
-pub const FAST_RUN: [(&str, &str); 3] = [
+pub(crate) const FAST_RUN: [(&str, &str); 3] = [
     ("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms"),
     ("RALPH_RETRY_BACKOFF", "10ms"),
     ("RALPH_KILL_GRACE", "200ms"),
@@ -139,7 +139,7 @@ work() { printf '%s\n' "$2" > "$1" && git add -- "$1" && git commit -q -m "$RALP
 impl TestProject {
     /// Makes the project a git repository on `main`: `ralph init`, the
     /// identity in the repository's config, and one commit of everything.
-    pub fn git_init(self) -> TestProject {
+    pub(crate) fn git_init(self) -> TestProject {
         let init = self.ralph(&["init"]);
         assert_eq!(init.code, 0, "{init:#?}");
         self.git(&["init", "-q", "-b", "main"]);
@@ -152,7 +152,7 @@ impl TestProject {
 
     /// Runs `git args` in the project; panics unless it succeeds. Returns
     /// stdout without the trailing newline.
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         let output = self.command("git").args(args).output().expect("run git");
         assert!(
             output.status.success(),
@@ -166,7 +166,7 @@ impl TestProject {
 
     /// Runs `git args` in the project: its stdout (trailing newline
     /// removed) when it succeeds, `None` when it fails.
-    pub fn try_git(&self, args: &[&str]) -> Option<String> {
+    pub(crate) fn try_git(&self, args: &[&str]) -> Option<String> {
         let output = self.command("git").args(args).output().expect("run git");
         output.status.success().then(|| {
             String::from_utf8_lossy(&output.stdout)
@@ -176,18 +176,18 @@ impl TestProject {
     }
 
     /// The folder outside the project holding fake tools and records.
-    pub fn aux(&self) -> &Path {
+    pub(crate) fn aux(&self) -> &Path {
         self.aux.path()
     }
 
     /// Writes the fake agent, `<aux>/agent.sh`: the prelude, then `body`.
-    pub fn agent(self, body: &str) -> TestProject {
+    pub(crate) fn agent(self, body: &str) -> TestProject {
         self.script("agent.sh", body);
         self
     }
 
     /// Writes an executable script at `<aux>/<path>`: the prelude, then `body`.
-    pub fn script(&self, path: &str, body: &str) -> PathBuf {
+    pub(crate) fn script(&self, path: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;
         let full = self.aux().join(path);
         let text = format!(
@@ -201,7 +201,7 @@ impl TestProject {
 
     /// `PATH` with `<aux>/bin` first, where tests put fake tools (`claude`,
     /// a slow `git`) for ralph to find.
-    pub fn path_with_aux_bin(&self) -> String {
+    pub(crate) fn path_with_aux_bin(&self) -> String {
         format!(
             "{}:{}",
             self.aux().join("bin").display(),
@@ -210,24 +210,24 @@ impl TestProject {
     }
 
     /// A record the fake agent wrote into `$REC`, empty when missing.
-    pub fn rec(&self, name: &str) -> String {
+    pub(crate) fn rec(&self, name: &str) -> String {
         std::fs::read_to_string(self.aux().join("rec").join(name)).unwrap_or_default()
     }
 
     /// The lines of `$REC/calls`: one per agent call.
-    pub fn calls(&self) -> Vec<String> {
+    pub(crate) fn calls(&self) -> Vec<String> {
         self.rec("calls").lines().map(str::to_owned).collect()
     }
 
     /// `ralph ARGS` with the fast loop settings, not started yet.
-    pub fn ralph_command(&self, args: &[&str]) -> Command {
+    pub(crate) fn ralph_command(&self, args: &[&str]) -> Command {
         let mut command = self.command(RALPH);
         command.args(args).envs(FAST_RUN);
         command
     }
 
     /// `ralph run --agent-cmd <aux>/agent.sh ARGS`, not started yet.
-    pub fn run_command(&self, args: &[&str]) -> Command {
+    pub(crate) fn run_command(&self, args: &[&str]) -> Command {
         let agent = self.aux().join("agent.sh");
         let mut command =
             self.ralph_command(&["run", "--agent-cmd", agent.to_str().expect("utf-8 path")]);
@@ -236,17 +236,17 @@ impl TestProject {
     }
 
     /// Runs `ralph run` with the fake agent and waits (at most a minute).
-    pub fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         finish(self.run_command(args), 60)
     }
 
     /// A project file parsed as JSON.
-    pub fn json(&self, path: &str) -> serde_json::Value {
+    pub(crate) fn json(&self, path: &str) -> serde_json::Value {
         serde_json::from_str(&self.read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
     /// A JSON-lines project file, one value per line.
-    pub fn json_lines(&self, path: &str) -> Vec<serde_json::Value> {
+    pub(crate) fn json_lines(&self, path: &str) -> Vec<serde_json::Value> {
         self.read_or_empty(path)
             .lines()
             .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{path}: {e}: {l}")))
@@ -255,7 +255,7 @@ impl TestProject {
 }
 
 /// `phase/status` of every event of `.ralph/events.ndjson` about `task`.
-pub fn phases(project: &TestProject, task: &str) -> Vec<String> {
+pub(crate) fn phases(project: &TestProject, task: &str) -> Vec<String> {
     project
         .json_lines(".ralph/events.ndjson")
         .iter()
@@ -271,7 +271,7 @@ pub fn phases(project: &TestProject, task: &str) -> Vec<String> {
 }
 
 /// The `id` of each line of a task file's text, in order.
-pub fn ids(text: &str) -> Vec<String> {
+pub(crate) fn ids(text: &str) -> Vec<String> {
     text.lines()
         .map(|line| {
             let task: serde_json::Value =
@@ -283,7 +283,7 @@ pub fn ids(text: &str) -> Vec<String> {
 
 /// Runs `command`, killing it and failing the test if it takes longer than
 /// `seconds` (a hang is a bug, not a slow test).
-pub fn finish(mut command: Command, seconds: u64) -> Run {
+pub(crate) fn finish(mut command: Command, seconds: u64) -> Run {
     use std::process::Stdio;
     let child = command
         .stdin(Stdio::null())
@@ -295,7 +295,7 @@ pub fn finish(mut command: Command, seconds: u64) -> Run {
 }
 
 /// Waits for `child`, killing it and failing the test after `seconds`.
-pub fn wait_for(child: std::process::Child, seconds: u64) -> Run {
+pub(crate) fn wait_for(child: std::process::Child, seconds: u64) -> Run {
     let pid = child.id();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -312,7 +312,7 @@ pub fn wait_for(child: std::process::Child, seconds: u64) -> Run {
 }
 
 /// Waits until `path` exists (at most 30 s).
-pub fn wait_for_file(path: &Path) {
+pub(crate) fn wait_for_file(path: &Path) {
     for _ in 0..3000 {
         if path.exists() {
             return;
@@ -324,7 +324,7 @@ pub fn wait_for_file(path: &Path) {
 
 /// A command with a cleared environment: PATH kept, HOME in the project,
 /// git's global and system config neutralised, author and dates pinned.
-pub fn pinned_command(program: &str, home: &Path) -> Command {
+pub(crate) fn pinned_command(program: &str, home: &Path) -> Command {
     let mut command = Command::new(program);
     command
         .env_clear()
@@ -344,7 +344,7 @@ pub fn pinned_command(program: &str, home: &Path) -> Command {
 
 /// The result of one run of the binary.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// Exit code (-1 when killed by a signal).
     pub code: i32,
     /// Standard output.
@@ -366,7 +366,7 @@ impl From<Output> for Run {
 impl Run {
     /// Asserts success with exactly this stdout and nothing on stderr.
     #[track_caller]
-    pub fn ok(self, stdout: &str) -> Run {
+    pub(crate) fn ok(self, stdout: &str) -> Run {
         assert_eq!(
             (self.code, self.stdout.as_str(), self.stderr.as_str()),
             (0, stdout, ""),
@@ -377,7 +377,7 @@ impl Run {
 
     /// Asserts success with exactly this stdout and this stderr.
     #[track_caller]
-    pub fn ok_noting(self, stdout: &str, stderr: &str) -> Run {
+    pub(crate) fn ok_noting(self, stdout: &str, stderr: &str) -> Run {
         assert_eq!(
             (self.code, self.stdout.as_str(), self.stderr.as_str()),
             (0, stdout, stderr),
@@ -388,14 +388,14 @@ impl Run {
 
     /// Asserts success and returns the run for further checks.
     #[track_caller]
-    pub fn success(self) -> Run {
+    pub(crate) fn success(self) -> Run {
         assert_eq!(self.code, 0, "{self:#?}");
         self
     }
 
     /// Asserts exit `code`, exactly this stderr, and nothing on stdout.
     #[track_caller]
-    pub fn fails(self, code: i32, stderr: &str) -> Run {
+    pub(crate) fn fails(self, code: i32, stderr: &str) -> Run {
         assert_eq!(
             (self.code, self.stdout.as_str(), self.stderr.as_str()),
             (code, "", stderr),
@@ -406,23 +406,23 @@ impl Run {
 
     /// Parses stdout as JSON.
     #[track_caller]
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
     }
 }
 
 /// The date every test commit made with the `git` command carries.
-pub const GIT_DATE: &str = "2026-01-01T00:00:00Z";
+pub(crate) const GIT_DATE: &str = "2026-01-01T00:00:00Z";
 /// The author of every test commit made with the `git` command.
-pub const GIT_AUTHOR: (&str, &str) = ("Test Author", "author@example.com");
+pub(crate) const GIT_AUTHOR: (&str, &str) = ("Test Author", "author@example.com");
 
 /// A temporary git repository for tests, driven with the `git` command in
 /// a cleared environment: HOME inside the temp folder, no global or system
 /// config, author and dates pinned, so commit ids are stable. The
 /// repository lives in `<temp>/repo`; other folders of `<temp>` are free
 /// for linked worktrees and the like.
-pub struct GitRepo {
+pub(crate) struct GitRepo {
     temp: TempDir,
     root: PathBuf,
 }
@@ -430,19 +430,19 @@ pub struct GitRepo {
 impl GitRepo {
     /// `git init -b main` with `user.name`/`user.email` in the repository's
     /// config and one commit of `README.md`.
-    pub fn new() -> GitRepo {
+    pub(crate) fn new() -> GitRepo {
         GitRepo::with_branch("main")
     }
 
     /// Like [`GitRepo::new`], with the first branch called `branch`.
-    pub fn with_branch(branch: &str) -> GitRepo {
+    pub(crate) fn with_branch(branch: &str) -> GitRepo {
         let repo = GitRepo::empty(branch);
         repo.commit_file("README.md", "# test\n", "initial commit");
         repo
     }
 
     /// `git init -b <branch>` with the identity configured but no commit.
-    pub fn empty(branch: &str) -> GitRepo {
+    pub(crate) fn empty(branch: &str) -> GitRepo {
         isolate_libgit2_config();
         let temp = TempDir::new().expect("make a temp dir");
         let root = temp.path().join("repo");
@@ -456,24 +456,24 @@ impl GitRepo {
     }
 
     /// The repository's working tree.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.root
     }
 
     /// A path next to the repository, inside the temp folder.
-    pub fn sibling(&self, name: &str) -> PathBuf {
+    pub(crate) fn sibling(&self, name: &str) -> PathBuf {
         self.temp.path().join(name)
     }
 
     /// Runs `git args` in the repository; panics unless it succeeds.
     /// Returns stdout without the trailing newline.
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         self.git_in(&self.root, args)
     }
 
     /// Runs `git args` in `dir` (a linked worktree, say); panics unless it
     /// succeeds. Returns stdout without the trailing newline.
-    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+    pub(crate) fn git_in(&self, dir: &Path, args: &[&str]) -> String {
         let output = self.try_git_in(dir, args);
         assert!(
             output.status.success(),
@@ -486,7 +486,7 @@ impl GitRepo {
     }
 
     /// Runs `git args` in `dir` and returns whatever happened.
-    pub fn try_git_in(&self, dir: &Path, args: &[&str]) -> Output {
+    pub(crate) fn try_git_in(&self, dir: &Path, args: &[&str]) -> Output {
         Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -507,7 +507,7 @@ impl GitRepo {
     }
 
     /// Writes `contents` to `rel` in the working tree, making folders.
-    pub fn write(&self, rel: &str, contents: &str) {
+    pub(crate) fn write(&self, rel: &str, contents: &str) {
         let path = self.root.join(rel);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).expect("make folders");
@@ -516,13 +516,13 @@ impl GitRepo {
     }
 
     /// Reads `rel` from the working tree.
-    pub fn read(&self, rel: &str) -> String {
+    pub(crate) fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.root.join(rel)).expect("read a file")
     }
 
     /// Writes `rel`, stages it and commits it with `message`; returns the
     /// new commit's id.
-    pub fn commit_file(&self, rel: &str, contents: &str, message: &str) -> String {
+    pub(crate) fn commit_file(&self, rel: &str, contents: &str, message: &str) -> String {
         self.write(rel, contents);
         self.git(&["add", "--", rel]);
         self.git(&["commit", "-q", "-m", message]);
@@ -530,7 +530,7 @@ impl GitRepo {
     }
 
     /// `git status --porcelain` lines.
-    pub fn status(&self) -> Vec<String> {
+    pub(crate) fn status(&self) -> Vec<String> {
         let status = self.git(&["status", "--porcelain"]);
         status.lines().map(str::to_owned).collect()
     }
@@ -540,7 +540,7 @@ impl GitRepo {
 /// folder, once per test process, so tests that call the library in
 /// process never read the machine's `~/.gitconfig`. libgit2 keeps these
 /// paths process-wide, which is why this is not per repository.
-pub fn isolate_libgit2_config() {
+pub(crate) fn isolate_libgit2_config() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let empty =
@@ -554,6 +554,7 @@ pub fn isolate_libgit2_config() {
         ] {
             // SAFETY: runs once, before this process's tests touch libgit2
             // (every in-process git test starts by building a GitRepo).
+            #[allow(unsafe_code)]
             unsafe { git2::opts::set_search_path(level, &empty) }
                 .expect("set libgit2's config search path");
         }

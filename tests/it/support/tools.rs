@@ -12,12 +12,12 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, Once, PoisonError};
 
 /// The variable that makes a missing program a test failure.
-pub const REQUIRE_TOOLS: &str = "RALPH_TEST_REQUIRE_TOOLS";
+pub(crate) const REQUIRE_TOOLS: &str = "RALPH_TEST_REQUIRE_TOOLS";
 
 /// A program some tests need that a machine with only Rust, a C compiler
 /// and git may lack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tool {
+pub(crate) enum Tool {
     /// git-lfs, for the tests of LFS-tracked files.
     GitLfs,
     /// GnuPG, for the tests of commits signed with gpg.
@@ -39,7 +39,7 @@ const PORTABLE: bool = cfg!(any(feature = "portable", not(target_os = "linux")))
 
 impl Tool {
     /// The program, as the summary names it.
-    pub fn program(self) -> &'static str {
+    pub(crate) fn program(self) -> &'static str {
         match self {
             Tool::GitLfs => "git-lfs",
             Tool::Gpg => "gpg",
@@ -50,7 +50,7 @@ impl Tool {
     }
 
     /// How to install it, on Debian and on macOS.
-    pub fn install(self) -> &'static str {
+    pub(crate) fn install(self) -> &'static str {
         match self {
             Tool::GitLfs => "apt install git-lfs / brew install git-lfs",
             Tool::Gpg => "apt install gnupg / brew install gnupg",
@@ -82,7 +82,7 @@ impl Tool {
 /// missing tool is recorded with the test's name for the summary at the
 /// end of the run, or, with `RALPH_TEST_REQUIRE_TOOLS=1`, fails the test.
 #[track_caller]
-pub fn skip_without(tool: Tool) -> bool {
+pub(crate) fn skip_without(tool: Tool) -> bool {
     if tool.present() {
         return false;
     }
@@ -109,6 +109,7 @@ pub fn skip_without(tool: Tool) -> bool {
         // poisoned lock and ignores write errors) and touches only a
         // static, so it is sound to run while the process exits, after
         // libtest has printed its own summary.
+        #[allow(unsafe_code)]
         let registered = unsafe { nix::libc::atexit(report) };
         assert_eq!(registered, 0, "register the summary of tests not run");
     });
@@ -126,7 +127,7 @@ extern "C" fn report() {
 
 /// The block naming the tests not run: a line per tool, with its install
 /// command and the tests in name order.
-pub fn summary(not_run: &[(Tool, String)]) -> String {
+pub(crate) fn summary(not_run: &[(Tool, String)]) -> String {
     let mut tools: Vec<Tool> = not_run.iter().map(|(tool, _)| *tool).collect();
     tools.sort();
     tools.dedup();
@@ -166,7 +167,7 @@ fn on_path(program: &str) -> bool {
 
 /// A PATH like the test's own without `program`: `folder`, filled with
 /// links to every other program on PATH (the first of each name).
-pub fn path_without(program: &str, folder: &Path) -> PathBuf {
+pub(crate) fn path_without(program: &str, folder: &Path) -> PathBuf {
     std::fs::create_dir_all(folder).expect("make the folder of links");
     let path = std::env::var_os("PATH").unwrap_or_default();
     for dir in std::env::split_paths(&path) {
