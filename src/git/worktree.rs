@@ -332,6 +332,42 @@ impl Repo {
         Ok(left)
     }
 
+    /// `paths` (the watch's, each maybe changed, with the index matching
+    /// HEAD) as changed in the working tree, without asking `git status`,
+    /// when every one is a plain tracked file or link (no submodule, no
+    /// sparse or assumed-unchanged entry) whose path is not a folder now:
+    /// staging them through git's `update-index` then does what `git add`
+    /// would, a file whose content git finds unchanged included (it stages
+    /// nothing). `None` when any is otherwise: `git status` decides.
+    fn plain_tracked(&self, paths: &[Vec<u8>]) -> Result<Option<Vec<Entry>>> {
+        // The index's extended flags: sparse checkout, intent to add.
+        const SKIP_WORKTREE: u16 = 0x4000;
+        const INTENT_TO_ADD: u16 = 0x2000;
+        // The index entry's "assume unchanged" flag.
+        const ASSUME_VALID: u16 = 0x8000;
+        let index = self.index()?;
+        let mut entries = Vec::with_capacity(paths.len());
+        for path in paths {
+            let file = bytes_path(path);
+            let Some(entry) = index.get_path(file, 0) else {
+                return Ok(None);
+            };
+            let plain = matches!(entry.mode, 0o100644 | 0o100755 | 0o120000)
+                && entry.flags & ASSUME_VALID == 0
+                && entry.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) == 0;
+            let folder = fs::symlink_metadata(self.workdir().join(file)).is_ok_and(|m| m.is_dir());
+            if !plain || folder {
+                return Ok(None);
+            }
+            entries.push(Entry {
+                path: path.clone(),
+                index: b' ',
+                tree: b'M',
+            });
+        }
+        Ok(Some(entries))
+    }
+
     /// A leftovers scan left the tree clean: the watch starts afresh.
     pub(super) fn settle_watch(&self) {
         if let Some(watching) = self.watch.borrow_mut().as_mut() {
@@ -347,7 +383,10 @@ impl Repo {
         let entries = match self.watched_changes()? {
             Some(paths) => match self.maybe_changed(paths)? {
                 paths if paths.is_empty() => Vec::new(),
-                paths if paths.len() <= MAX_SCANNED_PATHS => self.scan(&paths)?,
+                paths if paths.len() <= MAX_SCANNED_PATHS => match self.plain_tracked(&paths)? {
+                    Some(entries) => entries,
+                    None => self.scan(&paths)?,
+                },
                 _ => self.scan(&[])?,
             },
             None => self.scan(&[])?,
