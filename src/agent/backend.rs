@@ -7,52 +7,12 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use super::env::Host;
 use super::error::Error;
 use super::process::{self, Outcome, Request};
 use super::spec::Spec;
 use crate::config::AgentSettings;
-
-/// How an agent carries a task across iterations (the worker contract's
-/// `agent.mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// A fresh context every iteration: the files and the prompt are the
-    /// memory (ralph's loop).
-    RalphFresh,
-    /// One session per task, kept across its iterations.
-    SessionLoop,
-    /// One iteration per task.
-    SinglePass,
-}
-
-impl Mode {
-    /// Every mode, by its name in the contract.
-    pub const ALL: [Mode; 3] = [Mode::RalphFresh, Mode::SessionLoop, Mode::SinglePass];
-
-    /// The mode's name in the contract.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::RalphFresh => "ralph_fresh",
-            Mode::SessionLoop => "session_loop",
-            Mode::SinglePass => "single_pass",
-        }
-    }
-
-    /// The mode named `name`, if any.
-    pub fn named(name: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|mode| mode.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use crate::config::Mode;
 
 /// What the loop needs of an agent. One iteration is one call of
 /// [`Backend::iterate`]; the loop knows nothing else of how it runs.
@@ -105,13 +65,20 @@ pub trait Backend: Send {
     }
 }
 
-/// The backend the settings choose: `--agent-cmd`, `agent.command` or a
-/// preset, run as a command-line program per iteration.
+/// The backend the settings choose: the Codex app-server for its preset
+/// (`--agent-cmd` or `agent.command` then name the server's command), else
+/// `--agent-cmd`, `agent.command` or a preset, run as a command-line
+/// program per iteration.
 pub fn backend(
     settings: &AgentSettings,
     agent_cmd: Option<&str>,
     host: Host,
 ) -> Result<Box<dyn Backend>, Error> {
+    if super::appserver::chosen(settings) {
+        return Ok(Box::new(super::appserver::AppServer::new(
+            settings, agent_cmd, host,
+        )?));
+    }
     Ok(Box::new(Cli::new(settings, agent_cmd, host)?))
 }
 

@@ -34,12 +34,15 @@ pub enum Status {
     Exited(i32),
     /// It was killed by this signal.
     Signaled(i32),
+    /// A structured backend's turn ended so (`completed`, `failed`,
+    /// `interrupted`).
+    Turn(&'static str),
 }
 
 impl Status {
     /// Whether it exited with code 0.
     pub fn success(self) -> bool {
-        self == Status::Exited(0)
+        matches!(self, Status::Exited(0) | Status::Turn("completed"))
     }
 }
 
@@ -48,6 +51,7 @@ impl fmt::Display for Status {
         match self {
             Status::Exited(code) => write!(f, "exit code {code}"),
             Status::Signaled(signal) => write!(f, "killed by signal {signal}"),
+            Status::Turn(status) => write!(f, "turn {status}"),
         }
     }
 }

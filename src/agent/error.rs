@@ -93,6 +93,12 @@ pub enum Error {
         /// The modes it offers.
         offered: Vec<&'static str>,
     },
+    /// `agent.deny` holds a pattern that is no regular expression.
+    #[error("{reason}")]
+    BadDeny {
+        /// The pattern and what is wrong with it.
+        reason: String,
+    },
     /// The preflight check itself failed.
     #[error("agent `{preset}`: the login check failed: {detail}")]
     Preflight {
@@ -136,6 +142,7 @@ impl crate::exit::Reportable for Error {
             | Error::ModelUnsupported { .. }
             | Error::PromptTooLong { .. }
             | Error::ModeNotOffered { .. }
+            | Error::BadDeny { .. }
             | Error::MissingBinary { .. } => Exit::InvalidInput,
             Error::Spawn { .. }
             | Error::Log { .. }
@@ -178,6 +185,9 @@ impl crate::exit::Reportable for Error {
                     .to_owned(),
             ),
             Error::NotLoggedIn { preset, .. } => Some(preset.login_hint().to_owned()),
+            Error::BadDeny { .. } => Some(
+                "write each agent.deny entry as a regular expression (docs/AGENT.md)".to_owned(),
+            ),
             Error::ModeNotOffered { .. } => Some(
                 "set agent.mode to one it offers in the run input, or choose an agent that offers this mode (docs/AGENT.md lists each backend's modes)"
                     .to_owned(),
@@ -268,7 +278,7 @@ mod tests {
         );
         assert_eq!(
             Error::UnknownPreset("x".to_owned()).hint().unwrap(),
-            "use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor, or a command with --agent-cmd"
+            "use one of claude, codex, codex-app-server, opencode, amp, gemini, qwen, aider, cursor, or a command with --agent-cmd"
         );
         let err = Error::BadCommand {
             command: "a 'b".to_owned(),

@@ -3,6 +3,7 @@
 //! means ([`classify`], [`FailureClass`]). Only this module spawns agents.
 //! See `docs/AGENT.md` for the presets, the environment and the rules.
 
+mod appserver;
 mod backend;
 mod capture;
 mod class;
@@ -18,6 +19,7 @@ mod shell;
 mod spec;
 mod transcript;
 
+pub use appserver::{AppServer, PRESET as APP_SERVER, TESTED_VERSIONS};
 pub use backend::{Backend, Cli, Mode, backend};
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
 pub use classify::{Failure, FailureClass, Status, classify, judge};
@@ -25,7 +27,8 @@ pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::{Preset, PromptPassing};
 pub use process::{
-    Limits, Outcome, Request, kill_live_groups, preflight, resolve, run, stop_leftover_group,
+    Activity, Limits, Outcome, Request, kill_live_groups, preflight, resolve, run,
+    stop_leftover_group,
 };
 pub use reset::reset_time;
 pub use shell::{ShellRun, run_shell};

@@ -70,7 +70,7 @@ impl Limits {
 }
 
 /// One iteration's agent run, as the loop asks for it.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Request<'a> {
     /// The `RALPH_*` facts about the iteration.
     pub context: &'a Context,
@@ -96,7 +96,15 @@ pub struct Request<'a> {
     pub work_dir: Option<&'a Path>,
     /// The model the iteration's role asks for, over the agent's own.
     pub model: Option<&'a str>,
+    /// Told, while the iteration runs, each thing the agent does that a
+    /// structured backend reports (`command`, `file_change`, ...), with a
+    /// line saying it.
+    pub activity: Option<&'a Activity<'a>>,
 }
+
+/// Told what the agent does while it runs: its kind (`command`,
+/// `file_change`, ...) and a line saying it.
+pub type Activity<'a> = dyn Fn(&str, &str) + Sync + 'a;
 
 /// What happened when the agent ran.
 #[derive(Clone, Debug, PartialEq)]
@@ -121,6 +129,8 @@ pub struct Outcome {
     pub passing: PromptPassing,
     /// Where the iteration's transcript is (the agent's output, bounded).
     pub transcript: PathBuf,
+    /// What the backend adds to the iteration's receipt.
+    pub receipt: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Outcome {
@@ -197,6 +207,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         usage: Transcript::read(dialect, &captured.text).usage,
         passing: invocation.passing,
         transcript: request.log_file.to_path_buf(),
+        receipt: serde_json::Map::new(),
     })
 }
 
@@ -346,10 +357,10 @@ enum Stopping {
 static LIVE_GROUPS: std::sync::Mutex<Vec<Pid>> = std::sync::Mutex::new(Vec::new());
 
 /// Keeps a group in [`LIVE_GROUPS`] while it lives in this value.
-struct Registered(Pid);
+pub(super) struct Registered(Pid);
 
 impl Registered {
-    fn new(group: Pid) -> Registered {
+    pub(super) fn new(group: Pid) -> Registered {
         let mut groups = LIVE_GROUPS.lock().unwrap_or_else(|e| e.into_inner());
         groups.push(group);
         Registered(group)
@@ -378,7 +389,7 @@ pub fn kill_live_groups() {
 /// a ralph killed with -9 in between would leave an agent nobody knows of,
 /// working in the tree under the next run.
 #[allow(unsafe_code)]
-fn child_notes_its_group(command: &mut Command, path: &Path) {
+pub(super) fn child_notes_its_group(command: &mut Command, path: &Path) {
     use nix::libc;
     use std::os::unix::ffi::OsStrExt;
     let Ok(path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
@@ -614,7 +625,7 @@ fn start_threads(
 }
 
 /// Sends `signal` to every process of the group; a group already gone is fine.
-fn signal_group(group: Pid, signal: Signal) {
+pub(super) fn signal_group(group: Pid, signal: Signal) {
     let _ = killpg(group, signal);
 }
 
@@ -682,7 +693,7 @@ fn stop_group_of_project(text: &str, project_dir: &Path, grace: Duration) -> boo
 
 /// Whether a process of the group is still running. Zombies do not count:
 /// an orphan killed with the group waits for an init that may never reap it.
-fn group_alive(group: Pid) -> bool {
+pub(super) fn group_alive(group: Pid) -> bool {
     match killpg(group, None) {
         Err(Errno::ESRCH) => false,
         // EPERM: a member we may not signal; nothing more we can do.

@@ -158,7 +158,6 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         quiet: args.quiet,
         kill_grace: kill_grace(),
         pr_branch: args.pr_branch.clone(),
-        mode: agent::Mode::RalphFresh,
     };
     if args.dry_run {
         return dry_run(&options, context);

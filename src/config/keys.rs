@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
 
-use super::{Delivery, PRESETS, Push, Settings, check_workers};
+use super::{Delivery, Mode, PRESETS, Push, ServerSandbox, Settings, check_workers};
 use super::{parse_duration, parse_minutes, parse_time_limit};
 
 /// One setting.
@@ -71,6 +71,14 @@ const PUSH: Type<Push> = Type("never, on_merge or on_exit", |text| {
 const DELIVERY: Type<Delivery> = Type("local or pr", |text| choice(text, "delivery", DELIVERY.0));
 /// Lists are written in the file only: no key of this type has a variable.
 const LIST: Type<Vec<String>> = Type("list of commands", |_| Err(String::new()));
+/// The same, of regular expressions.
+const PATTERNS: Type<Vec<String>> = Type("list of patterns", |_| Err(String::new()));
+const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text| {
+    choice(text, "mode", MODE.0)
+});
+const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
+    choice(text, "server sandbox", SANDBOX.0)
+});
 
 /// A whole number, from an environment variable.
 fn count(text: &str) -> Result<u64, String> {
@@ -115,6 +123,12 @@ pub(crate) const KEYS: &[Key] = keys! {
         "The model, passed with the preset's own flag; null: the agent's own default";
     agent.timeout: TIME_LIMIT = "20m", RALPH_AGENT_TIMEOUT, "--timeout",
         "Longest an iteration may run before the agent is stopped and the iteration fails";
+    agent.mode: MODE = "ralph_fresh", RALPH_AGENT_MODE, -,
+        "How the agent carries a task across iterations: ralph_fresh (a fresh context each time) or, with codex-app-server, session_loop (one thread per task)";
+    agent.deny: PATTERNS = "[]", -, -,
+        "Command patterns (regular expressions) codex-app-server's agent is never allowed to run, beside ralph's own (git push, rm -rf /, a download piped into a shell)";
+    agent.server_sandbox: SANDBOX = "workspace-write", RALPH_AGENT_SERVER_SANDBOX, -,
+        "Where codex-app-server lets the agent's commands write: workspace-write (the checkout, the queue and .ralph/; ralph commits) or danger-full-access";
     workers: WORKERS = "null", RALPH_WORKERS, "--workers",
         "Agents working side by side (1 to 64), each on its own task in its own git worktree; null: one agent in the project's checkout";
     max_iterations: COUNT = "50", RALPH_MAX_ITERATIONS, "--max-iterations",
@@ -249,7 +263,7 @@ mod tests {
         let without: Vec<&str> = (KEYS.iter().filter(|key| key.env.is_none()))
             .map(|key| key.path)
             .collect();
-        assert_eq!(without, ["verify.task", "verify.run"]);
+        assert_eq!(without, ["agent.deny", "verify.task", "verify.run"]);
     }
 
     #[test]
@@ -327,7 +341,7 @@ mod tests {
         let refused = "\
 RALPH_MAX_ITERATIONS=lots: \"lots\" is not a whole number
 RALPH_AGENT_TIMEOUT=5: duration \"5\" needs a unit: ms, s, m or h
-RALPH_AGENT_PRESET=gpt: unknown preset \"gpt\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor
+RALPH_AGENT_PRESET=gpt: unknown preset \"gpt\"; use one of claude, codex, codex-app-server, opencode, amp, gemini, qwen, aider, cursor
 RALPH_MAX_TASK_MINUTES=0: \"0\" is not a positive whole number of minutes; write one like 30, or null for no limit
 RALPH_WORKERS=100: 100 is not between 1 and 64; write how many agents work side by side, like 2
 RALPH_GIT_PUSH=always: \"always\" is not a push setting; use never, on_merge or on_exit

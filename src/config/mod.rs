@@ -8,7 +8,7 @@ mod value;
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::exit::Exit;
 use crate::files::{self, TextError};
@@ -19,8 +19,16 @@ pub(crate) use value::{ShowDuration, parse_duration, parse_minutes, parse_time_l
 use value::{duration, minutes, time_limit};
 
 /// The agent presets ralph knows.
-pub(crate) const PRESETS: [&str; 8] = [
-    "claude", "codex", "opencode", "amp", "gemini", "qwen", "aider", "cursor",
+pub(crate) const PRESETS: [&str; 9] = [
+    "claude",
+    "codex",
+    "codex-app-server",
+    "opencode",
+    "amp",
+    "gemini",
+    "qwen",
+    "aider",
+    "cursor",
 ];
 
 /// The loop's settings, defaults filled in.
@@ -121,6 +129,67 @@ pub struct AgentSettings {
     /// Time limit per iteration.
     #[serde(deserialize_with = "time_limit")]
     pub timeout: Duration,
+    /// How the agent carries a task across iterations.
+    pub mode: Mode,
+    /// Command patterns (regular expressions) a structured agent is never
+    /// allowed to run, beside ralph's own (`git push`, `rm -rf /`, a
+    /// download piped into a shell).
+    pub deny: Vec<String>,
+    /// The sandbox the Codex app-server runs the agent's commands in.
+    pub server_sandbox: ServerSandbox,
+}
+
+/// `agent.server_sandbox`: where the Codex app-server lets the agent's
+/// commands write (docs/AGENT.md).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerSandbox {
+    /// The task's checkout, the queue and `.ralph/`; `.git` is read-only,
+    /// so ralph commits the agent's work.
+    #[default]
+    WorkspaceWrite,
+    /// Anywhere the user can write; the agent commits itself.
+    DangerFullAccess,
+}
+
+/// How an agent carries a task across iterations (the worker contract's
+/// `agent.mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A fresh context every iteration: the files and the prompt are the
+    /// memory (ralph's loop).
+    #[default]
+    RalphFresh,
+    /// One session per task, kept across its iterations.
+    SessionLoop,
+    /// One iteration per task.
+    SinglePass,
+}
+
+impl Mode {
+    /// Every mode, by its name in the contract.
+    pub const ALL: [Mode; 3] = [Mode::RalphFresh, Mode::SessionLoop, Mode::SinglePass];
+
+    /// The mode's name in the contract.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::RalphFresh => "ralph_fresh",
+            Mode::SessionLoop => "session_loop",
+            Mode::SinglePass => "single_pass",
+        }
+    }
+
+    /// The mode named `name`, if any.
+    pub fn named(name: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|mode| mode.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Most parallel workers (`--workers` takes as many).
@@ -190,6 +259,9 @@ impl Default for AgentSettings {
             command: None,
             model: None,
             timeout: Duration::from_secs(20 * 60),
+            mode: Mode::RalphFresh,
+            deny: Vec::new(),
+            server_sandbox: ServerSandbox::WorkspaceWrite,
         }
     }
 }
@@ -531,7 +603,7 @@ mod tests {
             Settings::parse("agent:\n  preset: claud\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor"
+            "config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, codex-app-server, opencode, amp, gemini, qwen, aider, cursor"
         );
     }
 }

@@ -110,7 +110,6 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
         quiet: true,
         kill_grace: request.kill_grace,
         pr_branch: None,
-        mode: input.mode,
     };
     let translator = super::progress::Translator::start(&paths, &input.run_id, &plan)
         .map_err(io(paths.events()))?;
@@ -350,6 +349,7 @@ fn apply_input(settings: &mut Settings, input: &RunInput) {
     // The orchestrator owns branches and pull requests.
     settings.git.push = crate::config::Push::Never;
     settings.delivery = crate::config::Delivery::Local;
+    settings.agent.mode = input.mode;
     match input.model_hint.as_deref() {
         Some(preset) if PRESETS.contains(&preset) => {
             settings.agent.preset = Some(preset.to_owned());

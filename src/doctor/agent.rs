@@ -9,6 +9,9 @@ use crate::runner::RunOptions;
 /// finds it, and for codex its login (`codex login status`, the one tool
 /// with an offline status command ralph trusts). Whether it was found.
 pub(super) fn agent(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
+    if options.settings.agent.preset.as_deref() == Some(agent::APP_SERVER) {
+        return app_server(found, paths, options);
+    }
     let spec = match Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), None) {
         Ok(spec) => spec,
         Err(err) => {
@@ -45,5 +48,41 @@ pub(super) fn agent(found: &mut Findings, paths: &Paths, options: &RunOptions) -
         "agent",
         &format!("{} found at {}; {login}", spec.label(), program.display()),
     );
+    true
+}
+
+/// The Codex app-server backend: its program, its version against the
+/// versions ralph was tested with, and codex's login.
+fn app_server(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
+    let backend = Host::from_process(paths.project()).and_then(|host| {
+        agent::AppServer::new(&options.settings.agent, options.agent_cmd.as_deref(), host)
+    });
+    let backend = match backend {
+        Ok(backend) => backend,
+        Err(err) => {
+            found.failed("agent", err);
+            return false;
+        }
+    };
+    if let Err(err) = agent::Backend::preflight(&backend) {
+        found.failed("agent", err);
+        return false;
+    }
+    let label = agent::Backend::label(&backend);
+    match backend.version() {
+        Some((version, true)) => found.ok(
+            "agent",
+            &format!("{label}: codex {version}, a version ralph was tested with; `codex login status` says it is logged in"),
+        ),
+        Some((version, false)) => found.warning(
+            "agent",
+            &format!("{label}: codex {version}; ralph was tested with codex {}.x, and the app-server protocol moves fast", agent::TESTED_VERSIONS),
+            &format!("install the tested version (`npm install -g @openai/codex@{}`), or run and watch the first iterations' transcripts", agent::TESTED_VERSIONS),
+        ),
+        None => found.ok(
+            "agent",
+            &format!("{label}: a server command of the settings; its version and login show at the first iteration"),
+        ),
+    }
     true
 }

@@ -101,7 +101,6 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         quiet: true,
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
-        mode: crate::agent::Mode::RalphFresh,
     };
     let agent_ok = agent::agent(&mut found, paths, &options);
     let mut has_task = false;

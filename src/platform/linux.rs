@@ -7,6 +7,16 @@ pub(crate) use super::inotify::Watch;
 
 use std::path::{Path, PathBuf};
 
+pub(super) fn processes() -> Option<Vec<u32>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let live = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| !zombie(*pid))
+        .collect();
+    Some(live)
+}
+
 pub(super) fn group_members(group: i32) -> Option<Vec<u32>> {
     let entries = std::fs::read_dir("/proc").ok()?;
     let group = group.to_string();

@@ -38,6 +38,12 @@ pub(crate) fn group_members(group: i32) -> Option<Vec<u32>> {
     imp::group_members(group)
 }
 
+/// Every process that is still running (not a zombie), or `None` when
+/// this system cannot tell.
+pub(crate) fn processes() -> Option<Vec<u32>> {
+    imp::processes()
+}
+
 /// Whether the environment of process `pid` holds the entry `entry`
 /// (`NAME=value`), or `None` when it cannot be read.
 pub(crate) fn environment_has(pid: u32, entry: &[u8]) -> Option<bool> {

@@ -28,6 +28,20 @@ fn ps(args: &[&str]) -> Option<String> {
     super::stdout_of(Command::new("ps").args(args))
 }
 
+pub(super) fn processes() -> Option<Vec<u32>> {
+    let table = ps(&["-A", "-o", "pid=", "-o", "stat="])?;
+    let live = table
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let pid: u32 = fields.next()?.parse().ok()?;
+            let state = fields.next().unwrap_or("Z");
+            (!state.starts_with(['Z', 'X'])).then_some(pid)
+        })
+        .collect();
+    Some(live)
+}
+
 pub(super) fn group_members(group: i32) -> Option<Vec<u32>> {
     let table = ps(&["-A", "-o", "pid=", "-o", "pgid=", "-o", "stat="])?;
     let members = table

@@ -227,6 +227,31 @@ impl Worker<'_> {
             worker: self.seat.number(),
         };
         let group_file = self.paths.agent_group();
+        // What a structured backend reports while the turn runs becomes
+        // events at once (`ralph status` shows the last one).
+        let events = &self.events;
+        let event = crate::events::Event {
+            run_id: self.state.run_id.clone(),
+            task_id: Some(turn.id.to_string()),
+            iteration: turn.iteration,
+            role: turn.role(),
+            phase: "agent".to_owned(),
+            extra: self
+                .seat
+                .number()
+                .map(|worker| [("worker".to_owned(), json!(worker))].into_iter().collect())
+                .unwrap_or_default(),
+            ..crate::events::Event::default()
+        };
+        let activity = move |kind: &str, text: &str| {
+            let event = crate::events::Event {
+                timestamp: now(),
+                status: kind.to_owned(),
+                detail: text.to_owned(),
+                ..event.clone()
+            };
+            let _ = events.append(&event);
+        };
         let request = agent::Request {
             context: &context,
             prompt: &turn.prompt,
@@ -246,6 +271,7 @@ impl Worker<'_> {
             group_file: Some(&group_file),
             work_dir: (self.paths.root() != self.paths.project()).then(|| self.paths.root()),
             model: turn.model(),
+            activity: Some(&activity),
         };
         Ok(self.agent.iterate(&request)?)
     }
@@ -443,6 +469,9 @@ impl Worker<'_> {
             );
             receipt.insert("output_tokens".into(), json!(usage.output_tokens));
             receipt.insert("cost_usd".into(), json!(usage.cost_usd));
+        }
+        for (key, value) in &outcome.receipt {
+            receipt.insert(key.clone(), value.clone());
         }
         receipt.insert("class".into(), json!(class));
         let detail = format!("{} in {}", outcome.status, seconds(outcome.duration));

@@ -100,6 +100,7 @@ pub(crate) fn plan_with_agent(
         group_file: Some(&group_file),
         work_dir: None,
         model: None,
+        activity: None,
     })?;
     if outcome.interrupted {
         return Err(RunError::PlannerInterrupted.into());

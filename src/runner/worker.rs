@@ -45,9 +45,6 @@ pub(crate) struct RunOptions {
     pub kill_grace: Duration,
     /// `--pr-branch`: the name of the pull request's branch (`ralph/<name>`).
     pub pr_branch: Option<String>,
-    /// How the agent carries a task across iterations: `ralph_fresh`
-    /// unless the worker contract's input asks for another.
-    pub mode: agent::Mode,
 }
 
 /// One worker of a run: it owns its repository handle, its view of the
@@ -214,7 +211,7 @@ impl<'a> Worker<'a> {
         }
         let host = Host::from_process(paths.project())?;
         let agent = agent::backend(&settings.agent, options.agent_cmd.as_deref(), host)?;
-        agent.check_mode(options.mode)?;
+        agent.check_mode(settings.agent.mode)?;
         agent.preflight()?;
         // A model a role asks for that the agent cannot take, and a prompt
         // its templates cannot make, would stop the run only once a task

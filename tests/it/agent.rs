@@ -144,6 +144,7 @@ impl Bench {
                 group_file: None,
                 work_dir: None,
                 model: None,
+                activity: None,
             },
         )
     }

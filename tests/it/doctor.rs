@@ -703,3 +703,30 @@ fn a_detached_head_is_fine_only_where_the_run_can_leave_it() {
         )
     );
 }
+
+#[test]
+fn the_codex_app_server_is_checked_for_its_version_and_login() {
+    let p = healthy();
+    let codex = |version: &str| {
+        format!(
+            "case \"$1 $2\" in\n--version*) echo 'codex-cli {version}' ;;\n'login status') echo 'Logged in using an API key' ;;\n*) exit 2 ;;\nesac\n"
+        )
+    };
+    tool(&p, "bin/codex", &codex("0.169.0"));
+    let run = doctor(&p, &["--agent", "codex-app-server"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        about(&run, "agent"),
+        [
+            "ok: agent: `codex-app-server`: codex 0.169.0, a version ralph was tested with; `codex login status` says it is logged in"
+        ]
+    );
+    tool(&p, "bin/codex", &codex("0.171.2"));
+    let run = doctor(&p, &["--agent", "codex-app-server"]);
+    assert_eq!(
+        about(&run, "agent"),
+        [
+            "warning: agent: `codex-app-server`: codex 0.171.2; ralph was tested with codex 0.169.x, and the app-server protocol moves fast; install the tested version (`npm install -g @openai/codex@0.169`), or run and watch the first iterations' transcripts"
+        ]
+    );
+}

@@ -383,7 +383,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", b"agent:\n  preset: claud\n".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, opencode, amp, gemini, qwen, aider, cursor\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
+            stderr: "error: config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, codex-app-server, opencode, amp, gemini, qwen, aider, cursor\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
         },
         Case {
             name: "settings: YAML bomb",

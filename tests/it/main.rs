@@ -2,6 +2,7 @@
 
 mod agent;
 mod agent_fixtures;
+mod appserver;
 mod budgets;
 mod concurrency;
 mod contract;

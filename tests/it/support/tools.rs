@@ -30,6 +30,9 @@ pub(crate) enum Tool {
     /// lsof, which the portable build asks which folders git works in
     /// before it removes a stale lock. Only the portable build needs it.
     Lsof,
+    /// Python 3, which runs the scripted Codex app-server of the
+    /// app-server backend's tests.
+    Python3,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -46,6 +49,7 @@ impl Tool {
             Tool::SshKeygen => "ssh-keygen",
             Tool::Ps => "ps",
             Tool::Lsof => "lsof",
+            Tool::Python3 => "python3",
         }
     }
 
@@ -57,6 +61,7 @@ impl Tool {
             Tool::SshKeygen => "apt install openssh-client / part of macOS",
             Tool::Ps => "apt install procps / part of macOS",
             Tool::Lsof => "apt install lsof / part of macOS",
+            Tool::Python3 => "apt install python3 / brew install python3",
         }
     }
 
