@@ -92,6 +92,13 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             state.role.as_deref().unwrap_or("none"),
             shown(state.phase)
         );
+        // What the agent does now, when its backend reports it.
+        if holder.is_some()
+            && state.phase == Phase::Agent
+            && let Some(doing) = doing_now(&events, task, state.iteration)
+        {
+            let _ = writeln!(out, "  now: {doing}");
+        }
     }
     for worker in &workers {
         let title = queue
@@ -153,6 +160,19 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         }
     }
     Ok(Outcome::print(out))
+}
+
+/// The last thing the agent of `task`'s iteration `iteration` was seen
+/// doing (a structured backend's `agent` event), with how long ago.
+fn doing_now(events: &[crate::events::Event], task: &str, iteration: u64) -> Option<String> {
+    let event = events.iter().rev().find(|event| {
+        event.phase == "agent"
+            && event.task_id.as_deref() == Some(task)
+            && event.iteration == iteration
+    })?;
+    let at = chrono::DateTime::parse_from_rfc3339(&event.timestamp).ok()?;
+    let ago = crate::clock::seconds_between(at.with_timezone(&chrono::Utc), chrono::Utc::now());
+    Some(format!("{} ({ago} s ago)", safe(&event.detail)))
 }
 
 /// A parallel worker's task, as its worktree's state says.

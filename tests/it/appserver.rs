@@ -332,3 +332,35 @@ fn session_loop_resumes_the_tasks_thread_to_fix_a_failed_check() {
             .contains("fake: expected thread/resume")
     );
 }
+
+#[test]
+fn ralph_status_shows_what_the_agent_is_doing_now() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let p = project("");
+    let fake = format!("python3 {FIXTURES}/fake_server.py {FIXTURES}/scripted/busy.jsonl");
+    let mut command = p.ralph_command(&["run", "--once", "--timeout", "5s", "--agent-cmd", &fake]);
+    command
+        .env("RALPH_AGENT_PRESET", "codex-app-server")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = command.spawn().expect("start the run");
+    let mut shown = String::new();
+    for _ in 0..200 {
+        let status = p.ralph(&["status"]);
+        if status.stdout.contains("  now: ") {
+            shown = status.stdout;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.wait();
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("  now: running `cargo test` (")
+                && line.ends_with(" s ago)")),
+        "{shown}"
+    );
+}
