@@ -25,6 +25,20 @@ The scenario is read for every request from the file named by --scenario-file
   rate_limit    429, `retry-after: 40`, with the API's rate-limit body
   server_error  500 with the API's error body
   hang          accept the request, never answer
+  three_tasks   as success, with a command naming its file after the task:
+                e2e-$RALPH_TASK_ID.txt (a run of several tasks, each with a
+                file of its own)
+  session_fix   as success, but the command depends on the thread's turn
+                (OpenAI Responses only: the turn starts at the request's last
+                user message, and the tool results before it are earlier
+                turns'): a thread's first turn writes `broken` to e2e.txt and
+                completes the task, a later turn writes `fixed` and completes
+                it again. A fresh thread in the second iteration therefore
+                writes `broken` again.
+
+The commands of three_tasks and session_fix go on when `git add`/`git commit`
+fail (a sandbox whose .git is read-only): the task is completed anyway and
+its runner commits the file.
 
 Every request is appended to --log (JSON lines: time, method, path, a few
 headers, the body's top-level keys, the tool names offered, what was
@@ -50,6 +64,25 @@ COMMAND = (
 )
 # $MOCK_COMMAND replaces it (debugging: `env > env.txt`).
 COMMAND = os.environ.get("MOCK_COMMAND") or COMMAND
+
+
+def task_command(content, path, message):
+    """Writes `content` to `path`, commits it if git lets it, completes the task."""
+    return (
+        "printf '%s\\n' > %s && { git add %s && git commit -q -m \"%s\""
+        " || echo 'git add/commit failed: the runner commits the file'; }"
+        ' && "$RALPH_BIN" task complete "$RALPH_TASK_ID"' % (content, path, path, message)
+    )
+
+
+# The shell command of each scenario that succeeds, per turn of its thread
+# (the last one repeats). Only session_fix looks at the turn.
+COMMANDS = {
+    "success": [COMMAND],
+    "three_tasks": [task_command("done", '"e2e-$RALPH_TASK_ID.txt"', "e2e $RALPH_TASK_ID")],
+    "session_fix": [task_command("broken", "e2e.txt", "e2e: first try"),
+                    task_command("fixed", "e2e.txt", "e2e: fix")],
+}
 DESCRIPTION = "Write e2e.txt, commit it and mark the task complete"
 FINAL_TEXT = "done"
 
@@ -162,17 +195,17 @@ def fill_schema(schema, depth=0):
     return ""
 
 
-def shell_arguments(tool):
+def shell_arguments(tool, command=COMMAND):
     name, schema, kind = tool
     if kind == "local_shell":
-        return {"command": ["bash", "-lc", COMMAND]}
+        return {"command": ["bash", "-lc", command]}
     props = (schema or {}).get("properties") or {}
     args = fill_schema(schema or {}) or {}
     key = next((k for k in ("command", "cmd", "commands", "script") if k in props), "command")
     ptype = (props.get(key) or {}).get("type")
     if isinstance(ptype, list):
         ptype = next((x for x in ptype if x != "null"), None)
-    args[key] = ["bash", "-lc", COMMAND] if str(ptype).lower() == "array" else COMMAND
+    args[key] = ["bash", "-lc", command] if str(ptype).lower() == "array" else command
     if "description" in props:
         args["description"] = DESCRIPTION
     for k in ("is_background", "run_in_background", "background"):
@@ -208,6 +241,40 @@ def has_tool_result(api, body):
                 if isinstance(p, dict) and ("functionResponse" in p or "function_response" in p):
                     return True
     return False
+
+
+RESULT_TYPES = ("function_call_output", "local_shell_call_output", "custom_tool_call_output")
+
+
+def responses_turn(body):
+    """Where a Responses request stands in its thread: its turn starts at the
+    last user message; tool results before it belong to earlier turns."""
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    users = [i for i, it in enumerate(items) if isinstance(it, dict)
+             and it.get("type", "message") == "message" and it.get("role") == "user"]
+    results = [i for i, it in enumerate(items) if isinstance(it, dict) and it.get("type") in RESULT_TYPES]
+    last_user = users[-1] if users else -1
+    return {
+        "input_items": len(items),
+        "user_messages": len(users),
+        "earlier_tool_results": sum(1 for i in results if i < last_user),
+        "tool_results_this_turn": sum(1 for i in results if i > last_user),
+    }
+
+
+def pick_command(api, body, scen, shell):
+    """The shell command to call now, or None for a text answer."""
+    if not shell:
+        return None
+    commands = COMMANDS.get(scen) or COMMANDS["success"]
+    if scen == "session_fix" and api == "responses":
+        turn = responses_turn(body)
+        if turn["tool_results_this_turn"]:
+            return None
+        return commands[min(turn["earlier_tool_results"], len(commands) - 1)]
+    if has_tool_result(api, body):
+        return None
+    return commands[0]
 
 
 def text_for_toolless(api, body):
@@ -436,6 +503,8 @@ class Handler(BaseHTTPRequestHandler):
             "stream": body.get("stream"),
             "tools": [t[0] for t in tool_list(api, body)] if api in ("anthropic", "responses", "chat", "gemini") else None,
         }
+        if api == "responses":
+            record["turn"] = responses_turn(body)
         if ARGS.bodies:
             bdir = ARGS.bodies
             os.makedirs(bdir, exist_ok=True)
@@ -488,10 +557,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(status, err, headers)
             return str(status)
 
-        # success
+        # success (and the scenarios like it: COMMANDS)
         stream = bool(body.get("stream")) or "streamGenerateContent" in self.path
-        if shell and not has_tool_result(api, body):
-            turn, call = "tool_call", (shell[0], shell_arguments(shell), shell[2])
+        command = pick_command(api, body, scen, shell)
+        if command:
+            turn, call = "tool_call", (shell[0], shell_arguments(shell, command), shell[2])
             text = None
         else:
             turn = "final" if shell else "side"
@@ -504,6 +574,8 @@ class Handler(BaseHTTPRequestHandler):
                                 "neutral": USAGE[turn]})
         model = body.get("model") or (re.search(r"models/([^:]+):", self.path) or [None, "mock-model"])[1]
         getattr(self, "reply_" + api)(body, stream, model, call, text, usage)
+        if call:
+            record["command"] = command
         return "%s %s" % (turn, call[0] if call else repr((text or "")[:40]))
 
     # -- Anthropic Messages

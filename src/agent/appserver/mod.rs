@@ -237,11 +237,13 @@ impl Backend for AppServer {
         argv[0] = program.display().to_string();
         let stderr_file = request.log_file.with_extension("stderr");
         // Every process of this turn carries it, so none outlives it.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_nanos());
         let marker = format!(
-            "{SESSION_VAR}={}-{}-{}",
+            "{SESSION_VAR}={}-{}-{nanos}",
             std::process::id(),
-            request.context.iteration,
-            started.elapsed().as_nanos()
+            request.context.iteration
         );
         let mut server = rpc::Server::start(
             &argv,
