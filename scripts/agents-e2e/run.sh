@@ -6,8 +6,11 @@
 #
 # --record-only: rerun nothing; rewrite summaries, fixtures and RESULTS.md
 # from what out/ holds (after a change to record.py).
-# tools:     claude codex qwen gemini opencode aider amp (default: all installed)
-# scenarios: success auth rate_limit server_error hang no_credentials (default: all)
+# tools:     claude codex codex-app-server qwen gemini opencode aider amp
+#            (default: all installed; codex-app-server is the codex install)
+# scenarios: success auth rate_limit server_error hang no_credentials
+#            (default: all), and for codex-app-server also three_tasks and
+#            session_fix (README.md, "The codex-app-server cases")
 #
 # Needs: the tools installed by install.sh, python3, git, ip, and `unshare -n`
 # (root) or `unshare -rn` (user namespaces). ralph: $RALPH_BIN, else
@@ -24,6 +27,12 @@ root="$(cd "$here/../.." && pwd)"
 tools_dir="$here/.tools"
 out="$here/out"
 port=8765
+
+# The processes of case $1 still there (procs.py): everything started with
+# the case's environment, whose HOME is the case's.
+case_processes() {
+    python3 "$here/procs.py" "$1"
+}
 
 # ---------------------------------------------------------------------------
 # Inside the namespace: loopback up, mock started, ralph run.
@@ -49,30 +58,48 @@ if [ "${1:-}" = "--inner" ]; then
     if [ -s "$work/pre.sh" ]; then
         (cd "$work/project" && env -i "${agent_env[@]}" bash "$work/pre.sh") >"$work/pre.log" 2>&1
     fi
-    # One agent run per case: `--once` does not count an iteration that hit a
-    # usage limit, so ralph would retry it; `.stop` ends the run after the
-    # first iteration whatever its outcome.
-    (
-        while sleep 0.3; do
-            if grep -q '"phase":"iteration"' "$work/project/.ralph/events.ndjson" 2>/dev/null; then
-                touch "$work/project/.stop"
-                break
-            fi
-        done
-    ) &
-    watcher=$!
+    # One agent run per case (unless the case runs several: ONCE=0): `--once`
+    # does not count an iteration that hit a usage limit, so ralph would
+    # retry it; `.stop` ends the run after the first iteration whatever its
+    # outcome.
+    once_arg=""
+    watcher=""
+    if [ "${ONCE:-1}" = 1 ]; then
+        once_arg="--once"
+        (
+            while sleep 0.3; do
+                if grep -q '"phase":"iteration"' "$work/project/.ralph/events.ndjson" 2>/dev/null; then
+                    touch "$work/project/.stop"
+                    break
+                fi
+            done
+        ) &
+        watcher=$!
+    fi
+    # Every process started with the case's clean environment (HOME is the
+    # case's), sampled while ralph runs (procs_seen.txt) and after it ended
+    # (left_running.txt): nothing of the agent may outlive ralph.
+    (while sleep 0.5; do case_processes "$work" >>"$work/procs_seen.txt"; done) &
+    sampler=$!
     start=$(date +%s)
     # shellcheck disable=SC2086 # RALPH_ARGS is words (--model M)
     (
         cd "$work/project" &&
-            env -i "${agent_env[@]}" timeout -k 10 "$((TIMEOUT_S + 90))" \
-                "$RALPH" run --agent "$PRESET" $RALPH_ARGS --once --timeout "${TIMEOUT_S}s"
+            env -i "${agent_env[@]}" timeout -k 10 "${OUTER_S:-$((TIMEOUT_S + 90))}" \
+                "$RALPH" run --agent "$PRESET" $RALPH_ARGS $once_arg --timeout "${TIMEOUT_S}s"
     ) >"$work/ralph.out" 2>"$work/ralph.err"
     echo $? >"$work/ralph.rc"
     echo $(($(date +%s) - start)) >"$work/seconds"
+    kill "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
+    sleep 1
+    case_processes "$work" >"$work/left_running.txt"
+    if [ -s "$work/procs_seen.txt" ]; then
+        sort -u -o "$work/procs_seen.txt" "$work/procs_seen.txt"
+    fi
     # ralph refused before running the agent (codex's login check): run the
     # preset's command line directly, to record what the tool itself says.
-    if ! ls "$work/project/.ralph/logs/"*.log >/dev/null 2>&1; then
+    if [ -n "$DIRECT_ARGV" ] && ! ls "$work/project/.ralph/logs/"*.log >/dev/null 2>&1; then
         (cd "$work/project" && env -i "${agent_env[@]}" "$RALPH" prompt) >"$work/direct.prompt" 2>/dev/null
         # shellcheck disable=SC2086
         (
@@ -82,15 +109,17 @@ if [ "${1:-}" = "--inner" ]; then
         ) >"$work/direct.log" 2>&1
         echo $? >"$work/direct.rc"
     fi
-    kill "$watcher" 2>/dev/null
+    [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
     [ -n "${mock:-}" ] && kill "$mock" 2>/dev/null
     exit 0
 fi
 
 # ---------------------------------------------------------------------------
 # Arguments.
-all_tools=(claude codex qwen gemini opencode aider amp)
+all_tools=(claude codex codex-app-server qwen gemini opencode aider amp)
 all_scenarios=(success auth rate_limit server_error hang no_credentials)
+# codex-app-server's own: several tasks in one run, a task fixed in its thread.
+appserver_scenarios=(success three_tasks session_fix auth rate_limit server_error hang no_credentials)
 want_tools=()
 want_scen=()
 fixtures=1
@@ -118,11 +147,21 @@ RALPH="$(cd "$(dirname "$RALPH")" && pwd)/$(basename "$RALPH")"
 if [ "$(id -u)" = 0 ]; then unshare=(unshare -n); else unshare=(unshare -rn); fi
 "${unshare[@]}" true || { echo "cannot create a network namespace (${unshare[*]})" >&2; exit 2; }
 
-# Time limits (seconds) given to `ralph run --timeout`.
+# The installed program a tool runs.
+tool_bin() {
+    case "$1" in
+        codex-app-server) echo codex ;;
+        *) echo "$1" ;;
+    esac
+}
+
+# Time limits (seconds) given to `ralph run --timeout`; $2 the tool.
 timeout_for() {
     case "$1" in
-        success) echo "${E2E_TIMEOUT_SUCCESS:-180}" ;;
-        hang) echo "${E2E_TIMEOUT_HANG:-30}" ;;
+        success|three_tasks|session_fix) echo "${E2E_TIMEOUT_SUCCESS:-180}" ;;
+        # ralph owns the app-server's deadline: a short one shows it is kept.
+        hang) if [ "${2:-}" = codex-app-server ]; then echo "${E2E_TIMEOUT_HANG_APPSERVER:-10}"
+              else echo "${E2E_TIMEOUT_HANG:-30}"; fi ;;
         no_credentials) echo "${E2E_TIMEOUT_NO_CREDENTIALS:-45}" ;;
         # retry-after is 40 s: a tool that retries once waits 40-90 s.
         rate_limit) echo "${E2E_TIMEOUT_RATE_LIMIT:-200}" ;;
@@ -133,7 +172,7 @@ timeout_for() {
 # The class the issue says is right for each scenario (null: success).
 expected_for() {
     case "$1" in
-        success) echo null ;;
+        success|three_tasks|session_fix) echo null ;;
         auth|no_credentials) echo auth ;;
         rate_limit) echo usage_limit ;;
         server_error) echo exit ;;
@@ -177,8 +216,13 @@ setup_tool() {
                 fi
             } >>"$work/agent.env"
             ;;
-        codex)
+        codex|codex-app-server)
             if [ $creds = 1 ]; then
+                # codex exec: one retry, not the default four/five (the final
+                # error is the same). The app-server: none, so a 429 ends the
+                # turn at once instead of after the 40 s retry-after.
+                local retries=1
+                [ "$tool" = codex-app-server ] && retries=0
                 mkdir -p "$home/.codex"
                 cat >"$home/.codex/config.toml" <<EOF
 model = "mock-model"
@@ -189,11 +233,11 @@ name = "mock"
 base_url = "$base/v1"
 env_key = "MOCK_API_KEY"
 wire_api = "responses"
-# One retry, not the default four/five: the final error is the same.
-request_max_retries = 1
-stream_max_retries = 1
+request_max_retries = $retries
+stream_max_retries = $retries
 EOF
                 echo "MOCK_API_KEY=sk-mock" >>"$work/agent.env"
+                # ralph's preflight for the app-server is codex's login check too.
                 echo 'printf sk-mock | codex login --with-api-key' >"$work/pre.sh"
             fi
             ;;
@@ -279,6 +323,8 @@ direct_argv() {
     case "$1" in
         claude) echo "claude -p --output-format stream-json --verbose --dangerously-skip-permissions" ;;
         codex) echo "codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -" ;;
+        # A JSON-RPC server: a prompt on its stdin means nothing to it.
+        codex-app-server) echo "" ;;
         opencode) echo "opencode run --format json --auto" ;;
         amp) echo "amp -x write_e2e.txt --stream-json --dangerously-allow-all" ;;
         gemini) echo "gemini -o stream-json --yolo --skip-trust" ;;
@@ -292,7 +338,7 @@ run_case() {
     local tool="$1" scen="$2"
     local work="$out/$tool/$scen"
     local t
-    t="$(timeout_for "$scen")"
+    t="$(timeout_for "$scen" "$tool")"
     rm -rf "$work"
     mkdir -p "$work/home" "$work/tmp" "$work/mock" "$work/project"
     git config -f "$work/home/.gitconfig" user.name "ralph e2e"
@@ -308,11 +354,17 @@ run_case() {
             git config user.name "ralph e2e" &&
             git config user.email "e2e@example.invalid" &&
             HOME="$work/home" "$RALPH" init --agent "$tool" >/dev/null &&
+            setup_scenario "$scen" &&
             HOME="$work/home" git add -A &&
             HOME="$work/home" git commit -q -m "ralph init" &&
-            HOME="$work/home" "$RALPH" task add "write e2e.txt" \
-                --body "Create e2e.txt containing the word done, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" >/dev/null
+            add_tasks "$scen" "$work"
     ) || { echo "  setup failed"; return; }
+    local once=1 outer=$((t + 90))
+    case "$scen" in
+        # Several iterations in one run, each ending on its own.
+        three_tasks) once=0 args="$args --max-iterations 6" outer=$((3 * t + 90)) ;;
+        session_fix) once=0 args="$args --max-iterations 4" outer=$((2 * t + 90)) ;;
+    esac
     cat >"$work/case.env" <<EOF
 TOOL=$tool
 PRESET=$tool
@@ -321,36 +373,82 @@ MOCK_SCENARIO=$scen
 TIMEOUT_S=$t
 RALPH=$RALPH
 RALPH_ARGS="$args"
-DIRECT_ARGV="$(direct_argv "$tool") $args"
+ONCE=$once
+OUTER_S=$outer
+DIRECT_ARGV="$(direct_argv "$tool")${args:+ $args}"
 EOF
-    printf '  %-8s %-15s ' "$tool" "$scen"
+    printf '  %-16s %-15s ' "$tool" "$scen"
     "${unshare[@]}" "$0" --inner "$work"
     record_case "$tool" "$scen"
+}
+
+# The project's configuration for a scenario (in the project, after `ralph init`).
+setup_scenario() {
+    case "$1" in
+        # One thread per task, resumed in the task's next iteration.
+        session_fix) sed -i 's/^  mode: ralph_fresh$/  mode: session_loop/' config/ralph.yaml &&
+            grep -q '^  mode: session_loop$' config/ralph.yaml ;;
+    esac
+}
+
+# The queue of a scenario (in the project; $2 the case's folder).
+add_tasks() {
+    local scen="$1" work="$2" id
+    case "$scen" in
+        three_tasks)
+            for id in A B C; do
+                HOME="$work/home" "$RALPH" task add "write e2e-$id.txt" \
+                    --body "Create e2e-$id.txt containing the word done, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" \
+                    --verify "grep -qx done e2e-$id.txt" >/dev/null || return 1
+            done
+            ;;
+        session_fix)
+            # The mock's first turn writes `broken`: the check fails once.
+            HOME="$work/home" "$RALPH" task add "write e2e.txt" \
+                --body "Create e2e.txt containing the word fixed, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" \
+                --verify "grep -qx fixed e2e.txt" >/dev/null
+            ;;
+        *)
+            HOME="$work/home" "$RALPH" task add "write e2e.txt" \
+                --body "Create e2e.txt containing the word done, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" >/dev/null
+            ;;
+    esac
 }
 
 # Summary, fixture and sidecar of a case that ran.
 record_case() {
     local tool="$1" scen="$2" work="$out/$1/$2"
-    local version=""
-    [ -f "$tools_dir/$tool.version" ] && version="$(cat "$tools_dir/$tool.version")"
+    local version="" bin fx="$fixtures"
+    bin="$(tool_bin "$tool")"
+    [ -f "$tools_dir/$bin.version" ] && version="$(cat "$tools_dir/$bin.version")"
+    # The app-server's log is ralph's transcript of the protocol, not the
+    # tool's own output: no classifier fixture (tests/fixtures/appserver/
+    # holds the protocol, recorded by record_appserver.py).
+    [ "$tool" = codex-app-server ] && fx=0
     python3 "$here/record.py" case "$work" --tool "$tool" --scenario "$scen" --version "$version" \
-        --expected "$(expected_for "$scen")" --root "$root" --fixtures "$fixtures"
+        --expected "$(expected_for "$scen")" --root "$root" --fixtures "$fx"
 }
 
 mkdir -p "$out"
 echo "ralph: $RALPH"
 for tool in "${want_tools[@]}"; do
-    if [ ! -x "$tools_dir/bin/$tool" ]; then
-        echo "  $tool: not installed (scripts/agents-e2e/install.sh $tool)"
+    if [ ! -x "$tools_dir/bin/$(tool_bin "$tool")" ]; then
+        echo "  $tool: not installed (scripts/agents-e2e/install.sh $(tool_bin "$tool"))"
         continue
     fi
     scens=("${want_scen[@]}")
     # amp cannot be pointed at a model API: only its auth failures can be seen.
     if [ "$tool" = amp ] && [ "$scen_given" = 0 ]; then scens=(auth no_credentials); fi
+    if [ "$tool" = codex-app-server ] && [ "$scen_given" = 0 ]; then scens=("${appserver_scenarios[@]}"); fi
     for scen in "${scens[@]}"; do
+        # agent.mode session_loop is the app-server's alone.
+        if [ "$scen" = session_fix ] && [ "$tool" != codex-app-server ]; then
+            [ "$scen_given" = 1 ] && printf '  %-16s %-15s skipped: session_loop needs codex-app-server\n' "$tool" "$scen"
+            continue
+        fi
         if [ "$record_only" = 1 ]; then
             [ -d "$out/$tool/$scen" ] || continue
-            printf '  %-8s %-15s ' "$tool" "$scen"
+            printf '  %-16s %-15s ' "$tool" "$scen"
             record_case "$tool" "$scen"
         else
             run_case "$tool" "$scen"

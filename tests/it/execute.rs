@@ -813,3 +813,38 @@ esac
         "{tasks:?}"
     );
 }
+
+/// `session_loop` is accepted where the agent's backend offers it: the
+/// Codex app-server (here its scripted stand-in) works each story.
+#[test]
+fn session_loop_is_accepted_with_the_app_server() {
+    if crate::support::skip_without(crate::support::Tool::Python3) {
+        return;
+    }
+    let p = repo(DONE);
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/appserver");
+    let config = p.read("config/ralph.yaml").replace(
+        &format!("  command: {}", p.aux().join("agent.sh").display()),
+        &format!("  command: python3 {fixtures}/fake_server.py {fixtures}/scripted/normal.jsonl"),
+    );
+    let config = config.replace("  preset: claude", "  preset: codex-app-server");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "the app-server"]);
+    input(&p, |v| {
+        v["agent"]["mode"] = "session_loop".into();
+        v["verification"]["run_commands"] = serde_json::json!([]);
+    });
+    plan(&p);
+    let run = execute(&p);
+    // Not refused: the stories were worked (the PRD's own checks fail
+    // them, which is not what this test is about).
+    assert_ne!(run.code, 30, "{run:#?}");
+    // The story's second attempt resumed its first attempt's thread,
+    // where the stand-in, scripted for a fresh thread, expected one.
+    let stderr = std::fs::read_to_string(p.aux().join("out/.ralph/logs/2-S1.stderr"))
+        .expect("the second attempt's server stderr");
+    assert!(
+        stderr.contains("ralph sent {\"id\": 1, \"method\": \"thread/resume\""),
+        "{stderr}"
+    );
+}
