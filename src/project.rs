@@ -28,9 +28,17 @@ pub(crate) fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error
     }
     Ok(cwd
         .ancestors()
-        .find(|dir| dir.join(TASKS_FILE).is_file() || dir.join(".git").exists())
+        .find(|dir| dir.join(TASKS_FILE).is_file() || is_git(&dir.join(".git")))
         .unwrap_or(cwd)
         .to_owned())
+}
+
+/// Whether `path` is a repository's `.git`: a folder holding `HEAD`, or a
+/// file (a linked worktree's or a submodule's). An empty `.git` folder is
+/// none: Codex's sandbox leaves such stubs in the system's temporary
+/// folder, which would make every project below it one project.
+fn is_git(path: &Path) -> bool {
+    path.is_file() || path.join("HEAD").is_file()
 }
 
 /// The home of a run working elsewhere when this command is its agent's:
@@ -75,6 +83,19 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_git_folder_is_no_repository() {
+        let temp = assert_fs::TempDir::new().unwrap();
+        let root = temp.path();
+        let project = root.join("tmp/project");
+        std::fs::create_dir_all(&project).unwrap();
+        // The stub a sandbox leaves above the project.
+        std::fs::create_dir_all(root.join("tmp/.git")).unwrap();
+        assert_eq!(find_root(None, &project).unwrap(), project);
+        std::fs::write(root.join("tmp/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(find_root(None, &project).unwrap(), root.join("tmp"));
+    }
+
+    #[test]
     fn walks_up_to_the_folder_with_the_queue_or_git() {
         let temp = assert_fs::TempDir::new().unwrap();
         let root = temp.path();
@@ -82,6 +103,7 @@ mod tests {
         std::fs::create_dir_all(&deep).unwrap();
         assert_eq!(find_root(None, &deep).unwrap(), deep);
         std::fs::create_dir(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
         assert_eq!(find_root(None, &deep).unwrap(), root);
         std::fs::write(root.join("a/tasks.jsonl"), "").unwrap();
         assert_eq!(find_root(None, &deep).unwrap(), root.join("a"));
