@@ -36,6 +36,11 @@ The scenario is read for every request from the file named by --scenario-file
                 it again. A fresh thread in the second iteration therefore
                 writes `broken` again.
 
+  hang_command  the first request offering a shell tool gets a call of
+                HANG_COMMAND (sleeps, one of them in the background, one in
+                a session of its own); every later request hangs. What a
+                runner leaves running when it stops a turn mid-command.
+
 The commands of three_tasks and session_fix go on when `git add`/`git commit`
 fail (a sandbox whose .git is read-only): the task is completed anyway and
 its runner commits the file.
@@ -75,6 +80,10 @@ def task_command(content, path, message):
     )
 
 
+# Runs for five minutes, leaving children that no process group signal
+# reaches: a background job, one in a new session, one under nohup.
+HANG_COMMAND = ("echo started; sleep 301 & setsid sleep 302 & nohup sleep 303 >/dev/null 2>&1 & sleep 300")
+
 # The shell command of each scenario that succeeds, per turn of its thread
 # (the last one repeats). Only session_fix looks at the turn.
 COMMANDS = {
@@ -82,6 +91,7 @@ COMMANDS = {
     "three_tasks": [task_command("done", '"e2e-$RALPH_TASK_ID.txt"', "e2e $RALPH_TASK_ID")],
     "session_fix": [task_command("broken", "e2e.txt", "e2e: first try"),
                     task_command("fixed", "e2e.txt", "e2e: fix")],
+    "hang_command": [HANG_COMMAND],
 }
 DESCRIPTION = "Write e2e.txt, commit it and mark the task complete"
 FINAL_TEXT = "done"
@@ -549,7 +559,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(200, {"totalTokens": 4200})
             return "count"
 
-        if scen == "hang":
+        if scen == "hang" or (scen == "hang_command" and not pick_command(api, body, scen, shell)):
             time.sleep(10 ** 6)
             return "hang"
         if scen in ("auth", "rate_limit", "server_error"):

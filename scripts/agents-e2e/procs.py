@@ -34,6 +34,10 @@ def main():
             st = stat_fields(pid)
             with open("/proc/%s/cmdline" % pid, "rb") as f:
                 args = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            # One line each, short: a shell's command line can be a whole script.
+            args = " ".join(args.split())
+            if len(args) > 160:
+                args = args[:157] + "..."
         except (OSError, ValueError):
             continue
         if st["state"] in ("Z", "X"):

@@ -9,8 +9,9 @@
 # tools:     claude codex codex-app-server qwen gemini opencode aider amp
 #            (default: all installed; codex-app-server is the codex install)
 # scenarios: success auth rate_limit server_error hang no_credentials
-#            (default: all), and for codex-app-server also three_tasks and
-#            session_fix (README.md, "The codex-app-server cases")
+#            (default: all), and for codex-app-server also three_tasks,
+#            session_fix, session_timeout, hang_command and hang_command_full
+#            (README.md, "The codex-app-server cases")
 #
 # Needs: the tools installed by install.sh, python3, git, ip, and `unshare -n`
 # (root) or `unshare -rn` (user namespaces). ralph: $RALPH_BIN, else
@@ -19,7 +20,9 @@
 # Per case, out/<tool>/<scenario>/ keeps the project, HOME, the mock's
 # request log, ralph's output and summary.json. Unless --no-fixtures, the
 # agent's log is copied to tests/fixtures/agents/<preset>/<scenario>.log with
-# a sidecar .json, and RESULTS.md is rewritten from every summary in out/.
+# a sidecar .json (not for codex-app-server), and RESULTS.md is rewritten from
+# every summary in out/ (keeping the rows of cases not run).
+# E2E_AGENT_ENV: more KEY=VALUE words for every case's environment.
 set -uo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -64,6 +67,19 @@ if [ "${1:-}" = "--inner" ]; then
     # outcome.
     once_arg=""
     watcher=""
+    # A case whose model changes after the first iteration (session_timeout:
+    # the first turn hangs, the next ones work).
+    if [ -n "${SWITCH_TO:-}" ]; then
+        (
+            while sleep 0.2; do
+                if grep -q '"phase":"iteration"' "$work/project/.ralph/events.ndjson" 2>/dev/null; then
+                    echo "$SWITCH_TO" >"$work/mock/scenario"
+                    break
+                fi
+            done
+        ) &
+        switcher=$!
+    fi
     if [ "${ONCE:-1}" = 1 ]; then
         once_arg="--once"
         (
@@ -81,6 +97,9 @@ if [ "${1:-}" = "--inner" ]; then
     # (left_running.txt): nothing of the agent may outlive ralph.
     (while sleep 0.5; do case_processes "$work" >>"$work/procs_seen.txt"; done) &
     sampler=$!
+    # What appears in the system's temporary folder meanwhile (system_tmp.txt;
+    # another program's files may be among them).
+    touch "$work/.started"
     start=$(date +%s)
     # shellcheck disable=SC2086 # RALPH_ARGS is words (--model M)
     (
@@ -94,6 +113,12 @@ if [ "${1:-}" = "--inner" ]; then
     wait "$sampler" 2>/dev/null
     sleep 1
     case_processes "$work" >"$work/left_running.txt"
+    # Created (not only changed) since the start: birth time, where the file
+    # system keeps one (%W is 0 where it does not).
+    find /tmp -mindepth 1 -maxdepth 1 -newer "$work/.started" -print0 2>/dev/null |
+        xargs -0 -r stat -c '%W %n' 2>/dev/null |
+        awk -v t="$(stat -c %Y "$work/.started")" '$1 == 0 || $1 >= t { sub(/^[0-9]+ /, ""); print }' |
+        sort >"$work/system_tmp.txt"
     if [ -s "$work/procs_seen.txt" ]; then
         sort -u -o "$work/procs_seen.txt" "$work/procs_seen.txt"
     fi
@@ -110,6 +135,7 @@ if [ "${1:-}" = "--inner" ]; then
         echo $? >"$work/direct.rc"
     fi
     [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
+    [ -n "${switcher:-}" ] && kill "$switcher" 2>/dev/null
     [ -n "${mock:-}" ] && kill "$mock" 2>/dev/null
     exit 0
 fi
@@ -119,7 +145,11 @@ fi
 all_tools=(claude codex codex-app-server qwen gemini opencode aider amp)
 all_scenarios=(success auth rate_limit server_error hang no_credentials)
 # codex-app-server's own: several tasks in one run, a task fixed in its thread.
-appserver_scenarios=(success three_tasks session_fix auth rate_limit server_error hang no_credentials)
+# hang_command(_full): the turn stopped while a command (and children that
+# no group signal reaches) runs, in the workspace-write sandbox and without it.
+# session_timeout: the task's thread resumed after a turn stopped at the deadline.
+appserver_scenarios=(success three_tasks session_fix session_timeout auth rate_limit server_error hang
+    hang_command hang_command_full no_credentials)
 want_tools=()
 want_scen=()
 fixtures=1
@@ -130,7 +160,7 @@ while [ $# -gt 0 ]; do
         --scenario=*) want_scen+=("${1#*=}"); shift ;;
         --no-fixtures) fixtures=0; shift ;;
         --record-only) record_only=1; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
         *) want_tools+=("$1"); shift ;;
     esac
 done
@@ -160,8 +190,9 @@ timeout_for() {
     case "$1" in
         success|three_tasks|session_fix) echo "${E2E_TIMEOUT_SUCCESS:-180}" ;;
         # ralph owns the app-server's deadline: a short one shows it is kept.
-        hang) if [ "${2:-}" = codex-app-server ]; then echo "${E2E_TIMEOUT_HANG_APPSERVER:-10}"
-              else echo "${E2E_TIMEOUT_HANG:-30}"; fi ;;
+        hang|hang_command|hang_command_full|session_timeout)
+            if [ "${2:-}" = codex-app-server ]; then echo "${E2E_TIMEOUT_HANG_APPSERVER:-10}"
+            else echo "${E2E_TIMEOUT_HANG:-30}"; fi ;;
         no_credentials) echo "${E2E_TIMEOUT_NO_CREDENTIALS:-45}" ;;
         # retry-after is 40 s: a tool that retries once waits 40-90 s.
         rate_limit) echo "${E2E_TIMEOUT_RATE_LIMIT:-200}" ;;
@@ -176,7 +207,8 @@ expected_for() {
         auth|no_credentials) echo auth ;;
         rate_limit) echo usage_limit ;;
         server_error) echo exit ;;
-        hang) echo timeout ;;
+        # session_timeout: its first iteration's; the case's checks say the rest.
+        hang|hang_command|hang_command_full|session_timeout) echo timeout ;;
     esac
 }
 
@@ -198,6 +230,10 @@ setup_tool() {
         echo "NO_UPDATE_NOTIFIER=1"
         echo "RALPH_RETRY_BACKOFF=1s"
         echo "RALPH_PAUSE_BETWEEN_ITERATIONS=0s"
+        # More variables for every case, KEY=VALUE words (a control run:
+        # E2E_AGENT_ENV=RALPH_AGENT_MODE=ralph_fresh).
+        local kv
+        for kv in ${E2E_AGENT_ENV:-}; do echo "$kv"; done
     } >"$work/agent.env"
     : >"$work/pre.sh"
     local args=""
@@ -364,16 +400,20 @@ run_case() {
         # Several iterations in one run, each ending on its own.
         three_tasks) once=0 args="$args --max-iterations 6" outer=$((3 * t + 90)) ;;
         session_fix) once=0 args="$args --max-iterations 4" outer=$((2 * t + 90)) ;;
+        session_timeout) once=0 args="$args --max-iterations 4" outer=$((3 * t + 90)) ;;
     esac
+    local switch=""
+    [ "$scen" = session_timeout ] && switch=session_fix
     cat >"$work/case.env" <<EOF
 TOOL=$tool
 PRESET=$tool
 SCENARIO=$scen
-MOCK_SCENARIO=$scen
+MOCK_SCENARIO=$(mock_scenario_for "$scen")
 TIMEOUT_S=$t
 RALPH=$RALPH
 RALPH_ARGS="$args"
 ONCE=$once
+SWITCH_TO=$switch
 OUTER_S=$outer
 DIRECT_ARGV="$(direct_argv "$tool")${args:+ $args}"
 EOF
@@ -382,11 +422,23 @@ EOF
     record_case "$tool" "$scen"
 }
 
+# The mock's scenario for a case's.
+mock_scenario_for() {
+    case "$1" in
+        hang_command_full) echo hang_command ;;
+        session_timeout) echo hang ;;
+        *) echo "$1" ;;
+    esac
+}
+
 # The project's configuration for a scenario (in the project, after `ralph init`).
 setup_scenario() {
     case "$1" in
+        # The agent's commands run outside any sandbox: ralph alone must end them.
+        hang_command_full) sed -i 's/^  server_sandbox: workspace-write$/  server_sandbox: danger-full-access/' config/ralph.yaml &&
+            grep -q '^  server_sandbox: danger-full-access$' config/ralph.yaml ;;
         # One thread per task, resumed in the task's next iteration.
-        session_fix) sed -i 's/^  mode: ralph_fresh$/  mode: session_loop/' config/ralph.yaml &&
+        session_fix|session_timeout) sed -i 's/^  mode: ralph_fresh$/  mode: session_loop/' config/ralph.yaml &&
             grep -q '^  mode: session_loop$' config/ralph.yaml ;;
     esac
 }
@@ -402,7 +454,7 @@ add_tasks() {
                     --verify "grep -qx done e2e-$id.txt" >/dev/null || return 1
             done
             ;;
-        session_fix)
+        session_fix|session_timeout)
             # The mock's first turn writes `broken`: the check fails once.
             HOME="$work/home" "$RALPH" task add "write e2e.txt" \
                 --body "Create e2e.txt containing the word fixed, commit it, then run: \"\$RALPH_BIN\" task complete \"\$RALPH_TASK_ID\"" \
@@ -442,7 +494,7 @@ for tool in "${want_tools[@]}"; do
     if [ "$tool" = codex-app-server ] && [ "$scen_given" = 0 ]; then scens=("${appserver_scenarios[@]}"); fi
     for scen in "${scens[@]}"; do
         # agent.mode session_loop is the app-server's alone.
-        if [ "$scen" = session_fix ] && [ "$tool" != codex-app-server ]; then
+        if [[ "$scen" == session_* ]] && [ "$tool" != codex-app-server ]; then
             [ "$scen_given" = 1 ] && printf '  %-16s %-15s skipped: session_loop needs codex-app-server\n' "$tool" "$scen"
             continue
         fi

@@ -121,6 +121,8 @@ fn the_real_servers_recorded_turn_merges_with_its_usage() {
     let run = serve(&p, &["success"], &[]);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(p.git(&["show", "main:e2e.txt"]), "done");
+    // codex sends `durationMs: 0`: the time comes from its start and end.
+    assert_has(&transcript(&p), &["(exit 0, 0.1 s)\n"]);
     let receipt = receipt(&p);
     // Two model requests: 4200 + 4300 input, 3000 + 4200 cached, 40 + 5 output.
     assert_eq!(

@@ -210,7 +210,14 @@ impl Turning<'_> {
         if self.ask.sandbox == "workspace-write" {
             turn.insert(
                 "sandboxPolicy".into(),
-                json!({"type": "workspaceWrite", "writableRoots": self.ask.writable, "networkAccess": true}),
+                // The system's /tmp stays out: the server's own TMPDIR is
+                // one of the writable roots.
+                json!({
+                    "type": "workspaceWrite",
+                    "writableRoots": self.ask.writable,
+                    "networkAccess": true,
+                    "excludeSlashTmp": true,
+                }),
             );
         }
         self.turned.thread = Some(thread_id.clone());
@@ -461,11 +468,15 @@ impl Turning<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("completed");
                 let exit = item.get("exitCode").and_then(Value::as_i64);
-                let took = item
-                    .get("durationMs")
-                    .and_then(Value::as_u64)
-                    .map(|ms| format!(", {:.1} s", ms as f64 / 1000.0))
-                    .unwrap_or_default();
+                // codex 0.169 sends `durationMs: 0`; its start and end say
+                // how long the command took.
+                let ms = |key: &str| item.get(key).and_then(Value::as_u64);
+                let took = match (ms("startedAtMs"), ms("completedAtMs"), ms("durationMs")) {
+                    (Some(start), Some(end), _) if end >= start => Some(end - start),
+                    (_, _, duration) => duration,
+                }
+                .map(|ms| format!(", {:.1} s", ms as f64 / 1000.0))
+                .unwrap_or_default();
                 let ended = match exit {
                     Some(code) => format!("exit {code}"),
                     None => status.to_owned(),
