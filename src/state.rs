@@ -48,6 +48,18 @@ pub(crate) struct State {
     /// What the final review looks at: the work since the queue last
     /// drained. Kept across runs that end otherwise (or are killed).
     pub scope: Option<RunScope>,
+    /// While a polling run is idle: how often it looks, and when next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub polling: Option<Polling>,
+}
+
+/// A polling run's wait for work.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Polling {
+    /// The wait between two looks at the queue, as settings write it.
+    pub every: String,
+    /// When it looks next (RFC 3339).
+    pub next_look: String,
 }
 
 /// What the loop was doing when the state was written (`phase` in
@@ -71,6 +83,8 @@ pub enum Phase {
     Squash,
     /// The run ended.
     Ended,
+    /// A polling run waits for work (`ralph run --poll`).
+    Idle,
 }
 
 impl From<String> for Phase {
@@ -82,6 +96,7 @@ impl From<String> for Phase {
             Phase::Merge,
             Phase::Squash,
             Phase::Ended,
+            Phase::Idle,
         ]
         .into_iter()
         .find(|phase| phase.as_str() == name)
@@ -107,6 +122,7 @@ impl Phase {
             Phase::Merge => "merge",
             Phase::Squash => "squash",
             Phase::Ended => "ended",
+            Phase::Idle => "idle",
         }
     }
 }

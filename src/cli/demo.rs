@@ -75,6 +75,7 @@ pub(super) fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> 
         quiet: false,
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
+        poll: None,
     };
     let result = runner::run(&folder, &options, super::run::interrupt_flag())?;
     let repo = Repo::open(

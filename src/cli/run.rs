@@ -95,6 +95,9 @@ pub struct RunArgs {
     /// Run a single iteration
     #[arg(long)]
     pub once: bool,
+    /// Keep running when no task is workable: wait, look again, go on; .stop, `ralph stop` or a signal ends it
+    #[arg(long, value_name = "INTERVAL", num_args = 0..=1, value_parser = parse_time_limit, conflicts_with = "once")]
+    pub poll: Option<Option<Duration>>,
     /// Print what would happen (task, branch, role, prompt size, agent argv) and run nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -150,6 +153,7 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         settings.agent.preset = Some(preset.clone());
         settings.agent.command = None;
     }
+    let settings_poll = settings.poll_interval;
     let options = RunOptions {
         settings,
         agent_cmd: args.agent_cmd.clone(),
@@ -158,6 +162,7 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         quiet: args.quiet,
         kill_grace: kill_grace(),
         pr_branch: args.pr_branch.clone(),
+        poll: args.poll.map(|every| every.unwrap_or(settings_poll)),
     };
     if args.dry_run {
         return dry_run(&options, context);

@@ -81,6 +81,13 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             let _ = writeln!(out, "run: none live");
         }
     }
+    if let (Some(_), Phase::Idle, Some(polling)) = (&holder, state.phase, &state.polling) {
+        let _ = writeln!(
+            out,
+            "idle, polling every {}, next look at {}",
+            polling.every, polling.next_look
+        );
+    }
     if let Some(task) = &state.current_task {
         let title = current
             .map(|t| safe(&t.title).into_owned())

@@ -149,6 +149,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Longest wait for a usage limit whose reset the agent does not say: retry_backoff, doubling up to this";
     pause_between_iterations: DURATION = "2s", RALPH_PAUSE_BETWEEN_ITERATIONS, -,
         "Wait between two iterations";
+    poll_interval: DURATION = "30s", RALPH_POLL_INTERVAL, "--poll",
+        "With `ralph run --poll`, how long an idle run waits before it looks at the queue again (no agent runs meanwhile)";
     base_branch: TEXT = "null", RALPH_BASE_BRANCH, -,
         "Branch tasks start from and merge into; null: the branch checked out when the run starts";
     branch_prefix: STRING = "task/", RALPH_BRANCH_PREFIX, -,

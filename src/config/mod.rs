@@ -65,6 +65,10 @@ pub(crate) struct Settings {
     /// Wait between iterations.
     #[serde(deserialize_with = "duration")]
     pub pause_between_iterations: Duration,
+    /// With `ralph run --poll`, how long an idle run waits before it
+    /// looks at the queue again.
+    #[serde(deserialize_with = "duration")]
+    pub poll_interval: Duration,
     /// Branch tasks merge into; `None` is the branch checked out at start.
     pub base_branch: Option<String>,
     /// Prefix of task branch names.
@@ -242,6 +246,7 @@ impl Default for Settings {
             retry_backoff: Duration::from_secs(10),
             usage_limit_max_wait: Duration::from_secs(30 * 60),
             pause_between_iterations: Duration::from_secs(2),
+            poll_interval: Duration::from_secs(30),
             base_branch: None,
             branch_prefix: "task/".to_owned(),
             verify: VerifySettings::default(),
@@ -591,7 +596,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

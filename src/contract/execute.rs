@@ -110,6 +110,7 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
         quiet: true,
         kill_grace: request.kill_grace,
         pr_branch: None,
+        poll: None,
     };
     let translator = super::progress::Translator::start(&paths, &input.run_id, &plan)
         .map_err(io(paths.events()))?;

@@ -101,6 +101,7 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         quiet: true,
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
+        poll: None,
     };
     let agent_ok = agent::agent(&mut found, paths, &options);
     let mut has_task = false;

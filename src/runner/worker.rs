@@ -23,7 +23,7 @@ use crate::events::EventLog;
 use crate::git::{self, Head, Repo};
 use crate::paths::STOP_FILE;
 use crate::roles::{self, Triggers};
-use crate::state::{Loaded, State, StateFile, TaskProgress};
+use crate::state::{Loaded, Phase, State, StateFile, TaskProgress};
 use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
 use crate::text::count;
 
@@ -45,6 +45,9 @@ pub(crate) struct RunOptions {
     pub kill_grace: Duration,
     /// `--pr-branch`: the name of the pull request's branch (`ralph/<name>`).
     pub pr_branch: Option<String>,
+    /// `--poll`: when nothing is workable, wait this long and look again
+    /// instead of ending the run.
+    pub poll: Option<Duration>,
 }
 
 /// One worker of a run: it owns its repository handle, its view of the
@@ -300,6 +303,33 @@ impl<'a> Worker<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         );
         self.record(None, "run", "started", &started, Map::new())?;
+        loop {
+            let (status, reason, verify_run) = match self.stretch()? {
+                Ok(ended) => ended,
+                Err(result) => return Ok(result),
+            };
+            // A polling run waits for work where another would end: a
+            // blocked task, a failed verify.run, a drained queue.
+            if let Some(every) = self.options.poll
+                && matches!(status, RunStatus::Drained | RunStatus::Blocked)
+            {
+                match self.idle(every, &reason)? {
+                    Some((status, reason)) => return self.finish(status, &reason, verify_run),
+                    None => continue,
+                }
+            }
+            return self.finish(status, &reason, verify_run);
+        }
+    }
+
+    /// One busy stretch of the run: the loop until nothing is workable or
+    /// the run must end, then `verify.run`, the push and the pull request.
+    /// How it ended, or (`Err`) the result of a run that ends now.
+    #[allow(clippy::type_complexity)]
+    fn stretch(
+        &mut self,
+    ) -> Result<Result<(RunStatus, String, Vec<super::result::CommandResult>), RunResult>, Error>
+    {
         let ending = match self.options.settings.workers {
             Some(workers) => self.run_pool(workers as u32),
             None => self.run_alone(),
@@ -323,7 +353,7 @@ impl<'a> Worker<'a> {
         };
         if self.interrupted.load(Ordering::SeqCst) {
             let (status, reason) = interrupted();
-            return self.finish(status, &reason, verify_run);
+            return Ok(Err(self.finish(status, &reason, verify_run)?));
         }
         // Once at the end; a push that failed already is not tried again.
         // A pull request needs its branch pushed.
@@ -334,7 +364,7 @@ impl<'a> Worker<'a> {
             _ => None,
         };
         if let Some(reason) = pushed.or_else(|| self.push_failure.take()) {
-            return self.finish(RunStatus::Failed, &reason, verify_run);
+            return Ok(Err(self.finish(RunStatus::Failed, &reason, verify_run)?));
         }
         let (status, reason) = if verify_run.iter().any(|c| !c.passed) {
             (
@@ -352,7 +382,54 @@ impl<'a> Worker<'a> {
         {
             self.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
         }
-        self.finish(status, &reason, verify_run)
+        Ok(Ok((status, reason, verify_run)))
+    }
+
+    /// A polling run with nothing workable (`why`): waits `every`, waking
+    /// for `.stop` and signals, and looks at the queue again, until there
+    /// is work (`None`: a new busy stretch, with its own budgets) or the
+    /// run must end (how).
+    fn idle(&mut self, every: Duration, why: &str) -> Result<Next, Error> {
+        let every_text = crate::config::ShowDuration(every).to_string();
+        self.record(None, "run", "idle", why, Map::new())?;
+        self.ui.log(
+            &now(),
+            &format!("idle: {why}; looking again every {every_text}"),
+        );
+        loop {
+            let next = chrono::Duration::from_std(every)
+                .ok()
+                .and_then(|every| chrono::Utc::now().checked_add_signed(every))
+                .map(crate::clock::stamp)
+                .unwrap_or_default();
+            self.state.phase = Phase::Idle;
+            self.state.polling = Some(crate::state::Polling {
+                every: every_text.clone(),
+                next_look: next,
+            });
+            self.save_state()?;
+            if let Some(end) = self.wait(every)? {
+                self.state.polling = None;
+                return Ok(Some(end));
+            }
+            // A queue that does not parse waits for its fix.
+            let workable = self
+                .store
+                .load()
+                .is_ok_and(|queue| queue.next().is_some() || first_complete(&queue).is_some());
+            if workable {
+                self.state.polling = None;
+                self.state.phase = Phase::Between;
+                // Budgets count busy stretches, not the time between.
+                self.state.iteration = 0;
+                self.run_started = crate::clock::now_utc();
+                self.limit_waits = 0;
+                self.save_state()?;
+                self.ui.log(&now(), "work found: the run goes on");
+                self.record(None, "run", "resumed", "work found", Map::new())?;
+                return Ok(None);
+            }
+        }
     }
 
     /// A line for a task already archived (a crash between the two

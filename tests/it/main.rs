@@ -25,6 +25,7 @@ mod misbehave;
 mod parity;
 mod plan;
 mod plan_props;
+mod poll;
 mod reliability_doc;
 mod revert;
 mod richer_tasks;
