@@ -31,6 +31,6 @@ pub use process::{
     stop_leftover_group,
 };
 pub use reset::reset_time;
-pub use shell::{ShellRun, run_shell};
+pub use shell::{ShellRun, run_shell, run_shell_with};
 pub use spec::{Invocation, MAX_ARG_BYTES, Spec};
 pub use transcript::{Usage, usage};

@@ -33,8 +33,22 @@ pub fn run_shell(
     timeout: Duration,
     cancel: &AtomicBool,
 ) -> Result<ShellRun, Error> {
+    run_shell_with(line, dir, timeout, cancel, None, &[])
+}
+
+/// [`run_shell`], with `input` on its stdin (else none) and `env` added
+/// to its environment.
+pub fn run_shell_with(
+    line: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &AtomicBool,
+    input: Option<Vec<u8>>,
+    env: &[(&str, &str)],
+) -> Result<ShellRun, Error> {
     let mut command = Command::new("sh");
     command.arg("-c").arg(line).current_dir(dir);
+    command.envs(env.iter().copied());
     let mut capture = Capture::new(None, Echo::Off);
     let limits = Limits {
         timeout,
@@ -43,7 +57,7 @@ pub fn run_shell(
     };
     let ended = supervise(
         command,
-        None,
+        input,
         &mut capture,
         &limits,
         Some(cancel),

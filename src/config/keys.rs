@@ -76,6 +76,20 @@ const PATTERNS: Type<Vec<String>> = Type("list of patterns", |_| Err(String::new
 const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text| {
     choice(text, "mode", MODE.0)
 });
+/// Kinds of events, written in the file only.
+const KINDS: Type<Vec<crate::notify::Kind>> = Type("list of event kinds", |_| Err(String::new()));
+const DOLLARS: Type<Option<f64>> = Type("US dollars, or null", |text| match text.trim() {
+    "" | "null" => Ok(None),
+    text => super::check_cap(
+        text.parse()
+            .map_err(|_| format!("{text:?} is not a number"))?,
+    )
+    .map(Some),
+});
+const TOKENS: Type<Option<u64>> = Type("whole number, or null", |text| match text.trim() {
+    "" | "null" => Ok(None),
+    text => count(text).map(Some),
+});
 const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
     choice(text, "server sandbox", SANDBOX.0)
 });
@@ -167,6 +181,20 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Where the work goes: local (squash commits on the base) or pr (on a branch `ralph/<name>`, pushed, and a pull request with gh)";
     final_review: SWITCH = "false", RALPH_FINAL_REVIEW, "--final-review",
         "When the queue drains, one final-reviewer task over the run's work, which passes it or adds follow-up tasks";
+    notify.command: TEXT = "null", RALPH_NOTIFY_COMMAND, -,
+        "Run with `sh -c` in the project for each event worth a person's attention, the event as one JSON object on stdin and its kind in `RALPH_EVENT` (docs/NOTIFY.md); null: nobody is told";
+    notify.on: KINDS = "[]", -, -,
+        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle); empty: all";
+    notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
+        "Longest notify.command may run before it is stopped; the loop never waits for it";
+    max_task_cost_usd: DOLLARS = "null", RALPH_MAX_TASK_COST_USD, -,
+        "Most a task's iterations may cost, across runs, as the agent reports it, before the task is blocked; null: no cap";
+    max_run_cost_usd: DOLLARS = "null", RALPH_MAX_RUN_COST_USD, -,
+        "Most one run may cost, as the agent reports it, before it takes no more work (a polling run waits for a raised cap); null: no cap";
+    max_task_tokens: TOKENS = "null", RALPH_MAX_TASK_TOKENS, -,
+        "Most tokens (input and output) a task's iterations may take, across runs, before the task is blocked; null: no cap";
+    max_run_tokens: TOKENS = "null", RALPH_MAX_RUN_TOKENS, -,
+        "Most tokens (input and output) one run may take before it takes no more work; null: no cap";
 };
 
 /// The environment variables that override settings.
@@ -265,7 +293,10 @@ mod tests {
         let without: Vec<&str> = (KEYS.iter().filter(|key| key.env.is_none()))
             .map(|key| key.path)
             .collect();
-        assert_eq!(without, ["agent.deny", "verify.task", "verify.run"]);
+        assert_eq!(
+            without,
+            ["agent.deny", "verify.task", "verify.run", "notify.on"]
+        );
     }
 
     #[test]

@@ -82,6 +82,41 @@ pub(crate) struct Settings {
     /// When the queue drains, one more task: a `final-reviewer` iteration
     /// over the whole run's work, which passes or adds follow-up tasks.
     pub final_review: bool,
+    /// Telling people: the command run for events worth their attention.
+    pub notify: NotifySettings,
+    /// Most a task may cost, in US dollars, across runs, before it is
+    /// blocked; `None` is no cap.
+    pub max_task_cost_usd: Option<f64>,
+    /// Most one run may cost, in US dollars, before it takes no more work.
+    pub max_run_cost_usd: Option<f64>,
+    /// Most tokens (input and output) a task may take, across runs.
+    pub max_task_tokens: Option<u64>,
+    /// Most tokens (input and output) one run may take.
+    pub max_run_tokens: Option<u64>,
+}
+
+/// The `notify:` section (docs/NOTIFY.md).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct NotifySettings {
+    /// Run with `sh -c` for each event, the event as JSON on its stdin;
+    /// `None` tells nobody.
+    pub command: Option<String>,
+    /// The kinds of events it runs for; empty: all of them.
+    pub on: Vec<crate::notify::Kind>,
+    /// Longest the command may run before it is stopped.
+    #[serde(deserialize_with = "time_limit")]
+    pub timeout: Duration,
+}
+
+impl Default for NotifySettings {
+    fn default() -> NotifySettings {
+        NotifySettings {
+            command: None,
+            on: Vec::new(),
+            timeout: Duration::from_secs(10),
+        }
+    }
 }
 
 /// `delivery`: where the run's work ends up.
@@ -200,6 +235,16 @@ impl std::fmt::Display for Mode {
 pub(crate) const MAX_WORKERS: u64 = 64;
 
 /// `workers` when it is a number of agents ralph runs side by side.
+/// A spending cap: a number above 0.
+fn check_cap(dollars: f64) -> Result<f64, String> {
+    match dollars > 0.0 && dollars.is_finite() {
+        true => Ok(dollars),
+        false => Err(format!(
+            "{dollars} is not a cap; write an amount above 0, or null for none"
+        )),
+    }
+}
+
 fn check_workers(workers: u64) -> Result<u64, String> {
     if (1..=MAX_WORKERS).contains(&workers) {
         Ok(workers)
@@ -253,6 +298,11 @@ impl Default for Settings {
             git: GitSettings::default(),
             delivery: Delivery::Local,
             final_review: false,
+            notify: NotifySettings::default(),
+            max_task_cost_usd: None,
+            max_run_cost_usd: None,
+            max_task_tokens: None,
+            max_run_tokens: None,
         }
     }
 }
@@ -353,6 +403,18 @@ impl Settings {
                     .map(|index| index + 1),
                 message: format!("workers: {message}"),
             });
+        }
+        for (key, cap) in [
+            ("max_task_cost_usd", settings.max_task_cost_usd),
+            ("max_run_cost_usd", settings.max_run_cost_usd),
+        ] {
+            if let Some(Err(message)) = cap.map(check_cap) {
+                return Err(Error::Invalid {
+                    line: (yaml.lines().position(|line| line.starts_with(key)))
+                        .map(|index| index + 1),
+                    message: format!("{key}: {message}"),
+                });
+            }
         }
         for (key, commands) in [
             ("task", &settings.verify.task),
@@ -596,7 +658,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `notify`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

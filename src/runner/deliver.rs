@@ -269,6 +269,16 @@ impl Worker<'_> {
                 self.ui.line(&format!("pull request {detail}"));
                 let status = action.as_str();
                 self.record(None, "pull_request", status, &detail, Map::new())?;
+                let mut extra = Map::new();
+                extra.insert("action".into(), status.into());
+                extra.insert("url".into(), url.as_str().into());
+                extra.insert("draft".into(), (!done).into());
+                self.notify(
+                    crate::notify::Kind::PullRequest,
+                    None,
+                    &format!("pull request {detail}"),
+                    extra,
+                );
                 PullRequest {
                     url: Some(url),
                     draft: !done,
@@ -292,6 +302,16 @@ impl Worker<'_> {
                 self.ui.line(&format!("warning: {detail}"));
                 let status = PrAction::Failed.as_str();
                 self.record(None, "pull_request", status, &detail, Map::new())?;
+                let mut extra = Map::new();
+                extra.insert("action".into(), status.into());
+                extra.insert("command".into(), command.as_str().into());
+                extra.insert("draft".into(), (!done).into());
+                self.notify(
+                    crate::notify::Kind::PullRequest,
+                    None,
+                    &format!("the pull request could not be opened: {detail}"),
+                    extra,
+                );
                 PullRequest {
                     url: None,
                     draft: !done,

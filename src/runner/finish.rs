@@ -610,7 +610,16 @@ impl Worker<'_> {
             .is_some_and(|progress| progress.checked > 0);
         let mut extra = Map::new();
         extra.insert("verified".to_owned(), verified.into());
-        self.record(Some(id), "merge", "ok", detail, extra)?;
+        self.record(Some(id), "merge", "ok", detail, extra.clone())?;
+        if let Some(commit) = &commit {
+            extra.insert("commit".to_owned(), commit.as_str().into());
+        }
+        self.notify(
+            crate::notify::Kind::TaskMerged,
+            Some(id),
+            &format!("{id} done: {detail}"),
+            extra,
+        );
         self.state.tasks.remove(id.as_str());
         let squashed = commit.is_some();
         self.note_merged(id.as_str());
@@ -638,6 +647,16 @@ impl Worker<'_> {
         commit: Option<String>,
         detail: &str,
     ) -> Result<(), Error> {
+        if outcome == TaskEnd::Blocked {
+            let mut extra = Map::new();
+            extra.insert("reason".to_owned(), crate::redact::redact(detail).into());
+            self.notify(
+                crate::notify::Kind::TaskBlocked,
+                Some(id),
+                &format!("{id} blocked: {detail}"),
+                extra,
+            );
+        }
         self.end_task(TaskOutcome {
             task: id.to_string(),
             outcome,

@@ -550,6 +550,10 @@ impl Worker<'_> {
                 // The other workers run the same agent: they wait too.
                 self.seat.pause_all(duration);
                 let line = format!("usage limit: waiting {} before retrying", seconds(duration));
+                let mut extra = Map::new();
+                extra.insert("wait_seconds".into(), json!(duration.as_secs()));
+                extra.insert("reason".into(), json!(crate::redact::redact(reason)));
+                self.notify(crate::notify::Kind::UsageLimit, Some(id), &line, extra);
                 return self.wait_logged(&line, duration);
             }
             Verdict::Failed {

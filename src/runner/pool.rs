@@ -48,6 +48,7 @@ struct Shared<'a> {
     budgets: Budgets,
     /// When the run started, by the budgets' clock.
     run_started: chrono::DateTime<chrono::Utc>,
+    notifier: crate::notify::Notifier,
 }
 
 impl<'a> Worker<'a> {
@@ -116,6 +117,7 @@ impl<'a> Worker<'a> {
             clean: None,
             push_failure: None,
             pull_request: None,
+            notifier: shared.notifier.clone(),
             paths,
         })
     }
@@ -158,6 +160,7 @@ impl<'a> Worker<'a> {
             host: Host::from_process(self.paths.project())?,
             budgets: self.budgets.clone(),
             run_started: self.run_started,
+            notifier: self.notifier.clone(),
         };
         let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
         let mut held: Vec<(TaskId, u32)> = Vec::new();

@@ -97,6 +97,12 @@ impl Worker<'_> {
             .save(&self.paths)
             .map_err(crate::files::at::<Error>(self.paths.result()))?;
         self.record(None, "run", status.as_str(), reason, Map::new())?;
+        self.notify(
+            crate::notify::Kind::RunEnded,
+            None,
+            &format!("ralph run {}: {reason}", status.as_str()),
+            run_facts(&result),
+        );
         let failures: Vec<String> = result
             .failures
             .iter()
@@ -125,6 +131,7 @@ impl Worker<'_> {
             seconds(self.started.elapsed()),
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
         ));
+        self.notifier.settle();
         Ok(result)
     }
 
@@ -195,6 +202,25 @@ impl Worker<'_> {
             .map_err(crate::files::at::<Error>(self.paths.events()))
     }
 
+    /// Tells people of `kind` (with `notify.command`), without waiting.
+    pub(super) fn notify(
+        &self,
+        kind: crate::notify::Kind,
+        task: Option<&TaskId>,
+        message: &str,
+        extra: Map<String, Value>,
+    ) {
+        self.notifier.send(crate::notify::Notice {
+            event: kind,
+            time: now(),
+            run_id: self.state.run_id.clone(),
+            project: self.paths.project().display().to_string(),
+            task: task.map(|t| t.to_string()),
+            message: crate::redact::redact(message).into_owned(),
+            extra,
+        });
+    }
+
     pub(super) fn save_state(&mut self) -> Result<(), Error> {
         // A worker whose task merged has no worktree left, and nothing in
         // it to resume: saving would make its folder again.
@@ -220,6 +246,20 @@ pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) ->
         std::fs::create_dir_all(dir).map_err(crate::files::at::<Error>(&path))?;
     }
     crate::files::write_atomic(&path, bytes).map_err(crate::files::at(&path))
+}
+
+/// What a `run_ended` notice adds: how it ended and what it did.
+fn run_facts(result: &RunResult) -> Map<String, Value> {
+    let mut facts = Map::new();
+    facts.insert("status".into(), result.status.as_str().into());
+    facts.insert("merged".into(), result.merged.into());
+    facts.insert("blocked".into(), result.blocked.into());
+    facts.insert("remaining".into(), result.remaining.into());
+    facts.insert("iterations".into(), result.iterations.into());
+    if let Some(url) = result.pull_request.as_ref().and_then(|pr| pr.url.clone()) {
+        facts.insert("pull_request".into(), url.into());
+    }
+    facts
 }
 
 /// A count, or `?` when `tasks.jsonl` could not be read to count it.

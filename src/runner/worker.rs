@@ -89,6 +89,8 @@ pub(crate) struct Worker<'a> {
     pub(super) push_failure: Option<String>,
     /// With `delivery: pr`: the pull request the run ends with.
     pub(super) pull_request: Option<super::result::PullRequest>,
+    /// Tells people of the events worth their attention.
+    pub(super) notifier: crate::notify::Notifier,
 }
 
 pub(super) use crate::clock::now;
@@ -266,6 +268,7 @@ impl<'a> Worker<'a> {
             clean: Some(clean),
             push_failure: None,
             pull_request: None,
+            notifier: crate::notify::Notifier::new(&settings.notify, paths),
         })
     }
 
@@ -392,6 +395,14 @@ impl<'a> Worker<'a> {
     fn idle(&mut self, every: Duration, why: &str) -> Result<Next, Error> {
         let every_text = crate::config::ShowDuration(every).to_string();
         self.record(None, "run", "idle", why, Map::new())?;
+        let mut extra = Map::new();
+        extra.insert("poll_interval".into(), every_text.as_str().into());
+        self.notify(
+            crate::notify::Kind::RunIdle,
+            None,
+            &format!("ralph is idle: {why}; looking again every {every_text}"),
+            extra,
+        );
         self.ui.log(
             &now(),
             &format!("idle: {why}; looking again every {every_text}"),

@@ -22,6 +22,7 @@ mod kept;
 mod manual;
 mod messages;
 mod misbehave;
+mod notify;
 mod parity;
 mod plan;
 mod plan_props;

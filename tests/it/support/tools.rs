@@ -33,6 +33,9 @@ pub(crate) enum Tool {
     /// Python 3, which runs the scripted Codex app-server of the
     /// app-server backend's tests.
     Python3,
+    /// jq, which the Slack recipe of docs/NOTIFY.md pipes the event
+    /// through.
+    Jq,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -50,6 +53,7 @@ impl Tool {
             Tool::Ps => "ps",
             Tool::Lsof => "lsof",
             Tool::Python3 => "python3",
+            Tool::Jq => "jq",
         }
     }
 
@@ -62,6 +66,7 @@ impl Tool {
             Tool::Ps => "apt install procps / part of macOS",
             Tool::Lsof => "apt install lsof / part of macOS",
             Tool::Python3 => "apt install python3 / brew install python3",
+            Tool::Jq => "apt install jq / brew install jq",
         }
     }
 
