@@ -1,14 +1,15 @@
 //! Telling people (`notify.command`, docs/NOTIFY.md): for each event worth
 //! a person's attention, the command runs with `sh -c` in the project,
 //! the event as one JSON object on its stdin, its kind in `RALPH_EVENT`
-//! and its message in `RALPH_MESSAGE`. It runs in a thread of its own under its time limit, so
-//! the loop never waits for it; a failure is a line in `ralph.log`, never
-//! the run's. The run waits for the commands still running when it ends
-//! (each at most its time limit), so the last event is told too.
+//! and its message in `RALPH_MESSAGE`. One thread of its own runs it for
+//! each event in turn, in the order they happened, each under its time
+//! limit, so the loop never waits for it; a failure is a line in
+//! `ralph.log`, never the run's. The run waits for the events still to
+//! tell when it ends, so the last one is told too.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -86,12 +87,22 @@ pub(crate) struct Notice {
 pub(crate) struct Notifier(Option<Arc<Inner>>);
 
 struct Inner {
-    command: String,
     on: Vec<Kind>,
+    /// To the thread that runs the command for each event in turn;
+    /// `None` once the run settled.
+    sender: Mutex<Option<mpsc::Sender<Job>>>,
+    teller: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// One event to tell: its kind, its JSON, its message.
+type Job = (Kind, String, String);
+
+/// What the telling thread needs.
+struct Teller {
+    command: String,
     timeout: Duration,
     project: PathBuf,
     log: PathBuf,
-    running: Mutex<Vec<JoinHandle<()>>>,
     /// Never set: a notification is stopped by its time limit, or with
     /// every other child of ralph's by a signal.
     never: AtomicBool,
@@ -99,18 +110,39 @@ struct Inner {
 
 impl Notifier {
     /// The project's notifier: nobody is told without `notify.command`.
+    /// The command runs for one event at a time, in the order they
+    /// happened, in a thread of its own.
     pub(crate) fn new(settings: &NotifySettings, paths: &Paths) -> Notifier {
-        Notifier(settings.command.clone().map(|command| {
-            Arc::new(Inner {
-                command,
-                on: settings.on.clone(),
-                timeout: settings.timeout,
-                project: paths.project().to_path_buf(),
-                log: paths.log(),
-                running: Mutex::new(Vec::new()),
-                never: AtomicBool::new(false),
-            })
-        }))
+        let Some(command) = settings.command.clone() else {
+            return Notifier(None);
+        };
+        let teller = Teller {
+            command,
+            timeout: settings.timeout,
+            project: paths.project().to_path_buf(),
+            log: paths.log(),
+            never: AtomicBool::new(false),
+        };
+        let (sender, jobs) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("notify".into())
+            .spawn(move || {
+                for (kind, json, message) in jobs {
+                    teller.tell(kind, json, message);
+                }
+            });
+        let (sender, teller) = match spawned {
+            Ok(handle) => (Some(sender), Some(handle)),
+            Err(err) => {
+                tracing::warn!("notify.command cannot run: no thread for it: {err}");
+                (None, None)
+            }
+        };
+        Notifier(Some(Arc::new(Inner {
+            on: settings.on.clone(),
+            sender: Mutex::new(sender),
+            teller: Mutex::new(teller),
+        })))
     }
 
     /// Whether events of `kind` are told.
@@ -125,49 +157,35 @@ impl Notifier {
         let Some(inner) = self.0.as_ref().filter(|_| self.wants(notice.event)) else {
             return;
         };
-        let kind = notice.event;
         // The message on one line, for commands that need no JSON.
         let message = notice.message.replace(['\n', '\r'], " ");
-        let mut json = match serde_json::to_string(&notice) {
-            Ok(json) => json,
-            Err(_) => return,
+        let Ok(mut json) = serde_json::to_string(&notice) else {
+            return;
         };
         json.push('\n');
-        let worker = Arc::clone(inner);
-        let spawned = std::thread::Builder::new()
-            .name(format!("notify {}", kind.as_str()))
-            .spawn(move || worker.run(kind, json, message));
-        match spawned {
-            Ok(handle) => {
-                let mut running = inner.running.lock().unwrap_or_else(|e| e.into_inner());
-                // Those that ended are joined as new ones start.
-                let (ended, live): (Vec<_>, Vec<_>) =
-                    running.drain(..).partition(|handle| handle.is_finished());
-                *running = live;
-                running.push(handle);
-                drop(running);
-                for handle in ended {
-                    let _ = handle.join();
-                }
-            }
-            Err(err) => inner.failed(kind, &format!("no thread to run it: {err}")),
+        if let Some(sender) = locked(&inner.sender).as_ref() {
+            let _ = sender.send((notice.event, json, message));
         }
     }
 
-    /// Waits for the commands still running (each ends by its time
-    /// limit): the run's last events are told before ralph exits.
+    /// Waits for the events still to tell (each command ends by its time
+    /// limit): the run's last events are told before ralph exits. Later
+    /// events are not told.
     pub(crate) fn settle(&self) {
         let Some(inner) = &self.0 else { return };
-        let running: Vec<_> =
-            std::mem::take(&mut *inner.running.lock().unwrap_or_else(|e| e.into_inner()));
-        for handle in running {
+        drop(locked(&inner.sender).take());
+        if let Some(handle) = locked(&inner.teller).take() {
             let _ = handle.join();
         }
     }
 }
 
-impl Inner {
-    fn run(&self, kind: Kind, json: String, message: String) {
+fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Teller {
+    fn tell(&self, kind: Kind, json: String, message: String) {
         let env = [("RALPH_EVENT", kind.as_str()), ("RALPH_MESSAGE", &message)];
         let ran = crate::agent::run_shell_with(
             &self.command,

@@ -51,6 +51,52 @@ pub(crate) struct State {
     /// While a polling run is idle: how often it looks, and when next.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub polling: Option<Polling>,
+    /// What that run spent, as its agent reported it, on its last day.
+    #[serde(skip_serializing_if = "Spent::is_nothing")]
+    pub spent: Spent,
+}
+
+/// What a run spent in one UTC day, as its agent reported it, for
+/// `max_run_cost_usd` and `max_run_tokens`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Spent {
+    /// The day counted (`YYYY-MM-DD`, UTC).
+    pub day: String,
+    /// US dollars.
+    pub cost_usd: f64,
+    /// Tokens, input and output.
+    pub tokens: u64,
+}
+
+impl Spent {
+    /// Whether nothing was spent.
+    pub(crate) fn is_nothing(&self) -> bool {
+        self.cost_usd == 0.0 && self.tokens == 0
+    }
+
+    /// What was spent on `day`: nothing when the count is another day's.
+    pub(crate) fn on(&self, day: &str) -> Spent {
+        match self.day == day {
+            true => self.clone(),
+            false => Spent {
+                day: day.to_owned(),
+                ..Spent::default()
+            },
+        }
+    }
+
+    /// Adds an iteration's `cost_usd` and `tokens`, spent on `day`.
+    pub(crate) fn add(&mut self, day: &str, cost_usd: f64, tokens: u64) {
+        *self = self.on(day);
+        self.cost_usd += cost_usd;
+        self.tokens += tokens;
+    }
+}
+
+/// The UTC day of `now`, as [`Spent`] counts it.
+pub(crate) fn day_of(now: DateTime<Utc>) -> String {
+    now.format("%Y-%m-%d").to_string()
 }
 
 /// A polling run's wait for work.
@@ -187,6 +233,22 @@ pub(crate) struct TaskProgress {
     /// The task branch's tip after its last iteration: a tip that no
     /// longer holds it dropped commits, which ralph keeps.
     pub tip: Option<String>,
+    /// US dollars its iterations cost, across runs, as the agent reported
+    /// them, for `max_task_cost_usd`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cost_usd: f64,
+    /// Tokens (input and output) its iterations took, across runs, for
+    /// `max_task_tokens`.
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub tokens: u64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
+}
+
+fn is_zero_count(value: &u64) -> bool {
+    *value == 0
 }
 
 impl TaskProgress {
@@ -246,6 +308,7 @@ impl State {
         self.iteration = 0;
         self.role = None;
         self.failures.clear();
+        self.spent = Spent::default();
         self.base = Some(base.to_owned());
     }
 

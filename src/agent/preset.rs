@@ -36,6 +36,17 @@ pub enum PromptPassing {
 }
 
 impl Preset {
+    /// What its output reports of its spending: (cost, tokens)
+    /// (docs/AGENT.md, "Classification", its tokens and cost).
+    pub fn reports(self) -> (bool, bool) {
+        match self {
+            Preset::Claude | Preset::Amp | Preset::Cursor | Preset::Opencode | Preset::Aider => {
+                (true, true)
+            }
+            Preset::Codex | Preset::Gemini | Preset::Qwen => (false, true),
+        }
+    }
+
     /// Every preset, in the order the documentation lists them.
     pub const ALL: [Preset; 8] = [
         Preset::Claude,

@@ -86,3 +86,78 @@ fn app_server(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool
     }
     true
 }
+
+/// The spending caps, when any is set: whether the agent reports what
+/// they count (a cap on what it does not report never applies).
+pub(super) fn caps(found: &mut Findings, options: &RunOptions) {
+    let settings = &options.settings;
+    let on_cost = [
+        ("max_task_cost_usd", settings.max_task_cost_usd.is_some()),
+        ("max_run_cost_usd", settings.max_run_cost_usd.is_some()),
+    ];
+    let on_tokens = [
+        ("max_task_tokens", settings.max_task_tokens.is_some()),
+        ("max_run_tokens", settings.max_run_tokens.is_some()),
+    ];
+    let set = |caps: &[(&'static str, bool)]| -> Vec<&'static str> {
+        caps.iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| *name)
+            .collect()
+    };
+    let (cost_caps, token_caps) = (set(&on_cost), set(&on_tokens));
+    if cost_caps.is_empty() && token_caps.is_empty() {
+        return;
+    }
+    let (label, reports) = if settings.agent.preset.as_deref() == Some(agent::APP_SERVER)
+        && settings.agent.command.is_none()
+        && options.agent_cmd.is_none()
+    {
+        (agent::APP_SERVER.to_owned(), Some((false, true)))
+    } else {
+        match Spec::new(&settings.agent, options.agent_cmd.as_deref(), None) {
+            Ok(spec) => (spec.label(), spec.dialect().map(Preset::reports)),
+            Err(_) => return,
+        }
+    };
+    let Some((cost, tokens)) = reports else {
+        found.warning(
+            "caps",
+            &format!(
+                "{} set, but whether {label} reports its cost or tokens shows only in its output: a cap on what it does not report never applies",
+                cost_caps.iter().chain(&token_caps).copied().collect::<Vec<_>>().join(", ")
+            ),
+            "have the command print a JSON line with `total_cost_usd` and `usage` (`input_tokens`, `output_tokens`), as Claude Code does (docs/LOOP.md, Spending caps), or use a preset",
+        );
+        return;
+    };
+    let mut unreported: Vec<&str> = Vec::new();
+    if !cost {
+        unreported.extend(&cost_caps);
+    }
+    if !tokens {
+        unreported.extend(&token_caps);
+    }
+    if unreported.is_empty() {
+        let all: Vec<&str> = cost_caps.iter().chain(&token_caps).copied().collect();
+        found.ok(
+            "caps",
+            &format!("{} counted from what {label} reports", all.join(", ")),
+        );
+    } else {
+        found.warning(
+            "caps",
+            &format!(
+                "{} set, but {label} reports no {}: {} never applies",
+                unreported.join(", "),
+                if cost { "tokens" } else { "cost" },
+                if unreported.len() == 1 { "it" } else { "they" },
+            ),
+            if cost {
+                "cap its cost instead (max_task_cost_usd, max_run_cost_usd)"
+            } else {
+                "cap its tokens instead (max_task_tokens, max_run_tokens)"
+            },
+        );
+    }
+}

@@ -104,6 +104,7 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         poll: None,
     };
     let agent_ok = agent::agent(&mut found, paths, &options);
+    agent::caps(&mut found, &options);
     let mut has_task = false;
     if settings_ok && triggers_ok && agent_ok && queue.is_some() {
         has_task = queue::next(&mut found, paths, &options);

@@ -26,7 +26,76 @@ pub(crate) struct Budgets {
     pub retry_backoff: Duration,
     /// Longest wait for a usage limit with no stated reset.
     pub usage_limit_max_wait: Duration,
+    /// Spending caps.
+    pub caps: Caps,
 }
+
+/// Spending caps, from what the agent reports: a task's across runs, a
+/// run's in one UTC day. `None` is no cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Caps {
+    /// `max_task_cost_usd`.
+    pub task_usd: Option<f64>,
+    /// `max_run_cost_usd`.
+    pub run_usd: Option<f64>,
+    /// `max_task_tokens`.
+    pub task_tokens: Option<u64>,
+    /// `max_run_tokens`.
+    pub run_tokens: Option<u64>,
+}
+
+impl Caps {
+    /// The caps `settings` set.
+    pub(crate) fn of(settings: &crate::config::Settings) -> Caps {
+        Caps {
+            task_usd: settings.max_task_cost_usd,
+            run_usd: settings.max_run_cost_usd,
+            task_tokens: settings.max_task_tokens,
+            run_tokens: settings.max_run_tokens,
+        }
+    }
+
+    /// Why a run that spent `spent` takes no more work, if a run cap is
+    /// reached: the cap's name, its text and what was spent.
+    pub(crate) fn run_reached(&self, spent: &Spent) -> Option<CapReached> {
+        if let Some(cap) = self.run_usd.filter(|cap| spent.cost_usd >= *cap) {
+            return Some(CapReached {
+                cap: "max_run_cost_usd",
+                limit: format!("${cap:.2}"),
+                spent: format!("${:.2}", spent.cost_usd),
+            });
+        }
+        let cap = self.run_tokens.filter(|cap| spent.tokens >= *cap)?;
+        Some(CapReached {
+            cap: "max_run_tokens",
+            limit: cap.to_string(),
+            spent: count(spent.tokens as usize, "token"),
+        })
+    }
+}
+
+/// A spending cap reached.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CapReached {
+    /// The setting.
+    pub cap: &'static str,
+    /// Its value, as said (`$5.00`, `200000`).
+    pub limit: String,
+    /// What was spent, as said.
+    pub spent: String,
+}
+
+impl std::fmt::Display for CapReached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "reached {} ({}): {} spent",
+            self.cap, self.limit, self.spent
+        )
+    }
+}
+
+pub(crate) use crate::state::Spent;
 
 /// A task the loop could act on, with what the state knows of it.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,6 +108,10 @@ pub(crate) struct Candidate {
     pub iterations: u64,
     /// Wall-clock seconds its iterations took so far.
     pub seconds: u64,
+    /// US dollars its iterations cost so far, as the agent reported them.
+    pub cost_usd: f64,
+    /// Tokens its iterations took so far.
+    pub tokens: u64,
 }
 
 /// What the loop sees before an iteration.
@@ -52,6 +125,8 @@ pub(crate) struct Before {
     pub iterations: u64,
     /// Wall-clock seconds since the run started.
     pub run_seconds: u64,
+    /// What the run spent today.
+    pub run_spent: Spent,
     /// The first leaf marked `complete` and not merged yet.
     pub complete: Option<Candidate>,
     /// The task `Queue::next` picks.
@@ -71,6 +146,8 @@ pub(crate) enum Ending {
     BudgetSpent,
     /// `max_run_minutes` is spent.
     RunTimeSpent,
+    /// `max_run_cost_usd` or `max_run_tokens` is reached.
+    CapReached,
     /// A signal arrived.
     Interrupted,
 }
@@ -121,6 +198,9 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if run_time_spent(seen.run_seconds, budgets) {
         return Step::End(Ending::RunTimeSpent);
     }
+    if budgets.caps.run_reached(&seen.run_spent).is_some() {
+        return Step::End(Ending::CapReached);
+    }
     Step::Iterate(task.id.clone())
 }
 
@@ -131,6 +211,21 @@ pub(crate) fn task_budget_spent(task: &Candidate, budgets: &Budgets) -> Option<S
         return Some(format!(
             "spent max_iterations_per_task ({}) without finishing",
             budgets.max_iterations_per_task
+        ));
+    }
+    let caps = &budgets.caps;
+    if let Some(cap) = caps.task_usd.filter(|cap| task.cost_usd >= *cap) {
+        return Some(format!(
+            "reached max_task_cost_usd (${cap:.2}): ${:.2} spent over {}",
+            task.cost_usd,
+            count(task.iterations as usize, "iteration")
+        ));
+    }
+    if let Some(cap) = caps.task_tokens.filter(|cap| task.tokens >= *cap) {
+        return Some(format!(
+            "reached max_task_tokens ({cap}): {} spent over {}",
+            count(task.tokens as usize, "token"),
+            count(task.iterations as usize, "iteration")
         ));
     }
     let minutes = budgets.max_task_minutes?;
@@ -437,6 +532,7 @@ mod tests {
             no_progress_iterations: 3,
             retry_backoff: Duration::from_secs(10),
             usage_limit_max_wait: Duration::from_secs(30 * 60),
+            caps: Caps::default(),
         }
     }
 
@@ -450,6 +546,8 @@ mod tests {
             status,
             iterations,
             seconds: 0,
+            cost_usd: 0.0,
+            tokens: 0,
         }
     }
 
@@ -486,10 +584,80 @@ mod tests {
             stop_requested: false,
             iterations: 0,
             run_seconds: 0,
+            run_spent: Spent::default(),
             complete: None,
             next: Some(candidate("A", Status::Pending, 0)),
             ready_is_reviewed: true,
         }
+    }
+
+    #[test]
+    fn a_task_at_its_spending_cap_is_blocked_and_a_run_at_its_cap_ends() {
+        let mut budgets = budgets();
+        budgets.caps = Caps {
+            task_usd: Some(1.0),
+            run_usd: Some(3.0),
+            task_tokens: Some(1000),
+            run_tokens: None,
+        };
+        let mut s = seen();
+        let task = s.next.as_mut().unwrap();
+        task.iterations = 2;
+        task.cost_usd = 0.99;
+        task.tokens = 999;
+        assert_eq!(before(&s, &budgets), Step::Iterate(id("A")));
+        s.next.as_mut().unwrap().cost_usd = 1.0;
+        assert_eq!(
+            before(&s, &budgets),
+            Step::Block(
+                id("A"),
+                "reached max_task_cost_usd ($1.00): $1.00 spent over 2 iterations".into()
+            )
+        );
+        s.next.as_mut().unwrap().cost_usd = 0.0;
+        s.next.as_mut().unwrap().tokens = 1000;
+        assert_eq!(
+            before(&s, &budgets),
+            Step::Block(
+                id("A"),
+                "reached max_task_tokens (1000): 1000 tokens spent over 2 iterations".into()
+            )
+        );
+        s.next.as_mut().unwrap().tokens = 0;
+        s.run_spent.cost_usd = 2.5;
+        assert_eq!(before(&s, &budgets), Step::Iterate(id("A")));
+        s.run_spent.cost_usd = 3.25;
+        assert_eq!(before(&s, &budgets), Step::End(Ending::CapReached));
+        assert_eq!(
+            budgets.caps.run_reached(&s.run_spent).unwrap().to_string(),
+            "reached max_run_cost_usd ($3.00): $3.25 spent"
+        );
+        // A task already complete is merged whatever was spent.
+        s.complete = Some(candidate("B", Status::Complete, 1));
+        assert_eq!(before(&s, &budgets), Step::Finish(id("B")));
+        // No caps, no limit.
+        assert_eq!(
+            super::Caps::default().run_reached(&Spent {
+                day: String::new(),
+                cost_usd: 1e9,
+                tokens: u64::MAX
+            }),
+            None
+        );
+    }
+
+    #[test]
+    fn a_run_counts_its_spending_per_utc_day() {
+        let mut spent = Spent::default();
+        spent.add("2026-11-27", 1.5, 100);
+        spent.add("2026-11-27", 0.5, 50);
+        assert_eq!((spent.cost_usd, spent.tokens), (2.0, 150));
+        assert_eq!(spent.on("2026-11-28").cost_usd, 0.0);
+        spent.add("2026-11-28", 0.25, 10);
+        assert_eq!(
+            (spent.day.as_str(), spent.cost_usd, spent.tokens),
+            ("2026-11-28", 0.25, 10)
+        );
     }
 
     #[test]

@@ -423,6 +423,18 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Counts what an iteration of task `id` spent, as its agent reported
+    /// it, toward the task's caps and the run's.
+    fn spend(&mut self, id: &TaskId, usage: &agent::Usage) {
+        let cost = usage.cost_usd.unwrap_or(0.0);
+        let tokens = usage.input_tokens + usage.output_tokens;
+        let progress = self.state.tasks.entry(id.to_string()).or_default();
+        progress.cost_usd += cost;
+        progress.tokens += tokens;
+        let day = crate::state::day_of(crate::clock::now_utc());
+        self.seat.spend(&mut self.state, &day, cost, tokens);
+    }
+
     /// The iteration's receipt: an event, a `ralph.log` line, the failure count.
     fn receipt(
         &mut self,
@@ -462,6 +474,7 @@ impl Worker<'_> {
         receipt.insert("branch_commits".into(), json!(commits));
         receipt.insert("files_changed".into(), json!(files));
         if let Some(usage) = &outcome.usage {
+            self.spend(&turn.id, usage);
             receipt.insert("input_tokens".into(), json!(usage.input_tokens));
             receipt.insert(
                 "cached_input_tokens".into(),

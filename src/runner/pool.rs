@@ -181,8 +181,11 @@ impl<'a> Worker<'a> {
                         hub.stop.store(true, Ordering::SeqCst);
                     }
                 }
-                let budget_spent =
-                    hub.counts().iteration >= self.budgets.max_iterations || self.run_time_spent();
+                let counts = hub.counts();
+                let today = crate::state::day_of(crate::clock::now_utc());
+                let budget_spent = counts.iteration >= self.budgets.max_iterations
+                    || self.run_time_spent()
+                    || (self.budgets.caps.run_reached(&counts.spent.on(&today))).is_some();
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
                     let queue = self.store.load()?;
                     if held.is_empty()
@@ -304,6 +307,8 @@ impl<'a> Worker<'a> {
             super::decide::Ending::BudgetSpent
         } else if self.run_time_spent() {
             super::decide::Ending::RunTimeSpent
+        } else if (self.budgets.caps.run_reached(&self.run_spent())).is_some() {
+            super::decide::Ending::CapReached
         } else {
             super::decide::Ending::Drained
         };

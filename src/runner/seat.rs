@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::decide::Budgets;
 use super::lock::RunLock;
 use crate::git::Repo;
-use crate::state::{RunScope, State};
+use crate::state::{RunScope, Spent, State};
 use crate::task::TaskId;
 
 /// Where a worker sits.
@@ -66,6 +66,8 @@ pub(super) struct Counts {
     pub(super) total_iterations: u64,
     /// Each role's last iteration (of `total_iterations`).
     pub(super) roles: BTreeMap<String, u64>,
+    /// What the run spent today.
+    pub(super) spent: Spent,
 }
 
 impl Counts {
@@ -75,6 +77,7 @@ impl Counts {
             iteration: state.iteration,
             total_iterations: state.total_iterations,
             roles: state.roles.clone(),
+            spent: state.spent.clone(),
         }
     }
 
@@ -83,6 +86,7 @@ impl Counts {
         state.iteration = self.iteration;
         state.total_iterations = self.total_iterations;
         state.roles = self.roles;
+        state.spent = self.spent;
     }
 }
 
@@ -168,6 +172,27 @@ impl<'a> Seat<'a> {
         match self.pooled() {
             None => state.iteration,
             Some(pooled) => locked(&pooled.hub.counts).iteration,
+        }
+    }
+
+    /// What the run spent on `day`: the worker's own count alone, the
+    /// pool's otherwise.
+    pub(super) fn run_spent(&self, state: &State, day: &str) -> Spent {
+        match self.pooled() {
+            None => state.spent.on(day),
+            Some(pooled) => locked(&pooled.hub.counts).spent.on(day),
+        }
+    }
+
+    /// Counts what an iteration spent on `day` as the run's.
+    pub(super) fn spend(&self, state: &mut State, day: &str, cost_usd: f64, tokens: u64) {
+        match self.pooled() {
+            None => state.spent.add(day, cost_usd, tokens),
+            Some(pooled) => {
+                let mut counts = locked(&pooled.hub.counts);
+                counts.spent.add(day, cost_usd, tokens);
+                state.spent = counts.spent.clone();
+            }
         }
     }
 

@@ -82,6 +82,7 @@ impl Worker<'_> {
             stop_requested: self.seat.stop_requested(&self.paths),
             iterations: self.seat.run_iterations(&self.state),
             run_seconds: self.run_seconds(),
+            run_spent: self.run_spent(),
             complete,
             next,
             ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),

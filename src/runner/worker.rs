@@ -243,6 +243,7 @@ impl<'a> Worker<'a> {
             no_progress_iterations: settings.no_progress_iterations.max(1),
             retry_backoff: settings.retry_backoff,
             usage_limit_max_wait: settings.usage_limit_max_wait,
+            caps: decide::Caps::of(settings),
         };
         Ok(Worker {
             paths: paths.to_owned(),
@@ -311,10 +312,12 @@ impl<'a> Worker<'a> {
                 Ok(ended) => ended,
                 Err(result) => return Ok(result),
             };
+            let capped = self.cap_reached(status, &reason);
             // A polling run waits for work where another would end: a
-            // blocked task, a failed verify.run, a drained queue.
+            // blocked task, a failed verify.run, a drained queue, a
+            // spending cap reached (until it is raised, or the next day).
             if let Some(every) = self.options.poll
-                && matches!(status, RunStatus::Drained | RunStatus::Blocked)
+                && (capped || matches!(status, RunStatus::Drained | RunStatus::Blocked))
             {
                 match self.idle(every, &reason)? {
                     Some((status, reason)) => return self.finish(status, &reason, verify_run),
@@ -423,11 +426,13 @@ impl<'a> Worker<'a> {
                 self.state.polling = None;
                 return Ok(Some(end));
             }
-            // A queue that does not parse waits for its fix.
+            // A queue that does not parse waits for its fix; a run at its
+            // spending cap, for the cap raised or the next day.
             let workable = self
                 .store
                 .load()
-                .is_ok_and(|queue| queue.next().is_some() || first_complete(&queue).is_some());
+                .is_ok_and(|queue| queue.next().is_some() || first_complete(&queue).is_some())
+                && !self.still_capped();
             if workable {
                 self.state.polling = None;
                 self.state.phase = Phase::Between;
@@ -441,6 +446,33 @@ impl<'a> Worker<'a> {
                 return Ok(None);
             }
         }
+    }
+
+    /// Whether the stretch ended at a run's spending cap; if so, says it
+    /// (`cap_reached`).
+    fn cap_reached(&self, status: RunStatus, reason: &str) -> bool {
+        if status != RunStatus::BudgetExhausted {
+            return false;
+        }
+        let Some(reached) = self.budgets.caps.run_reached(&self.run_spent()) else {
+            return false;
+        };
+        let mut extra = Map::new();
+        extra.insert("cap".into(), reached.cap.into());
+        extra.insert("limit".into(), reached.limit.into());
+        extra.insert("spent".into(), reached.spent.into());
+        self.notify(crate::notify::Kind::CapReached, None, reason, extra);
+        true
+    }
+
+    /// Whether the run is still at a spending cap, with the caps read
+    /// again from the settings (a person may have raised them); a
+    /// settings file that does not load keeps the caps as they were.
+    fn still_capped(&mut self) -> bool {
+        if let Ok(settings) = Settings::load_with_env(&self.paths) {
+            self.budgets.caps = decide::Caps::of(&settings);
+        }
+        self.budgets.caps.run_reached(&self.run_spent()).is_some()
     }
 
     /// A line for a task already archived (a crash between the two
@@ -526,7 +558,15 @@ impl<'a> Worker<'a> {
             status: task.status,
             iterations: progress.iterations,
             seconds: progress.seconds,
+            cost_usd: progress.cost_usd,
+            tokens: progress.tokens,
         }
+    }
+
+    /// What the run spent today, by the budgets' clock.
+    pub(super) fn run_spent(&self) -> crate::state::Spent {
+        let day = crate::state::day_of(crate::clock::now_utc());
+        self.seat.run_spent(&self.state, &day)
     }
 
     /// Seconds since the run started, by the budgets' clock.
@@ -572,6 +612,20 @@ impl<'a> Worker<'a> {
                     count(counts.active_total(), "task")
                 ),
             ),
+            Ending::CapReached => {
+                let spent = self.run_spent();
+                let reached = (self.budgets.caps.run_reached(&spent)).map_or_else(
+                    || "a spending cap".to_owned(),
+                    |reached| reached.to_string(),
+                );
+                (
+                    RunStatus::BudgetExhausted,
+                    format!(
+                        "{reached} with {} left",
+                        count(counts.active_total(), "task")
+                    ),
+                )
+            }
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (
                 RunStatus::Blocked,
                 format!("no workable task left: {}", left_waiting(queue)),

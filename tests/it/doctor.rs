@@ -730,3 +730,49 @@ fn the_codex_app_server_is_checked_for_its_version_and_login() {
         ]
     );
 }
+
+#[test]
+fn spending_caps_are_checked_against_what_the_agent_reports() {
+    let p = healthy();
+    let with = |env: &[(&str, &str)]| {
+        let output = p
+            .command(RALPH)
+            .env("PATH", p.path_with_aux_bin())
+            .envs(env.iter().copied())
+            .arg("doctor")
+            .output()
+            .expect("run ralph doctor");
+        Run::from(output)
+    };
+    // No cap, no line.
+    assert!(about(&with(&[]), "caps").is_empty());
+    let run = with(&[
+        ("RALPH_MAX_RUN_COST_USD", "5"),
+        ("RALPH_MAX_TASK_TOKENS", "200000"),
+    ]);
+    assert_eq!(
+        about(&run, "caps"),
+        ["ok: caps: max_run_cost_usd, max_task_tokens counted from what `claude` reports"]
+    );
+    let run = with(&[
+        ("RALPH_AGENT_PRESET", "gemini"),
+        ("RALPH_MAX_TASK_COST_USD", "1"),
+        ("RALPH_MAX_RUN_TOKENS", "9000"),
+    ]);
+    assert_eq!(
+        about(&run, "caps"),
+        [
+            "warning: caps: max_task_cost_usd set, but `gemini` reports no cost: it never applies; cap its tokens instead (max_task_tokens, max_run_tokens)"
+        ]
+    );
+    let run = with(&[
+        ("RALPH_AGENT_COMMAND", "./my-agent.sh"),
+        ("RALPH_MAX_RUN_TOKENS", "9000"),
+    ]);
+    let caps = about(&run, "caps");
+    assert_eq!(caps.len(), 1, "{run:#?}");
+    assert!(
+        caps[0].starts_with("warning: caps: max_run_tokens set, but whether command `./my-agent.sh` reports its cost or tokens shows only in its output"),
+        "{caps:?}"
+    );
+}

@@ -23,9 +23,11 @@ const PRD: &str = "# Notes\n\n\
 /// with one task of its own, and the working branch `feature/notes`.
 fn repo(agent: &str) -> TestProject {
     let p = TestProject::new().git_init().agent(agent);
-    let config = p.read("config/ralph.yaml").replace(
+    // The agent's command, the first of the file's `command:` keys.
+    let config = p.read("config/ralph.yaml").replacen(
         "  command: null",
         &format!("  command: {}", p.aux().join("agent.sh").display()),
+        1,
     );
     let p = p
         .file("config/ralph.yaml", config)

@@ -4,6 +4,7 @@ mod agent;
 mod agent_fixtures;
 mod appserver;
 mod budgets;
+mod caps;
 mod concurrency;
 mod contract;
 mod crash;

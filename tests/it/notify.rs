@@ -102,9 +102,11 @@ fn notify_on_keeps_only_the_kinds_it_names() {
         .git_init()
         .agent(&by_iteration("RALPH_ITERATION", FINISH));
     let command = notifier(&p, "");
-    let config = p
-        .read("config/ralph.yaml")
-        .replace("  command: null\n", &format!("  command: '{command}'\n"));
+    let config = p.read("config/ralph.yaml").replace(
+        "  command: null\n  # The kinds",
+        &format!("  command: '{command}'\n  # The kinds"),
+    );
+    assert!(config.contains(&command), "{config}");
     let config = config.replace("  on: []\n", "  on: [run_ended]\n");
     let p = p.file("config/ralph.yaml", config);
     p.git(&["commit", "-q", "-am", "notify"]);
