@@ -251,6 +251,11 @@ impl Worker<'_> {
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
         crate::files::write_atomic(&body_file, text.as_bytes())
             .map_err(crate::files::at::<Error>(body_file.clone()))?;
+        let shown = |file: &std::path::Path| {
+            let file = file.strip_prefix(self.paths.root()).unwrap_or(file);
+            file.display().to_string()
+        };
+        let sent_file = shown(&body_file);
         let request = gh::Request {
             base: &plan.target,
             head: &plan.branch,
@@ -259,10 +264,20 @@ impl Worker<'_> {
             draft: !done,
         };
         let gh = Gh::new(self.paths.root());
-        let outcome = gh.find(&plan.branch).and_then(|found| match found {
-            Some((number, url)) => gh.edit(number, &request).map(|()| (PrAction::Updated, url)),
-            None => gh.create(&request).map(|url| (PrAction::Opened, url)),
-        });
+        let outcome = match self.gh_retrying(|| gh.find(&plan.branch))? {
+            Err(failure) => Err(failure),
+            Ok(found) => {
+                let send = |request: &gh::Request<'_>| {
+                    self.gh_retrying(|| match &found {
+                        Some((number, url)) => {
+                            (gh.edit(*number, request)).map(|()| (PrAction::Updated, url.clone()))
+                        }
+                        None => gh.create(request).map(|url| (PrAction::Opened, url)),
+                    })
+                };
+                send(&request)?
+            }
+        };
         let pull_request = match outcome {
             Ok((action, url)) => {
                 let detail = format!("{} {url}", action.as_str());
@@ -277,14 +292,9 @@ impl Worker<'_> {
                     command: None,
                 }
             }
-            Err(said) => {
-                let shown = body_file
-                    .strip_prefix(self.paths.root())
-                    .unwrap_or(&body_file)
-                    .display()
-                    .to_string();
-                let command = gh::by_hand(&request, &shown);
-                let said = crate::redact::redact(&said).into_owned();
+            Err(failure) => {
+                let command = gh::by_hand(&request, &sent_file);
+                let said = crate::redact::redact(&failure.said).into_owned();
                 let detail = format!(
                     "{said}; {} is pushed: open the pull request with `{command}`",
                     plan.branch
@@ -302,6 +312,32 @@ impl Worker<'_> {
             }
         };
         Ok(Some(pull_request))
+    }
+
+    /// Runs the `gh` call `call`, and again after a transient failure
+    /// (a server or network error) up to [`gh::RETRIES`] times, waiting
+    /// [`gh::backoff`] between; each retry is said and recorded. A stop
+    /// asked for while waiting ends the retries: the failure stands.
+    ///
+    /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
+    /// [`gh::backoff`]: crate::delivery::gh::backoff
+    fn gh_retrying<T>(
+        &self,
+        call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
+    ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {
+        use crate::delivery::gh;
+        let waits = gh::backoff();
+        gh::retrying(&waits, call, |failure, retry, wait| {
+            let detail = format!(
+                "{}; trying again in {} (retry {retry} of {})",
+                crate::redact::redact(&failure.said),
+                crate::config::ShowDuration(wait),
+                gh::RETRIES,
+            );
+            self.ui.line(&detail);
+            self.record(None, "pull_request", "retry", &detail, Map::new())?;
+            Ok(self.wait(wait)?.is_none())
+        })
     }
 
     /// The pull request's body, from the run's records: the branch's

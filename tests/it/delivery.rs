@@ -212,11 +212,34 @@ fn pr_project(agent: &str) -> TestProject {
     p
 }
 
+/// `ralph run ARGS` with `<aux>/bin` (the fake `gh`) first on `PATH`, and
+/// the waits before a `gh` call's retries 10 ms, 20 ms and 40 ms.
 fn run_with_gh(p: &TestProject, args: &[&str]) -> crate::support::Run {
     let mut command = p.run_command(args);
     command.env("PATH", p.path_with_aux_bin());
+    command.env("RALPH_TEST_GH_BACKOFF_MS", "10");
     crate::support::finish(command, 60)
 }
+
+/// The `pull_request` events of the run: `status: detail`.
+fn pull_request_events(p: &TestProject) -> Vec<String> {
+    p.json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "pull_request")
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["status"].as_str().unwrap(),
+                e["detail"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A shell function for a fake `gh`: `$(count NAME)` is 1 at its first
+/// call, 2 at its second, and so on.
+const COUNT: &str = r#"count() { n=$(cat "$REC/count-$1" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$REC/count-$1"; echo $n; }
+"#;
 
 #[test]
 fn a_pull_request_is_opened_once_and_updated_by_the_next_run() {
@@ -369,6 +392,8 @@ esac
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
     assert_eq!(run.code, 0, "{run:#?}");
+    // Not a server's or the network's failure: not tried again.
+    assert!(!run.stderr.contains("trying again"), "{run:#?}");
     let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
     assert!(run.stderr.contains(command), "{run:#?}");
     let result = p.json(".ralph/result.json");
@@ -396,7 +421,7 @@ esac
         (run.code, run.stderr.as_str()),
         (
             20,
-            "error: delivery: pr: gh is not logged in (gh auth failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+            "error: delivery: pr: gh is not logged in (gh auth status failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
         ),
     );
     // Logged in, but nothing to name the branch after.
@@ -567,6 +592,87 @@ esac
     assert_eq!(
         result["pull_request"]["error"],
         "gh pr list printed no JSON (expected value at line 1 column 1): Welcome to GitHub CLI!"
+    );
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
+
+#[test]
+fn gh_server_and_network_errors_are_tried_again_until_it_answers() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") if [ "$(count list)" = 1 ]; then echo 'Post "https://api.github.com/graphql": EOF' >&2; exit 1; fi; echo '[]' ;;
+  "pr create") cat > "$REC/pr-body"; if [ "$(count create)" -le 2 ]; then echo 'HTTP 502: Bad Gateway (https://api.github.com/graphql)' >&2; exit 1; fi; echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr list").count(), 2, "{calls}");
+    assert_eq!(calls.matches("gh pr create").count(), 3, "{calls}");
+    let list = "gh pr list failed (exit status: 1): Post \"https://api.github.com/graphql\": EOF";
+    let create = "gh pr create failed (exit status: 1): HTTP 502: Bad Gateway (https://api.github.com/graphql)";
+    assert_eq!(
+        pull_request_events(&p),
+        [
+            format!("retry: {list}; trying again in 10ms (retry 1 of 3)"),
+            format!("retry: {create}; trying again in 10ms (retry 1 of 3)"),
+            format!("retry: {create}; trying again in 20ms (retry 2 of 3)"),
+            "opened: opened https://github.test/o/r/pull/7".to_owned(),
+        ]
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("{create}; trying again in 20ms (retry 2 of 3)\n")),
+        "{run:#?}"
+    );
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "opened");
+    assert!(p.rec("pr-body").contains("- [x] B task B ("));
+}
+
+#[test]
+fn gh_failing_transiently_four_times_leaves_the_command_to_run_by_hand() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") echo 'HTTP 503: Service Unavailable' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr create").count(), 4, "{calls}");
+    let events = pull_request_events(&p);
+    assert_eq!(events.len(), 4, "{events:#?}");
+    assert!(
+        events[2].ends_with("trying again in 40ms (retry 3 of 3)"),
+        "{events:#?}"
+    );
+    let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
+    assert_eq!(
+        events[3],
+        format!(
+            "failed: gh pr create failed (exit status: 1): HTTP 503: Service Unavailable; ralph/notes is pushed: open the pull request with `{command}`"
+        )
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["command"],
+        command
     );
     assert_eq!(
         remote_git(&p, &["rev-parse", "ralph/notes"]),

@@ -585,7 +585,7 @@ fn stop_file_pull_requests_and_pushes_are_checked() {
     assert_eq!(
         about(&run, "delivery"),
         [
-            "error: delivery: pr: gh is not logged in (gh auth failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`; fix that, or set delivery: local in config/ralph.yaml to keep the work on the base"
+            "error: delivery: pr: gh is not logged in (gh auth status failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`; fix that, or set delivery: local in config/ralph.yaml to keep the work on the base"
         ]
     );
     tool(&p, "bin/gh", "exit 0\n");
