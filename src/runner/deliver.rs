@@ -251,11 +251,14 @@ impl Worker<'_> {
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
         crate::files::write_atomic(&body_file, text.as_bytes())
             .map_err(crate::files::at::<Error>(body_file.clone()))?;
+        let short_file = (self.paths.project()).join(crate::paths::PULL_REQUEST_SHORT_BODY);
+        // A shorter body from an earlier run would say it was sent.
+        let _ = std::fs::remove_file(&short_file);
         let shown = |file: &std::path::Path| {
             let file = file.strip_prefix(self.paths.root()).unwrap_or(file);
             file.display().to_string()
         };
-        let sent_file = shown(&body_file);
+        let mut sent_file = shown(&body_file);
         let request = gh::Request {
             base: &plan.target,
             head: &plan.branch,
@@ -275,7 +278,31 @@ impl Worker<'_> {
                         None => gh.create(request).map(|url| (PrAction::Opened, url)),
                     })
                 };
-                send(&request)?
+                let mut sent = send(&request)?;
+                let shorter;
+                if let Err(failure) = &sent
+                    && failure.kind == gh::Kind::BodyTooLong
+                {
+                    shorter = body::shorter(&report, &sent_file);
+                    if shorter != text {
+                        crate::files::write_atomic(&short_file, shorter.as_bytes())
+                            .map_err(crate::files::at::<Error>(short_file.clone()))?;
+                        let detail = format!(
+                            "GitHub refused the pull request's body for its length ({} characters, {} bytes); sending it once more cut to {} bytes (the full body stays in {sent_file})",
+                            text.chars().count(),
+                            text.len(),
+                            shorter.len(),
+                        );
+                        self.ui.line(&detail);
+                        self.record(None, "pull_request", "retry", &detail, Map::new())?;
+                        sent_file = shown(&short_file);
+                        sent = send(&gh::Request {
+                            body: &shorter,
+                            ..request.clone()
+                        })?;
+                    }
+                }
+                sent
             }
         };
         let pull_request = match outcome {

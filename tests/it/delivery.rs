@@ -679,3 +679,87 @@ esac
         p.git(&["rev-parse", "ralph/notes"])
     );
 }
+
+/// A project whose pull request body is past 60,000 bytes but within
+/// GitHub's 65,536 characters: each task's check is a 31,000-character
+/// command.
+fn long_body_project() -> TestProject {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let long = format!("test -n '{}'", "x".repeat(31_000));
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  task: []", &format!("  task:\n    - \"{long}\""));
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a long check"]);
+    p
+}
+
+#[test]
+fn a_body_refused_for_its_length_is_sent_once_more_cut_shorter() {
+    let p = long_body_project();
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") n=$(count create); cat > "$REC/body-$n"
+    if [ $n = 1 ]; then echo 'GraphQL: Body is too long (maximum is 65536 characters) (createPullRequest)' >&2; exit 1; fi
+    echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
+    let (full, short) = (p.rec("body-1"), p.rec("body-2"));
+    assert!(full.len() > 60_000, "{}", full.len());
+    assert!(short.len() <= 60_000, "{}", short.len());
+    // The full body stays where the cut says it is; the short one beside it.
+    assert_eq!(p.read(".ralph/pull-request.md"), full);
+    assert_eq!(p.read(".ralph/pull-request-short.md"), short);
+    assert!(short.starts_with("## Tasks\n"), "{}", &short[..200]);
+    assert!(short.contains("- [x] A task A ("), "{}", &short[..400]);
+    assert!(short.contains("- [x] B task B ("), "{}", &short[..400]);
+    assert!(
+        short.contains(
+            "_… 1 more line cut to fit GitHub's limit; the full body is in `.ralph/pull-request.md`._\n"
+        ),
+        "{short}"
+    );
+    let events = pull_request_events(&p);
+    assert_eq!(
+        events[0],
+        format!(
+            "retry: GitHub refused the pull request's body for its length ({} characters, {} bytes); sending it once more cut to {} bytes (the full body stays in .ralph/pull-request.md)",
+            full.chars().count(),
+            full.len(),
+            short.len()
+        )
+    );
+    assert_eq!(events[1], "opened: opened https://github.test/o/r/pull/7");
+    assert_eq!(events.len(), 2, "{events:#?}");
+
+    // Refused every time: one shorter try only, and the command by hand
+    // sends the shorter body.
+    let p = long_body_project();
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") echo 'GraphQL: Body is too long (maximum is 65536 characters) (createPullRequest)' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["command"],
+        "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request-short.md"
+    );
+}
