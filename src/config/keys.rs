@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
 
+use super::parse_labels;
 use super::{Delivery, Mode, PRESETS, Push, ServerSandbox, Settings, check_workers};
 use super::{parse_duration, parse_minutes, parse_time_limit};
 
@@ -76,6 +77,8 @@ const PATTERNS: Type<Vec<String>> = Type("list of patterns", |_| Err(String::new
 const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text| {
     choice(text, "mode", MODE.0)
 });
+/// Label names; the variable takes them comma-separated.
+const LABELS: Type<Vec<String>> = Type("list of labels", parse_labels);
 const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
     choice(text, "server sandbox", SANDBOX.0)
 });
@@ -167,6 +170,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Where the work goes: local (squash commits on the base) or pr (on a branch `ralph/<name>`, pushed, and a pull request with gh)";
     final_review: SWITCH = "false", RALPH_FINAL_REVIEW, "--final-review",
         "When the queue drains, one final-reviewer task over the run's work, which passes it or adds follow-up tasks";
+    delivery_labels: LABELS = "[]", RALPH_DELIVERY_LABELS, -,
+        "Labels the pull request gets with delivery: pr (`--label`, `--add-label` on an update); they must exist in the repository. The variable takes them comma-separated";
 };
 
 /// The environment variables that override settings.

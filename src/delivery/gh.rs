@@ -172,6 +172,9 @@ pub(crate) struct Request<'a> {
     pub body: &'a str,
     /// Whether it is opened as a draft.
     pub draft: bool,
+    /// Labels it is given (`delivery_labels`); they must exist in the
+    /// repository.
+    pub labels: &'a [String],
 }
 
 /// `gh` in the repository at `dir`.
@@ -277,20 +280,26 @@ impl Gh {
         Ok(printed.lines().last().unwrap_or_default().to_owned())
     }
 
-    /// Updates pull request `number`'s title and body.
+    /// Updates pull request `number`'s title and body, and adds its
+    /// labels.
     pub(crate) fn edit(&self, number: u64, request: &Request<'_>) -> Result<(), Failure> {
-        let number = number.to_string();
-        let args = [
-            "pr",
-            "edit",
-            &number,
-            "--title",
-            request.title,
-            "--body-file",
-            "-",
-        ];
+        let args = edit_args(number, request, "-");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run(&args, Some(request.body)).map(|_| ())
     }
+}
+
+/// `gh pr edit NUMBER ...` with the body read from `body_file`: labels are
+/// added, those it has already kept.
+pub(crate) fn edit_args(number: u64, request: &Request<'_>, body_file: &str) -> Vec<String> {
+    let mut args: Vec<String> = ["pr", "edit", &number.to_string(), "--title", request.title]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(["--body-file".to_owned(), body_file.to_owned()]);
+    for label in request.labels {
+        args.extend(["--add-label".to_owned(), label.clone()]);
+    }
+    args
 }
 
 /// `gh pr create ...` with the body read from `body_file`.
@@ -312,12 +321,19 @@ pub(crate) fn create_args(request: &Request<'_>, body_file: &str) -> Vec<String>
     if request.draft {
         args.push("--draft".to_owned());
     }
+    for label in request.labels {
+        args.extend(["--label".to_owned(), label.clone()]);
+    }
     args
 }
 
-/// The command line a person runs to open the pull request by hand.
-pub(crate) fn by_hand(request: &Request<'_>, body_file: &str) -> String {
-    let args = create_args(request, body_file);
+/// The command line a person runs to do by hand what ralph could not:
+/// open the pull request, or update `open`, the one already open.
+pub(crate) fn by_hand(request: &Request<'_>, body_file: &str, open: Option<u64>) -> String {
+    let args = match open {
+        None => create_args(request, body_file),
+        Some(number) => edit_args(number, request, body_file),
+    };
     let quoted: Vec<String> = args
         .iter()
         .map(|arg| shlex::try_quote(arg).map_or_else(|_| arg.clone(), |q| q.into_owned()))
@@ -435,6 +451,35 @@ mod tests {
         assert_eq!(
             run(vec![transient, lasting.clone()], true),
             (lasting, 2, vec![(1, 1)])
+        );
+    }
+
+    #[test]
+    fn labels_go_to_create_and_edit_and_the_command_by_hand() {
+        let labels = ["ralph".to_owned(), "needs review".to_owned()];
+        let request = Request {
+            base: "main",
+            head: "ralph/notes",
+            title: "Add notes",
+            body: "",
+            draft: true,
+            labels: &labels,
+        };
+        assert_eq!(
+            by_hand(&request, ".ralph/pull-request.md", None),
+            "gh pr create --base main --head ralph/notes --title 'Add notes' --body-file .ralph/pull-request.md --draft --label ralph --label 'needs review'"
+        );
+        assert_eq!(
+            by_hand(&request, ".ralph/pull-request.md", Some(7)),
+            "gh pr edit 7 --title 'Add notes' --body-file .ralph/pull-request.md --add-label ralph --add-label 'needs review'"
+        );
+        let none = Request {
+            labels: &[],
+            ..request
+        };
+        assert_eq!(
+            create_args(&none, "-").join(" "),
+            "pr create --base main --head ralph/notes --title Add notes --body-file - --draft"
         );
     }
 

@@ -212,8 +212,10 @@ pub(crate) fn preview(
                     title: &plan.title,
                     body: "",
                     draft: false,
+                    labels: &settings.delivery_labels,
                 },
                 &body_file.display().to_string(),
+                None,
             )
         }),
     })
@@ -265,11 +267,14 @@ impl Worker<'_> {
             title: &plan.title,
             body: &text,
             draft: !done,
+            labels: &self.options.settings.delivery_labels,
         };
         let gh = Gh::new(self.paths.root());
+        let mut open = None;
         let outcome = match self.gh_retrying(|| gh.find(&plan.branch))? {
             Err(failure) => Err(failure),
             Ok(found) => {
+                open = found.as_ref().map(|(number, _)| *number);
                 let send = |request: &gh::Request<'_>| {
                     self.gh_retrying(|| match &found {
                         Some((number, url)) => {
@@ -320,12 +325,13 @@ impl Worker<'_> {
                 }
             }
             Err(failure) => {
-                let command = gh::by_hand(&request, &sent_file);
+                let command = gh::by_hand(&request, &sent_file, open);
                 let said = crate::redact::redact(&failure.said).into_owned();
-                let detail = format!(
-                    "{said}; {} is pushed: open the pull request with `{command}`",
-                    plan.branch
+                let what = open.map_or_else(
+                    || "open the pull request".to_owned(),
+                    |number| format!("update pull request #{number}"),
                 );
+                let detail = format!("{said}; {} is pushed: {what} with `{command}`", plan.branch);
                 self.ui.line(&format!("warning: {detail}"));
                 let status = PrAction::Failed.as_str();
                 self.record(None, "pull_request", status, &detail, Map::new())?;

@@ -763,3 +763,65 @@ esac
         "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request-short.md"
     );
 }
+
+#[test]
+fn delivery_labels_go_on_the_pull_request_and_into_the_command_by_hand() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let config = p.read("config/ralph.yaml").replace(
+        "delivery_labels: []",
+        "delivery_labels: [ralph, \"needs review\"]",
+    );
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "labels"]);
+    let run = run_with_gh(&p, &["--dry-run", "--json", "--pr-branch", "notes"]);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        json["pull_request"],
+        "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md --label ralph --label 'needs review'"
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert!(
+        calls.contains(
+            "gh pr create --base main --head ralph/notes --title task A --body-file - --label ralph --label needs review\n"
+        ),
+        "{calls}"
+    );
+
+    // The next run updates it, and gh refuses: the command by hand is
+    // the update, labels and all, and the branch is pushed.
+    let p = p.task(&pending("C"));
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[{"number":7,"url":"https://github.test/o/r/pull/7"}]' ;;
+  "pr edit") echo "could not add label: 'needs review' not found" >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(
+        calls.matches("gh pr edit 7 --title task A --body-file - --add-label ralph --add-label needs review\n").count(),
+        1,
+        "{calls}"
+    );
+    let command = "gh pr edit 7 --title 'task A' --body-file .ralph/pull-request.md --add-label ralph --add-label 'needs review'";
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: gh pr edit failed (exit status: 1): could not add label: 'needs review' not found; ralph/notes is pushed: update pull request #7 with `{command}`\n"
+        )),
+        "{run:#?}"
+    );
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "failed");
+    assert_eq!(result["pull_request"]["command"], command);
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
