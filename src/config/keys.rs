@@ -166,6 +166,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "When the base is pushed, through your own git and never forced: never, on_merge (after each squash commit) or on_exit (when the run ends)";
     git.remote: TEXT = "null", RALPH_GIT_REMOTE, -,
         "The remote pushed to when the base has no upstream; null: origin";
+    git.ssh_key: TEXT = "null", RALPH_GIT_SSH_KEY, -,
+        "A private key (a deploy key) ralph's own pushes use, through GIT_SSH_COMMAND, which it then overrides, as is core.sshCommand; `~/` and paths from the project allowed; null: your own ssh setup";
     delivery: DELIVERY = "local", RALPH_DELIVERY, -,
         "Where the work goes: local (squash commits on the base) or pr (on a branch `ralph/<name>`, pushed, and a pull request with gh)";
     final_review: SWITCH = "false", RALPH_FINAL_REVIEW, "--final-review",

@@ -107,6 +107,18 @@ pub(crate) struct GitSettings {
     /// The remote pushed to when the base has no upstream; `None` is
     /// `origin`.
     pub remote: Option<String>,
+    /// The private key ralph's pushes use instead of the user's own ssh
+    /// setup, as written (`~/` and relative paths allowed).
+    pub ssh_key: Option<String>,
+}
+
+impl GitSettings {
+    /// The file `ssh_key` names: `~/` is `$HOME`, and a relative path is
+    /// from the project's folder `project`.
+    pub(crate) fn ssh_key_file(&self, project: &std::path::Path) -> Option<std::path::PathBuf> {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        (self.ssh_key.as_deref()).map(|key| crate::git::key_path(key, project, home.as_deref()))
+    }
 }
 
 /// `git.push`: when the base goes to its remote.

@@ -104,6 +104,7 @@ pub(super) fn prepare(
     let repo = super::worker::open_repo(paths, &options.settings, state.base.as_deref())?;
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
+    check_ssh_key(paths, &options.settings)?;
     repo.make_branch(&plan.branch, &plan.target)?;
     options.settings.base_branch = Some(plan.branch.clone());
     state.pull_request = Some(plan);
@@ -111,6 +112,18 @@ pub(super) fn prepare(
         .save(&state)
         .map_err(crate::files::at::<Error>(paths.state()))?;
     Ok(options)
+}
+
+/// Fails when `git.ssh_key` names a key the run's pushes cannot use: a
+/// push would fail only once the work is done.
+pub(super) fn check_ssh_key(
+    paths: &crate::paths::Paths,
+    settings: &crate::config::Settings,
+) -> Result<(), Error> {
+    match settings.git.ssh_key_file(paths.project()) {
+        Some(key) => Ok(crate::git::check_key(&key)?),
+        None => Ok(()),
+    }
 }
 
 /// The pull request's branch, target and title: the one `recorded` in

@@ -825,3 +825,101 @@ esac
         p.git(&["rev-parse", "ralph/notes"])
     );
 }
+
+/// Sets `git.ssh_key: <key>` in the project's settings and commits them.
+fn set_ssh_key(p: &TestProject, key: &str) {
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  ssh_key: null", &format!("  ssh_key: \"{key}\""));
+    std::fs::write(p.path().join("config/ralph.yaml"), config).unwrap();
+    p.git(&["commit", "-q", "-am", "a deploy key"]);
+}
+
+#[test]
+fn git_ssh_key_is_the_key_ralphs_push_offers_and_is_never_printed() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = project("on_exit", &by_iteration("RALPH_ITERATION", FINISH));
+    // A key in a folder whose name a shell would split.
+    let key = p.aux().join("my keys/deploy key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, "not really a key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    set_ssh_key(&p, key.to_str().unwrap());
+    // The remote over ssh, through a stand-in `ssh` that records its
+    // arguments, then serves the push from the bare repository.
+    p.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "ssh://git@example.invalid/x.git",
+    ]);
+    let ssh = p.aux().join("bin/ssh");
+    let script = r#"#!/bin/sh
+printf '%s\n' "$@" >> "$REC/ssh"
+# The last argument is git's command: git-receive-pack '/x.git'.
+for last; do :; done
+exec git "$(echo "${last%% *}" | sed 's/^git-//')" "$REMOTE"
+"#;
+    let script = script
+        .replace("$REC", &p.aux().join("rec").display().to_string())
+        .replace("$REMOTE", &p.aux().join("remote.git").display().to_string());
+    std::fs::write(&ssh, script).unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = p.run_command(&[]);
+    command.env("PATH", p.path_with_aux_bin());
+    // The setting wins over the caller's own GIT_SSH_COMMAND.
+    command.env("GIT_SSH_COMMAND", "false");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}\n{}", p.rec("ssh"));
+    let args = p.rec("ssh");
+    assert!(
+        args.starts_with(&format!("-i\n{}\n-o\nIdentitiesOnly=yes\n", key.display())),
+        "{args}"
+    );
+    assert!(args.contains("git@example.invalid\n"), "{args}");
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "main"]),
+        p.git(&["rev-parse", "main"])
+    );
+    // Neither the key's path nor the command that names it is printed or
+    // logged.
+    for (name, text) in [
+        ("stdout", run.stdout.clone()),
+        ("stderr", run.stderr.clone()),
+        ("ralph.log", p.read("ralph.log")),
+        ("events", p.read(".ralph/events.ndjson")),
+        ("result", p.read(".ralph/result.json")),
+    ] {
+        assert!(!text.contains("deploy key"), "{name}: {text}");
+        assert!(!text.contains("IdentitiesOnly"), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_git_ssh_key_that_cannot_be_used_stops_the_run_before_any_agent() {
+    let p = project("on_merge", &by_iteration("RALPH_ITERATION", FINISH));
+    set_ssh_key(&p, "keys/deploy");
+    let run = p.run(&[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            30,
+            format!(
+                "error: git.ssh_key: {}: there is no such file, so the push would fail after the work is done\nhint: point git.ssh_key at the private key file, readable by you alone (`chmod 600 {0}`), or set it to null to push with your own ssh setup\n",
+                p.path().join("keys/deploy").display()
+            )
+            .as_str()
+        ),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+
+    // The same before a pull request's branch is made.
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    set_ssh_key(&p, "keys/deploy");
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(run.stderr.starts_with("error: git.ssh_key: "), "{run:#?}");
+    assert!(p.calls().is_empty());
+    assert_eq!(p.git(&["branch", "--list", "ralph/*"]), "");
+}

@@ -730,3 +730,35 @@ fn the_codex_app_server_is_checked_for_its_version_and_login() {
         ]
     );
 }
+
+#[test]
+fn a_git_ssh_key_is_checked_when_set() {
+    let p = healthy();
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  ssh_key: null", "  ssh_key: keys/deploy");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a deploy key"]);
+    let run = doctor(&p, &[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(
+        about(&run, "push"),
+        [
+            "error: push: git.ssh_key: <project>/keys/deploy: there is no such file, so the push would fail after the work is done; point git.ssh_key at the private key file, readable by you alone (`chmod 600 <project>/keys/deploy`), or set it to null to push with your own ssh setup",
+            "ok: push: never (git.push): the work stays in this repository",
+        ]
+    );
+    let key = p.path().join("keys/deploy");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, "not really a key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(about(&doctor(&p, &[]), "push")[0].contains(
+        "keys/deploy: others may read it (mode 644), and ssh ignores such a private key"
+    ));
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let run = doctor(&p, &[]);
+    assert_eq!(
+        about(&run, "push")[0],
+        "ok: push: git.ssh_key: <project>/keys/deploy is a private key you can read; ralph's pushes use it alone"
+    );
+}
