@@ -57,6 +57,9 @@ pub const WORK_TREE_FILE: &str = ".ralph/work-tree";
 pub const CONTRACT_RUN_FILE: &str = ".ralph/contract-run.json";
 /// With `delivery: pr`: the pull request's last body.
 pub const PULL_REQUEST_BODY: &str = ".ralph/pull-request.md";
+/// With `delivery: pr`: the body last sent cut shorter, after GitHub
+/// refused the full one for its length.
+pub const PULL_REQUEST_SHORT_BODY: &str = ".ralph/pull-request-short.md";
 /// The human-readable iteration log.
 pub const LOG_FILE: &str = "ralph.log";
 /// The stop signal.

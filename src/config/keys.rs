@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
 
+use super::parse_labels;
 use super::{Delivery, Mode, PRESETS, Push, ServerSandbox, Settings, check_workers};
 use super::{parse_duration, parse_minutes, parse_time_limit};
 
@@ -90,6 +91,8 @@ const TOKENS: Type<Option<u64>> = Type("whole number, or null", |text| match tex
     "" | "null" => Ok(None),
     text => count(text).map(Some),
 });
+/// Label names; the variable takes them comma-separated.
+const LABELS: Type<Vec<String>> = Type("list of labels", parse_labels);
 const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
     choice(text, "server sandbox", SANDBOX.0)
 });
@@ -177,16 +180,14 @@ pub(crate) const KEYS: &[Key] = keys! {
         "When the base is pushed, through your own git and never forced: never, on_merge (after each squash commit) or on_exit (when the run ends)";
     git.remote: TEXT = "null", RALPH_GIT_REMOTE, -,
         "The remote pushed to when the base has no upstream; null: origin";
+    git.ssh_key: TEXT = "null", RALPH_GIT_SSH_KEY, -,
+        "A private key (a deploy key) ralph's own pushes use, through GIT_SSH_COMMAND, which it then overrides, as is core.sshCommand; `~/` and paths from the project allowed; null: your own ssh setup";
     delivery: DELIVERY = "local", RALPH_DELIVERY, -,
         "Where the work goes: local (squash commits on the base) or pr (on a branch `ralph/<name>`, pushed, and a pull request with gh)";
     final_review: SWITCH = "false", RALPH_FINAL_REVIEW, "--final-review",
         "When the queue drains, one final-reviewer task over the run's work, which passes it or adds follow-up tasks";
-    notify.command: TEXT = "null", RALPH_NOTIFY_COMMAND, -,
-        "Run with `sh -c` in the project for each event worth a person's attention, the event as one JSON object on stdin and its kind in `RALPH_EVENT` (docs/NOTIFY.md); null: nobody is told";
-    notify.on: KINDS = "[]", -, -,
-        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle); empty: all";
-    notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
-        "Longest notify.command may run before it is stopped; the loop never waits for it";
+    delivery_labels: LABELS = "[]", RALPH_DELIVERY_LABELS, -,
+        "Labels the pull request gets with delivery: pr (`--label`, `--add-label` on an update); they must exist in the repository. The variable takes them comma-separated";
     max_task_cost_usd: DOLLARS = "null", RALPH_MAX_TASK_COST_USD, -,
         "Most a task's iterations may cost, across runs, as the agent reports it, before the task is blocked; null: no cap";
     max_run_cost_usd: DOLLARS = "null", RALPH_MAX_RUN_COST_USD, -,
@@ -195,6 +196,12 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Most tokens (input and output) a task's iterations may take, across runs, before the task is blocked; null: no cap";
     max_run_tokens: TOKENS = "null", RALPH_MAX_RUN_TOKENS, -,
         "Most tokens (input and output) one run may take before it takes no more work; null: no cap";
+    notify.command: TEXT = "null", RALPH_NOTIFY_COMMAND, -,
+        "Run with `sh -c` in the project for each event worth a person's attention, the event as one JSON object on stdin and its kind in `RALPH_EVENT` (docs/NOTIFY.md); null: nobody is told";
+    notify.on: KINDS = "[]", -, -,
+        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle); empty: all";
+    notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
+        "Longest notify.command may run before it is stopped; the loop never waits for it";
 };
 
 /// The environment variables that override settings.

@@ -82,8 +82,8 @@ pub(crate) struct Settings {
     /// When the queue drains, one more task: a `final-reviewer` iteration
     /// over the whole run's work, which passes or adds follow-up tasks.
     pub final_review: bool,
-    /// Telling people: the command run for events worth their attention.
-    pub notify: NotifySettings,
+    /// Labels the pull request gets with `delivery: pr`.
+    pub delivery_labels: Vec<String>,
     /// Most a task may cost, in US dollars, across runs, before it is
     /// blocked; `None` is no cap.
     pub max_task_cost_usd: Option<f64>,
@@ -93,6 +93,8 @@ pub(crate) struct Settings {
     pub max_task_tokens: Option<u64>,
     /// Most tokens (input and output) one run may take.
     pub max_run_tokens: Option<u64>,
+    /// Telling people: the command run for events worth their attention.
+    pub notify: NotifySettings,
 }
 
 /// The `notify:` section (docs/NOTIFY.md).
@@ -140,6 +142,18 @@ pub(crate) struct GitSettings {
     /// The remote pushed to when the base has no upstream; `None` is
     /// `origin`.
     pub remote: Option<String>,
+    /// The private key ralph's pushes use instead of the user's own ssh
+    /// setup, as written (`~/` and relative paths allowed).
+    pub ssh_key: Option<String>,
+}
+
+impl GitSettings {
+    /// The file `ssh_key` names: `~/` is `$HOME`, and a relative path is
+    /// from the project's folder `project`.
+    pub(crate) fn ssh_key_file(&self, project: &std::path::Path) -> Option<std::path::PathBuf> {
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        (self.ssh_key.as_deref()).map(|key| crate::git::key_path(key, project, home.as_deref()))
+    }
 }
 
 /// `git.push`: when the base goes to its remote.
@@ -255,6 +269,34 @@ fn check_workers(workers: u64) -> Result<u64, String> {
     }
 }
 
+/// A label name of `delivery_labels`: not empty, and without a comma,
+/// which `gh` reads as two labels.
+fn check_label(label: &str) -> Result<(), String> {
+    if label.trim().is_empty() || ["null", "~"].contains(&label.trim()) {
+        Err("an empty label; remove it, or write the label's name".to_owned())
+    } else if label.contains(',') {
+        Err(format!(
+            "{label:?} holds a comma, which gh reads as two labels; write each label as its own entry"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Labels from `RALPH_DELIVERY_LABELS`: comma-separated names (`[]` or
+/// nothing: none).
+fn parse_labels(text: &str) -> Result<Vec<String>, String> {
+    let text = text.trim();
+    if text.is_empty() || text == "[]" {
+        return Ok(Vec::new());
+    }
+    let labels: Vec<String> = text.split(',').map(|l| l.trim().to_owned()).collect();
+    match labels.iter().map(|l| check_label(l)).find(Result::is_err) {
+        Some(Err(message)) => Err(message),
+        _ => Ok(labels),
+    }
+}
+
 /// Whether a verify command is one of the obvious non-checks: nothing at
 /// all, or a command that exits 0 without looking at anything (`true`,
 /// `:`, `exit 0`). A command that passes for other reasons is the
@@ -298,11 +340,12 @@ impl Default for Settings {
             git: GitSettings::default(),
             delivery: Delivery::Local,
             final_review: false,
-            notify: NotifySettings::default(),
+            delivery_labels: Vec::new(),
             max_task_cost_usd: None,
             max_run_cost_usd: None,
             max_task_tokens: None,
             max_run_tokens: None,
+            notify: NotifySettings::default(),
         }
     }
 }
@@ -437,6 +480,20 @@ impl Settings {
                     ),
                 });
             }
+        }
+        if let Some(Err(message)) = settings
+            .delivery_labels
+            .iter()
+            .map(|l| check_label(l))
+            .find(Result::is_err)
+        {
+            return Err(Error::Invalid {
+                line: (yaml
+                    .lines()
+                    .position(|line| line.starts_with("delivery_labels:")))
+                .map(|index| index + 1),
+                message: format!("delivery_labels: {message}"),
+            });
         }
         Ok(settings)
     }
@@ -658,7 +715,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `notify`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")
@@ -671,6 +728,46 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "config/ralph.yaml:2: agent.preset: unknown preset \"claud\"; use one of claude, codex, codex-app-server, opencode, amp, gemini, qwen, aider, cursor"
+        );
+    }
+
+    #[test]
+    fn delivery_labels_are_names_without_commas() {
+        assert!(Settings::default().delivery_labels.is_empty());
+        assert_eq!(
+            Settings::parse("delivery_labels: [ralph, \"needs review\"]\n")
+                .unwrap()
+                .delivery_labels,
+            ["ralph", "needs review"]
+        );
+        assert_eq!(
+            refused("delivery: pr\ndelivery_labels: [\"a,b\"]\n"),
+            (
+                Some(2),
+                "delivery_labels: \"a,b\" holds a comma, which gh reads as two labels; write each label as its own entry".to_owned()
+            )
+        );
+        assert_eq!(
+            refused("delivery_labels:\n  - ralph\n  - \"\"\n"),
+            (
+                Some(1),
+                "delivery_labels: an empty label; remove it, or write the label's name".to_owned()
+            )
+        );
+        // The variable takes them comma-separated.
+        let mut settings = Settings::default();
+        let labels = |settings: &mut Settings, value: &str| {
+            let value = value.to_owned();
+            (settings.apply_env(|name| (name == "RALPH_DELIVERY_LABELS").then(|| value.clone())))
+                .map_err(|err| err.to_string())
+        };
+        labels(&mut settings, " ralph , needs review").unwrap();
+        assert_eq!(settings.delivery_labels, ["ralph", "needs review"]);
+        labels(&mut settings, "").unwrap();
+        assert!(settings.delivery_labels.is_empty());
+        assert_eq!(
+            labels(&mut settings, "ralph,,x").unwrap_err(),
+            "RALPH_DELIVERY_LABELS: an empty label; remove it, or write the label's name"
         );
     }
 }

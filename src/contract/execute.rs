@@ -214,6 +214,7 @@ fn open_working_branch(paths: &Paths, input: &RunInput, input_path: &Path) -> Re
     let options = crate::git::Options {
         base_branch: Some(input.working_branch.clone()),
         branch_prefix: Settings::default().branch_prefix,
+        ssh_key: None,
     };
     match crate::git::Repo::open(paths, &options) {
         Ok(_) => Ok(()),

@@ -25,12 +25,24 @@
 //! a few hundred characters), the body is the longest run of whole lines
 //! from its start that fits. The same report always gives the same body,
 //! and the body never exceeds the limit.
+//!
+//! # Cut shorter
+//!
+//! Should GitHub refuse a body for its length all the same (it may count
+//! otherwise than by `char`), [`shorter`] cuts the same way to
+//! [`SHORTER_LIMIT`] *bytes*, which no count of characters exceeds, and
+//! each cut's line also says where the full body is.
 
 use crate::redact::redact;
 use crate::text::count;
 
 /// GitHub's limit on a pull request's body, in characters.
 pub(crate) const LIMIT: usize = 65_536;
+
+/// The limit of a body cut shorter after GitHub refused one for its
+/// length, in bytes: in characters, UTF-16 units and bytes alike, well
+/// under [`LIMIT`].
+pub(crate) const SHORTER_LIMIT: usize = 60_000;
 
 /// What the body is written from: a run's records, as plain data.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,13 +141,75 @@ pub(crate) fn body(report: &Report) -> String {
 /// The body for `report`, cut as the module documentation describes to at
 /// most `limit` characters.
 pub(crate) fn body_within(report: &Report, limit: usize) -> String {
+    fitted(report, &Budget::chars(limit))
+}
+
+/// The body for `report` cut to [`SHORTER_LIMIT`] bytes, for when GitHub
+/// refused [`body`]'s for its length; each cut says the full body is in
+/// `full_body` (a path).
+pub(crate) fn shorter(report: &Report, full_body: &str) -> String {
+    fitted(
+        report,
+        &Budget {
+            limit: SHORTER_LIMIT,
+            len: str::len,
+            full_body: Some(full_body),
+        },
+    )
+}
+
+/// What a body is cut to fit.
+struct Budget<'a> {
+    /// The longest the body may be.
+    limit: usize,
+    /// A text's length as the limit counts it.
+    len: fn(&str) -> usize,
+    /// Where the full body is, said in each cut's marker.
+    full_body: Option<&'a str>,
+}
+
+impl Budget<'_> {
+    /// `limit` characters, the markers naming no file.
+    fn chars(limit: usize) -> Budget<'static> {
+        Budget {
+            limit,
+            len: chars,
+            full_body: None,
+        }
+    }
+
+    /// The line that ends a section which lost `cut` lines.
+    fn marker(&self, cut: usize) -> String {
+        let lines = count(cut, "more line");
+        match self.full_body {
+            None => format!("_… {lines} cut to fit GitHub's limit._"),
+            Some(file) => format!(
+                "_… {lines} cut to fit GitHub's limit; the full body is in {}._",
+                code(file)
+            ),
+        }
+    }
+
+    /// What the marker for `cut` lines adds, its newline included.
+    fn marker_len(&self, cut: usize) -> usize {
+        if cut == 0 {
+            0
+        } else {
+            (self.len)(&self.marker(cut)) + 1
+        }
+    }
+}
+
+/// The body for `report`, cut as the module documentation describes to
+/// fit `budget`.
+fn fitted(report: &Report, budget: &Budget<'_>) -> String {
     let mut sections = sections(report);
-    fit(&mut sections, limit);
-    let text = render(&sections);
-    if chars(&text) <= limit {
+    fit(&mut sections, budget);
+    let text = render(&sections, budget);
+    if (budget.len)(&text) <= budget.limit {
         text
     } else {
-        whole_lines_within(&text, limit)
+        whole_lines_within(&text, budget)
     }
 }
 
@@ -167,12 +241,15 @@ impl Section {
         }
     }
 
-    /// Characters written for this section, its trailing newline included.
-    fn len(&self) -> usize {
-        chars(self.heading)
+    /// What is written for this section as `budget` counts it, its
+    /// trailing newline included.
+    fn len(&self, budget: &Budget<'_>) -> usize {
+        (budget.len)(self.heading)
             + 2
-            + self.lines.iter().map(|line| chars(line) + 1).sum::<usize>()
-            + marker_len(self.cut)
+            + (self.lines.iter())
+                .map(|line| (budget.len)(line) + 1)
+                .sum::<usize>()
+            + budget.marker_len(self.cut)
     }
 }
 
@@ -289,10 +366,11 @@ fn totals(totals: &Totals) -> Vec<String> {
     lines
 }
 
-/// Cuts lines from the sections, lowest rank first, until the body fits in
-/// `limit` or nothing is left to cut.
-fn fit(sections: &mut [Section], limit: usize) {
-    let mut total = rendered_len(sections);
+/// Cuts lines from the sections, lowest rank first, until the body fits
+/// `budget` or nothing is left to cut.
+fn fit(sections: &mut [Section], budget: &Budget<'_>) {
+    let limit = budget.limit;
+    let mut total = rendered_len(sections, budget);
     let mut order: Vec<usize> = (0..sections.len()).collect();
     order.sort_by_key(|&index| sections[index].rank);
     for index in order {
@@ -300,26 +378,26 @@ fn fit(sections: &mut [Section], limit: usize) {
             return;
         }
         let section = &mut sections[index];
-        let mut rest = total - section.len();
-        let mut content = section.len() - marker_len(section.cut);
+        let mut rest = total - section.len(budget);
+        let mut content = section.len(budget) - budget.marker_len(section.cut);
         while let Some(line) = section.lines.pop() {
             section.cut += 1;
-            content -= chars(&line) + 1;
-            if rest + content + marker_len(section.cut) <= limit {
+            content -= (budget.len)(&line) + 1;
+            if rest + content + budget.marker_len(section.cut) <= limit {
                 break;
             }
         }
-        rest += content + marker_len(section.cut);
+        rest += content + budget.marker_len(section.cut);
         total = rest;
     }
 }
 
-fn rendered_len(sections: &[Section]) -> usize {
+fn rendered_len(sections: &[Section], budget: &Budget<'_>) -> usize {
     // A blank line after each section, then the footer and its newline.
-    sections.iter().map(|s| s.len() + 1).sum::<usize>() + chars(FOOTER) + 1
+    (sections.iter()).map(|s| s.len(budget) + 1).sum::<usize>() + (budget.len)(FOOTER) + 1
 }
 
-fn render(sections: &[Section]) -> String {
+fn render(sections: &[Section], budget: &Budget<'_>) -> String {
     let mut out = String::new();
     for section in sections {
         out.push_str(section.heading);
@@ -329,7 +407,7 @@ fn render(sections: &[Section]) -> String {
             out.push('\n');
         }
         if section.cut > 0 {
-            out.push_str(&marker(section.cut));
+            out.push_str(&budget.marker(section.cut));
             out.push('\n');
         }
         out.push('\n');
@@ -340,26 +418,17 @@ fn render(sections: &[Section]) -> String {
 }
 
 /// The longest run of whole lines from the start of `text` that fits.
-fn whole_lines_within(text: &str, limit: usize) -> String {
+fn whole_lines_within(text: &str, budget: &Budget<'_>) -> String {
     let mut out = String::new();
     let mut len = 0;
     for line in text.split_inclusive('\n') {
-        len += chars(line);
-        if len > limit {
+        len += (budget.len)(line);
+        if len > budget.limit {
             break;
         }
         out.push_str(line);
     }
     out
-}
-
-fn marker(cut: usize) -> String {
-    format!("_… {} cut to fit GitHub's limit._", count(cut, "more line"))
-}
-
-/// Characters the marker for `cut` lines adds, its newline included.
-fn marker_len(cut: usize) -> usize {
-    if cut == 0 { 0 } else { chars(&marker(cut)) + 1 }
 }
 
 fn chars(text: &str) -> usize {
@@ -661,10 +730,11 @@ Next step: Answer A.3's question, then run `ralph run` again
     fn the_measure_matches_the_written_body_at_every_cut() {
         let report = long_report();
         for limit in (0..chars(&body(&report)) + 100).step_by(97) {
+            let budget = Budget::chars(limit);
             let mut sections = sections(&report);
-            fit(&mut sections, limit);
-            let text = render(&sections);
-            assert_eq!(rendered_len(&sections), chars(&text), "{limit}");
+            fit(&mut sections, &budget);
+            let text = render(&sections, &budget);
+            assert_eq!(rendered_len(&sections, &budget), chars(&text), "{limit}");
             let body = body_within(&report, limit);
             assert!(chars(&body) <= limit, "{limit}");
             if limit >= 600 {
@@ -691,6 +761,80 @@ Next step: Answer A.3's question, then run `ralph run` again
         for limit in [0, 1, 40, 200, 1_000] {
             assert!(chars(&body_within(&report, limit)) <= limit, "{limit}");
         }
+    }
+
+    /// The number in a cut's marker at the end of `section`.
+    fn cut_lines(section: &str) -> usize {
+        let (_, rest) = section.rsplit_once("_… ").expect("a marker");
+        rest.split(' ').next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_body_cut_shorter_fits_in_60000_bytes_and_says_where_the_full_one_is() {
+        // Under GitHub's limit in characters, over it in bytes.
+        let mut report = failed_report();
+        for n in 0..1_200 {
+            report
+                .checks
+                .push(check(Some("A.1"), &format!("prüfe Nummer {n}"), true, n));
+        }
+        for n in 0..600 {
+            report
+                .commits
+                .push((format!("{n:07x}"), format!("Übersetze Überschrift {n} ✓")));
+        }
+        let full = body(&report);
+        assert!(chars(&full) <= LIMIT, "{}", chars(&full));
+        assert!(full.len() > LIMIT, "{}", full.len());
+        let file = ".ralph/pull-request.md";
+        let cut = shorter(&report, file);
+        assert!(cut.len() <= SHORTER_LIMIT, "{}", cut.len());
+        assert_eq!(cut, shorter(&report, file), "the same cut every time");
+        // The head sections whole, the commits cut, and the cut says so.
+        for heading in [
+            "## Not finished",
+            "## Tasks",
+            "## Verification",
+            "## Totals",
+        ] {
+            assert_eq!(section(&cut, heading), section(&full, heading), "{heading}");
+        }
+        let commits = section(&cut, "## Commits");
+        assert!(
+            commits.ends_with(
+                " more lines cut to fit GitHub's limit; the full body is in `.ralph/pull-request.md`._\n\n"
+            ),
+            "{commits}"
+        );
+        let kept = commits.lines().filter(|l| l.starts_with("- ")).count();
+        assert!(kept > 0);
+        assert_eq!(kept + cut_lines(commits), report.commits.len());
+        assert!(cut.ends_with(&format!("{FOOTER}\n")));
+        // A body well within the limits is not cut at all.
+        assert_eq!(shorter(&done_report(), file), body(&done_report()));
+    }
+
+    #[test]
+    fn a_body_cut_shorter_never_passes_60000_bytes() {
+        let mut report = failed_report();
+        report.tasks = (0..3_000)
+            .map(|n| {
+                task(
+                    &format!("A.{n}"),
+                    "Überschrift ✓ übersetzen",
+                    TaskState::Open,
+                )
+            })
+            .collect();
+        for n in 0..2_000 {
+            report.commits.push((format!("{n:07x}"), "✓".repeat(30)));
+        }
+        let cut = shorter(&report, ".ralph/pull-request.md");
+        assert!(cut.len() <= SHORTER_LIMIT, "{}", cut.len());
+        assert!(cut.starts_with("## Not finished\n\nReason: A.3 is blocked"));
+        let tasks = section(&cut, "## Tasks");
+        assert!(tasks.contains("- [ ] A.0 Überschrift ✓ übersetzen — not finished\n"));
+        assert!(tasks.ends_with("the full body is in `.ralph/pull-request.md`._\n\n"));
     }
 
     #[test]

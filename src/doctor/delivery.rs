@@ -36,6 +36,18 @@ pub(super) fn delivery(
             &format!("local: each finished task is squash-merged into {base}"),
         );
     }
+    if let Some(key) = settings.git.ssh_key_file(paths.project()) {
+        match crate::git::check_key(&key) {
+            Ok(()) => found.ok(
+                "push",
+                &format!(
+                    "git.ssh_key: {} is a private key you can read; ralph's pushes use it alone",
+                    key.display()
+                ),
+            ),
+            Err(err) => found.failed("push", err),
+        }
+    }
     if settings.git.push == Push::Never && !pr {
         found.ok(
             "push",

@@ -26,6 +26,7 @@ pub(super) fn git(
             let options = git::Options {
                 base_branch: None,
                 branch_prefix: Settings::default().branch_prefix,
+                ssh_key: None,
             };
             if let Ok(repo) = Repo::open_without_base(paths, &options) {
                 identity(found, &repo);

@@ -97,6 +97,14 @@ pub enum Error {
         /// Whether the run delivers by pull request.
         pull_request: bool,
     },
+    /// `git.ssh_key` names a key the run's pushes cannot use.
+    #[error("git.ssh_key: {}: {problem}, so the push would fail after the work is done", path.display())]
+    SshKey {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The index has unmerged paths (a conflict left unresolved).
     #[error("the index has unmerged paths: {}", list_paths(paths))]
     Unmerged {
@@ -225,6 +233,13 @@ impl crate::exit::Reportable for Error {
                     " and delivery: local"
                 } else {
                     ""
+                }
+            ),
+            Error::SshKey { path, .. } => format!(
+                "point git.ssh_key at the private key file, readable by you alone (`chmod 600 {}`), or set it to null to push with your own ssh setup",
+                {
+                    let path = path.to_string_lossy();
+                    shlex::try_quote(&path).map_or_else(|_| path.to_string(), |q| q.into_owned())
                 }
             ),
             Error::InvalidPrefix { .. } => {

@@ -21,6 +21,7 @@ mod push;
 mod revert;
 mod slug;
 mod squash;
+mod ssh;
 mod timing;
 mod tree;
 mod work;
@@ -47,6 +48,7 @@ pub use slug::{MAX_SLUG_LEN, branch_name, slug};
 pub use squash::{
     Merged, Squash, SquashPreview, squash_message, squash_message_with, squash_subject,
 };
+pub use ssh::{check_key, key_path};
 pub use work::{LeftBranch, Leftovers};
 pub use workers::{Kept, TaskTree};
 pub use worktree::Clean;
@@ -72,6 +74,9 @@ pub struct Options {
     pub base_branch: Option<String>,
     /// What every task branch name starts with (default `task/`).
     pub branch_prefix: String,
+    /// The private key ralph's pushes use (`git.ssh_key`), when not the
+    /// user's own ssh setup.
+    pub ssh_key: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -79,6 +84,7 @@ impl Default for Options {
         Options {
             base_branch: None,
             branch_prefix: DEFAULT_BRANCH_PREFIX.to_owned(),
+            ssh_key: None,
         }
     }
 }
@@ -169,6 +175,8 @@ pub struct Repo {
     /// What changed in the working tree since the last leftovers scan,
     /// once [`Repo::watch_changes`] started watching.
     watch: std::cell::RefCell<Option<worktree::Watching>>,
+    /// The private key pushes use, if not the user's own ssh setup.
+    ssh_key: Option<PathBuf>,
 }
 
 impl Repo {
@@ -235,6 +243,7 @@ impl Repo {
             queue_lock: paths.queue_lock(),
             runtime,
             watch: std::cell::RefCell::new(None),
+            ssh_key: options.ssh_key.clone(),
         })
     }
 

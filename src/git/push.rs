@@ -84,7 +84,7 @@ impl Repo {
             target.remote.as_str(),
             refspec.as_str(),
         ];
-        let mut command = self.git_command();
+        let mut command = self.remote_command();
         // The porcelain lines are parsed: git's own words, not a translation.
         command
             .env("LC_ALL", "C")
@@ -134,7 +134,7 @@ impl Repo {
     fn remote_tip(&self, target: &Target) -> Option<String> {
         let name = format!("refs/heads/{}", target.branch);
         let output = self
-            .git_command()
+            .remote_command()
             .args(["ls-remote", target.remote.as_str(), name.as_str()])
             .stdin(Stdio::null())
             .output()

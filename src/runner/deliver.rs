@@ -104,6 +104,7 @@ pub(super) fn prepare(
     let repo = super::worker::open_repo(paths, &options.settings, state.base.as_deref())?;
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
+    check_ssh_key(paths, &options.settings)?;
     repo.make_branch(&plan.branch, &plan.target)?;
     options.settings.base_branch = Some(plan.branch.clone());
     state.pull_request = Some(plan);
@@ -111,6 +112,18 @@ pub(super) fn prepare(
         .save(&state)
         .map_err(crate::files::at::<Error>(paths.state()))?;
     Ok(options)
+}
+
+/// Fails when `git.ssh_key` names a key the run's pushes cannot use: a
+/// push would fail only once the work is done.
+pub(super) fn check_ssh_key(
+    paths: &crate::paths::Paths,
+    settings: &crate::config::Settings,
+) -> Result<(), Error> {
+    match settings.git.ssh_key_file(paths.project()) {
+        Some(key) => Ok(crate::git::check_key(&key)?),
+        None => Ok(()),
+    }
 }
 
 /// The pull request's branch, target and title: the one `recorded` in
@@ -212,8 +225,10 @@ pub(crate) fn preview(
                     title: &plan.title,
                     body: "",
                     draft: false,
+                    labels: &settings.delivery_labels,
                 },
                 &body_file.display().to_string(),
+                None,
             )
         }),
     })
@@ -251,18 +266,63 @@ impl Worker<'_> {
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
         crate::files::write_atomic(&body_file, text.as_bytes())
             .map_err(crate::files::at::<Error>(body_file.clone()))?;
+        let short_file = (self.paths.project()).join(crate::paths::PULL_REQUEST_SHORT_BODY);
+        // A shorter body from an earlier run would say it was sent.
+        let _ = std::fs::remove_file(&short_file);
+        let shown = |file: &std::path::Path| {
+            let file = file.strip_prefix(self.paths.root()).unwrap_or(file);
+            file.display().to_string()
+        };
+        let mut sent_file = shown(&body_file);
         let request = gh::Request {
             base: &plan.target,
             head: &plan.branch,
             title: &plan.title,
             body: &text,
             draft: !done,
+            labels: &self.options.settings.delivery_labels,
         };
         let gh = Gh::new(self.paths.root());
-        let outcome = gh.find(&plan.branch).and_then(|found| match found {
-            Some((number, url)) => gh.edit(number, &request).map(|()| (PrAction::Updated, url)),
-            None => gh.create(&request).map(|url| (PrAction::Opened, url)),
-        });
+        let mut open = None;
+        let outcome = match self.gh_retrying(|| gh.find(&plan.branch))? {
+            Err(failure) => Err(failure),
+            Ok(found) => {
+                open = found.as_ref().map(|(number, _)| *number);
+                let send = |request: &gh::Request<'_>| {
+                    self.gh_retrying(|| match &found {
+                        Some((number, url)) => {
+                            (gh.edit(*number, request)).map(|()| (PrAction::Updated, url.clone()))
+                        }
+                        None => gh.create(request).map(|url| (PrAction::Opened, url)),
+                    })
+                };
+                let mut sent = send(&request)?;
+                let shorter;
+                if let Err(failure) = &sent
+                    && failure.kind == gh::Kind::BodyTooLong
+                {
+                    shorter = body::shorter(&report, &sent_file);
+                    if shorter != text {
+                        crate::files::write_atomic(&short_file, shorter.as_bytes())
+                            .map_err(crate::files::at::<Error>(short_file.clone()))?;
+                        let detail = format!(
+                            "GitHub refused the pull request's body for its length ({} characters, {} bytes); sending it once more cut to {} bytes (the full body stays in {sent_file})",
+                            text.chars().count(),
+                            text.len(),
+                            shorter.len(),
+                        );
+                        self.ui.line(&detail);
+                        self.record(None, "pull_request", "retry", &detail, Map::new())?;
+                        sent_file = shown(&short_file);
+                        sent = send(&gh::Request {
+                            body: &shorter,
+                            ..request.clone()
+                        })?;
+                    }
+                }
+                sent
+            }
+        };
         let pull_request = match outcome {
             Ok((action, url)) => {
                 let detail = format!("{} {url}", action.as_str());
@@ -287,18 +347,14 @@ impl Worker<'_> {
                     command: None,
                 }
             }
-            Err(said) => {
-                let shown = body_file
-                    .strip_prefix(self.paths.root())
-                    .unwrap_or(&body_file)
-                    .display()
-                    .to_string();
-                let command = gh::by_hand(&request, &shown);
-                let said = crate::redact::redact(&said).into_owned();
-                let detail = format!(
-                    "{said}; {} is pushed: open the pull request with `{command}`",
-                    plan.branch
+            Err(failure) => {
+                let command = gh::by_hand(&request, &sent_file, open);
+                let said = crate::redact::redact(&failure.said).into_owned();
+                let what = open.map_or_else(
+                    || "open the pull request".to_owned(),
+                    |number| format!("update pull request #{number}"),
                 );
+                let detail = format!("{said}; {} is pushed: {what} with `{command}`", plan.branch);
                 self.ui.line(&format!("warning: {detail}"));
                 let status = PrAction::Failed.as_str();
                 self.record(None, "pull_request", status, &detail, Map::new())?;
@@ -322,6 +378,32 @@ impl Worker<'_> {
             }
         };
         Ok(Some(pull_request))
+    }
+
+    /// Runs the `gh` call `call`, and again after a transient failure
+    /// (a server or network error) up to [`gh::RETRIES`] times, waiting
+    /// [`gh::backoff`] between; each retry is said and recorded. A stop
+    /// asked for while waiting ends the retries: the failure stands.
+    ///
+    /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
+    /// [`gh::backoff`]: crate::delivery::gh::backoff
+    fn gh_retrying<T>(
+        &self,
+        call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
+    ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {
+        use crate::delivery::gh;
+        let waits = gh::backoff();
+        gh::retrying(&waits, call, |failure, retry, wait| {
+            let detail = format!(
+                "{}; trying again in {} (retry {retry} of {})",
+                crate::redact::redact(&failure.said),
+                crate::config::ShowDuration(wait),
+                gh::RETRIES,
+            );
+            self.ui.line(&detail);
+            self.record(None, "pull_request", "retry", &detail, Map::new())?;
+            Ok(self.wait(wait)?.is_none())
+        })
     }
 
     /// The pull request's body, from the run's records: the branch's

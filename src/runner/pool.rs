@@ -61,7 +61,7 @@ impl<'a> Worker<'a> {
         tree: &TaskTree,
     ) -> Result<Worker<'a>, Error> {
         let paths = shared.paths.in_worktree(&tree.folder);
-        let options = worktree_options(&shared.base, &shared.options.settings);
+        let options = worktree_options(&shared.base, shared.paths, &shared.options.settings);
         let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
         let base_repo = Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
         let state_file = StateFile::open(&paths);
@@ -338,7 +338,8 @@ impl<'a> Worker<'a> {
             if live {
                 // Locks a git process left in the worktree when it died
                 // with the run (the main repository's went at start).
-                let options = worktree_options(self.repo.base(), &self.options.settings);
+                let options =
+                    worktree_options(self.repo.base(), &self.paths, &self.options.settings);
                 let tree_repo = Repo::open(&folder, &options)?;
                 for lock in tree_repo.clear_stale_locks()? {
                     self.ui.line(&format!(
@@ -398,9 +399,14 @@ impl<'a> Worker<'a> {
 }
 
 /// How a worker opens the repository: in its worktree, on the run's base.
-fn worktree_options(base: &str, settings: &crate::config::Settings) -> crate::git::Options {
+fn worktree_options(
+    base: &str,
+    paths: &crate::paths::Paths,
+    settings: &crate::config::Settings,
+) -> crate::git::Options {
     crate::git::Options {
         base_branch: Some(base.to_owned()),
         branch_prefix: settings.branch_prefix.clone(),
+        ssh_key: settings.git.ssh_key_file(paths.project()),
     }
 }

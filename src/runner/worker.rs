@@ -213,6 +213,7 @@ impl<'a> Worker<'a> {
             && settings.delivery != crate::config::Delivery::Pr
         {
             repo.check_push_remote(repo.base(), settings.git.remote.as_deref(), false)?;
+            super::deliver::check_ssh_key(paths, settings)?;
         }
         let host = Host::from_process(paths.project())?;
         let agent = agent::backend(&settings.agent, options.agent_cmd.as_deref(), host)?;
@@ -720,6 +721,7 @@ pub(crate) fn open_repo(
     let options = git::Options {
         base_branch: settings.base_branch.clone(),
         branch_prefix: settings.branch_prefix.clone(),
+        ssh_key: settings.git.ssh_key_file(paths.project()),
     };
     match Repo::open(paths, &options) {
         Err(git::Error::OnTaskBranch { .. })

@@ -212,11 +212,34 @@ fn pr_project(agent: &str) -> TestProject {
     p
 }
 
+/// `ralph run ARGS` with `<aux>/bin` (the fake `gh`) first on `PATH`, and
+/// the waits before a `gh` call's retries 10 ms, 20 ms and 40 ms.
 fn run_with_gh(p: &TestProject, args: &[&str]) -> crate::support::Run {
     let mut command = p.run_command(args);
     command.env("PATH", p.path_with_aux_bin());
+    command.env("RALPH_TEST_GH_BACKOFF_MS", "10");
     crate::support::finish(command, 60)
 }
+
+/// The `pull_request` events of the run: `status: detail`.
+fn pull_request_events(p: &TestProject) -> Vec<String> {
+    p.json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "pull_request")
+        .map(|e| {
+            format!(
+                "{}: {}",
+                e["status"].as_str().unwrap(),
+                e["detail"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A shell function for a fake `gh`: `$(count NAME)` is 1 at its first
+/// call, 2 at its second, and so on.
+const COUNT: &str = r#"count() { n=$(cat "$REC/count-$1" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$REC/count-$1"; echo $n; }
+"#;
 
 #[test]
 fn a_pull_request_is_opened_once_and_updated_by_the_next_run() {
@@ -369,6 +392,8 @@ esac
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
     assert_eq!(run.code, 0, "{run:#?}");
+    // Not a server's or the network's failure: not tried again.
+    assert!(!run.stderr.contains("trying again"), "{run:#?}");
     let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
     assert!(run.stderr.contains(command), "{run:#?}");
     let result = p.json(".ralph/result.json");
@@ -396,7 +421,7 @@ esac
         (run.code, run.stderr.as_str()),
         (
             20,
-            "error: delivery: pr: gh is not logged in (gh auth failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+            "error: delivery: pr: gh is not logged in (gh auth status failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
         ),
     );
     // Logged in, but nothing to name the branch after.
@@ -572,4 +597,329 @@ esac
         remote_git(&p, &["rev-parse", "ralph/notes"]),
         p.git(&["rev-parse", "ralph/notes"])
     );
+}
+
+#[test]
+fn gh_server_and_network_errors_are_tried_again_until_it_answers() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") if [ "$(count list)" = 1 ]; then echo 'Post "https://api.github.com/graphql": EOF' >&2; exit 1; fi; echo '[]' ;;
+  "pr create") cat > "$REC/pr-body"; if [ "$(count create)" -le 2 ]; then echo 'HTTP 502: Bad Gateway (https://api.github.com/graphql)' >&2; exit 1; fi; echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr list").count(), 2, "{calls}");
+    assert_eq!(calls.matches("gh pr create").count(), 3, "{calls}");
+    let list = "gh pr list failed (exit status: 1): Post \"https://api.github.com/graphql\": EOF";
+    let create = "gh pr create failed (exit status: 1): HTTP 502: Bad Gateway (https://api.github.com/graphql)";
+    assert_eq!(
+        pull_request_events(&p),
+        [
+            format!("retry: {list}; trying again in 10ms (retry 1 of 3)"),
+            format!("retry: {create}; trying again in 10ms (retry 1 of 3)"),
+            format!("retry: {create}; trying again in 20ms (retry 2 of 3)"),
+            "opened: opened https://github.test/o/r/pull/7".to_owned(),
+        ]
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("{create}; trying again in 20ms (retry 2 of 3)\n")),
+        "{run:#?}"
+    );
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "opened");
+    assert!(p.rec("pr-body").contains("- [x] B task B ("));
+}
+
+#[test]
+fn gh_failing_transiently_four_times_leaves_the_command_to_run_by_hand() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") echo 'HTTP 503: Service Unavailable' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr create").count(), 4, "{calls}");
+    let events = pull_request_events(&p);
+    assert_eq!(events.len(), 4, "{events:#?}");
+    assert!(
+        events[2].ends_with("trying again in 40ms (retry 3 of 3)"),
+        "{events:#?}"
+    );
+    let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
+    assert_eq!(
+        events[3],
+        format!(
+            "failed: gh pr create failed (exit status: 1): HTTP 503: Service Unavailable; ralph/notes is pushed: open the pull request with `{command}`"
+        )
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["command"],
+        command
+    );
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
+
+/// A project whose pull request body is past 60,000 bytes but within
+/// GitHub's 65,536 characters: each task's check is a 31,000-character
+/// command.
+fn long_body_project() -> TestProject {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let long = format!("test -n '{}'", "x".repeat(31_000));
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  task: []", &format!("  task:\n    - \"{long}\""));
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a long check"]);
+    p
+}
+
+#[test]
+fn a_body_refused_for_its_length_is_sent_once_more_cut_shorter() {
+    let p = long_body_project();
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") n=$(count create); cat > "$REC/body-$n"
+    if [ $n = 1 ]; then echo 'GraphQL: Body is too long (maximum is 65536 characters) (createPullRequest)' >&2; exit 1; fi
+    echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
+    let (full, short) = (p.rec("body-1"), p.rec("body-2"));
+    assert!(full.len() > 60_000, "{}", full.len());
+    assert!(short.len() <= 60_000, "{}", short.len());
+    // The full body stays where the cut says it is; the short one beside it.
+    assert_eq!(p.read(".ralph/pull-request.md"), full);
+    assert_eq!(p.read(".ralph/pull-request-short.md"), short);
+    assert!(short.starts_with("## Tasks\n"), "{}", &short[..200]);
+    assert!(short.contains("- [x] A task A ("), "{}", &short[..400]);
+    assert!(short.contains("- [x] B task B ("), "{}", &short[..400]);
+    assert!(
+        short.contains(
+            "_… 1 more line cut to fit GitHub's limit; the full body is in `.ralph/pull-request.md`._\n"
+        ),
+        "{short}"
+    );
+    let events = pull_request_events(&p);
+    assert_eq!(
+        events[0],
+        format!(
+            "retry: GitHub refused the pull request's body for its length ({} characters, {} bytes); sending it once more cut to {} bytes (the full body stays in .ralph/pull-request.md)",
+            full.chars().count(),
+            full.len(),
+            short.len()
+        )
+    );
+    assert_eq!(events[1], "opened: opened https://github.test/o/r/pull/7");
+    assert_eq!(events.len(), 2, "{events:#?}");
+
+    // Refused every time: one shorter try only, and the command by hand
+    // sends the shorter body.
+    let p = long_body_project();
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") echo 'GraphQL: Body is too long (maximum is 65536 characters) (createPullRequest)' >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["command"],
+        "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request-short.md"
+    );
+}
+
+#[test]
+fn delivery_labels_go_on_the_pull_request_and_into_the_command_by_hand() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let config = p.read("config/ralph.yaml").replace(
+        "delivery_labels: []",
+        "delivery_labels: [ralph, \"needs review\"]",
+    );
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "labels"]);
+    let run = run_with_gh(&p, &["--dry-run", "--json", "--pr-branch", "notes"]);
+    let json: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        json["pull_request"],
+        "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md --label ralph --label 'needs review'"
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert!(
+        calls.contains(
+            "gh pr create --base main --head ralph/notes --title task A --body-file - --label ralph --label needs review\n"
+        ),
+        "{calls}"
+    );
+
+    // The next run updates it, and gh refuses: the command by hand is
+    // the update, labels and all, and the branch is pushed.
+    let p = p.task(&pending("C"));
+    gh_script(
+        &p,
+        r#"echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[{"number":7,"url":"https://github.test/o/r/pull/7"}]' ;;
+  "pr edit") echo "could not add label: 'needs review' not found" >&2; exit 1 ;;
+esac
+"#,
+    );
+    let run = run_with_gh(&p, &[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(
+        calls.matches("gh pr edit 7 --title task A --body-file - --add-label ralph --add-label needs review\n").count(),
+        1,
+        "{calls}"
+    );
+    let command = "gh pr edit 7 --title 'task A' --body-file .ralph/pull-request.md --add-label ralph --add-label 'needs review'";
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: gh pr edit failed (exit status: 1): could not add label: 'needs review' not found; ralph/notes is pushed: update pull request #7 with `{command}`\n"
+        )),
+        "{run:#?}"
+    );
+    let result = p.json(".ralph/result.json");
+    assert_eq!(result["pull_request"]["action"], "failed");
+    assert_eq!(result["pull_request"]["command"], command);
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "ralph/notes"]),
+        p.git(&["rev-parse", "ralph/notes"])
+    );
+}
+
+/// Sets `git.ssh_key: <key>` in the project's settings and commits them.
+fn set_ssh_key(p: &TestProject, key: &str) {
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  ssh_key: null", &format!("  ssh_key: \"{key}\""));
+    std::fs::write(p.path().join("config/ralph.yaml"), config).unwrap();
+    p.git(&["commit", "-q", "-am", "a deploy key"]);
+}
+
+#[test]
+fn git_ssh_key_is_the_key_ralphs_push_offers_and_is_never_printed() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = project("on_exit", &by_iteration("RALPH_ITERATION", FINISH));
+    // A key in a folder whose name a shell would split.
+    let key = p.aux().join("my keys/deploy key");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, "not really a key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    set_ssh_key(&p, key.to_str().unwrap());
+    // The remote over ssh, through a stand-in `ssh` that records its
+    // arguments, then serves the push from the bare repository.
+    p.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        "ssh://git@example.invalid/x.git",
+    ]);
+    let ssh = p.aux().join("bin/ssh");
+    let script = r#"#!/bin/sh
+printf '%s\n' "$@" >> "$REC/ssh"
+# The last argument is git's command: git-receive-pack '/x.git'.
+for last; do :; done
+exec git "$(echo "${last%% *}" | sed 's/^git-//')" "$REMOTE"
+"#;
+    let script = script
+        .replace("$REC", &p.aux().join("rec").display().to_string())
+        .replace("$REMOTE", &p.aux().join("remote.git").display().to_string());
+    std::fs::write(&ssh, script).unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut command = p.run_command(&[]);
+    command.env("PATH", p.path_with_aux_bin());
+    // The setting wins over the caller's own GIT_SSH_COMMAND.
+    command.env("GIT_SSH_COMMAND", "false");
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}\n{}", p.rec("ssh"));
+    let args = p.rec("ssh");
+    assert!(
+        args.starts_with(&format!("-i\n{}\n-o\nIdentitiesOnly=yes\n", key.display())),
+        "{args}"
+    );
+    assert!(args.contains("git@example.invalid\n"), "{args}");
+    assert_eq!(
+        remote_git(&p, &["rev-parse", "main"]),
+        p.git(&["rev-parse", "main"])
+    );
+    // Neither the key's path nor the command that names it is printed or
+    // logged.
+    for (name, text) in [
+        ("stdout", run.stdout.clone()),
+        ("stderr", run.stderr.clone()),
+        ("ralph.log", p.read("ralph.log")),
+        ("events", p.read(".ralph/events.ndjson")),
+        ("result", p.read(".ralph/result.json")),
+    ] {
+        assert!(!text.contains("deploy key"), "{name}: {text}");
+        assert!(!text.contains("IdentitiesOnly"), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_git_ssh_key_that_cannot_be_used_stops_the_run_before_any_agent() {
+    let p = project("on_merge", &by_iteration("RALPH_ITERATION", FINISH));
+    set_ssh_key(&p, "keys/deploy");
+    let run = p.run(&[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            30,
+            format!(
+                "error: git.ssh_key: {}: there is no such file, so the push would fail after the work is done\nhint: point git.ssh_key at the private key file, readable by you alone (`chmod 600 {0}`), or set it to null to push with your own ssh setup\n",
+                p.path().join("keys/deploy").display()
+            )
+            .as_str()
+        ),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+
+    // The same before a pull request's branch is made.
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    set_ssh_key(&p, "keys/deploy");
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(run.stderr.starts_with("error: git.ssh_key: "), "{run:#?}");
+    assert!(p.calls().is_empty());
+    assert_eq!(p.git(&["branch", "--list", "ralph/*"]), "");
 }

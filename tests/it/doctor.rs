@@ -364,7 +364,7 @@ fn broken_settings_are_an_error_and_git_and_the_queue_are_still_checked() {
     assert_eq!(
         about(&run, "settings"),
         [
-            "error: settings: config/ralph.yaml:1: unknown field `max_iteratons`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `notify`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens` (the checks below assume the defaults); fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults"
+            "error: settings: config/ralph.yaml:1: unknown field `max_iteratons`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify` (the checks below assume the defaults); fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults"
         ]
     );
     assert!(run.stdout.contains(GIT_OK), "{run:#?}");
@@ -585,7 +585,7 @@ fn stop_file_pull_requests_and_pushes_are_checked() {
     assert_eq!(
         about(&run, "delivery"),
         [
-            "error: delivery: pr: gh is not logged in (gh auth failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`; fix that, or set delivery: local in config/ralph.yaml to keep the work on the base"
+            "error: delivery: pr: gh is not logged in (gh auth status failed (exit status: 1): You are not logged into any GitHub hosts.); run `gh auth login`; fix that, or set delivery: local in config/ralph.yaml to keep the work on the base"
         ]
     );
     tool(&p, "bin/gh", "exit 0\n");
@@ -774,5 +774,37 @@ fn spending_caps_are_checked_against_what_the_agent_reports() {
     assert!(
         caps[0].starts_with("warning: caps: max_run_tokens set, but whether command `./my-agent.sh` reports its cost or tokens shows only in its output"),
         "{caps:?}"
+    );
+}
+
+#[test]
+fn a_git_ssh_key_is_checked_when_set() {
+    let p = healthy();
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  ssh_key: null", "  ssh_key: keys/deploy");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a deploy key"]);
+    let run = doctor(&p, &[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(
+        about(&run, "push"),
+        [
+            "error: push: git.ssh_key: <project>/keys/deploy: there is no such file, so the push would fail after the work is done; point git.ssh_key at the private key file, readable by you alone (`chmod 600 <project>/keys/deploy`), or set it to null to push with your own ssh setup",
+            "ok: push: never (git.push): the work stays in this repository",
+        ]
+    );
+    let key = p.path().join("keys/deploy");
+    std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+    std::fs::write(&key, "not really a key\n").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(about(&doctor(&p, &[]), "push")[0].contains(
+        "keys/deploy: others may read it (mode 644), and ssh ignores such a private key"
+    ));
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let run = doctor(&p, &[]);
+    assert_eq!(
+        about(&run, "push")[0],
+        "ok: push: git.ssh_key: <project>/keys/deploy is a private key you can read; ralph's pushes use it alone"
     );
 }
