@@ -24,6 +24,11 @@ pub const POINTS: [&str; 13] = [
     "mid_event_append",
 ];
 
+/// Points of watching a branch for PRDs (`tests/it/watch.rs`): the
+/// candidates found and saved, none planned yet; a PRD's tasks written to
+/// the queue, its planning not yet noted in `.ralph/watch.json`.
+pub const WATCH_POINTS: [&str; 2] = ["after_prd_found", "after_prd_planned"];
+
 fn configured() -> Option<&'static str> {
     static POINT: OnceLock<Option<String>> = OnceLock::new();
     POINT

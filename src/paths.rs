@@ -18,6 +18,8 @@ pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
 pub const RUN_LOCK: &str = ".ralph/lock";
 /// The loop's state.
 pub const STATE_FILE: &str = ".ralph/state.json";
+/// What watching a branch for PRDs has seen (docs/UNATTENDED.md).
+pub const WATCH_FILE: &str = ".ralph/watch.json";
 /// The loop's event stream.
 pub const EVENTS_FILE: &str = ".ralph/events.ndjson";
 /// The result of the last run.
@@ -182,6 +184,11 @@ impl Paths {
     /// `.ralph/state.json`.
     pub fn state(&self) -> PathBuf {
         self.own.join(STATE_FILE)
+    }
+
+    /// `.ralph/watch.json`.
+    pub fn watch(&self) -> PathBuf {
+        self.shared(WATCH_FILE)
     }
 
     /// `.ralph/events.ndjson`.

@@ -77,6 +77,8 @@ const PATTERNS: Type<Vec<String>> = Type("list of patterns", |_| Err(String::new
 const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text| {
     choice(text, "mode", MODE.0)
 });
+/// Glob patterns, written in the file only.
+const GLOBS: Type<Vec<String>> = Type("list of glob patterns", |_| Err(String::new()));
 /// Kinds of events, written in the file only.
 const KINDS: Type<Vec<crate::notify::Kind>> = Type("list of event kinds", |_| Err(String::new()));
 const DOLLARS: Type<Option<f64>> = Type("US dollars, or null", |text| match text.trim() {
@@ -202,6 +204,14 @@ pub(crate) const KEYS: &[Key] = keys! {
         "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle); empty: all";
     notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
         "Longest notify.command may run before it is stopped; the loop never waits for it";
+    watch.prds: GLOBS = "[]", -, -,
+        "Glob patterns of PRD files (`prds/*.md`, `prds/**/*.json`) whose additions and changes on the watched branch ralph plans at each look (docs/UNATTENDED.md); empty: no watching";
+    watch.branch: TEXT = "null", RALPH_WATCH_BRANCH, -,
+        "The branch watched for PRDs; null: the base";
+    watch.remote: TEXT = "null", RALPH_WATCH_REMOTE, -,
+        "The remote the watched branch is fetched from at each look, the base fast-forwarded to it between tasks; null: the local branch";
+    watch.max_prd_bytes: COUNT = "262144", RALPH_WATCH_MAX_PRD_BYTES, -,
+        "Largest PRD file planned, in bytes; a larger one is refused (prd_file_too_large)";
 };
 
 /// The environment variables that override settings.
@@ -302,7 +312,13 @@ mod tests {
             .collect();
         assert_eq!(
             without,
-            ["agent.deny", "verify.task", "verify.run", "notify.on"]
+            [
+                "agent.deny",
+                "verify.task",
+                "verify.run",
+                "notify.on",
+                "watch.prds"
+            ]
         );
     }
 

@@ -95,6 +95,34 @@ pub(crate) struct Settings {
     pub max_run_tokens: Option<u64>,
     /// Telling people: the command run for events worth their attention.
     pub notify: NotifySettings,
+    /// Watching a branch for PRDs to plan.
+    pub watch: WatchSettings,
+}
+
+/// The `watch:` section (docs/UNATTENDED.md).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct WatchSettings {
+    /// Glob patterns of PRD files (`prds/*.md`); empty: no watching.
+    pub prds: Vec<String>,
+    /// The branch watched; `None` is the base.
+    pub branch: Option<String>,
+    /// The remote the branch is fetched from at each look; `None`: the
+    /// local branch.
+    pub remote: Option<String>,
+    /// Largest PRD planned, in bytes.
+    pub max_prd_bytes: u64,
+}
+
+impl Default for WatchSettings {
+    fn default() -> WatchSettings {
+        WatchSettings {
+            prds: Vec::new(),
+            branch: None,
+            remote: None,
+            max_prd_bytes: 256 * 1024,
+        }
+    }
 }
 
 /// The `notify:` section (docs/NOTIFY.md).
@@ -346,6 +374,7 @@ impl Default for Settings {
             max_task_tokens: None,
             max_run_tokens: None,
             notify: NotifySettings::default(),
+            watch: WatchSettings::default(),
         }
     }
 }
@@ -715,7 +744,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -24,6 +24,7 @@ mod squash;
 mod ssh;
 mod timing;
 mod tree;
+mod watch;
 mod work;
 mod workers;
 mod worktree;
@@ -49,6 +50,7 @@ pub use squash::{
     Merged, Squash, SquashPreview, squash_message, squash_message_with, squash_subject,
 };
 pub use ssh::{check_key, key_path};
+pub use watch::{FastForward, Fetched, Touched};
 pub use work::{LeftBranch, Leftovers};
 pub use workers::{Kept, TaskTree};
 pub use worktree::Clean;

@@ -19,6 +19,7 @@ mod seat;
 mod step;
 pub(crate) mod ui;
 pub(crate) mod verify;
+mod watch;
 pub(crate) mod worker;
 
 use crate::paths::Paths;
@@ -91,6 +92,9 @@ pub enum RunError {
     /// `ralph plan --agent` was interrupted by a signal.
     #[error("interrupted: the planner agent was stopped")]
     PlannerInterrupted,
+    /// `.ralph/watch.json` does not parse.
+    #[error("{0}")]
+    Watch(String),
 }
 
 fn holder_text(holder: &Option<lock::Holder>) -> String {
@@ -114,7 +118,9 @@ impl crate::exit::Reportable for RunError {
                 class: crate::agent::FailureClass::MissingBinary,
                 ..
             } => Exit::InvalidInput,
-            RunError::PlannerBrokeQueue(_) | RunError::HookWroteFiles { .. } => Exit::InvalidInput,
+            RunError::PlannerBrokeQueue(_)
+            | RunError::HookWroteFiles { .. }
+            | RunError::Watch(_) => Exit::InvalidInput,
             // Running again cannot help: a person sorts the tree out.
             RunError::PlannerAddedNothing { .. } | RunError::Stranded { .. } => Exit::NeedsPerson,
             RunError::PlannerInterrupted => Exit::Interrupted,
@@ -134,6 +140,7 @@ impl crate::exit::Reportable for RunError {
             RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),
             RunError::PlannerInterrupted => None,
             RunError::Delivery(_) => Some("or set delivery: local in config/ralph.yaml to keep the work on the base".to_owned()),
+            RunError::Watch(_) => Some("remove .ralph/watch.json: ralph then watches afresh from the branch's head (PRDs pushed meanwhile are planned by hand with `ralph plan`)".to_owned()),
         }
     }
 }

@@ -118,6 +118,7 @@ impl<'a> Worker<'a> {
             push_failure: None,
             pull_request: None,
             notifier: shared.notifier.clone(),
+            watch_problem: None,
             paths,
         })
     }

@@ -91,6 +91,8 @@ pub(crate) struct Worker<'a> {
     pub(super) pull_request: Option<super::result::PullRequest>,
     /// Tells people of the events worth their attention.
     pub(super) notifier: crate::notify::Notifier,
+    /// The last problem watching for PRDs said, so it is said once.
+    pub(super) watch_problem: Option<String>,
 }
 
 pub(super) use crate::clock::now;
@@ -271,6 +273,7 @@ impl<'a> Worker<'a> {
             push_failure: None,
             pull_request: None,
             notifier: crate::notify::Notifier::new(&settings.notify, paths),
+            watch_problem: None,
         })
     }
 
@@ -308,6 +311,10 @@ impl<'a> Worker<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         );
         self.record(None, "run", "started", &started, Map::new())?;
+        // A task a stopped run left under way is resumed before new PRDs.
+        if self.state.current_task.is_none() {
+            self.look_for_prds()?;
+        }
         loop {
             let (status, reason, verify_run) = match self.stretch()? {
                 Ok(ended) => ended,
@@ -427,6 +434,7 @@ impl<'a> Worker<'a> {
                 self.state.polling = None;
                 return Ok(Some(end));
             }
+            self.look_for_prds()?;
             // A queue that does not parse waits for its fix; a run at its
             // spending cap, for the cap raised or the next day.
             let workable = self

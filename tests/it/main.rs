@@ -42,4 +42,5 @@ mod tools;
 mod trace;
 mod trust;
 mod usergit;
+mod watch;
 mod workers;

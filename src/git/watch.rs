@@ -1,0 +1,205 @@
+//! What watching a branch for PRDs asks of git: fetching the watched
+//! branch from its remote, the commits since the last one seen, the files
+//! each added or changed, a file's bytes at a commit (within a limit), and
+//! fast-forwarding the base to what was fetched.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::Repo;
+use super::error::{Context, Error, Result};
+
+/// How a fetch of the watched branch went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// The remote-tracking branch is up to date.
+    Ok,
+    /// It failed; what git said (a timeout says so).
+    Failed {
+        /// What git printed, or that it did not finish.
+        said: String,
+        /// Whether it ran out of time (worth one more try).
+        timed_out: bool,
+    },
+}
+
+/// Where the base stands against the watched branch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FastForward {
+    /// The base holds the watched branch already.
+    UpToDate,
+    /// The base was moved forward to it.
+    Moved,
+    /// Both have commits the other lacks: ralph forces nothing.
+    Diverged {
+        /// Commits only the base has.
+        ahead: usize,
+        /// Commits only the watched branch has.
+        behind: usize,
+    },
+}
+
+/// A file a commit added or changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Touched {
+    /// Repository-relative, `/`-separated.
+    pub path: String,
+    /// Its blob id at that commit.
+    pub blob: String,
+}
+
+impl Repo {
+    /// Fetches `branch` from `remote` into `refs/remotes/<remote>/<branch>`
+    /// through the user's git (and `git.ssh_key`), stopped after `timeout`.
+    pub fn fetch_watched(&self, remote: &str, branch: &str, timeout: Duration) -> Result<Fetched> {
+        let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
+        let mut command = self.remote_command();
+        command
+            .env("LC_ALL", "C")
+            .args(["fetch", "--no-tags", "--quiet", remote, refspec.as_str()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let failed = |source: std::io::Error| Error::Command {
+            action: format!("fetch {branch} from {remote}"),
+            said: format!("cannot run git: {source}"),
+        };
+        let mut child = command.spawn().map_err(failed)?;
+        let started = Instant::now();
+        while child.try_wait().map_err(failed)?.is_none() {
+            if started.elapsed() >= timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Fetched::Failed {
+                    said: format!("git fetch did not finish in {}s", timeout.as_secs()),
+                    timed_out: true,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().map_err(failed)?;
+        if output.status.success() {
+            return Ok(Fetched::Ok);
+        }
+        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Ok(Fetched::Failed {
+            said,
+            timed_out: false,
+        })
+    }
+
+    /// The commit `reference` (a branch, a remote-tracking branch) names,
+    /// if it exists.
+    pub fn commit_of(&self, reference: &str) -> Option<String> {
+        let object = self.git.revparse_single(reference).ok()?;
+        let commit = object.peel_to_commit().ok()?;
+        Some(commit.id().to_string())
+    }
+
+    /// The commits reachable from `head` and not from `since` (all of
+    /// `head`'s history without it), oldest first, parents before
+    /// children. A `since` that no longer exists (history rewritten) is
+    /// left out of the walk's bounds.
+    pub fn commits_since(&self, since: Option<&str>, head: &str) -> Result<Vec<String>> {
+        let action = "walk the watched branch's new commits";
+        let mut walk = self.git.revwalk().doing(action)?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+            .doing(action)?;
+        walk.push(git2::Oid::from_str(head).doing(action)?)
+            .doing(action)?;
+        if let Some(since) = since.and_then(|since| git2::Oid::from_str(since).ok())
+            && self.git.find_commit(since).is_ok()
+        {
+            walk.hide(since).doing(action)?;
+        }
+        walk.map(|oid| oid.map(|oid| oid.to_string()).doing(action))
+            .collect()
+    }
+
+    /// The files `commit` added or changed against its first parent (all
+    /// of them for a root commit), in byte order of their paths. Contents
+    /// are never read.
+    pub fn files_touched(&self, commit: &str) -> Result<Vec<Touched>> {
+        let action = "list the files a watched commit changed";
+        let commit = (self.git)
+            .find_commit(git2::Oid::from_str(commit).doing(action)?)
+            .doing(action)?;
+        let tree = commit.tree().doing(action)?;
+        let parent = match commit.parent(0) {
+            Ok(parent) => Some(parent.tree().doing(action)?),
+            Err(_) => None,
+        };
+        let diff = (self.git)
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+            .doing(action)?;
+        let mut touched: Vec<Touched> = diff
+            .deltas()
+            .filter(|delta| {
+                matches!(
+                    delta.status(),
+                    git2::Delta::Added | git2::Delta::Modified | git2::Delta::Renamed
+                )
+            })
+            .filter_map(|delta| {
+                let file = delta.new_file();
+                let path = file.path()?.to_str()?.to_owned();
+                Some(Touched {
+                    path,
+                    blob: file.id().to_string(),
+                })
+            })
+            .collect();
+        touched.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        Ok(touched)
+    }
+
+    /// The bytes of blob `blob`, unless it is larger than `limit`: then
+    /// `Err(size)`, read from its header only.
+    pub fn blob_within(&self, blob: &str, limit: u64) -> Result<std::result::Result<Vec<u8>, u64>> {
+        let action = "read a watched PRD";
+        let oid = git2::Oid::from_str(blob).doing(action)?;
+        let odb = self.git.odb().doing(action)?;
+        let (size, _) = odb.read_header(oid).doing(action)?;
+        if size as u64 > limit {
+            return Ok(Err(size as u64));
+        }
+        let blob = self.git.find_blob(oid).doing(action)?;
+        Ok(Ok(blob.content().to_vec()))
+    }
+
+    /// Moves the base, checked out and clean, forward to `target` through
+    /// the user's git (`git merge --ff-only`, so its filters and hooks
+    /// apply), when the base is behind it; says where it stands.
+    pub fn fast_forward_base(&self, target: &str) -> Result<FastForward> {
+        let action = "compare the base with the watched branch";
+        let base = self.branch_tip(&self.base)?;
+        let base = git2::Oid::from_str(base.as_str()).doing(action)?;
+        let target_oid = git2::Oid::from_str(target).doing(action)?;
+        if base == target_oid
+            || self
+                .git
+                .graph_descendant_of(base, target_oid)
+                .doing(action)?
+        {
+            return Ok(FastForward::UpToDate);
+        }
+        if !self
+            .git
+            .graph_descendant_of(target_oid, base)
+            .doing(action)?
+        {
+            let (ahead, behind) = self
+                .git
+                .graph_ahead_behind(base, target_oid)
+                .doing(action)?;
+            return Ok(FastForward::Diverged { ahead, behind });
+        }
+        self.checkout_base()?;
+        self.git_ok(
+            &["merge", "--ff-only", "--quiet", target],
+            b"",
+            "fast-forward the base to the watched branch",
+        )?;
+        Ok(FastForward::Moved)
+    }
+}

@@ -1,0 +1,448 @@
+//! Watching a branch for PRDs (`watch.prds`, docs/UNATTENDED.md): at each
+//! look, the commits on the watched branch since the last one seen are
+//! walked oldest first, each PRD file they added or changed becomes a
+//! candidate (ties by path in byte order), and each candidate is checked
+//! and planned into the queue as `ralph plan` plans a document, or
+//! refused with its reason. What was seen lives in `.ralph/watch.json`,
+//! written atomically after each step: a kill at any point loses no
+//! candidate, and planning one again adds nothing (`ralph plan` adds only
+//! requirements the queue lacks).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+use sha2::{Digest, Sha256};
+
+use super::RunError;
+use super::worker::{Worker, now};
+use crate::error::Error;
+use crate::git::{FastForward, Fetched};
+use crate::notify::Kind;
+use crate::paths::Paths;
+use crate::task::{Change, Patch, Planned};
+
+/// How long a fetch of the watched branch may take (tried twice when it
+/// runs out of time).
+const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What watching has seen, kept in `.ralph/watch.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Seen {
+    /// The reference watched (`refs/remotes/origin/main`): another one
+    /// starts afresh from its head.
+    pub watching: String,
+    /// The last commit of it looked at.
+    pub last_commit: Option<String>,
+    /// PRDs found and not planned yet, in the order found.
+    pub candidates: Vec<Candidate>,
+    /// Keys of the candidates planned or refused: never enqueued again.
+    pub keys: BTreeSet<String>,
+    /// Each PRD seen, by path.
+    pub prds: BTreeMap<String, Prd>,
+}
+
+/// A PRD file a commit added or changed, to plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Candidate {
+    /// sha256 of its path, the commit and the head when it was seen.
+    pub key: String,
+    /// Its path in the repository.
+    pub path: String,
+    /// The commit that brought it.
+    pub commit: String,
+    /// Its blob at that commit.
+    pub blob: String,
+    /// The watched branch's head when it was seen.
+    pub head: String,
+}
+
+/// What became of one PRD.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Prd {
+    /// When it was first seen.
+    pub first_seen: String,
+    /// When it was last planned or refused.
+    pub last_run: String,
+    /// `planned` or `refused`.
+    pub status: String,
+    /// Why it was refused: `prd_file_too_large`, `prd_validation_failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What was wrong, in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The commit it was last planned or refused at.
+    pub commit: String,
+    /// Its blob then: the same blob is not planned or refused again.
+    pub blob: String,
+    /// The task holding its plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+}
+
+impl Seen {
+    /// Loads `.ralph/watch.json`; nothing seen when it is missing.
+    pub(crate) fn load(paths: &Paths) -> Result<Seen, Error> {
+        let path = paths.watch();
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| {
+                RunError::Watch(format!("{}: {err}", crate::paths::WATCH_FILE)).into()
+            }),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Seen::default()),
+            Err(err) => Err(crate::files::PathError::new(path, err).into()),
+        }
+    }
+
+    fn save(&self, paths: &Paths) -> Result<(), Error> {
+        let path = paths.watch();
+        let mut text = serde_json::to_string_pretty(self).expect("plain data serialises");
+        text.push('\n');
+        crate::files::write_atomic(&path, text.as_bytes()).map_err(crate::files::at(&path))
+    }
+}
+
+/// The key of the PRD at `path` brought by `commit`, seen at `head`.
+pub(crate) fn key(path: &str, commit: &str, head: &str) -> String {
+    let mut hash = Sha256::new();
+    for part in [path, commit, head] {
+        hash.update(part.as_bytes());
+        hash.update([0]);
+    }
+    hash.finalize()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// Whether `path` matches the glob `pattern`: `*` is any run of
+/// characters but `/`, `?` one such character, `**` any run of folders
+/// (`prds/**/*.md` matches `prds/a.md` and `prds/x/y/a.md`).
+pub(crate) fn glob_matches(pattern: &str, path: &str) -> bool {
+    fn go(p: &[u8], s: &[u8]) -> bool {
+        match p {
+            [] => s.is_empty(),
+            [b'*', b'*', b'/', rest @ ..] => {
+                go(rest, s) || (0..s.len()).any(|i| s[i] == b'/' && go(rest, &s[i + 1..]))
+            }
+            [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| go(rest, &s[i..])),
+            [b'*', rest @ ..] => (0..=s.len())
+                .take_while(|&i| i == 0 || s[i - 1] != b'/')
+                .any(|i| go(rest, &s[i..])),
+            [b'?', rest @ ..] => s.first().is_some_and(|&c| c != b'/') && go(rest, &s[1..]),
+            [c, rest @ ..] => s.first() == Some(c) && go(rest, &s[1..]),
+        }
+    }
+    go(pattern.as_bytes(), path.as_bytes())
+}
+
+impl Worker<'_> {
+    /// One look at the watched branch (when `watch.prds` is set): fetch
+    /// it, bring the base forward to it, find the PRDs its new commits
+    /// added or changed, and plan or refuse each.
+    pub(super) fn look_for_prds(&mut self) -> Result<(), Error> {
+        let watch = &self.options.settings.watch;
+        if watch.prds.is_empty() {
+            return Ok(());
+        }
+        let branch = watch
+            .branch
+            .clone()
+            .unwrap_or_else(|| self.repo.base().to_owned());
+        let remote = watch.remote.clone();
+        let reference = match &remote {
+            Some(remote) => {
+                if let Some(said) = self.fetch(remote, &branch)? {
+                    self.watch_said(&format!(
+                        "warning: watch: cannot fetch {branch} from {remote}: {said}; looking again at the next look"
+                    ));
+                    return Ok(());
+                }
+                format!("refs/remotes/{remote}/{branch}")
+            }
+            None => format!("refs/heads/{branch}"),
+        };
+        let Some(head) = self.repo.commit_of(&reference) else {
+            self.watch_said(&format!(
+                "warning: watch: {reference} does not exist; set watch.branch (and watch.remote) to the branch PRDs are pushed to"
+            ));
+            return Ok(());
+        };
+        if remote.is_some()
+            && branch == self.repo.base()
+            && self.options.settings.delivery == crate::config::Delivery::Local
+            && self.seat.pooled().is_none()
+            && !self.bring_base_forward(&reference, &head)?
+        {
+            return Ok(());
+        }
+        let mut seen = Seen::load(&self.paths)?;
+        if seen.watching != reference {
+            // The first look: PRDs already there are not new.
+            self.ui.log(
+                &now(),
+                &format!(
+                    "watch: watching {} from {}; PRDs already on it are not planned (`ralph plan` plans one by hand)",
+                    short_ref(&reference),
+                    &head[..head.len().min(10)]
+                ),
+            );
+            seen.watching = reference;
+            seen.last_commit = Some(head);
+            seen.candidates.clear();
+            return seen.save(&self.paths);
+        }
+        if seen.last_commit.as_deref() != Some(head.as_str()) {
+            let commits = self
+                .repo
+                .commits_since(seen.last_commit.as_deref(), &head)?;
+            for commit in &commits {
+                for touched in self.repo.files_touched(commit)? {
+                    if !watch
+                        .prds
+                        .iter()
+                        .any(|glob| glob_matches(glob, &touched.path))
+                    {
+                        continue;
+                    }
+                    let key = key(&touched.path, commit, &head);
+                    if seen.keys.contains(&key) || seen.candidates.iter().any(|c| c.key == key) {
+                        continue;
+                    }
+                    seen.candidates.push(Candidate {
+                        key,
+                        path: touched.path,
+                        commit: commit.clone(),
+                        blob: touched.blob,
+                        head: head.clone(),
+                    });
+                }
+            }
+            seen.last_commit = Some(head);
+            seen.save(&self.paths)?;
+            crate::fault::crash_at("after_prd_found");
+        }
+        while let Some(candidate) = seen.candidates.first().cloned() {
+            self.plan_candidate(&mut seen, &candidate)?;
+            seen.candidates.remove(0);
+            seen.keys.insert(candidate.key);
+            seen.save(&self.paths)?;
+        }
+        Ok(())
+    }
+
+    /// Fetches the watched branch, once more when the first try ran out
+    /// of time; what went wrong, if it failed.
+    fn fetch(&self, remote: &str, branch: &str) -> Result<Option<String>, Error> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.repo.fetch_watched(remote, branch, FETCH_TIMEOUT)? {
+                Fetched::Ok => return Ok(None),
+                Fetched::Failed {
+                    timed_out: true, ..
+                } if tries == 1 => continue,
+                Fetched::Failed { said, .. } => {
+                    return Ok(Some(crate::redact::redact(&said).into_owned()));
+                }
+            }
+        }
+    }
+
+    /// Fast-forwards the base to the watched branch's `head`, so new PRDs
+    /// and the team's other commits are in the checkout the next task
+    /// starts from. Whether the look goes on: a base that cannot be
+    /// fast-forwarded is said, with the way out, and waits.
+    fn bring_base_forward(&mut self, reference: &str, head: &str) -> Result<bool, Error> {
+        let shown = short_ref(reference);
+        match self.repo.fast_forward_base(head)? {
+            FastForward::UpToDate => Ok(true),
+            FastForward::Moved => {
+                // The tree changed under ralph's scans.
+                self.clean = None;
+                self.ui.log(
+                    &now(),
+                    &format!(
+                        "watch: {} fast-forwarded to {shown} ({})",
+                        self.repo.base(),
+                        &head[..head.len().min(10)]
+                    ),
+                );
+                Ok(true)
+            }
+            FastForward::Diverged { ahead, behind } => {
+                let base = self.repo.base().to_owned();
+                self.watch_said(&format!(
+                    "warning: watch: {base} cannot be fast-forwarded to {shown}: {base} has {} {shown} lacks and {shown} has {behind} more; push {base} (git.push: on_merge does after each task), or merge {shown} into it yourself; ralph forces nothing and looks again at the next look",
+                    crate::text::count(ahead, "commit"),
+                ));
+                Ok(false)
+            }
+        }
+    }
+
+    /// Plans `candidate` into the queue, or refuses it with its reason.
+    fn plan_candidate(&mut self, seen: &mut Seen, candidate: &Candidate) -> Result<(), Error> {
+        let stamp = now();
+        let path = candidate.path.as_str();
+        let entry = seen.prds.entry(path.to_owned()).or_insert_with(|| Prd {
+            first_seen: stamp.clone(),
+            ..Prd::default()
+        });
+        if entry.blob == candidate.blob {
+            // The same text as last time: planned or refused already.
+            return Ok(());
+        }
+        entry.last_run = stamp;
+        entry.commit = candidate.commit.clone();
+        entry.blob = candidate.blob.clone();
+        let limit = self.options.settings.watch.max_prd_bytes;
+        let bytes = match self.repo.blob_within(&candidate.blob, limit)? {
+            Ok(bytes) => bytes,
+            Err(size) => {
+                let detail = format!(
+                    "{path} is {size} bytes, over watch.max_prd_bytes ({limit}); split it, or raise the limit"
+                );
+                return self.refuse(entry, candidate, "prd_file_too_large", &detail);
+            }
+        };
+        let plan = match crate::plan::read(path, path, &bytes) {
+            Ok(plan) => plan,
+            Err(err) => {
+                let detail = format!(
+                    "{err}; fix it and push it again (`ralph plan --dry-run {path}` checks it)"
+                );
+                return self.refuse(entry, candidate, "prd_validation_failed", &detail);
+            }
+        };
+        let patch = Patch::Plan {
+            parent: None,
+            tasks: plan.tasks.clone(),
+            update: false,
+        };
+        let changes = self.store.apply(&patch, &now())?;
+        crate::fault::crash_at("after_prd_planned");
+        let added = changes
+            .iter()
+            .filter(|change| {
+                matches!(
+                    change,
+                    Change::Planned {
+                        outcome: Planned::Added,
+                        ..
+                    }
+                )
+            })
+            .count();
+        let container = changes.iter().find_map(|change| match change {
+            Change::Planned { index: 0, id, .. } => Some(id.to_string()),
+            _ => None,
+        });
+        entry.status = "planned".to_owned();
+        entry.reason = None;
+        entry.detail = None;
+        entry.container = container.clone();
+        let under = container
+            .as_deref()
+            .map(|id| format!(" under {id}"))
+            .unwrap_or_default();
+        // Planned before a kill cut its noting short: nothing is new.
+        let detail = match added {
+            0 => format!("{path} planned: nothing new, its tasks are in the queue already{under}"),
+            _ => format!(
+                "{path} planned: {} added{under}",
+                crate::text::count(added, "task")
+            ),
+        };
+        self.ui.log(&now(), &format!("watch: {detail}"));
+        let mut extra = Map::new();
+        extra.insert("path".into(), path.into());
+        extra.insert("commit".into(), candidate.commit.as_str().into());
+        extra.insert("tasks".into(), added.into());
+        if let Some(container) = &container {
+            extra.insert("container".into(), container.as_str().into());
+        }
+        self.record(None, "prd", "planned", &detail, extra.clone())?;
+        if added > 0 {
+            self.clean = None;
+        }
+        self.notify(Kind::PrdPlanned, None, &detail, extra);
+        Ok(())
+    }
+
+    /// Records `candidate` refused for `reason`: said, an event, a
+    /// notification; not tried again until the file changes.
+    fn refuse(
+        &mut self,
+        entry: &mut Prd,
+        candidate: &Candidate,
+        reason: &str,
+        detail: &str,
+    ) -> Result<(), Error> {
+        entry.status = "refused".to_owned();
+        entry.reason = Some(reason.to_owned());
+        entry.detail = Some(detail.to_owned());
+        entry.container = None;
+        let line = format!("{} refused ({reason}): {detail}", candidate.path);
+        self.ui.log(&now(), &format!("warning: watch: {line}"));
+        let mut extra = Map::new();
+        extra.insert("path".into(), candidate.path.as_str().into());
+        extra.insert("commit".into(), candidate.commit.as_str().into());
+        extra.insert("reason".into(), reason.into());
+        self.record(None, "prd", "refused", &line, extra.clone())?;
+        self.notify(Kind::PrdRefused, None, &line, extra);
+        Ok(())
+    }
+
+    /// A watch problem, said once until it changes (a look every 30
+    /// seconds must not fill `ralph.log` with it).
+    fn watch_said(&mut self, line: &str) {
+        if self.watch_problem.as_deref() == Some(line) {
+            return;
+        }
+        self.ui.log(&now(), line);
+        self.watch_problem = Some(line.to_owned());
+    }
+}
+
+/// `origin/main` for `refs/remotes/origin/main`, `main` for a branch.
+fn short_ref(reference: &str) -> &str {
+    reference
+        .strip_prefix("refs/remotes/")
+        .or_else(|| reference.strip_prefix("refs/heads/"))
+        .unwrap_or(reference)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_as_a_shell_and_git_do() {
+        assert!(glob_matches("prds/*.md", "prds/auth.md"));
+        assert!(!glob_matches("prds/*.md", "prds/old/auth.md"));
+        assert!(!glob_matches("prds/*.md", "prds/auth.json"));
+        assert!(glob_matches("prds/**/*.md", "prds/auth.md"));
+        assert!(glob_matches("prds/**/*.md", "prds/a/b/auth.md"));
+        assert!(glob_matches("**/prd.json", "prd.json"));
+        assert!(glob_matches("**/prd.json", "x/y/prd.json"));
+        assert!(glob_matches("prds/prd-?.md", "prds/prd-1.md"));
+        assert!(!glob_matches("prds/prd-?.md", "prds/prd-12.md"));
+        assert!(!glob_matches("*.md", "docs/a.md"));
+        assert!(glob_matches("docs/**", "docs/a/b.md"));
+    }
+
+    #[test]
+    fn a_key_is_the_sha256_of_path_commit_and_head() {
+        let one = key("prds/a.md", "c1", "h1");
+        assert_eq!(one.len(), 64);
+        assert_eq!(one, key("prds/a.md", "c1", "h1"));
+        assert_ne!(one, key("prds/a.md", "c1", "h2"));
+        assert_ne!(one, key("prds/b.md", "c1", "h1"));
+        // The parts cannot run into each other.
+        assert_ne!(key("ab", "c", "h"), key("a", "bc", "h"));
+    }
+}

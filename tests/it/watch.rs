@@ -1,0 +1,340 @@
+//! Watching a branch for PRDs (`watch.prds`): a bare repository as the
+//! remote, a second clone pushing PRDs to it while `ralph run --poll 1s`
+//! runs, and a notify command recording what it was told.
+
+use std::path::PathBuf;
+
+use crate::support::{FINISH, TestProject, by_iteration, wait_for};
+
+/// A project watching `prds/*.md` on origin's `main` (a bare repository
+/// in `<aux>/remote.git`), pushing its merges, telling `$REC/notices`;
+/// and a second clone of the remote in `<aux>/clone`.
+fn watched(extra: &str) -> (TestProject, PathBuf) {
+    let p = TestProject::new()
+        .git_init()
+        .agent(&by_iteration("RALPH_ITERATION", FINISH));
+    let notices = p.aux().join("rec/notices");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  push: never", "  push: on_merge")
+        .replace(
+            "  command: null\n  # The kinds",
+            &format!(
+                "  command: 'echo \"$RALPH_EVENT $RALPH_MESSAGE\" >> {}'\n  # The kinds",
+                notices.display()
+            ),
+        )
+        .replace("  prds: []", "  prds: [prds/*.md]")
+        .replace(
+            "  remote: null\n  # Largest",
+            "  remote: origin\n  # Largest",
+        )
+        + extra;
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "watch prds"]);
+    let remote = p.aux().join("remote.git");
+    let remote = remote.to_str().unwrap();
+    p.git(&["init", "-q", "--bare", "-b", "main", remote]);
+    p.git(&["remote", "add", "origin", remote]);
+    p.git(&["push", "-q", "-u", "origin", "main"]);
+    let clone = p.aux().join("clone");
+    p.git(&["clone", "-q", remote, clone.to_str().unwrap()]);
+    in_clone(&p, &clone, &["config", "user.name", "Teammate"]);
+    in_clone(&p, &clone, &["config", "user.email", "mate@example.com"]);
+    (p, clone)
+}
+
+/// `git ARGS` in the second clone; its stdout.
+fn in_clone(p: &TestProject, clone: &PathBuf, args: &[&str]) -> String {
+    let output = p
+        .command("git")
+        .current_dir(clone)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_owned()
+}
+
+/// The teammate pulls, writes `files` (path, text) and pushes one commit.
+fn push_from_clone(p: &TestProject, clone: &PathBuf, files: &[(&str, &str)], message: &str) {
+    in_clone(p, clone, &["pull", "-q", "--rebase"]);
+    for (path, text) in files {
+        let full = clone.join(path);
+        std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+        std::fs::write(full, text).unwrap();
+    }
+    in_clone(p, clone, &["add", "-A"]);
+    in_clone(p, clone, &["commit", "-q", "-m", message]);
+    in_clone(p, clone, &["push", "-q", "origin", "main"]);
+}
+
+/// Waits until `ralph.log` has a line containing `text` (after `after`
+/// earlier ones), at most a minute.
+fn log_line(p: &TestProject, text: &str, after: usize) {
+    for _ in 0..1200 {
+        if p.read_or_empty("ralph.log").matches(text).count() > after {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!(
+        "ralph.log never said {text:?}:\n{}",
+        p.read_or_empty("ralph.log")
+    );
+}
+
+fn polling(p: &TestProject) -> std::process::Child {
+    p.run_command(&["--poll", "1s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the run")
+}
+
+fn archived(p: &TestProject) -> Vec<String> {
+    p.json_lines("tasks-done.jsonl")
+        .iter()
+        .map(|task| {
+            format!(
+                "{} {}",
+                task["id"].as_str().unwrap(),
+                task["title"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+const NOTES: &str = "# Notes\n\n- FR-1: Store a note\n- FR-2: List notes\n  Depends on: FR-1\n";
+
+#[test]
+fn a_prd_pushed_while_polling_is_planned_and_worked_and_only_new_requirements_are_added() {
+    let (p, clone) = watched("");
+    let child = polling(&p);
+    log_line(&p, "watch: watching origin/main from ", 0);
+    let idle = "idle: the queue is drained";
+
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    log_line(&p, "watch: prds/notes.md planned: 3 tasks added under A", 0);
+    log_line(&p, idle, 1);
+    // The base came forward to the teammate's commit, and the work is on
+    // it, pushed.
+    assert_eq!(p.git(&["show", "main:prds/notes.md"]), NOTES.trim_end());
+    assert_eq!(
+        archived(&p),
+        ["A.1 FR-1: Store a note", "A.2 FR-2: List notes", "A Notes"]
+    );
+    assert_eq!(p.git(&["show", "main:A.2.txt"]), "done");
+
+    // Pushed again with the PRD unchanged: nothing is planned.
+    push_from_clone(&p, &clone, &[("README.md", "hello\n")], "a readme");
+    log_line(&p, "watch: main fast-forwarded to origin/main", 1);
+    // Edited: only the new requirement is added (under a container of its
+    // own: the PRD's first one is archived).
+    let edited = format!("{NOTES}- FR-3: Delete a note\n");
+    push_from_clone(&p, &clone, &[("prds/notes.md", &edited)], "FR-3");
+    log_line(&p, "watch: prds/notes.md planned: 2 tasks added under B", 0);
+    log_line(&p, idle, 2);
+    let done = archived(&p);
+    assert_eq!(done.len(), 5, "{done:?}");
+    assert_eq!(done[3..], ["B.1 FR-3: Delete a note", "B Notes"]);
+
+    // Two PRDs in one commit: planned in path order, each its own container.
+    push_from_clone(
+        &p,
+        &clone,
+        &[
+            ("prds/b.md", "# Billing\n\n- FR-1: Send invoices\n"),
+            ("prds/a.md", "# Accounts\n\n- FR-1: Sign up\n"),
+        ],
+        "two PRDs",
+    );
+    log_line(&p, "watch: prds/b.md planned", 0);
+    log_line(&p, idle, 3);
+    let log = p.read("ralph.log");
+    let a = log
+        .find("watch: prds/a.md planned: 2 tasks added under C")
+        .unwrap();
+    let b = log
+        .find("watch: prds/b.md planned: 2 tasks added under D")
+        .unwrap();
+    assert!(a < b, "{log}");
+
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let notices = p.rec("notices");
+    let planned: Vec<&str> = notices
+        .lines()
+        .filter(|line| line.starts_with("prd_planned "))
+        .collect();
+    assert_eq!(
+        planned,
+        [
+            "prd_planned prds/notes.md planned: 3 tasks added under A",
+            "prd_planned prds/notes.md planned: 2 tasks added under B",
+            "prd_planned prds/a.md planned: 2 tasks added under C",
+            "prd_planned prds/b.md planned: 2 tasks added under D",
+        ]
+    );
+    // The index of what was seen.
+    let seen = p.json(".ralph/watch.json");
+    assert_eq!(seen["watching"], "refs/remotes/origin/main");
+    assert_eq!(seen["candidates"], serde_json::json!([]));
+    assert_eq!(seen["prds"]["prds/notes.md"]["status"], "planned");
+    assert_eq!(seen["prds"]["prds/a.md"]["container"], "C");
+    assert_eq!(seen["keys"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn an_oversized_and_an_unparsable_prd_are_refused_once_each() {
+    let (p, clone) = watched("");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  max_prd_bytes: 262144", "  max_prd_bytes: 200");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a small limit"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    let child = polling(&p);
+    log_line(&p, "watch: watching origin/main from ", 0);
+    let big = format!("# Big\n\n- FR-1: {}\n", "x".repeat(300));
+    push_from_clone(
+        &p,
+        &clone,
+        &[
+            ("prds/big.md", &big),
+            (
+                "prds/prose.md",
+                "# Ideas\n\nJust some thoughts, no requirements.\n",
+            ),
+        ],
+        "two PRDs ralph cannot plan",
+    );
+    log_line(&p, "prds/prose.md refused (prd_validation_failed)", 0);
+    // Another commit: neither is tried again.
+    push_from_clone(&p, &clone, &[("README.md", "hello\n")], "a readme");
+    log_line(&p, "watch: main fast-forwarded to origin/main", 1);
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let log = p.read("ralph.log");
+    assert_eq!(log.matches(" refused (").count(), 2, "{log}");
+    assert!(
+        log.contains(&format!(
+            "warning: watch: prds/big.md refused (prd_file_too_large): prds/big.md is {} bytes, over watch.max_prd_bytes (200); split it, or raise the limit",
+            big.len()
+        )),
+        "{log}"
+    );
+    assert!(
+        log.contains("warning: watch: prds/prose.md refused (prd_validation_failed): prds/prose.md: no requirements found"),
+        "{log}"
+    );
+    let notices = p.rec("notices");
+    let refused: Vec<&str> = notices
+        .lines()
+        .filter(|line| line.starts_with("prd_refused "))
+        .collect();
+    assert_eq!(refused.len(), 2, "{notices}");
+    assert!(refused[0].starts_with("prd_refused prds/big.md refused (prd_file_too_large)"));
+    assert!(p.read_or_empty("tasks.jsonl").is_empty());
+    let seen = p.json(".ralph/watch.json");
+    assert_eq!(seen["prds"]["prds/big.md"]["reason"], "prd_file_too_large");
+    assert_eq!(seen["prds"]["prds/prose.md"]["status"], "refused");
+}
+
+#[test]
+fn a_base_with_commits_the_remote_lacks_is_said_and_waits() {
+    let (p, clone) = watched("");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  push: on_merge", "  push: never");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "local only"]);
+    let child = polling(&p);
+    log_line(&p, "watch: watching origin/main from ", 0);
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    log_line(
+        &p,
+        "warning: watch: main cannot be fast-forwarded to origin/main: main has 1 commit origin/main lacks and origin/main has 1 more; push main",
+        0,
+    );
+    // Nothing is planned, nothing forced; said once, however many looks.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(p.read_or_empty("tasks.jsonl").is_empty());
+    assert_eq!(
+        p.read("ralph.log")
+            .matches("cannot be fast-forwarded")
+            .count(),
+        1
+    );
+    assert_eq!(p.git(&["log", "-1", "--format=%s", "main"]), "local only");
+}
+
+#[test]
+fn a_kill_while_planning_or_working_a_prd_loses_nothing_and_repeats_nothing() {
+    let (p, clone) = watched("");
+    // Killed (as by kill -9) once the PRD is found, and again once its
+    // tasks are in the queue but its planning is not noted.
+    for (fault, said) in [
+        ("after_prd_found", "watch: watching origin/main from "),
+        ("after_prd_planned", "idle: the queue is drained"),
+    ] {
+        let mut command = p.run_command(&["--poll", "1s"]);
+        command
+            .env("RALPH_FAULT", fault)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let child = command.spawn().unwrap();
+        if fault == "after_prd_found" {
+            log_line(&p, said, 0);
+            push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+        }
+        let run = wait_for(child, 60);
+        assert_eq!(run.code, -1, "{fault}: {run:#?}");
+    }
+    assert_eq!(
+        crate::support::ids(&p.read("tasks.jsonl")),
+        ["A", "A.1", "A.2"]
+    );
+    // Then killed in the middle of the first story.
+    let mut command = p.run_command(&["--poll", "1s"]);
+    command.env("RALPH_FAULT", "after_claim");
+    let killed = crate::support::finish(command, 60);
+    assert_eq!(killed.code, -1, "{killed:#?}");
+    // The run after: the story resumes, the PRD is not planned again.
+    let child = polling(&p);
+    log_line(&p, "idle: the queue is drained", 1);
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        archived(&p),
+        ["A.1 FR-1: Store a note", "A.2 FR-2: List notes", "A Notes"]
+    );
+    let log = p.read("ralph.log");
+    // Planned once; the second time found its tasks in the queue.
+    assert_eq!(
+        log.matches("watch: prds/notes.md planned: ").count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        log.contains(
+            "watch: prds/notes.md planned: nothing new, its tasks are in the queue already under A"
+        ),
+        "{log}"
+    );
+    let seen = p.json(".ralph/watch.json");
+    assert_eq!(seen["candidates"], serde_json::json!([]));
+    assert_eq!(seen["keys"].as_array().unwrap().len(), 1);
+}
