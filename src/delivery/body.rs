@@ -63,6 +63,11 @@ pub(crate) struct Report {
     pub commits: Vec<(String, String)>,
     /// What the run spent.
     pub totals: Totals,
+    /// The PRD the work comes from, when it is one watched
+    /// (`prds/notes.md` and the commit that brought it).
+    pub source: Option<(String, String)>,
+    /// Where the run's records are: its id.
+    pub run_id: Option<String>,
 }
 
 /// How a run ended, as the pull request tells it.
@@ -255,6 +260,17 @@ impl Section {
 
 fn sections(report: &Report) -> Vec<Section> {
     let mut sections = Vec::new();
+    if let Some((path, commit)) = &report.source {
+        sections.push(Section::new(
+            "## PRD",
+            5,
+            vec![format!(
+                "{} as of {}",
+                code(path),
+                code(&commit[..commit.len().min(12)])
+            )],
+        ));
+    }
     if let Ending::Failed { reason, next_step } = &report.ended {
         sections.push(Section::new(
             "## Not finished",
@@ -266,6 +282,23 @@ fn sections(report: &Report) -> Vec<Section> {
     sections.push(Section::new("## Verification", 1, checks(&report.checks)));
     sections.push(Section::new("## Commits", 0, commits(&report.commits)));
     sections.push(Section::new("## Totals", 2, totals(&report.totals)));
+    if let Some(run_id) = &report.run_id {
+        sections.push(Section::new(
+            "## Records",
+            2,
+            vec![
+                format!(
+                    "Run {} in the repository ralph ran in: {} (every step), {} (a line per iteration), {} (how it ended), and each iteration's prompt and output under {} and {}.",
+                    code(run_id),
+                    code(crate::paths::EVENTS_FILE),
+                    code("ralph.log"),
+                    code(crate::paths::RESULT_FILE),
+                    code(crate::paths::PROMPTS_DIR),
+                    code(crate::paths::LOGS_DIR),
+                ),
+            ],
+        ));
+    }
     sections
 }
 
@@ -537,6 +570,8 @@ mod tests {
                 ("abc1234".to_owned(), "Add the login form".to_owned()),
                 ("def5678".to_owned(), "Check the password".to_owned()),
             ],
+            source: None,
+            run_id: None,
             totals: Totals {
                 iterations: 3,
                 input_tokens: Some(12_000),

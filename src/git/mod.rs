@@ -259,6 +259,12 @@ impl Repo {
         &self.identity
     }
 
+    /// Makes `base` the branch tasks branch from and merge into (a pull
+    /// request's branch, for one PRD's tasks).
+    pub fn set_base(&mut self, base: &str) {
+        base.clone_into(&mut self.base);
+    }
+
     /// The base branch tasks merge into.
     pub fn base(&self) -> &str {
         &self.base

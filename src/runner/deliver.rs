@@ -102,6 +102,26 @@ pub(super) fn prepare(
         .load()
         .map_err(crate::files::at::<Error>(paths.state()))?;
     let repo = super::worker::open_repo(paths, &options.settings, state.base.as_deref())?;
+    if !options.settings.watch.prds.is_empty() {
+        // A pull request per PRD: each unit's branch is made when its
+        // first task is claimed (unit.rs); a stopped one resumes.
+        if options.settings.workers.is_some() {
+            return Err(super::RunError::Delivery(
+                "a pull request per watched PRD takes one worker: drop --workers (and workers: in config/ralph.yaml)".to_owned(),
+            )
+            .into());
+        }
+        let base = match &state.pull_request {
+            Some(plan) => plan.target.clone(),
+            None => repo.base().to_owned(),
+        };
+        repo.check_push_remote(&base, options.settings.git.remote.as_deref(), true)?;
+        check_ssh_key(paths, &options.settings)?;
+        if let Some(plan) = &state.pull_request {
+            options.settings.base_branch = Some(plan.branch.clone());
+        }
+        return Ok(options);
+    }
     let plan = pull_request_plan(paths, &options, state.pull_request.clone(), &repo)?;
     repo.check_push_remote(&plan.branch, options.settings.git.remote.as_deref(), true)?;
     check_ssh_key(paths, &options.settings)?;
@@ -430,7 +450,9 @@ impl Worker<'_> {
             });
         }
         let queue = self.store.load()?;
-        for (_, task) in queue.live_tasks().filter(|(_, t)| t.leaf) {
+        for (_, task) in
+            (queue.live_tasks()).filter(|(_, t)| t.leaf && self.scope.holds(t.id.as_str()))
+        {
             let state = if task.status == crate::task::Status::Blocked {
                 let reason = queue
                     .object(task.id.as_str())
@@ -502,6 +524,8 @@ impl Worker<'_> {
                 .map(|c| (c.id.short().to_owned(), c.subject.clone()))
                 .collect(),
             totals,
+            source: self.source.clone(),
+            run_id: Some(self.state.run_id.clone()),
         })
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod review;
 mod seat;
 mod step;
 pub(crate) mod ui;
+mod unit;
 pub(crate) mod verify;
 mod watch;
 pub(crate) mod worker;

@@ -119,6 +119,9 @@ impl<'a> Worker<'a> {
             pull_request: None,
             notifier: shared.notifier.clone(),
             watch_problem: None,
+            scope: super::unit::Scope::All,
+            source: None,
+            prd_base: shared.base.clone(),
             paths,
         })
     }

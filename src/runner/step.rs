@@ -11,7 +11,7 @@ use serde_json::Map;
 
 use super::decide::{self, Before, Ending, Step};
 use super::result::RunStatus;
-use super::worker::{Worker, first_complete, interrupted};
+use super::worker::{Worker, first_complete_where, interrupted};
 use crate::error::Error;
 use crate::task::{Queue, Status, TaskId};
 
@@ -59,8 +59,9 @@ impl Worker<'_> {
         }
         let (complete, next) = match self.seat.task() {
             None => (
-                first_complete(&queue).map(|task| self.candidate(task)),
-                queue.next().map(|task| self.candidate(task)),
+                first_complete_where(&queue, |id| self.scope.holds(id))
+                    .map(|task| self.candidate(task)),
+                (queue.next_except(|id| !self.scope.holds(id))).map(|task| self.candidate(task)),
             ),
             Some(id) => {
                 // The handed task, while it is a leaf to work on.
@@ -159,7 +160,8 @@ impl Worker<'_> {
                 _ => Stepped::Done,
             });
         }
-        if ending == Ending::Drained && self.add_final_review()? {
+        // A pull request per PRD has no final review over the run.
+        if ending == Ending::Drained && self.scope.is_all() && self.add_final_review()? {
             return Ok(Stepped::On);
         }
         Ok(Stepped::End(self.ending(ending, queue)?))

@@ -173,7 +173,6 @@ impl Worker<'_> {
         };
         if remote.is_some()
             && branch == self.repo.base()
-            && self.options.settings.delivery == crate::config::Delivery::Local
             && self.seat.pooled().is_none()
             && !self.bring_base_forward(&reference, &head)?
         {

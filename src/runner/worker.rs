@@ -93,6 +93,13 @@ pub(crate) struct Worker<'a> {
     pub(super) notifier: crate::notify::Notifier,
     /// The last problem watching for PRDs said, so it is said once.
     pub(super) watch_problem: Option<String>,
+    /// Which tasks the stretch works (a pull request per PRD).
+    pub(super) scope: super::unit::Scope,
+    /// The PRD the stretch's tasks come from, and the commit it was
+    /// planned at.
+    pub(super) source: Option<(String, String)>,
+    /// The branch pull requests per PRD are made from and target.
+    pub(super) prd_base: String,
 }
 
 pub(super) use crate::clock::now;
@@ -233,6 +240,11 @@ impl<'a> Worker<'a> {
         // Iterations a crash cut short are counted before any budget is.
         state.begin_run(run_id, repo.base(), run_started, settings.agent.timeout);
         super::review::open_scope(&mut state, &repo)?;
+        // A run stopped inside a PRD's pull request resumes on its branch.
+        let prd_base = match &state.pull_request {
+            Some(plan) if !settings.watch.prds.is_empty() => plan.target.clone(),
+            _ => repo.base().to_owned(),
+        };
         let budgets = Budgets {
             max_iterations: if options.once {
                 1
@@ -274,6 +286,9 @@ impl<'a> Worker<'a> {
             pull_request: None,
             notifier: crate::notify::Notifier::new(&settings.notify, paths),
             watch_problem: None,
+            scope: super::unit::Scope::All,
+            source: None,
+            prd_base,
         })
     }
 
@@ -316,10 +331,15 @@ impl<'a> Worker<'a> {
             self.look_for_prds()?;
         }
         loop {
+            self.enter_unit()?;
             let (status, reason, verify_run) = match self.stretch()? {
                 Ok(ended) => ended,
                 Err(result) => return Ok(result),
             };
+            // A pull request per PRD: the next unit's tasks, if any.
+            if self.leave_unit()? && matches!(status, RunStatus::Drained | RunStatus::Blocked) {
+                continue;
+            }
             let capped = self.cap_reached(status, &reason);
             // A polling run waits for work where another would end: a
             // blocked task, a failed verify.run, a drained queue, a
@@ -635,6 +655,21 @@ impl<'a> Worker<'a> {
                     ),
                 )
             }
+            Ending::Drained if !self.scope.is_all() => {
+                let left = (queue.live_tasks())
+                    .filter(|(_, task)| task.leaf && self.scope.holds(task.id.as_str()))
+                    .count();
+                match left {
+                    0 => (RunStatus::Drained, "its tasks are done".to_owned()),
+                    _ => (
+                        RunStatus::Blocked,
+                        format!(
+                            "no workable task left: {} blocked or waiting on a blocked one",
+                            count(left, "task")
+                        ),
+                    ),
+                }
+            }
             Ending::Drained if counts.with(Status::Blocked) > 0 || counts.active_total() > 0 => (
                 RunStatus::Blocked,
                 format!("no workable task left: {}", left_waiting(queue)),
@@ -747,8 +782,14 @@ pub(crate) fn open_repo(
 
 /// The first leaf marked complete and not archived, outside blocked subtrees.
 pub(super) fn first_complete(queue: &Queue) -> Option<&Task> {
+    first_complete_where(queue, |_| true)
+}
+
+/// [`first_complete`] among the tasks `wanted` holds.
+pub(super) fn first_complete_where(queue: &Queue, wanted: impl Fn(&str) -> bool) -> Option<&Task> {
     queue.tasks.tasks().map(|(_, task)| task).find(|task| {
-        task.leaf
+        wanted(task.id.as_str())
+            && task.leaf
             && task.status == Status::Complete
             && !queue.done.contains(task.id.as_str())
             && std::iter::successors(task.id.parent(), TaskId::parent).all(|a| {

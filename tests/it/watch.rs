@@ -338,3 +338,143 @@ fn a_kill_while_planning_or_working_a_prd_loses_nothing_and_repeats_nothing() {
     assert_eq!(seen["candidates"], serde_json::json!([]));
     assert_eq!(seen["keys"].as_array().unwrap().len(), 1);
 }
+
+/// A recording stand-in for the GitHub CLI (a test double, not the real
+/// tool): each pull request's body is kept in `$REC/body-<branch>` (its
+/// `/` as `_`), each one opened gets the next number, and `pr list` finds
+/// the one open for a branch.
+fn fake_gh(p: &TestProject) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = p.aux().join("bin/gh");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = format!(
+        r#"#!/bin/sh
+REC='{}'
+echo "gh $*" >> "$REC/gh"
+head=""; prev=""
+for arg in "$@"; do [ "$prev" = "--head" ] && head=$(echo "$arg" | tr / _); prev=$arg; done
+case "$1 $2" in
+  "pr list") if [ -f "$REC/pr-$head" ]; then echo "[{{\"number\":$(cat "$REC/pr-$head"),\"url\":\"https://github.test/o/r/pull/$(cat "$REC/pr-$head")\"}}]"; else echo '[]'; fi ;;
+  "pr create") cat > "$REC/body-$head"; n=$(( $(ls "$REC" | grep -c '^pr-') + 1 )); echo $n > "$REC/pr-$head"; echo "https://github.test/o/r/pull/$n" ;;
+  "pr edit") cat > "$REC/body-edit-$2" ;;
+esac
+exit 0
+"#,
+        p.aux().join("rec").display()
+    );
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
+    let (p, clone) = watched("");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr")
+        .replace("  push: on_merge", "  push: never");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    // The refunds story needs a person: its agent blocks it.
+    let p = p.agent(&format!(
+        "case \"$RALPH_TASK_TITLE\" in *Refund*) ralph task block \"$RALPH_TASK_ID\" --reason 'needs the payment key' > /dev/null; exit 0 ;; esac\n{}",
+        by_iteration("RALPH_ITERATION", FINISH)
+    ));
+    fake_gh(&p);
+    let mut command = p.run_command(&["--poll", "1s"]);
+    command
+        .env("PATH", p.path_with_aux_bin())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    log_line(&p, "watch: watching origin/main from ", 0);
+    push_from_clone(
+        &p,
+        &clone,
+        &[
+            (
+                "prds/billing.md",
+                "# Billing\n\n- FR-1: Send invoices\n- FR-2: Refund payments\n",
+            ),
+            ("prds/accounts.md", "# Accounts\n\n- FR-1: Sign up\n"),
+        ],
+        "two PRDs",
+    );
+    let prd_commit = in_clone(&p, &clone, &["rev-parse", "HEAD"]);
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_billing"));
+    log_line(&p, "idle: ", 1);
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let remote_log = |branch: &str| {
+        let remote = p.aux().join("remote.git");
+        p.git(&[
+            "--git-dir",
+            remote.to_str().unwrap(),
+            "log",
+            "--format=%s",
+            &format!("main..{branch}"),
+        ])
+    };
+    // Each PRD on its own branch, pushed, from main; main untouched.
+    assert_eq!(remote_log("ralph/accounts"), "[A.1] FR-1: Sign up");
+    assert_eq!(
+        remote_log("ralph/billing"),
+        "ralph: B.2 blocked\n[B.1] FR-1: Send invoices"
+    );
+    assert_eq!(
+        p.git(&["rev-parse", "main"]),
+        in_clone(&p, &clone, &["rev-parse", "HEAD"])
+    );
+    let calls = p.rec("gh");
+    assert!(
+        calls.contains(
+            "gh pr create --base main --head ralph/accounts --title Accounts --body-file -\n"
+        ),
+        "{calls}"
+    );
+    assert!(
+        calls.contains(
+            "gh pr create --base main --head ralph/billing --title Billing --body-file - --draft\n"
+        ),
+        "{calls}"
+    );
+    // The finished PRD's body: its PRD, the checklist, checks, commits,
+    // totals and where the records are.
+    let body = p.rec("body-ralph_accounts");
+    assert!(
+        body.starts_with(&format!(
+            "## PRD\n\n`prds/accounts.md` as of `{}`\n",
+            &prd_commit[..12]
+        )),
+        "{body}"
+    );
+    for section in [
+        "## Tasks\n",
+        "## Verification\n",
+        "## Commits\n",
+        "## Totals\n",
+        "## Records\n",
+    ] {
+        assert!(body.contains(section), "{section}: {body}");
+    }
+    assert!(body.contains("- [x] A.1 FR-1: Sign up ("), "{body}");
+    assert!(!body.contains("B.1"), "another PRD's task: {body}");
+    assert!(body.contains("`.ralph/events.ndjson`"), "{body}");
+    // The blocked one is a draft that says why and what to do.
+    let draft = p.rec("body-ralph_billing");
+    assert!(draft.contains("## Not finished\n"), "{draft}");
+    assert!(draft.contains("- [x] B.1 FR-1: Send invoices ("), "{draft}");
+    assert!(
+        draft.contains("- [ ] B.2 FR-2: Refund payments — blocked: needs the payment key"),
+        "{draft}"
+    );
+    assert!(draft.contains("Next step: "), "{draft}");
+    let notices = p.rec("notices");
+    assert_eq!(
+        notices.matches("pull_request pull request opened").count(),
+        2,
+        "{notices}"
+    );
+}

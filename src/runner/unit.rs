@@ -1,0 +1,147 @@
+//! A pull request per PRD (`delivery: pr` with `watch.prds`): the run
+//! works one delivery unit at a time, the tasks of one watched PRD's
+//! container or the tasks of no PRD, each on its own branch made from the
+//! base (`ralph/<prd-slug>`, or the run's `ralph/<name>` as without
+//! watching), and each stretch ends with that unit's pull request, a
+//! draft when its tasks end blocked or out of budget.
+
+use std::collections::BTreeMap;
+
+use super::worker::{Worker, first_complete};
+use crate::error::Error;
+use crate::state::PullRequestPlan;
+
+/// Which tasks a stretch works.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// All of them.
+    #[default]
+    All,
+    /// Those under this top-level task (a PRD's container).
+    Within(String),
+    /// Those under none of these top-level tasks (the watched PRDs').
+    Outside(Vec<String>),
+}
+
+impl Scope {
+    /// Whether task `id` is in the scope.
+    pub(crate) fn holds(&self, id: &str) -> bool {
+        let root = id.split('.').next().unwrap_or(id);
+        match self {
+            Scope::All => true,
+            Scope::Within(top) => root == top,
+            Scope::Outside(tops) => !tops.iter().any(|top| top == root),
+        }
+    }
+
+    /// Whether it is every task.
+    pub(crate) fn is_all(&self) -> bool {
+        *self == Scope::All
+    }
+}
+
+impl Worker<'_> {
+    /// Whether each watched PRD gets its own pull request.
+    pub(super) fn pull_request_per_prd(&self) -> bool {
+        let settings = &self.options.settings;
+        settings.delivery == crate::config::Delivery::Pr && !settings.watch.prds.is_empty()
+    }
+
+    /// Before a stretch: the unit of the next workable task becomes the
+    /// scope, and its branch (made from the base when missing) the base
+    /// the stretch's tasks branch from and merge into. Nothing workable:
+    /// the stretch stays on the base.
+    pub(super) fn enter_unit(&mut self) -> Result<(), Error> {
+        if !self.pull_request_per_prd() {
+            return Ok(());
+        }
+        let queue = self.store.load()?;
+        let Some(next) = first_complete(&queue).or_else(|| queue.next()) else {
+            return Ok(());
+        };
+        let root = next
+            .id
+            .as_str()
+            .split('.')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let title = queue
+            .get(&root)
+            .map_or_else(|| next.title.clone(), |task| task.title.clone());
+        drop(queue);
+        let seen = super::watch::Seen::load(&self.paths)?;
+        let prds: BTreeMap<String, (String, String)> = (seen.prds.iter())
+            .filter_map(|(path, prd)| {
+                Some((prd.container.clone()?, (path.clone(), prd.commit.clone())))
+            })
+            .collect();
+        let (scope, name, source) = match prds.get(&root) {
+            Some((path, commit)) => {
+                let stem = std::path::Path::new(path)
+                    .file_stem()
+                    .map_or_else(|| path.clone(), |stem| stem.to_string_lossy().into_owned());
+                (
+                    Scope::Within(root),
+                    crate::git::slug(&stem),
+                    Some((path.clone(), commit.clone())),
+                )
+            }
+            None => (
+                Scope::Outside(prds.into_keys().collect()),
+                (self.options.pr_branch.clone()).unwrap_or_else(|| crate::git::slug(&title)),
+                None,
+            ),
+        };
+        let branch = format!("ralph/{}", name.trim_start_matches("ralph/"));
+        let target = self.prd_base.clone();
+        self.repo.make_branch(&branch, &target)?;
+        self.repo.set_base(&branch);
+        self.repo.checkout_base()?;
+        self.clean = None;
+        self.state.base = Some(branch.clone());
+        self.state.pull_request = Some(PullRequestPlan {
+            branch,
+            target,
+            title,
+        });
+        self.scope = scope;
+        self.source = source;
+        self.save_state()
+    }
+
+    /// After a stretch: back on the base, every task in scope again.
+    /// Whether a task is workable now (another unit's).
+    pub(super) fn leave_unit(&mut self) -> Result<bool, Error> {
+        if !self.pull_request_per_prd() || self.scope.is_all() {
+            return Ok(false);
+        }
+        let base = self.prd_base.clone();
+        self.repo.set_base(&base);
+        self.repo.checkout_base()?;
+        self.clean = None;
+        self.state.base = Some(base);
+        self.state.pull_request = None;
+        self.scope = Scope::All;
+        self.source = None;
+        self.save_state()?;
+        let queue = self.store.load()?;
+        Ok(first_complete(&queue).is_some() || queue.next().is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scope_holds_the_tasks_under_its_top_level_task() {
+        let within = Scope::Within("B".into());
+        assert!(within.holds("B") && within.holds("B.1.2"));
+        assert!(!within.holds("A.1") && !within.holds("BA.1"));
+        let outside = Scope::Outside(vec!["B".into(), "C".into()]);
+        assert!(outside.holds("A.1") && outside.holds("BA"));
+        assert!(!outside.holds("B.2") && !outside.holds("C"));
+        assert!(Scope::All.holds("Z.9"));
+    }
+}
