@@ -68,6 +68,11 @@ pub(crate) struct Report {
     pub source: Option<(String, String)>,
     /// Where the run's records are: its id.
     pub run_id: Option<String>,
+    /// How the run ended, as its reason code (`blocked`).
+    pub code: Option<String>,
+    /// The last lines of what the agent printed, for each unfinished
+    /// task: (what, the lines).
+    pub tails: Vec<(String, String)>,
 }
 
 /// How a run ended, as the pull request tells it.
@@ -93,6 +98,8 @@ pub(crate) struct TaskLine {
     pub title: String,
     /// Where the task stands.
     pub state: TaskState,
+    /// What the records add: verified or not, its attempts.
+    pub note: Option<String>,
 }
 
 /// Where a task stands at the end of the run.
@@ -123,6 +130,8 @@ pub(crate) struct Check {
     pub passed: bool,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
+    /// The end of its output, for a failed one.
+    pub tail: Option<String>,
 }
 
 /// What the run spent.
@@ -313,7 +322,10 @@ fn not_finished(report: &Report, reason: &str, next_step: &str) -> Vec<String> {
     }
     let failed: Vec<&Check> = report.checks.iter().filter(|c| !c.passed).collect();
     let mut lines = vec![
-        format!("Reason: {}", plain(reason)),
+        match &report.code {
+            Some(status) => format!("Reason: {} ({})", plain(reason), code(status)),
+            None => format!("Reason: {}", plain(reason)),
+        },
         String::new(),
         format!("- Tasks: {done} done, {blocked} blocked, {open} not finished"),
         format!(
@@ -328,10 +340,32 @@ fn not_finished(report: &Report, reason: &str, next_step: &str) -> Vec<String> {
             code(&check.command),
             task_label(check)
         ));
+        if let Some(tail) = &check.tail {
+            fenced(&mut lines, tail);
+        }
+    }
+    for (what, tail) in &report.tails {
+        lines.push(format!("- Last output of {}:", plain(what)));
+        fenced(&mut lines, tail);
     }
     lines.push(String::new());
     lines.push(format!("Next step: {}", plain(next_step)));
     lines
+}
+
+/// Most lines of an output's end the body quotes.
+const TAIL_LINES: usize = 12;
+
+/// Adds the last [`TAIL_LINES`] of `tail` as an indented code block (its
+/// lines cannot close it early).
+fn fenced(lines: &mut Vec<String>, tail: &str) {
+    let all: Vec<&str> = tail.trim_end().lines().collect();
+    let start = all.len().saturating_sub(TAIL_LINES);
+    lines.push(String::new());
+    for line in &all[start..] {
+        lines.push(format!("    {line}"));
+    }
+    lines.push(String::new());
 }
 
 fn tasks(tasks: &[TaskLine]) -> Vec<String> {
@@ -342,7 +376,10 @@ fn tasks(tasks: &[TaskLine]) -> Vec<String> {
         .iter()
         .map(|task| {
             let name = format!("{} {}", plain(&task.id), plain(&task.title));
-            match &task.state {
+            let note = (task.note.as_deref())
+                .map(|note| format!(" — {}", plain(note)))
+                .unwrap_or_default();
+            let line = match &task.state {
                 TaskState::Done { commit: Some(sha) } => {
                     format!("- [x] {name} ({})", plain(sha))
                 }
@@ -351,7 +388,8 @@ fn tasks(tasks: &[TaskLine]) -> Vec<String> {
                     format!("- [ ] {name} — blocked: {}", plain(reason))
                 }
                 TaskState::Open => format!("- [ ] {name} — not finished"),
-            }
+            };
+            format!("{line}{note}")
         })
         .collect()
 }
@@ -530,6 +568,7 @@ mod tests {
             id: id.to_owned(),
             title: title.to_owned(),
             state,
+            note: None,
         }
     }
 
@@ -539,6 +578,7 @@ mod tests {
             command: command.to_owned(),
             passed,
             duration_ms,
+            tail: None,
         }
     }
 
@@ -572,6 +612,8 @@ mod tests {
             ],
             source: None,
             run_id: None,
+            code: None,
+            tails: Vec::new(),
             totals: Totals {
                 iterations: 3,
                 input_tokens: Some(12_000),
@@ -691,6 +733,38 @@ Next step: Answer A.3's question, then run `ralph run` again
             "{body}"
         );
         assert!(!body.contains("\n## Fake"));
+    }
+
+    #[test]
+    fn a_draft_quotes_the_end_of_what_failed_with_its_reason_code() {
+        let mut report = failed_report();
+        report.code = Some("blocked".to_owned());
+        let mut failed = check(Some("A.3"), "cargo test", false, 900);
+        let lines: Vec<String> = (1..=30).map(|n| format!("line {n}")).collect();
+        failed.tail = Some(lines.join("\n"));
+        report.checks.push(failed);
+        report.tails.push((
+            "A.3's agent (.ralph/logs/7-A.3.log)".to_owned(),
+            "which mail server?\n```\nexit 1".to_owned(),
+        ));
+        let body = body(&report);
+        assert!(
+            body.contains("Reason: A.3 is blocked and nothing else is workable (`blocked`)\n"),
+            "{body}"
+        );
+        // The last 12 lines, indented so nothing in them closes the block.
+        assert!(
+            body.contains("- Failed: `cargo test` (A.3)\n\n    line 19\n"),
+            "{body}"
+        );
+        assert!(body.contains("    line 30\n\n"), "{body}");
+        assert!(!body.contains("line 18\n"), "{body}");
+        assert!(
+            body.contains(
+                "- Last output of A.3's agent (.ralph/logs/7-A.3.log):\n\n    which mail server?\n    ```\n    exit 1\n"
+            ),
+            "{body}"
+        );
     }
 
     #[test]

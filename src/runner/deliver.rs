@@ -281,6 +281,7 @@ impl Worker<'_> {
                     next_step: next_step(status),
                 }
             },
+            (!done).then(|| status.as_str()),
         )?;
         let text = body::body(&report);
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
@@ -433,8 +434,49 @@ impl Worker<'_> {
         &self,
         plan: &crate::state::PullRequestPlan,
         ended: crate::delivery::body::Ending,
+        code: Option<&str>,
     ) -> Result<crate::delivery::body::Report, Error> {
         use crate::delivery::body::{Check, Report, TaskLine, TaskState, Totals};
+        let (events, _) = self
+            .events
+            .tail(usize::MAX)
+            .map_err(crate::files::at::<Error>(self.paths.events()))?;
+        // What the records say of each task, over every run: its
+        // attempts, whether a check passed on it, its last transcript.
+        let mut attempts: std::collections::HashMap<&str, u64> = Default::default();
+        let mut verified: std::collections::HashMap<&str, bool> = Default::default();
+        let mut last_log: std::collections::HashMap<&str, &str> = Default::default();
+        for event in &events {
+            let Some(task) = event.task_id.as_deref() else {
+                continue;
+            };
+            match (event.phase.as_str(), event.status.as_str()) {
+                ("iteration", "usage_limit" | "interrupted") => {}
+                ("iteration", _) => {
+                    *attempts.entry(task).or_default() += 1;
+                    if let Some(log) = event.extra.get("log").and_then(serde_json::Value::as_str) {
+                        last_log.insert(task, log);
+                    }
+                }
+                ("merge", "ok") => {
+                    let checked = event
+                        .extra
+                        .get("verified")
+                        .and_then(serde_json::Value::as_bool);
+                    verified.insert(task, checked.unwrap_or(false));
+                }
+                _ => {}
+            }
+        }
+        let note = |id: &str, done: bool| {
+            let tries = attempts.get(id).copied().unwrap_or(0);
+            let tries = crate::text::count(tries as usize, "attempt");
+            match (done, verified.get(id)) {
+                (true, Some(true)) => Some(format!("verified, {tries}")),
+                (true, _) => Some(format!("not verified (no check ran), {tries}")),
+                (false, _) => Some(tries),
+            }
+        };
         let commits = self.base().branch_commits(&plan.target, &plan.branch)?;
         let mut tasks: Vec<TaskLine> = Vec::new();
         for commit in &commits {
@@ -447,31 +489,36 @@ impl Worker<'_> {
                 state: TaskState::Done {
                     commit: Some(commit.id.short().to_owned()),
                 },
+                note: note(id, true),
             });
         }
         let queue = self.store.load()?;
+        let mut tails = Vec::new();
         for (_, task) in
             (queue.live_tasks()).filter(|(_, t)| t.leaf && self.scope.holds(t.id.as_str()))
         {
+            let id = task.id.as_str();
             let state = if task.status == crate::task::Status::Blocked {
                 let reason = queue
-                    .object(task.id.as_str())
+                    .object(id)
                     .and_then(|line| line.get("blocked_reason")?.as_str().map(str::to_owned))
                     .unwrap_or_default();
                 TaskState::Blocked { reason }
             } else {
                 TaskState::Open
             };
+            if let Some(log) = last_log.get(id)
+                && let Some(tail) = self.transcript_tail(log)
+            {
+                tails.push((format!("{id}'s agent ({log})"), tail));
+            }
             tasks.push(TaskLine {
-                id: task.id.to_string(),
+                id: id.to_owned(),
                 title: task.title.clone(),
                 state,
+                note: note(id, false),
             });
         }
-        let (events, _) = self
-            .events
-            .tail(usize::MAX)
-            .map_err(crate::files::at::<Error>(self.paths.events()))?;
         let mut checks = Vec::new();
         let mut totals = Totals {
             iterations: self.state.iteration,
@@ -497,6 +544,9 @@ impl Worker<'_> {
                         .to_owned(),
                     passed: event.status == "ok",
                     duration_ms: number("duration_ms").unwrap_or(0),
+                    tail: (event.extra.get("output_tail"))
+                        .and_then(serde_json::Value::as_str)
+                        .map(str::to_owned),
                 }),
                 "iteration" => {
                     add(&mut totals.input_tokens, number("input_tokens"));
@@ -526,7 +576,23 @@ impl Worker<'_> {
             totals,
             source: self.source.clone(),
             run_id: Some(self.state.run_id.clone()),
+            code: code.map(str::to_owned),
+            tails,
         })
+    }
+
+    /// The last lines of the transcript at `log` (relative to the
+    /// project), secrets masked; at most the end of a large one is read.
+    fn transcript_tail(&self, log: &str) -> Option<String> {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut file = std::fs::File::open(self.paths.project().join(log)).ok()?;
+        let size = file.metadata().ok()?.len();
+        file.seek(SeekFrom::Start(size.saturating_sub(4096))).ok()?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).ok()?;
+        let text = String::from_utf8_lossy(&bytes);
+        let text = text.trim_end();
+        (!text.is_empty()).then(|| crate::redact::redact(text).into_owned())
     }
 }
 

@@ -65,6 +65,16 @@ impl Worker<'_> {
             "duration_ms".into(),
             (started.elapsed().as_millis() as u64).into(),
         );
+        if !result.passed && !result.output_tail.trim().is_empty() {
+            // The end of what it printed, for a pull request's body.
+            let tail = result.output_tail.trim_end();
+            let lines: Vec<&str> = tail.lines().collect();
+            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+            extra.insert(
+                "output_tail".into(),
+                crate::redact::redact(&tail).into_owned().into(),
+            );
+        }
         self.record(task, phase, status, &detail, extra)?;
         Ok((result, interrupted))
     }

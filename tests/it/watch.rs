@@ -376,9 +376,9 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     let p = p.file("config/ralph.yaml", config);
     p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
     p.git(&["push", "-q", "origin", "main"]);
-    // The refunds story needs a person: its agent blocks it.
+    // The refunds story needs a person: its agent says so and blocks it.
     let p = p.agent(&format!(
-        "case \"$RALPH_TASK_TITLE\" in *Refund*) ralph task block \"$RALPH_TASK_ID\" --reason 'needs the payment key' > /dev/null; exit 0 ;; esac\n{}",
+        "case \"$RALPH_TASK_TITLE\" in *Refund*) echo 'no payment key in the environment'; ralph task block \"$RALPH_TASK_ID\" --reason 'needs the payment key' > /dev/null; exit 0 ;; esac\n{}",
         by_iteration("RALPH_ITERATION", FINISH)
     ));
     fake_gh(&p);
@@ -459,7 +459,11 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     ] {
         assert!(body.contains(section), "{section}: {body}");
     }
-    assert!(body.contains("- [x] A.1 FR-1: Sign up ("), "{body}");
+    assert!(
+        body.contains("- [x] A.1 FR-1: Sign up (")
+            && body.contains(") — not verified (no check ran), 1 attempt\n"),
+        "{body}"
+    );
     assert!(!body.contains("B.1"), "another PRD's task: {body}");
     assert!(body.contains("`.ralph/events.ndjson`"), "{body}");
     // The blocked one is a draft that says why and what to do.
@@ -467,7 +471,22 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     assert!(draft.contains("## Not finished\n"), "{draft}");
     assert!(draft.contains("- [x] B.1 FR-1: Send invoices ("), "{draft}");
     assert!(
-        draft.contains("- [ ] B.2 FR-2: Refund payments — blocked: needs the payment key"),
+        draft.contains(
+            "- [ ] B.2 FR-2: Refund payments — blocked: needs the payment key — 1 attempt\n"
+        ),
+        "{draft}"
+    );
+    // Why, with its reason code, and the end of the agent's output.
+    assert!(
+        draft.contains("Reason: no workable task left: 1 task blocked or waiting on a blocked one (`blocked`)\n"),
+        "{draft}"
+    );
+    assert!(
+        draft.contains("- Last output of B.2's agent (.ralph/logs/"),
+        "{draft}"
+    );
+    assert!(
+        draft.contains("\n    no payment key in the environment\n"),
         "{draft}"
     );
     assert!(draft.contains("Next step: "), "{draft}");
