@@ -20,6 +20,10 @@ pub(super) fn delivery(
     let base = repo.map_or("the base branch", Repo::base);
     if pr {
         match crate::delivery::gh::Gh::new(paths.root()).preflight() {
+            Ok(()) if !settings.watch.prds.is_empty() => found.ok(
+                "delivery",
+                &format!("pr: gh is installed and logged in; each watched PRD is worked on a branch ralph/<prd-name> with its own pull request into {base}, other tasks on ralph/<name>"),
+            ),
             Ok(()) => found.ok(
                 "delivery",
                 &format!("pr: gh is installed and logged in; the run works on a branch ralph/<name> and opens a pull request into {base}"),
@@ -95,4 +99,37 @@ pub(super) fn delivery(
         "push",
         &format!("{message}, through your git (its credentials and hooks)"),
     );
+}
+
+/// Watching a branch for PRDs, when `watch.prds` is set: what is
+/// watched, and the remote it is fetched from, which must exist. Nothing
+/// is fetched.
+pub(super) fn watch(found: &mut Findings, settings: &crate::config::Settings, repo: Option<&Repo>) {
+    let watch = &settings.watch;
+    if watch.prds.is_empty() {
+        return;
+    }
+    let branch = (watch.branch.clone())
+        .or_else(|| repo.map(|repo| repo.base().to_owned()))
+        .unwrap_or_else(|| "the base branch".to_owned());
+    let globs = watch.prds.join(", ");
+    match (&watch.remote, repo) {
+        (Some(remote), Some(repo)) if !repo.has_remote(remote) => found.error(
+            "watch",
+            &format!("watch.remote: there is no remote {remote:?}"),
+            &format!("add it (`git remote add {remote} URL`), or set watch.remote to one `git remote -v` lists"),
+        ),
+        (Some(remote), _) => found.ok(
+            "watch",
+            &format!("{globs} on {remote}/{branch}, fetched at each look; the base is fast-forwarded to it between tasks"),
+        ),
+        (None, _) => found.ok("watch", &format!("{globs} on {branch}, at each look")),
+    }
+    if watch.max_prd_bytes == 0 {
+        found.warning(
+            "watch",
+            "watch.max_prd_bytes is 0: every PRD is refused as too large",
+            "set it to the largest PRD to plan, in bytes (262144 by default)",
+        );
+    }
 }

@@ -91,7 +91,7 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         git::hooks(&mut found, repo);
         git::signing(&mut found, repo);
     }
-    let queue = queue::queue(&mut found, paths);
+    let queue = queue::queue(&mut found, paths, !settings.watch.prds.is_empty());
     let triggers_ok = queue::triggers(&mut found, paths, &settings);
     let options = RunOptions {
         settings,
@@ -117,6 +117,7 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         interrupted,
     );
     delivery::delivery(&mut found, paths, &options, repo.as_ref(), has_task);
+    delivery::watch(&mut found, &options.settings, repo.as_ref());
     found.list
 }
 

@@ -8,7 +8,7 @@ use crate::task::{Queue, Status, Store};
 use crate::text::count;
 
 /// Both task files, as every command reads them.
-pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
+pub(super) fn queue(found: &mut Findings, paths: &Paths, watching: bool) -> Option<Queue> {
     let queue = match Store::open(paths).load() {
         Ok(queue) => queue,
         Err(err) => {
@@ -84,7 +84,12 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths) -> Option<Queue> {
         found.warning("queue", &what, &fix);
     }
     if queue.next().is_none() && counts.with(Status::Complete) == 0 {
-        if counts.active_total() == 0 {
+        if counts.active_total() == 0 && watching {
+            found.ok(
+                "queue",
+                "no task yet: `ralph run --poll` plans the PRDs pushed to the watched branch (watch.prds)",
+            );
+        } else if counts.active_total() == 0 {
             found.warning(
                 "queue",
                 "no task: `ralph run` has nothing to do",

@@ -391,7 +391,9 @@ impl<'a> Worker<'a> {
         }
         // Once at the end; a push that failed already is not tried again.
         // A pull request needs its branch pushed.
-        let pr = self.options.settings.delivery == crate::config::Delivery::Pr;
+        // A pull request per PRD between units has no branch of its own.
+        let pr = self.options.settings.delivery == crate::config::Delivery::Pr
+            && self.state.pull_request.is_some();
         let pushed = match (&self.push_failure, self.options.settings.git.push) {
             (None, crate::config::Push::OnExit) => self.push_base()?,
             (None, crate::config::Push::Never) if pr => self.push_base()?,
@@ -659,12 +661,16 @@ impl<'a> Worker<'a> {
                 let left = (queue.live_tasks())
                     .filter(|(_, task)| task.leaf && self.scope.holds(task.id.as_str()))
                     .count();
+                let of = match &self.source {
+                    Some((path, _)) => path.clone(),
+                    None => "the tasks of no PRD".to_owned(),
+                };
                 match left {
-                    0 => (RunStatus::Drained, "its tasks are done".to_owned()),
+                    0 => (RunStatus::Drained, format!("{of}: every task done")),
                     _ => (
                         RunStatus::Blocked,
                         format!(
-                            "no workable task left: {} blocked or waiting on a blocked one",
+                            "{of}: no workable task left, {} blocked or waiting on a blocked one",
                             count(left, "task")
                         ),
                     ),

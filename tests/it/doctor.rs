@@ -808,3 +808,39 @@ fn a_git_ssh_key_is_checked_when_set() {
         "ok: push: git.ssh_key: <project>/keys/deploy is a private key you can read; ralph's pushes use it alone"
     );
 }
+
+#[test]
+fn watching_for_prds_is_checked_and_an_empty_queue_is_no_warning() {
+    let p = TestProject::new().git_init();
+    tool(&p, "bin/claude", "exit 0\n");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("  prds: []", "  prds: [prds/*.md]")
+        .replace(
+            "  remote: null\n  # Largest",
+            "  remote: upstream\n  # Largest",
+        );
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "watch"]);
+    let run = doctor(&p, &[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(
+        about(&run, "watch"),
+        [
+            "error: watch: watch.remote: there is no remote \"upstream\"; add it (`git remote add upstream URL`), or set watch.remote to one `git remote -v` lists"
+        ]
+    );
+    assert_eq!(
+        about(&run, "queue")[1..],
+        [
+            "ok: queue: no task yet: `ralph run --poll` plans the PRDs pushed to the watched branch (watch.prds)"
+        ]
+    );
+    p.git(&["remote", "add", "upstream", "/nowhere.git"]);
+    assert_eq!(
+        about(&doctor(&p, &[]), "watch"),
+        [
+            "ok: watch: prds/*.md on upstream/main, fetched at each look; the base is fast-forwarded to it between tasks"
+        ]
+    );
+}

@@ -478,7 +478,7 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     );
     // Why, with its reason code, and the end of the agent's output.
     assert!(
-        draft.contains("Reason: no workable task left: 1 task blocked or waiting on a blocked one (`blocked`)\n"),
+        draft.contains("Reason: prds/billing.md: no workable task left, 1 task blocked or waiting on a blocked one (`blocked`)\n"),
         "{draft}"
     );
     assert!(
