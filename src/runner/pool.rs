@@ -122,6 +122,7 @@ impl<'a> Worker<'a> {
             scope: super::unit::Scope::All,
             source: None,
             prd_base: shared.base.clone(),
+            settings_text: None,
             paths,
         })
     }

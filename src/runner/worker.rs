@@ -100,6 +100,9 @@ pub(crate) struct Worker<'a> {
     pub(super) source: Option<(String, String)>,
     /// The branch pull requests per PRD are made from and target.
     pub(super) prd_base: String,
+    /// `config/ralph.yaml` as the run last saw it, to say once that a
+    /// change waits for a new run.
+    pub(super) settings_text: Option<Vec<u8>>,
 }
 
 pub(super) use crate::clock::now;
@@ -289,6 +292,7 @@ impl<'a> Worker<'a> {
             scope: super::unit::Scope::All,
             source: None,
             prd_base,
+            settings_text: std::fs::read(paths.settings()).ok(),
         })
     }
 
@@ -456,6 +460,7 @@ impl<'a> Worker<'a> {
                 self.state.polling = None;
                 return Ok(Some(end));
             }
+            self.note_settings_change();
             self.look_for_prds()?;
             // A queue that does not parse waits for its fix; a run at its
             // spending cap, for the cap raised or the next day.
@@ -477,6 +482,24 @@ impl<'a> Worker<'a> {
                 return Ok(None);
             }
         }
+    }
+
+    /// Says once per change that `config/ralph.yaml` changed while the
+    /// run waits: the spending caps apply at the next look, the rest when
+    /// the run starts again.
+    fn note_settings_change(&mut self) {
+        let now_text = std::fs::read(self.paths.settings()).ok();
+        if now_text == self.settings_text {
+            return;
+        }
+        self.settings_text = now_text;
+        self.ui.log(
+            &now(),
+            &format!(
+                "{} changed: its spending caps apply from this look on; the other settings when the run starts again (`ralph stop`, then `ralph run --poll`)",
+                crate::paths::SETTINGS_FILE
+            ),
+        );
     }
 
     /// Whether the stretch ended at a run's spending cap; if so, says it

@@ -173,6 +173,13 @@ fn a_polling_run_at_its_cap_waits_until_a_person_raises_it() {
     let run = wait_for(child, 60);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(p.calls(), ["1 A 1 none", "1 B 1 none"]);
+    // The change is said once, with what it does and does not do.
+    assert_eq!(
+        p.read("ralph.log")
+            .matches(" config/ralph.yaml changed: its spending caps apply from this look on; the other settings when the run starts again (`ralph stop`, then `ralph run --poll`)\n")
+            .count(),
+        1
+    );
     let notices = p.rec("notices");
     assert!(notices.starts_with("task_merged A done"), "{notices}");
     assert!(notices.contains("\ncap_reached reached max_run_cost_usd ($0.50): $0.60 spent with 1 task left\nrun_idle ralph is idle: reached max_run_cost_usd"), "{notices}");
