@@ -237,11 +237,22 @@ impl Gh {
 
     /// Checks `gh` is installed and logged in, before any agent runs.
     pub(crate) fn preflight(&self) -> Result<(), String> {
-        self.run(&["--version"], None)
-            .map_err(|failure| failure.said)?;
+        self.preflight_once().map_err(|failure| failure.said)
+    }
+
+    /// [`Gh::preflight`] once, its failure sorted: `gh auth status` asks
+    /// GitHub, so a server or network error there may pass.
+    pub(crate) fn preflight_once(&self) -> Result<(), Failure> {
+        self.run(&["--version"], None)?;
         self.run(&["auth", "status"], None)
             .map(|_| ())
-            .map_err(|failure| format!("gh is not logged in ({failure}); run `gh auth login`"))
+            .map_err(|failure| Failure {
+                said: match failure.kind {
+                    Kind::Transient => format!("gh cannot reach GitHub ({failure})"),
+                    _ => format!("gh is not logged in ({failure}); run `gh auth login`"),
+                },
+                kind: failure.kind,
+            })
     }
 
     /// The open pull request from `head`: its number and address.

@@ -94,9 +94,7 @@ pub(super) fn prepare(
     if options.settings.delivery != crate::config::Delivery::Pr {
         return Ok(options);
     }
-    crate::delivery::gh::Gh::new(paths.root())
-        .preflight()
-        .map_err(super::RunError::Delivery)?;
+    preflight_retrying(paths)?;
     let state_file = crate::state::StateFile::open(paths);
     let (mut state, _) = state_file
         .load()
@@ -132,6 +130,30 @@ pub(super) fn prepare(
         .save(&state)
         .map_err(crate::files::at::<Error>(paths.state()))?;
     Ok(options)
+}
+
+/// Checks `gh` before the run, trying again after a server or network
+/// error as the pull request's calls do (2 s, 4 s, 8 s): a polling run
+/// started while the network blinks goes on.
+fn preflight_retrying(paths: &crate::paths::Paths) -> Result<(), Error> {
+    use crate::delivery::gh;
+    let checker = gh::Gh::new(paths.root());
+    let waits = gh::backoff();
+    let checked = gh::retrying(
+        &waits,
+        || checker.preflight_once(),
+        |failure, retry, wait| {
+            eprintln!(
+                "{}; trying again in {} (retry {retry} of {})",
+                crate::redact::redact(&failure.said),
+                crate::config::ShowDuration(wait),
+                gh::RETRIES
+            );
+            std::thread::sleep(wait);
+            Ok::<bool, Error>(true)
+        },
+    )?;
+    checked.map_err(|failure| super::RunError::Delivery(failure.said).into())
 }
 
 /// Fails when `git.ssh_key` names a key the run's pushes cannot use: a

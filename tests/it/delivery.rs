@@ -600,6 +600,36 @@ esac
 }
 
 #[test]
+fn a_gh_that_cannot_reach_github_at_the_start_is_asked_again() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") if [ "$(count auth)" -le 2 ]; then echo 'error connecting to api.github.com: dial tcp: connection refused' >&2; exit 1; fi ;;
+  "pr list") echo '[]' ;;
+  "pr create") cat > "$REC/pr-body"; echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.rec("gh").matches("gh auth status").count(), 3);
+    assert!(
+        run.stderr.contains(
+            "gh cannot reach GitHub (gh auth status failed (exit status: 1): error connecting to api.github.com: dial tcp: connection refused); trying again in 20ms (retry 2 of 3)\n"
+        ),
+        "{run:#?}"
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["action"],
+        "opened"
+    );
+}
+
+#[test]
 fn gh_server_and_network_errors_are_tried_again_until_it_answers() {
     let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
     gh_script(
