@@ -44,10 +44,7 @@ const COUNT: Type<u64> = Type("whole number", count);
 const WORKERS: Type<Option<u64>> = Type("whole number, or null", |text| {
     check_workers(count(text)?).map(Some)
 });
-const MINUTES: Type<Option<u64>> = Type("minutes, or null", |text| match text.trim() {
-    "" | "null" => Ok(None),
-    text => parse_minutes(text).map(Some),
-});
+const MINUTES: Type<Option<u64>> = Type("minutes, or null", |text| or_null(text, parse_minutes));
 const DURATION: Type<Duration> = Type("duration", parse_duration);
 const TIME_LIMIT: Type<Duration> = Type("duration above 0", parse_time_limit);
 const TEXT: Type<Option<String>> = Type("text, or null", |text| {
@@ -81,23 +78,28 @@ const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text|
 const GLOBS: Type<Vec<String>> = Type("list of glob patterns", |_| Err(String::new()));
 /// Kinds of events, written in the file only.
 const KINDS: Type<Vec<crate::notify::Kind>> = Type("list of event kinds", |_| Err(String::new()));
-const DOLLARS: Type<Option<f64>> = Type("US dollars, or null", |text| match text.trim() {
-    "" | "null" => Ok(None),
-    text => super::check_cap(
-        text.parse()
-            .map_err(|_| format!("{text:?} is not a number"))?,
-    )
-    .map(Some),
+const DOLLARS: Type<Option<f64>> = Type("US dollars, or null", |text| {
+    or_null(text, |text| {
+        super::check_cap(
+            text.parse()
+                .map_err(|_| format!("{text:?} is not a number"))?,
+        )
+    })
 });
-const TOKENS: Type<Option<u64>> = Type("whole number, or null", |text| match text.trim() {
-    "" | "null" => Ok(None),
-    text => count(text).map(Some),
-});
+const TOKENS: Type<Option<u64>> = Type("whole number, or null", |text| or_null(text, count));
 /// Label names; the variable takes them comma-separated.
 const LABELS: Type<Vec<String>> = Type("list of labels", parse_labels);
 const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
     choice(text, "server sandbox", SANDBOX.0)
 });
+
+/// `null` (or nothing) is none; any other text is `parse`d.
+fn or_null<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+    match text.trim() {
+        "" | "null" => Ok(None),
+        text => parse(text).map(Some),
+    }
+}
 
 /// A whole number, from an environment variable.
 fn count(text: &str) -> Result<u64, String> {

@@ -370,18 +370,8 @@ impl Worker<'_> {
             Ok((action, url)) => {
                 let detail = format!("{} {url}", action.as_str());
                 self.ui.line(&format!("pull request {detail}"));
-                let status = action.as_str();
-                self.record(None, "pull_request", status, &detail, Map::new())?;
-                let mut extra = Map::new();
-                extra.insert("action".into(), status.into());
-                extra.insert("url".into(), url.as_str().into());
-                extra.insert("draft".into(), (!done).into());
-                self.notify(
-                    crate::notify::Kind::PullRequest,
-                    None,
-                    &format!("pull request {detail}"),
-                    extra,
-                );
+                let told = format!("pull request {detail}");
+                self.say_pull_request(action, &detail, &told, !done, ("url", &url))?;
                 PullRequest {
                     url: Some(url),
                     draft: !done,
@@ -399,18 +389,9 @@ impl Worker<'_> {
                 );
                 let detail = format!("{said}; {} is pushed: {what} with `{command}`", plan.branch);
                 self.ui.line(&format!("warning: {detail}"));
-                let status = PrAction::Failed.as_str();
-                self.record(None, "pull_request", status, &detail, Map::new())?;
-                let mut extra = Map::new();
-                extra.insert("action".into(), status.into());
-                extra.insert("command".into(), command.as_str().into());
-                extra.insert("draft".into(), (!done).into());
-                self.notify(
-                    crate::notify::Kind::PullRequest,
-                    None,
-                    &format!("the pull request could not be opened: {detail}"),
-                    extra,
-                );
+                let told = format!("the pull request could not be opened: {detail}");
+                let field = ("command", command.as_str());
+                self.say_pull_request(PrAction::Failed, &detail, &told, !done, field)?;
                 PullRequest {
                     url: None,
                     draft: !done,
@@ -430,6 +411,26 @@ impl Worker<'_> {
     ///
     /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
     /// [`gh::backoff`]: crate::delivery::gh::backoff
+    /// Records what became of the pull request (`action`) as an event and
+    /// tells people (`told`), with its address or the command by hand.
+    fn say_pull_request(
+        &self,
+        action: PrAction,
+        detail: &str,
+        told: &str,
+        draft: bool,
+        (key, value): (&str, &str),
+    ) -> Result<(), Error> {
+        let status = action.as_str();
+        self.record(None, "pull_request", status, detail, Map::new())?;
+        let mut extra = Map::new();
+        extra.insert("action".into(), status.into());
+        extra.insert(key.into(), value.into());
+        extra.insert("draft".into(), draft.into());
+        self.notify(crate::notify::Kind::PullRequest, None, told, extra);
+        Ok(())
+    }
+
     fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
