@@ -23,6 +23,7 @@ pub mod files;
 pub mod fuzzing;
 pub mod git;
 pub(crate) mod init;
+pub(crate) mod notes;
 pub(crate) mod notify;
 pub mod paths;
 pub mod plan;

@@ -50,6 +50,10 @@ pub const PROMPTS_DIR: &str = ".ralph/prompts";
 pub const LOGS_DIR: &str = ".ralph/logs";
 /// Each task's failed attempts, one Markdown file per task id.
 pub const CRITIQUE_DIR: &str = ".ralph/critique";
+/// A task's notes, `ralph task note` (`.ralph/notes/<id>.md`).
+pub const NOTES_DIR: &str = ".ralph/notes";
+/// A task's review verdicts, `ralph task review` (`.ralph/reviews/<id>.jsonl`).
+pub const REVIEWS_DIR: &str = ".ralph/reviews";
 /// In the home of a run working elsewhere (`ralph execute`'s out-dir):
 /// the checkout it works in, so the agent's `ralph task` there finds this
 /// home (see `project::find_root`).
@@ -240,6 +244,16 @@ impl Paths {
     /// outlives the worktree).
     pub fn critique(&self, id: &str) -> PathBuf {
         self.shared(CRITIQUE_DIR).join(format!("{id}.md"))
+    }
+
+    /// `.ralph/notes/<id>.md`, the project's.
+    pub fn notes(&self, id: &str) -> PathBuf {
+        self.shared(NOTES_DIR).join(format!("{id}.md"))
+    }
+
+    /// `.ralph/reviews/<id>.jsonl`, the project's.
+    pub fn reviews(&self, id: &str) -> PathBuf {
+        self.shared(REVIEWS_DIR).join(format!("{id}.jsonl"))
     }
 
     /// `ralph.log`.

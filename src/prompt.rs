@@ -56,6 +56,11 @@ pub struct PromptContext {
     pub critique: Option<String>,
     /// The run's whole work, for a task of kind `final_review`.
     pub review: Option<ReviewView>,
+    /// The task's notes (`ralph task note`, verdicts' notes), newest
+    /// first, bounded.
+    pub notes: Option<String>,
+    /// The reasons of the last review, when it rejected the task.
+    pub rejection: Option<String>,
 }
 
 /// What a final review looks at: the work since the run began, as the
@@ -210,7 +215,7 @@ impl crate::exit::Reportable for Error {
                 Some("fix working.md (`ralph init --force` rewrites the default)".to_owned())
             }
             Error::Template { file, .. } => Some(format!(
-                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default"
+                "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default"
             )),
             Error::Roles(err) => err.hint(),
             Error::Io(_) => None,
@@ -340,6 +345,8 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
         evidence: None,
         critique: None,
         review: None,
+        notes: None,
+        rejection: None,
     }
 }
 
@@ -417,6 +424,8 @@ mod tests {
             }),
             critique: None,
             review: None,
+            notes: None,
+            rejection: None,
         }
     }
 

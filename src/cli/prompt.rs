@@ -34,7 +34,12 @@ pub(super) fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error
     let triggers = roles::load(&context.paths)?;
     let (state, iterations, measures) = runner::context::observe(&context.paths, task)?;
     let decision = triggers.choose(&runner::context::trigger_context(
-        &queue, task, &state, iterations, &measures,
+        &context.paths,
+        &queue,
+        task,
+        &state,
+        iterations,
+        &measures,
     ))?;
     let mut variables = runner::context::prompt_context(
         &context.paths,

@@ -91,7 +91,14 @@ fn which(args: &WhichArgs, context: &Context) -> Result<Outcome, Error> {
         Some(task) => {
             let (state, iterations, measures) =
                 crate::runner::context::observe(&context.paths, task)?;
-            crate::runner::context::trigger_context(&queue, task, &state, iterations, &measures)
+            crate::runner::context::trigger_context(
+                &context.paths,
+                &queue,
+                task,
+                &state,
+                iterations,
+                &measures,
+            )
         }
         None => TriggerContext::default(),
     };

@@ -38,6 +38,50 @@ pub enum TaskCommand {
     Archive(ArchiveArgs),
     /// Check both task files and print counts
     Validate,
+    /// Give a ready task the reviewer's verdict: --pass completes it, --reject sends it back with the reasons
+    Review(ReviewArgs),
+    /// Add a dated note to a task, shown in every later prompt for it
+    Note(NoteArgs),
+}
+
+/// Arguments of `task review`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("verdict").required(true).args(["pass", "reject"])))]
+pub struct ReviewArgs {
+    /// The ready task
+    pub id: TaskId,
+    /// The work is done: the task becomes complete (its checks and squash follow)
+    #[arg(long)]
+    pub pass: bool,
+    /// Not yet: the task goes back to active, with the notes as the reasons
+    #[arg(long, requires = "notes_given")]
+    pub reject: bool,
+    /// The reasons, or what the next iteration should know
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "TEXT",
+        group = "notes_given"
+    )]
+    pub notes: Option<String>,
+    /// Read the notes from this file (`-`: standard input)
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "notes",
+        group = "notes_given"
+    )]
+    pub notes_file: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `task note`.
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The task's id
+    pub id: TaskId,
+    /// What was learned, what is left, what failed
+    #[arg(allow_hyphen_values = true)]
+    pub text: String,
 }
 
 /// Arguments of `task add`.
@@ -219,6 +263,11 @@ pub(super) fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Er
                 json,
             ),
             TaskCommand::Validate => validate(&load()?, json),
+            TaskCommand::Review(args) => {
+                let notes = review_notes(&args, context)?;
+                review(&args, mask(notes), &load()?, &apply, context, json)?
+            }
+            TaskCommand::Note(args) => note(&args.id, &mask(args.text), &load()?, context, json)?,
         })
     })();
     let mut outcome = outcome?;
@@ -595,4 +644,154 @@ fn validate(queue: &Queue, json: bool) -> Outcome {
         ));
     }
     Outcome::print(format!("ok: {}\n", counts_line(&counts)))
+}
+
+/// The notes of `task review`: `--notes`, or the file (`-`: stdin).
+fn review_notes(args: &ReviewArgs, context: &Context) -> Result<String, Error> {
+    let text = match (&args.notes, &args.notes_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|err| {
+                crate::task::Error::refused(format!("cannot read the notes from stdin: {err}"))
+            })?;
+            text
+        }
+        (None, Some(path)) => std::fs::read_to_string(context.cwd.join(path)).map_err(|err| {
+            crate::task::Error::refused(format!(
+                "cannot read the notes from {}: {err}",
+                path.display()
+            ))
+        })?,
+        (None, None) => String::new(),
+    };
+    if args.reject && text.trim().is_empty() {
+        return Err(crate::task::Error::refused(
+            "a rejection needs its reasons: the notes are empty; say what is missing with --notes TEXT",
+        )
+        .into());
+    }
+    Ok(text.trim_end().to_owned())
+}
+
+/// `task review`: the verdict on a `ready` task, its notes kept for the
+/// task's next prompts, an event, and the status it leads to.
+fn review(
+    args: &ReviewArgs,
+    notes: String,
+    queue: &Queue,
+    apply: &dyn Fn(Patch) -> Result<Vec<Change>, Error>,
+    context: &Context,
+    json: bool,
+) -> Result<Outcome, Error> {
+    use crate::notes::{Review, Verdict};
+    let id = &args.id;
+    let task = queue
+        .get(id.as_str())
+        .ok_or_else(|| crate::task::Error::NotFound {
+            id: id.to_string(),
+            place: "tasks.jsonl",
+        })?;
+    if task.status != Status::Ready {
+        return Err(crate::task::Error::Refused {
+            message: format!(
+                "task {id} is {}, not ready: a verdict is for work marked ready for review",
+                task.status.as_str()
+            ),
+            hint: Some(format!(
+                "the agent marks it with `ralph task ready {id}`; `ralph task note {id} TEXT` keeps a note without a verdict"
+            )),
+        }
+        .into());
+    }
+    let verdict = if args.pass {
+        Verdict::Passed
+    } else {
+        Verdict::Rejected
+    };
+    let paths = &context.paths;
+    let record = Review {
+        time: context.now.clone(),
+        verdict,
+        notes: notes.clone(),
+    };
+    let at = |path: std::path::PathBuf| move |err| crate::files::PathError::new(path, err);
+    crate::notes::append_review(&paths.reviews(id.as_str()), &record)
+        .map_err(at(paths.reviews(id.as_str())))?;
+    if !notes.is_empty() {
+        let kind = format!("review {}", verdict.as_str());
+        crate::notes::append_note(&paths.notes(id.as_str()), &context.now, &kind, &notes)
+            .map_err(at(paths.notes(id.as_str())))?;
+    }
+    let status = match verdict {
+        Verdict::Passed => Status::Complete,
+        Verdict::Rejected => Status::Active,
+    };
+    apply(set(id.clone(), status))?;
+    let state = crate::state::StateFile::open(paths).peek();
+    let mut extra = Map::new();
+    extra.insert("notes".into(), notes.clone().into());
+    let event = crate::events::Event {
+        timestamp: context.now.clone(),
+        run_id: state.run_id,
+        task_id: Some(id.to_string()),
+        iteration: state.iteration,
+        role: state.role,
+        phase: "review".into(),
+        status: verdict.as_str().into(),
+        detail: notes.lines().next().unwrap_or_default().to_owned(),
+        extra,
+    };
+    crate::events::EventLog::open(paths)
+        .append(&event)
+        .map_err(at(paths.events()))?;
+    if json {
+        return Ok(Outcome::print(to_json(&json!({
+            "id": id.as_str(),
+            "verdict": verdict.as_str(),
+            "status": status.as_str(),
+        }))));
+    }
+    Ok(Outcome::print(match verdict {
+        Verdict::Passed => format!("{id}: review passed: ready -> complete\n"),
+        Verdict::Rejected => {
+            format!("{id}: review rejected: ready -> active; the reasons are in its next prompt\n")
+        }
+    }))
+}
+
+/// `task note`: a dated note, in every later prompt for the task.
+fn note(
+    id: &TaskId,
+    text: &str,
+    queue: &Queue,
+    context: &Context,
+    json: bool,
+) -> Result<Outcome, Error> {
+    if queue.get(id.as_str()).is_none() {
+        return Err(crate::task::Error::NotFound {
+            id: id.to_string(),
+            place: "tasks.jsonl",
+        }
+        .into());
+    }
+    if text.trim().is_empty() {
+        return Err(crate::task::Error::refused(
+            "the note is empty; write what was learned, what is left or what failed",
+        )
+        .into());
+    }
+    let path = context.paths.notes(id.as_str());
+    crate::notes::append_note(&path, &context.now, "note", text)
+        .map_err(|err| crate::files::PathError::new(path.clone(), err))?;
+    let count = crate::notes::count(&path);
+    if json {
+        return Ok(Outcome::print(to_json(
+            &json!({ "id": id.as_str(), "notes": count }),
+        )));
+    }
+    Ok(Outcome::print(format!(
+        "{id}: note added ({})\n",
+        crate::text::count(count, "note")
+    )))
 }

@@ -593,6 +593,9 @@ triggers:
             consecutive_failures: 1,
             task_marked_ready_to_complete: true,
             elapsed_minutes: 15,
+            last_review: "rejected".into(),
+            review_rejections: 2,
+            task_notes: 3,
             iterations_since_role: [("reviewer".to_owned(), 2)].into(),
         };
         let cases = [
@@ -609,6 +612,7 @@ triggers:
             "consecutive_failures == 1 or false",
             "task_marked_ready_to_complete",
             "elapsed_minutes >= 15",
+            "last_review == 'rejected' and review_rejections == 2 and task_notes == 3",
             "iterations_since_role('reviewer') == 2 and iterations_since_role(\"architect\") == 7",
             "branch_commits + files_changed > 5",
         ];

@@ -77,6 +77,21 @@ pub const VARIABLES: &[(&str, VarType, &str)] = &[
         VarType::Int,
         "minutes since the task was claimed",
     ),
+    (
+        "last_review",
+        VarType::String,
+        "the task's last review verdict: \"\", \"passed\" or \"rejected\" (`ralph task review`)",
+    ),
+    (
+        "review_rejections",
+        VarType::Int,
+        "reviews that rejected the task so far",
+    ),
+    (
+        "task_notes",
+        VarType::Int,
+        "notes on the task so far (`ralph task note`, and each verdict's notes)",
+    ),
 ];
 
 /// Every function a condition may call.
@@ -135,6 +150,12 @@ pub struct TriggerContext {
     pub task_marked_ready_to_complete: bool,
     /// Minutes since the task was claimed.
     pub elapsed_minutes: i64,
+    /// The last review verdict: empty, `passed` or `rejected`.
+    pub last_review: String,
+    /// Reviews that rejected the task so far.
+    pub review_rejections: i64,
+    /// Notes on the task so far.
+    pub task_notes: i64,
     /// Iterations since each role last ran; a role missing here has not run
     /// in this run, and counts `iteration` (iterations since the start).
     pub iterations_since_role: BTreeMap<String, i64>,
@@ -169,6 +190,9 @@ impl TriggerContext {
             "consecutive_failures" => Value::Int(self.consecutive_failures),
             "task_marked_ready_to_complete" => Value::Boolean(self.task_marked_ready_to_complete),
             "elapsed_minutes" => Value::Int(self.elapsed_minutes),
+            "last_review" => Value::String(self.last_review.clone()),
+            "review_rejections" => Value::Int(self.review_rejections),
+            "task_notes" => Value::Int(self.task_notes),
             _ => return None,
         })
     }
@@ -230,6 +254,9 @@ impl TriggerContext {
             "consecutive_failures" => self.consecutive_failures = int()?,
             "task_marked_ready_to_complete" => self.task_marked_ready_to_complete = boolean()?,
             "elapsed_minutes" => self.elapsed_minutes = int()?,
+            "last_review" => self.last_review = value.to_owned(),
+            "review_rejections" => self.review_rejections = int()?,
+            "task_notes" => self.task_notes = int()?,
             _ => unreachable!("var_type({name}) is {kind:?} but set() does not handle it"),
         }
         Ok(())

@@ -71,6 +71,7 @@ pub(crate) fn observe(
 /// The trigger variables for `task` (its line in `queue`) before the
 /// run's iteration number `run_iterations + 1`.
 pub(crate) fn trigger_context(
+    paths: &Paths,
     queue: &Queue,
     task: &Task,
     state: &State,
@@ -102,6 +103,21 @@ pub(crate) fn trigger_context(
     let mut counts = state.clone();
     counts.iteration = run_iterations;
     context.iterations_since_role = counts.role_counts();
+    with_reviews(context, paths, task.id.as_str())
+}
+
+/// The context with what the task's notes and reviews say
+/// (`last_review`, `review_rejections`, `task_notes`).
+fn with_reviews(mut context: TriggerContext, paths: &Paths, id: &str) -> TriggerContext {
+    let reviews = crate::notes::reviews(&paths.reviews(id));
+    context.last_review = reviews
+        .last()
+        .map(|review| review.verdict.as_str().to_owned())
+        .unwrap_or_default();
+    context.review_rejections = (reviews.iter())
+        .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
+        .count() as i64;
+    context.task_notes = crate::notes::count(&paths.notes(id)) as i64;
     context
 }
 
@@ -135,6 +151,11 @@ pub(crate) fn prompt_context(
     .ok()
     .flatten();
     variables.evidence = progress.evidence;
+    variables.notes = crate::notes::for_prompt(&paths.notes(task.id.as_str()));
+    variables.rejection = crate::notes::reviews(&paths.reviews(task.id.as_str()))
+        .pop()
+        .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
+        .map(|review| review.notes);
     variables
 }
 

@@ -69,7 +69,14 @@ impl Worker<'_> {
             Some(clean) => clean,
             None => self.base().check_clean()?,
         };
-        let trailers = [format!("Completes: {id}")];
+        let mut trailers = vec![format!("Completes: {id}")];
+        // The squash names the review that passed the work, if one did.
+        if let Some(review) = crate::notes::reviews(&self.paths.reviews(id.as_str()))
+            .pop()
+            .filter(|review| review.verdict == crate::notes::Verdict::Passed)
+        {
+            trailers.push(format!("Reviewed: passed {}", review.time));
+        }
         let (squash, clean) =
             (self.base()).squash_commit(&branch, id, &task.title, &trailers, clean)?;
         self.clean = clean;

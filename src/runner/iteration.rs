@@ -149,8 +149,14 @@ impl Worker<'_> {
         self.seat.load_counts(&mut self.state);
         let measures = Measures::of(&self.repo, &task, Some(&claim.branch))?;
         let queue = self.store.load().unwrap_or_else(|_| Queue::empty());
-        let trigger_context =
-            context::trigger_context(&queue, &task, &self.state, self.state.iteration, &measures);
+        let trigger_context = context::trigger_context(
+            &self.paths,
+            &queue,
+            &task,
+            &self.state,
+            self.state.iteration,
+            &measures,
+        );
         let decision = self.triggers.choose(&trigger_context)?;
         let mut variables = context::prompt_context(
             &self.paths,

@@ -57,7 +57,7 @@ pub(crate) fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
         git::branch_name(&options.settings.branch_prefix, &task.id, &task.title)
     });
     let decision = triggers.choose(&context::trigger_context(
-        &queue, task, &state, 0, &measures,
+        paths, &queue, task, &state, 0, &measures,
     ))?;
     let mut variables =
         context::prompt_context(paths, &queue, task, &decision, &state, 0, Some(&branch));

@@ -257,7 +257,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/roles.yaml", b"triggers:\n  - condition: \"brnch_commits >= 5\"\n    role: reviewer\n".to_vec())],
             args: &["roles", "check"],
             exit: 30,
-            stderr: "error: config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes\nhint: fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`\n",
+            stderr: "error: config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes, last_review, review_rejections, task_notes\nhint: fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`\n",
         },
         Case {
             name: "roles: condition not true/false",
@@ -404,21 +404,21 @@ fn cases() -> Vec<Case> {
             files: vec![("templates/context.md.j2", b"{% for %}".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: templates/context.md.j2:1: syntax error: unexpected end of block, expected in\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default\n",
+            stderr: "error: templates/context.md.j2:1: syntax error: unexpected end of block, expected in\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default\n",
         },
         Case {
             name: "template: undefined variable",
             files: vec![("templates/context.md.j2", b"{{ nope }}".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: templates/context.md.j2:1: undefined value: `nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default\n",
+            stderr: "error: templates/context.md.j2:1: undefined value: `nope` is undefined\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default\n",
         },
         Case {
             name: "template: invalid UTF-8",
             files: vec![("templates/context.md.j2", b"\xfe".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: templates/context.md.j2:1: not valid UTF-8 (byte 0xfe at column 1); save the file as UTF-8\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review) or delete it to use the default\n",
+            stderr: "error: templates/context.md.j2:1: not valid UTF-8 (byte 0xfe at column 1); save the file as UTF-8\nhint: fix templates/context.md.j2 (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default\n",
         },
         Case {
             name: "working.md: invalid UTF-8",

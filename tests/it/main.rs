@@ -30,6 +30,7 @@ mod plan_props;
 mod poll;
 mod reliability_doc;
 mod revert;
+mod review;
 mod richer_tasks;
 mod roles;
 mod run;

@@ -1,0 +1,181 @@
+//! A task's notes and review verdicts, which carry between fresh-context
+//! iterations: `.ralph/notes/<id>.md` (`ralph task note`, and each
+//! verdict's notes), appended as dated entries, and
+//! `.ralph/reviews/<id>.jsonl` (`ralph task review`), one verdict a line.
+//! Both are appended durably, so a kill loses at most the entry being
+//! written, and kept until the task is archived.
+
+use std::io;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::files;
+
+/// Most bytes of notes a prompt carries (newest first).
+pub(crate) const PROMPT_BYTES: usize = 6 * 1024;
+
+/// How an entry's heading starts.
+const HEADING: &str = "### ";
+
+/// A reviewer's verdict on a `ready` task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Verdict {
+    /// The work is done: the task is `complete`.
+    Passed,
+    /// Not yet: back to `active`, with the reasons.
+    Rejected,
+}
+
+impl Verdict {
+    /// Its name, as the trigger variable `last_review` has it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Passed => "passed",
+            Verdict::Rejected => "rejected",
+        }
+    }
+}
+
+/// One verdict, a line of `.ralph/reviews/<id>.jsonl`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Review {
+    /// When (RFC 3339).
+    pub time: String,
+    /// Which.
+    pub verdict: Verdict,
+    /// Why, as the reviewer wrote it.
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// Appends a dated note, `kind` saying whose (`note`, `review passed`,
+/// `review rejected`).
+pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let entry = format!("{HEADING}{time} · {kind}\n\n{}\n\n", text.trim_end());
+    files::append_durable(path, entry.as_bytes())
+}
+
+/// Appends a verdict.
+pub(crate) fn append_review(path: &Path, review: &Review) -> io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut line = serde_json::to_string(review).expect("plain data serialises");
+    line.push('\n');
+    files::append_durable(path, line.as_bytes())
+}
+
+/// The verdicts given so far, oldest first; a torn last line (a kill
+/// mid-append) is left out. None when the file is missing.
+pub(crate) fn reviews(path: &Path) -> Vec<Review> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// The entries of a notes file, oldest first.
+fn entries(text: &str) -> Vec<&str> {
+    let mut starts: Vec<usize> = text
+        .match_indices(&format!("\n{HEADING}"))
+        .map(|(at, _)| at + 1)
+        .collect();
+    if text.starts_with(HEADING) {
+        starts.insert(0, 0);
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(index, &start)| {
+            let end = starts.get(index + 1).copied().unwrap_or(text.len());
+            text[start..end].trim_end()
+        })
+        .collect()
+}
+
+/// How many notes the task has.
+pub(crate) fn count(path: &Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |text| entries(&text).len())
+}
+
+/// The task's notes for a prompt: newest first, whole entries within
+/// [`PROMPT_BYTES`], saying how many older ones were left out. `None`
+/// when it has none.
+pub(crate) fn for_prompt(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let all = entries(&text);
+    if all.is_empty() {
+        return None;
+    }
+    let mut shown = Vec::new();
+    let mut used = 0;
+    for entry in all.iter().rev() {
+        if used + entry.len() > PROMPT_BYTES && !shown.is_empty() {
+            break;
+        }
+        used += entry.len() + 2;
+        shown.push(*entry);
+    }
+    let mut out = shown.join("\n\n");
+    let left = all.len() - shown.len();
+    if left > 0 {
+        out.push_str(&format!(
+            "\n\n_{} older in {}._",
+            crate::text::count(left, "note"),
+            path.display()
+        ));
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_come_newest_first_within_the_budget() {
+        let dir = std::env::temp_dir().join(format!("ralph-notes-{}", std::process::id()));
+        let path = dir.join("A.md");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(for_prompt(&path), None);
+        append_note(&path, "t1", "note", "first").unwrap();
+        append_note(&path, "t2", "review rejected", "second\n").unwrap();
+        assert_eq!(count(&path), 2);
+        assert_eq!(
+            for_prompt(&path).unwrap(),
+            "### t2 · review rejected\n\nsecond\n\n### t1 · note\n\nfirst"
+        );
+        for n in 0..20 {
+            append_note(&path, &format!("n{n}"), "note", &"x".repeat(500)).unwrap();
+        }
+        let shown = for_prompt(&path).unwrap();
+        assert!(shown.starts_with("### n19 · note"), "{shown}");
+        assert!(shown.len() <= PROMPT_BYTES + 200, "{}", shown.len());
+        assert!(
+            shown.ends_with(&format!("older in {}._", path.display())),
+            "{shown}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn verdicts_are_read_back_and_a_torn_line_is_skipped() {
+        let dir = std::env::temp_dir().join(format!("ralph-reviews-{}", std::process::id()));
+        let path = dir.join("A.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let review = Review {
+            time: "t".into(),
+            verdict: Verdict::Rejected,
+            notes: "missing tests".into(),
+        };
+        append_review(&path, &review).unwrap();
+        files::append_durable(&path, b"{\"time\":\"t\",\"verd").unwrap();
+        assert_eq!(reviews(&path), [review]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

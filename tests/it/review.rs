@@ -1,0 +1,148 @@
+//! Review verdicts (`ralph task review`) and notes (`ralph task note`):
+//! what a reviewer decides, and what a fresh iteration must know, reach
+//! the next prompt for the task.
+
+use crate::support::{TestProject, by_iteration};
+
+fn pending(id: &str) -> String {
+    format!(r#"{{"id":"{id}","title":"task {id}","status":"pending","leaf":true}}"#)
+}
+
+#[test]
+fn a_verdict_is_for_a_ready_task_and_its_reasons_reach_the_next_prompt() {
+    let p = TestProject::new().task(&pending("A")).git_init();
+    p.ralph(&["task", "review", "A", "--pass"]).fails(
+        30,
+        "error: task A is pending, not ready: a verdict is for work marked ready for review\nhint: the agent marks it with `ralph task ready A`; `ralph task note A TEXT` keeps a note without a verdict\n",
+    );
+    p.ralph(&["task", "ready", "A"]).success();
+    p.ralph(&["task", "review", "A", "--reject", "--notes", " "]).fails(
+        30,
+        "error: a rejection needs its reasons: the notes are empty; say what is missing with --notes TEXT\n",
+    );
+    p.ralph(&[
+        "task",
+        "review",
+        "A",
+        "--reject",
+        "--notes",
+        "missing tests for the empty name",
+    ])
+    .ok("A: review rejected: ready -> active; the reasons are in its next prompt\n");
+    p.ralph(&["task", "note", "A", "the parser rejects \"\" already"])
+        .ok("A: note added (2 notes)\n");
+    let prompt = p.ralph(&["prompt"]).success().stdout;
+    let rejected = prompt
+        .find("## The last review rejected this task\n\nFix what it names before you mark the task ready again:\n\nmissing tests for the empty name\n")
+        .expect(&prompt);
+    let notes = prompt
+        .find("## Notes on this task (newest first)\n\n### ")
+        .expect(&prompt);
+    assert!(rejected < notes, "{prompt}");
+    let newest = prompt
+        .find("· note\n\nthe parser rejects \"\" already")
+        .expect(&prompt);
+    let older = prompt
+        .find("· review rejected\n\nmissing tests for the empty name")
+        .expect(&prompt);
+    assert!(newest < older, "{prompt}");
+    // The triggers see it.
+    let roles = p.read("config/roles.yaml").replacen(
+        "triggers:\n",
+        "triggers:\n  - condition: \"last_review == 'rejected' and review_rejections == 1 and task_notes == 2\"\n    role: planner\n",
+        1,
+    );
+    let p = p.file("config/roles.yaml", roles);
+    let which = p.ralph(&["roles", "which", "--json"]).success().json();
+    assert_eq!(which["role"], "planner", "{which}");
+    assert_eq!(which["values"]["last_review"], "rejected", "{which}");
+
+    // Ready again; passed with notes from standard input.
+    p.ralph(&["task", "ready", "A"]).success();
+    let mut command = p.ralph_command(&["task", "review", "A", "--pass", "--notes-file", "-"]);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"tests cover the empty name now\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "A: review passed: ready -> complete\n"
+    );
+    assert!(p.read("tasks.jsonl").contains(r#""status":"complete""#));
+    let reviews: Vec<String> = p
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "review")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["status"].as_str().unwrap(),
+                e["detail"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        reviews,
+        [
+            "rejected missing tests for the empty name",
+            "passed tests cover the empty name now"
+        ]
+    );
+    // No rejection to show once it passed; the notes stay.
+    let prompt = p.ralph(&["prompt", "--task", "A"]).success();
+    assert!(!prompt.stdout.contains("rejected this task"), "{prompt:#?}");
+    assert!(
+        prompt
+            .stdout
+            .contains("· review passed\n\ntests cover the empty name now"),
+        "{prompt:#?}"
+    );
+}
+
+#[test]
+fn a_rejection_reaches_the_next_build_and_the_squash_names_the_passing_review() {
+    // Build marks it ready; the reviewer rejects once, then passes.
+    let p = TestProject::new().task(&pending("A")).git_init().agent(&by_iteration(
+        "RALPH_TASK_ITERATION",
+        r#"1) work A1.txt one; ralph task ready A > /dev/null ;;
+2) ralph task review A --reject --notes 'missing tests for the empty name' > /dev/null ;;
+3) cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/third-prompt"; work A3.txt tests; ralph task ready A > /dev/null ;;
+*) ralph task review A --pass --notes 'covered' > /dev/null ;;"#,
+    ));
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        p.calls(),
+        [
+            "1 A 1 none",
+            "2 A 2 reviewer",
+            "3 A 3 none",
+            "4 A 4 reviewer"
+        ]
+    );
+    let third = p.rec("third-prompt");
+    assert!(
+        third.contains("## The last review rejected this task"),
+        "{third}"
+    );
+    assert!(
+        third.contains("missing tests for the empty name"),
+        "{third}"
+    );
+    let body = p.git(&["log", "-1", "--format=%B", "main"]);
+    assert!(body.starts_with("[A] task A\n"), "{body}");
+    assert!(
+        body.contains("\nCompletes: A\nReviewed: passed 20"),
+        "{body}"
+    );
+    assert_eq!(p.git(&["log", "--format=%s", "main"]).lines().count(), 2);
+}
