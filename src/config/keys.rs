@@ -214,6 +214,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "The remote the watched branch is fetched from at each look, the base fast-forwarded to it between tasks; null: the local branch";
     watch.max_prd_bytes: COUNT = "262144", RALPH_WATCH_MAX_PRD_BYTES, -,
         "Largest PRD file planned, in bytes; a larger one is refused (prd_file_too_large)";
+    review_every: TOKENS = "null", RALPH_REVIEW_EVERY, -,
+        "Every this many iterations on a task, the reviewer role takes a turn whatever the triggers pick (its verdict needs the task ready; otherwise it leaves notes); null: only as the triggers say";
 };
 
 /// The environment variables that override settings.

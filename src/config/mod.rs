@@ -97,6 +97,9 @@ pub(crate) struct Settings {
     pub notify: NotifySettings,
     /// Watching a branch for PRDs to plan.
     pub watch: WatchSettings,
+    /// Every this many iterations on a task, the reviewer takes a turn
+    /// whatever the triggers say; `None` is never.
+    pub review_every: Option<u64>,
 }
 
 /// The `watch:` section (docs/UNATTENDED.md).
@@ -375,6 +378,7 @@ impl Default for Settings {
             max_run_tokens: None,
             notify: NotifySettings::default(),
             watch: WatchSettings::default(),
+            review_every: None,
         }
     }
 }
@@ -744,7 +748,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -157,7 +157,8 @@ impl Worker<'_> {
             self.state.iteration,
             &measures,
         );
-        let decision = self.triggers.choose(&trigger_context)?;
+        let mut decision = self.triggers.choose(&trigger_context)?;
+        self.review_every(&mut decision, &queue, &task);
         let mut variables = context::prompt_context(
             &self.paths,
             &queue,
@@ -427,6 +428,34 @@ impl Worker<'_> {
             progress.tip = Some(tip.to_string());
         }
         Ok(())
+    }
+
+    /// `review_every: N`: the reviewer takes the task's every Nth
+    /// iteration, whatever the triggers picked (a final review aside).
+    fn review_every(&self, decision: &mut crate::roles::Decision, queue: &Queue, task: &Task) {
+        let Some(every) = self
+            .options
+            .settings
+            .review_every
+            .filter(|every| *every > 0)
+        else {
+            return;
+        };
+        let next = self.progress(task.id.as_str()).iterations + 1;
+        let final_review =
+            context::task_kind(queue, task).as_deref() == Some(context::FINAL_REVIEW_KIND);
+        if !next.is_multiple_of(every) || final_review {
+            return;
+        }
+        decision.fired = Some(crate::roles::Fired {
+            number: 0,
+            role: "reviewer".to_owned(),
+            model: None,
+            condition: format!("review_every: {every}"),
+            description: Some(format!(
+                "the reviewer takes every {every}th iteration on a task"
+            )),
+        });
     }
 
     /// Counts what an iteration of task `id` spent, as its agent reported

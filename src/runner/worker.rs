@@ -122,6 +122,14 @@ impl<'a> Worker<'a> {
         let run_started = crate::clock::now_utc();
         let settings = &options.settings;
         let triggers = roles::load(paths)?;
+        if settings.review_every.is_some_and(|every| every > 0) && !paths.role("reviewer").exists()
+        {
+            return Err(crate::config::Error::Invalid {
+                line: None,
+                message: "review_every is set, but roles/reviewer.md, the role it runs, is missing; `ralph init` writes it, or set review_every: null".to_owned(),
+            }
+            .into());
+        }
         let store = Store::open(paths);
         let torn = store.load()?.done.torn().map(|t| t.line);
         let state_file = StateFile::open(paths);

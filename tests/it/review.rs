@@ -146,3 +146,68 @@ fn a_rejection_reaches_the_next_build_and_the_squash_names_the_passing_review() 
     );
     assert_eq!(p.git(&["log", "--format=%s", "main"]).lines().count(), 2);
 }
+
+#[test]
+fn review_every_gives_the_reviewer_every_nth_iteration_on_a_task() {
+    // Build work each time; the reviewer leaves a note; done on the 5th.
+    let p = TestProject::new().task(&pending("A")).git_init().agent(
+        r#"case "${RALPH_ROLE:-none}:$RALPH_TASK_ITERATION" in
+reviewer:*) ralph task note A "review at $RALPH_TASK_ITERATION: keep going" > /dev/null ;;
+*:5) work A5.txt x; ralph task complete A > /dev/null ;;
+*) work "A$RALPH_TASK_ITERATION.txt" x ;;
+esac
+"#,
+    );
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("review_every: null", "review_every: 2");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "review every 2"]);
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        p.calls(),
+        [
+            "1 A 1 none",
+            "2 A 2 reviewer",
+            "3 A 3 none",
+            "4 A 4 reviewer",
+            "5 A 5 none"
+        ]
+    );
+    let iterations: Vec<String> = p
+        .json_lines(".ralph/events.ndjson")
+        .iter()
+        .filter(|e| e["phase"] == "iteration")
+        .map(|e| format!("{} {}", e["role"].as_str().unwrap_or("-"), e["trigger"]))
+        .collect();
+    assert_eq!(iterations[1], "reviewer 0", "{iterations:?}");
+    assert_eq!(p.read(".ralph/notes/A.md").matches("· note").count(), 2);
+}
+
+#[test]
+fn review_every_without_a_reviewer_role_is_refused_before_any_agent_runs() {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .git_init()
+        .agent("exit 0");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("review_every: null", "review_every: 3");
+    let p = p.file("config/ralph.yaml", config);
+    std::fs::remove_file(p.path().join("roles/reviewer.md")).unwrap();
+    // This project's triggers never name the reviewer.
+    let p = p.file(
+        "config/roles.yaml",
+        "triggers:\n  - condition: \"task_iteration > 100\"\n    role: debugger\n",
+    );
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "no reviewer"]);
+    let run = p.run(&[]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.starts_with("error: config/ralph.yaml: review_every is set, but roles/reviewer.md, the role it runs, is missing;"),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+}
