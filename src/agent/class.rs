@@ -56,6 +56,8 @@ pub enum FailureClass {
     RebaseInProgress,
     /// The agent left a `git am` in progress.
     GitAmInProgress,
+    /// The reviewer left a `ready` task without a verdict.
+    NoVerdict,
 }
 
 impl FailureClass {
@@ -74,7 +76,7 @@ impl FailureClass {
     ];
 
     /// The classes the loop gives what it finds after an iteration.
-    pub const LOOP: [FailureClass; 11] = [
+    pub const LOOP: [FailureClass; 12] = [
         FailureClass::QueueReverted,
         FailureClass::ArchiveEdited,
         FailureClass::MergeConflict,
@@ -86,6 +88,7 @@ impl FailureClass {
         FailureClass::BisectInProgress,
         FailureClass::RebaseInProgress,
         FailureClass::GitAmInProgress,
+        FailureClass::NoVerdict,
     ];
 
     /// The class of a git `operation` the agent left in progress, as the
@@ -125,6 +128,7 @@ impl FailureClass {
             FailureClass::BisectInProgress => "bisect_in_progress",
             FailureClass::RebaseInProgress => "rebase_in_progress",
             FailureClass::GitAmInProgress => "git_am_in_progress",
+            FailureClass::NoVerdict => "no_verdict",
         }
     }
 }

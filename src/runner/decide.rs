@@ -338,6 +338,9 @@ pub(crate) struct After {
     pub limit_waits_before: u64,
     /// Whether a trigger reviews `ready` tasks.
     pub ready_is_reviewed: bool,
+    /// The reviewer left the `ready` task without a verdict: the
+    /// evidence sentence.
+    pub no_verdict: Option<String>,
 }
 
 /// What an iteration's outcome means for the loop.
@@ -431,6 +434,11 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
             seen.left_branch
                 .clone()
                 .map(|sentence| (FailureClass::LeftBranch, sentence))
+        })
+        .or_else(|| {
+            seen.no_verdict
+                .clone()
+                .map(|sentence| (FailureClass::NoVerdict, sentence))
         })
         .or_else(|| {
             let stalled =
@@ -755,6 +763,7 @@ mod tests {
             failures_before: 0,
             limit_waits_before: 0,
             ready_is_reviewed: true,
+            no_verdict: None,
         }
     }
 

@@ -38,6 +38,8 @@ struct Turn {
     stashes_before: usize,
     /// The queue files as the watch copied them before the agent ran.
     queue_before: Known,
+    /// Verdicts given on the task before the agent ran.
+    reviews_before: usize,
     iteration: u64,
     task_iteration: u64,
     fired: Option<Fired>,
@@ -198,6 +200,7 @@ impl Worker<'_> {
             task,
             stashes_before: self.repo.stashes()?.len(),
             queue_before,
+            reviews_before: crate::notes::reviews(&self.paths.reviews(id.as_str())).len(),
             tip_before: self.repo.branch_tip(&claim.branch)?,
             base_before: self.repo.branch_tip(self.repo.base())?,
             branch: claim.branch,
@@ -381,6 +384,16 @@ impl Worker<'_> {
             _ => true,
         };
         let progress = self.progress(id.as_str());
+        // A reviewer's turn on a ready task ends in a verdict.
+        let no_verdict = (turn.role().as_deref() == Some("reviewer")
+            && turn.task.status == Status::Ready
+            && matches!(&task, TaskAfter::Present { status: Status::Ready, .. })
+            && crate::notes::reviews(&self.paths.reviews(id.as_str())).len() == turn.reviews_before)
+            .then(|| {
+                format!(
+                    "the reviewer left {id} ready without a verdict; give one: `ralph task review {id} --pass`, or `ralph task review {id} --reject --notes \"what must change\"`"
+                )
+            });
         Ok(After {
             agent: agent_end(outcome),
             task,
@@ -393,6 +406,7 @@ impl Worker<'_> {
             failures_before: progress.consecutive_failures,
             limit_waits_before: self.limit_waits,
             ready_is_reviewed: self.triggers.read_variable("task_marked_ready_to_complete"),
+            no_verdict,
         })
     }
 

@@ -211,3 +211,38 @@ fn review_every_without_a_reviewer_role_is_refused_before_any_agent_runs() {
     );
     assert!(p.calls().is_empty());
 }
+
+#[test]
+fn a_reviewer_that_leaves_a_ready_task_without_a_verdict_fails_with_evidence() {
+    // The reviewer looks, says nothing the first time, then passes it.
+    let p = TestProject::new().task(&pending("A")).git_init().agent(&by_iteration(
+        "RALPH_TASK_ITERATION",
+        r#"1) work A1.txt one; ralph task ready A > /dev/null ;;
+2) echo 'looks fine to me' ;;
+*) cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/third-prompt"; ralph task review A --pass > /dev/null ;;"#,
+    ));
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // A failure: the debugger takes the next turn, with the evidence.
+    assert_eq!(
+        p.calls(),
+        ["1 A 1 none", "2 A 2 reviewer", "3 A 3 debugger"]
+    );
+    let second: Vec<serde_json::Value> = p
+        .json_lines(".ralph/events.ndjson")
+        .into_iter()
+        .filter(|e| e["phase"] == "iteration")
+        .collect();
+    assert_eq!(second[1]["status"], "no_verdict", "{second:?}");
+    let third = p.rec("third-prompt");
+    assert!(
+        third.contains(
+            "the reviewer left A ready without a verdict; give one: `ralph task review A --pass`"
+        ),
+        "{third}"
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["failures"],
+        serde_json::json!({"no_verdict": 1})
+    );
+}
