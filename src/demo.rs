@@ -33,7 +33,7 @@ pub(crate) fn create(paths: &Paths, agent: &str) -> Result<(), Error> {
         });
     }
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    crate::init::init(paths, false, None, &[])?;
+    crate::init::init(paths, false, None, &[], crate::init::Workflow::Classic)?;
     let settings = settings(agent);
     for (name, text) in [
         ("README.md", README),

@@ -74,6 +74,45 @@ pub(crate) const SHIPPED: &[Shipped] = &[
     shipped("config/ralph.yaml", include_str!("../config/ralph.yaml")),
 ];
 
+/// A ready-made set of triggers and roles `ralph init --workflow` writes
+/// (docs/WORKFLOWS.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workflow {
+    /// The shipped defaults.
+    #[default]
+    Classic,
+    /// The enhanced loop's cycle: build, review with a verdict, replan
+    /// after a rejection, recover after a failure, a final review.
+    Enhanced,
+}
+
+/// The enhanced workflow's triggers.
+pub(crate) const ENHANCED_ROLES: &str = include_str!("../workflows/enhanced/roles.yaml");
+/// The role of its replanning turn.
+const REPLANNER_ROLE: &str = include_str!("../workflows/enhanced/replanner.md");
+
+impl Workflow {
+    /// The files it adds to the shipped ones.
+    fn extra(self) -> &'static [Shipped] {
+        const ENHANCED: &[Shipped] = &[shipped("roles/replanner.md", REPLANNER_ROLE)];
+        match self {
+            Workflow::Classic => &[],
+            Workflow::Enhanced => ENHANCED,
+        }
+    }
+
+    /// The text it writes for the shipped file at `path` (`text`).
+    fn text(self, path: &str, text: &str) -> String {
+        match (self, path) {
+            (Workflow::Enhanced, "config/roles.yaml") => ENHANCED_ROLES.to_owned(),
+            (Workflow::Enhanced, SETTINGS_FILE) => {
+                text.replacen("\nfinal_review: false\n", "\nfinal_review: true\n", 1)
+            }
+            _ => text.to_owned(),
+        }
+    }
+}
+
 /// Paths ralph keeps out of git.
 pub(crate) const IGNORED: [&str; 3] = [".ralph/", "ralph.log", ".stop"];
 
@@ -109,6 +148,7 @@ pub(crate) fn init(
     force: bool,
     agent: Option<&str>,
     checks: &[Check],
+    workflow: Workflow,
 ) -> Result<Report, crate::error::Error> {
     let root = paths.root();
     in_the_way(paths)?;
@@ -121,7 +161,7 @@ pub(crate) fn init(
         ignored: Vec::new(),
         in_git: root.ancestors().any(|dir| dir.join(".git").exists()),
     };
-    for file in SHIPPED {
+    for file in SHIPPED.iter().chain(workflow.extra()) {
         let path = paths.join(file.path);
         let exists = path.exists();
         let action = match (exists, force, file.ownership) {
@@ -131,10 +171,11 @@ pub(crate) fn init(
             (true, false, Ownership::Default) => Action::Kept,
         };
         if matches!(action, Action::Created | Action::Replaced) {
+            let shipped = workflow.text(file.path, file.text);
             let text = if file.path == SETTINGS_FILE {
-                settings(file.text, agent, checks).map_err(io(&path))?
+                settings(&shipped, agent, checks).map_err(io(&path))?
             } else {
-                file.text.to_owned()
+                shipped
             };
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(io(dir))?;
@@ -240,6 +281,28 @@ mod tests {
         })
         .unwrap();
         assert_eq!(triggers.list.len(), 6);
+        // The enhanced workflow's triggers, against its roles (as
+        // `ralph roles check` checks them).
+        let enhanced: Vec<&str> = (SHIPPED.iter().chain(Workflow::Enhanced.extra()))
+            .filter_map(|file| file.path.strip_prefix("roles/")?.strip_suffix(".md"))
+            .collect();
+        let triggers = Triggers::parse(ENHANCED_ROLES, |role| enhanced.contains(&role)).unwrap();
+        let picked: Vec<&str> = triggers.list.iter().map(|t| t.role.as_str()).collect();
+        assert_eq!(
+            picked,
+            ["final-reviewer", "debugger", "reviewer", "replanner"]
+        );
+        assert!(Triggers::parse(ENHANCED_ROLES, |role| roles.contains(&role)).is_err());
+        assert!(
+            Workflow::Enhanced.extra()[0]
+                .text
+                .starts_with("# Role: Replanner\n")
+        );
+        let settings = Settings::parse(
+            &Workflow::Enhanced.text(SETTINGS_FILE, include_str!("../config/ralph.yaml")),
+        )
+        .unwrap();
+        assert!(settings.final_review);
         for file in SHIPPED.iter().filter(|f| f.path.ends_with(".md")) {
             assert!(
                 file.text.starts_with("# "),

@@ -48,6 +48,9 @@ pub(crate) struct Review {
     /// Why, as the reviewer wrote it.
     #[serde(default)]
     pub notes: String,
+    /// The task's iteration it was given in (0: before any).
+    #[serde(default)]
+    pub task_iteration: u64,
 }
 
 /// Appends a dated note, `kind` saying whose (`note`, `review passed`,
@@ -172,6 +175,7 @@ mod tests {
             time: "t".into(),
             verdict: Verdict::Rejected,
             notes: "missing tests".into(),
+            task_iteration: 2,
         };
         append_review(&path, &review).unwrap();
         files::append_durable(&path, b"{\"time\":\"t\",\"verd").unwrap();

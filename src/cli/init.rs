@@ -38,6 +38,9 @@ pub struct InitArgs {
     /// With --detect: write the checks found into config/ralph.yaml's verify lists
     #[arg(long, requires = "detect")]
     pub write: bool,
+    /// Write this workflow's triggers and roles (docs/WORKFLOWS.md); existing files are kept unless --force
+    #[arg(long, value_enum, default_value_t = crate::init::Workflow::Classic, conflicts_with = "detect")]
+    pub workflow: crate::init::Workflow,
 }
 
 /// Runs `ralph init` in the folder named by `--dir`, or the current one.
@@ -50,7 +53,13 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
     } else {
         detect::detect(context.paths.root())
     };
-    let report = init(&context.paths, args.force, args.agent.as_deref(), &checks)?;
+    let report = init(
+        &context.paths,
+        args.force,
+        args.agent.as_deref(),
+        &checks,
+        args.workflow,
+    )?;
     let mut outcome = Outcome::default();
     let settings_kept = report.files.iter().any(|(path, action)| {
         *path == SETTINGS_FILE && matches!(action, Action::Kept | Action::KeptData)
@@ -71,6 +80,21 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
         let _ = writeln!(
             outcome.stderr,
             "note: config/ralph.yaml exists, so the checks found were not written; `ralph init --detect --write` writes them"
+        );
+    }
+    let kept: Vec<&str> = (report.files.iter())
+        .filter(|(path, action)| {
+            *action == Action::Kept && ["config/roles.yaml", SETTINGS_FILE].contains(path)
+        })
+        .map(|(path, _)| *path)
+        .collect();
+    if args.workflow != crate::init::Workflow::Classic && !kept.is_empty() {
+        let _ = writeln!(
+            outcome.stderr,
+            "note: {} already {}, so the enhanced workflow did not replace {}; `ralph init --workflow enhanced --force` does",
+            kept.join(" and "),
+            if kept.len() == 1 { "exists" } else { "exist" },
+            if kept.len() == 1 { "it" } else { "them" },
         );
     }
     if !report.in_git {

@@ -710,10 +710,21 @@ fn review(
         Verdict::Rejected
     };
     let paths = &context.paths;
+    // Given in an iteration, its number (the agent's environment says);
+    // by hand, the iterations the task had.
+    let task_iteration = std::env::var("RALPH_TASK_ITERATION")
+        .ok()
+        .filter(|_| context.in_run)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| {
+            let state = crate::state::StateFile::open(paths).peek();
+            state.tasks.get(id.as_str()).map_or(0, |p| p.iterations)
+        });
     let record = Review {
         time: context.now.clone(),
         verdict,
         notes: notes.clone(),
+        task_iteration,
     };
     let at = |path: std::path::PathBuf| move |err| crate::files::PathError::new(path, err);
     crate::notes::append_review(&paths.reviews(id.as_str()), &record)

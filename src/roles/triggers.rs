@@ -596,6 +596,7 @@ triggers:
             last_review: "rejected".into(),
             review_rejections: 2,
             task_notes: 3,
+            iterations_since_review: 1,
             iterations_since_role: [("reviewer".to_owned(), 2)].into(),
         };
         let cases = [
@@ -613,6 +614,7 @@ triggers:
             "task_marked_ready_to_complete",
             "elapsed_minutes >= 15",
             "last_review == 'rejected' and review_rejections == 2 and task_notes == 3",
+            "iterations_since_review == 1",
             "iterations_since_role('reviewer') == 2 and iterations_since_role(\"architect\") == 7",
             "branch_commits + files_changed > 5",
         ];

@@ -92,6 +92,11 @@ pub const VARIABLES: &[(&str, VarType, &str)] = &[
         VarType::Int,
         "notes on the task so far (`ralph task note`, and each verdict's notes)",
     ),
+    (
+        "iterations_since_review",
+        VarType::Int,
+        "iterations on the task since its last verdict (all of them when it has none)",
+    ),
 ];
 
 /// Every function a condition may call.
@@ -156,6 +161,8 @@ pub struct TriggerContext {
     pub review_rejections: i64,
     /// Notes on the task so far.
     pub task_notes: i64,
+    /// Iterations on the task since its last verdict.
+    pub iterations_since_review: i64,
     /// Iterations since each role last ran; a role missing here has not run
     /// in this run, and counts `iteration` (iterations since the start).
     pub iterations_since_role: BTreeMap<String, i64>,
@@ -193,6 +200,7 @@ impl TriggerContext {
             "last_review" => Value::String(self.last_review.clone()),
             "review_rejections" => Value::Int(self.review_rejections),
             "task_notes" => Value::Int(self.task_notes),
+            "iterations_since_review" => Value::Int(self.iterations_since_review),
             _ => return None,
         })
     }
@@ -257,6 +265,7 @@ impl TriggerContext {
             "last_review" => self.last_review = value.to_owned(),
             "review_rejections" => self.review_rejections = int()?,
             "task_notes" => self.task_notes = int()?,
+            "iterations_since_review" => self.iterations_since_review = int()?,
             _ => unreachable!("var_type({name}) is {kind:?} but set() does not handle it"),
         }
         Ok(())

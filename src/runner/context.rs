@@ -118,6 +118,11 @@ fn with_reviews(mut context: TriggerContext, paths: &Paths, id: &str) -> Trigger
         .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
         .count() as i64;
     context.task_notes = crate::notes::count(&paths.notes(id)) as i64;
+    let done = context.task_iteration.max(0) as u64;
+    context.iterations_since_review = reviews
+        .last()
+        .map_or(done, |review| done.saturating_sub(review.task_iteration))
+        as i64;
     context
 }
 

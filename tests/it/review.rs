@@ -246,3 +246,70 @@ fn a_reviewer_that_leaves_a_ready_task_without_a_verdict_fails_with_evidence() {
         serde_json::json!({"no_verdict": 1})
     );
 }
+
+#[test]
+fn the_enhanced_workflow_builds_reviews_replans_and_builds_again() {
+    let p = TestProject::new().task(&pending("A")).git_init();
+    // Over a classic init, nothing is replaced without --force.
+    let kept = p.ralph(&["init", "--workflow", "enhanced"]).success();
+    assert!(
+        kept.stderr.contains("note: config/roles.yaml and config/ralph.yaml already exist, so the enhanced workflow did not replace them; `ralph init --workflow enhanced --force` does\n"),
+        "{kept:#?}"
+    );
+    // The new role file is written; the triggers stay the classic ones.
+    assert!(p.path().join("roles/replanner.md").exists());
+    assert!(p.read("config/roles.yaml").contains("branch_commits >= 5"));
+    p.ralph(&["init", "--workflow", "enhanced", "--force"])
+        .success();
+    assert!(p.read("config/roles.yaml").contains("role: \"replanner\""));
+    assert!(
+        p.read("config/ralph.yaml")
+            .contains("\nfinal_review: true\n")
+    );
+    p.ralph(&["roles", "check"]).success();
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "the enhanced workflow"]);
+    let p = p.agent(
+        r#"case "${RALPH_ROLE:-none}:$RALPH_TASK_ID" in
+none:A) [ "$RALPH_TASK_ITERATION" = 4 ] && cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/rebuild-prompt"
+   work "A$RALPH_TASK_ITERATION.txt" x; ralph task ready A > /dev/null ;;
+reviewer:A) if [ -e "$REC/rejected" ]; then ralph task review A --pass --notes 'tests cover it' > /dev/null
+   else touch "$REC/rejected"; ralph task review A --reject --notes 'missing tests for the empty name' > /dev/null; fi ;;
+replanner:A) ralph task note A 'next: add a test for the empty name' > /dev/null
+   ralph task add 'Document the empty-name rule' --dep A > /dev/null ;;
+none:*) work "$RALPH_TASK_ID.txt" x; ralph task ready "$RALPH_TASK_ID" > /dev/null ;;
+reviewer:*) ralph task review "$RALPH_TASK_ID" --pass > /dev/null ;;
+final-reviewer:*) ralph task complete "$RALPH_TASK_ID" > /dev/null ;;
+esac
+"#,
+    );
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.calls();
+    assert_eq!(
+        calls[..7],
+        [
+            "1 A 1 none",
+            "2 A 2 reviewer",
+            "3 A 3 replanner",
+            "4 A 4 none",
+            "5 A 5 reviewer",
+            "6 B 1 none",
+            "7 B 2 reviewer",
+        ],
+        "{calls:?}"
+    );
+    assert!(calls[7].ends_with(" final-reviewer"), "{calls:?}");
+    let rebuild = p.rec("rebuild-prompt");
+    assert!(
+        rebuild.contains("missing tests for the empty name"),
+        "{rebuild}"
+    );
+    assert!(
+        rebuild.contains("next: add a test for the empty name"),
+        "{rebuild}"
+    );
+    let a = p.git(&["log", "--format=%B", "--grep=^\\[A\\]", "main"]);
+    assert_eq!(a.matches("Completes: A\n").count(), 1, "{a}");
+    assert!(a.contains("Reviewed: passed 20"), "{a}");
+}
