@@ -46,6 +46,9 @@ pub struct PlanArgs {
     /// Echo the planner agent's output to the terminal
     #[arg(long, requires = "agent")]
     pub stream: bool,
+    /// With --agent: N rounds of a plan reviewer's notes on the tasks, each followed by the planner's revision
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "agent")]
+    pub review_rounds: usize,
 }
 
 /// Runs `ralph plan`.
@@ -109,6 +112,7 @@ fn with_agent(
         agent_cmd: args.agent_cmd.as_deref(),
         stream: args.stream,
         kill_grace: super::run::kill_grace(),
+        review_rounds: args.review_rounds,
     };
     let planned = crate::runner::planner::plan_with_agent(
         &context.paths,

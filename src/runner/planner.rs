@@ -31,6 +31,9 @@ pub(crate) struct PlannerRequest<'a> {
     pub stream: bool,
     /// Between SIGTERM and SIGKILL when the agent is stopped.
     pub kill_grace: std::time::Duration,
+    /// Rounds of a plan reviewer's notes and the planner's revision
+    /// after the first plan (`--review-rounds`).
+    pub review_rounds: usize,
 }
 
 /// What the planner produced.
@@ -46,7 +49,26 @@ pub(crate) struct Planned {
     pub log_file: PathBuf,
 }
 
-/// Runs the planner once under the run lock and reads back what it added.
+/// The plan reviewer's instructions (`--review-rounds`): notes on the
+/// planned tasks, no verdict.
+const PLAN_REVIEWER_ROLE: &str = "# Role: Plan reviewer
+
+A planner has turned the document below into tasks. Review the plan, not
+code: nothing is built yet.
+
+- For each task that is wrong, too big for one iteration, vague, missing
+  acceptance criteria or verification, or in the wrong order, say so on
+  the task: `ralph task note ID \"what to change and why\"`.
+- A requirement of the document no task covers: a note on the task
+  closest to it, naming the requirement.
+- Do not add, change, split or complete tasks yourself, and give no
+  verdict: the planner revises the plan from your notes.
+- End with a summary of your notes.
+";
+
+/// Runs the planner, and with `review_rounds` that many rounds of a plan
+/// reviewer's notes and the planner's revision, under the run lock; reads
+/// back what was added.
 pub(crate) fn plan_with_agent(
     paths: &Paths,
     request: &PlannerRequest<'_>,
@@ -66,56 +88,95 @@ pub(crate) fn plan_with_agent(
         Err(crate::roles::Error::Missing { .. }) => crate::init::PLANNER_ROLE.to_owned(),
         Err(err) => return Err(err.into()),
     };
-    let prompt = compose(&role, request.document, request.text, &before);
-    let prompt_file = PathBuf::from(format!("{}/{run_id}.md", crate::paths::PROMPTS_DIR));
-    let log_file = PathBuf::from(format!("{}/{run_id}.log", crate::paths::LOGS_DIR));
-    super::record::save_project_file(paths, &prompt_file, prompt.as_bytes())?;
-    let context = agent::Context {
-        task_id: String::new(),
-        task_title: request.document.to_owned(),
-        role: Some(PLANNER.to_owned()),
-        iteration: 1,
-        task_iteration: 1,
-        branch: String::new(),
-        run_id,
-        worker: None,
-    };
-    let group_file = paths.agent_group();
-    let outcome = backend.iterate(&agent::Request {
-        context: &context,
-        prompt: &prompt,
-        prompt_file: &prompt_file,
-        log_file: &paths.project().join(&log_file),
-        limits: Limits {
-            timeout: request.settings.agent.timeout,
-            grace: request.kill_grace,
-            log_bytes: Limits::DEFAULT_LOG_BYTES,
-        },
-        cancel: Some(interrupted),
-        echo: if request.stream {
-            Echo::Stderr
+    let turns = 1 + 2 * request.review_rounds;
+    let mut files = (PathBuf::new(), PathBuf::new());
+    for turn in 1..=turns {
+        let queue = store
+            .load()
+            .map_err(|err| RunError::PlannerBrokeQueue(err.to_string()))?;
+        let reviewing = turn % 2 == 0;
+        let (name, prompt) = if reviewing {
+            (
+                PLAN_REVIEWER,
+                compose(
+                    PLAN_REVIEWER_ROLE,
+                    request.document,
+                    request.text,
+                    &queue,
+                    None,
+                ),
+            )
         } else {
-            Echo::Off
-        },
-        group_file: Some(&group_file),
-        work_dir: None,
-        model: None,
-        activity: None,
-    })?;
-    if outcome.interrupted {
-        return Err(RunError::PlannerInterrupted.into());
+            let notes = (turn > 1).then(|| notes_on(paths, &queue, &known));
+            (
+                PLANNER,
+                compose(
+                    &role,
+                    request.document,
+                    request.text,
+                    &queue,
+                    notes.as_deref(),
+                ),
+            )
+        };
+        let suffix = if turns == 1 {
+            String::new()
+        } else {
+            format!("-{turn}")
+        };
+        files = (
+            PathBuf::from(format!("{}/{run_id}{suffix}.md", crate::paths::PROMPTS_DIR)),
+            PathBuf::from(format!("{}/{run_id}{suffix}.log", crate::paths::LOGS_DIR)),
+        );
+        super::record::save_project_file(paths, &files.0, prompt.as_bytes())?;
+        let context = agent::Context {
+            task_id: String::new(),
+            task_title: request.document.to_owned(),
+            role: Some(name.to_owned()),
+            iteration: turn as u64,
+            task_iteration: turn as u64,
+            branch: String::new(),
+            run_id: run_id.clone(),
+            worker: None,
+        };
+        let group_file = paths.agent_group();
+        let outcome = backend.iterate(&agent::Request {
+            context: &context,
+            prompt: &prompt,
+            prompt_file: &files.0,
+            log_file: &paths.project().join(&files.1),
+            limits: Limits {
+                timeout: request.settings.agent.timeout,
+                grace: request.kill_grace,
+                log_bytes: Limits::DEFAULT_LOG_BYTES,
+            },
+            cancel: Some(interrupted),
+            echo: if request.stream {
+                Echo::Stderr
+            } else {
+                Echo::Off
+            },
+            group_file: Some(&group_file),
+            work_dir: None,
+            model: None,
+            activity: None,
+        })?;
+        if outcome.interrupted {
+            return Err(RunError::PlannerInterrupted.into());
+        }
+        if let Some(failure) = outcome.failure {
+            return Err(RunError::PlannerFailed {
+                class: failure.class,
+                reason: failure.reason,
+                log: files.1.display().to_string(),
+            }
+            .into());
+        }
     }
+    let (prompt_file, log_file) = files;
     let queue = store
         .load()
         .map_err(|err| RunError::PlannerBrokeQueue(err.to_string()))?;
-    if let Some(failure) = outcome.failure {
-        return Err(RunError::PlannerFailed {
-            class: failure.class,
-            reason: failure.reason,
-            log: log_file.display().to_string(),
-        }
-        .into());
-    }
     let added: Vec<String> = queue
         .tasks
         .tasks()
@@ -136,8 +197,30 @@ pub(crate) fn plan_with_agent(
     })
 }
 
-/// The planner's prompt: its role, then the document and the queue as it is.
-fn compose(role: &str, document: &str, text: &str, queue: &Queue) -> String {
+/// The role of a review round's turn, as `RALPH_ROLE` tells the agent.
+pub(crate) const PLAN_REVIEWER: &str = "plan-reviewer";
+
+/// The notes on the tasks planned in this run (`known`: those there
+/// before), for the planner's next turn.
+fn notes_on(paths: &Paths, queue: &Queue, known: &HashSet<String>) -> String {
+    let mut out = String::new();
+    for (_, task) in queue.tasks.tasks() {
+        if known.contains(task.id.as_str()) {
+            continue;
+        }
+        if let Some(notes) = crate::notes::for_prompt(&paths.notes(task.id.as_str())) {
+            out.push_str(&format!("## {} {}\n\n{notes}\n\n", task.id, task.title));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("The review left no notes: keep the plan as it is.\n");
+    }
+    out
+}
+
+/// A turn's prompt: its role, then the document and the queue as it is,
+/// and for a revising planner the review's notes.
+fn compose(role: &str, document: &str, text: &str, queue: &Queue, notes: Option<&str>) -> String {
     let mut prompt = role.trim_end().to_owned();
     prompt.push_str(crate::prompt::SEPARATOR);
     prompt.push_str(&format!(
@@ -156,6 +239,10 @@ fn compose(role: &str, document: &str, text: &str, queue: &Queue) -> String {
         prompt.push_str("Add your tasks next to these; do not change or repeat them.\n\n");
         prompt.push_str(&ids.join("\n"));
         prompt.push('\n');
+    }
+    if let Some(notes) = notes {
+        prompt.push_str("\n# The review's notes on the plan\n\nRevise the plan from them with `ralph task` (add, split, or rewrite what you added); then end.\n\n");
+        prompt.push_str(notes);
     }
     prompt
 }

@@ -313,3 +313,59 @@ esac
     assert_eq!(a.matches("Completes: A\n").count(), 1, "{a}");
     assert!(a.contains("Reviewed: passed 20"), "{a}");
 }
+
+#[test]
+fn review_rounds_alternate_planner_and_reviewer_with_the_notes_in_each_revision() {
+    let p = TestProject::new()
+        .git_init()
+        .file("prd.md", "# Export\n\nPeople want their notes out, as CSV and as JSON.\n")
+        .agent(
+            r#"echo "$RALPH_ROLE" >> "$REC/turns"
+case "$RALPH_ROLE:$RALPH_ITERATION" in
+planner:1) ralph task add "Export everything" > /dev/null ;;
+plan-reviewer:2) ralph task note A "too big: split CSV from JSON" > /dev/null ;;
+planner:3) cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/revision-1"
+   ralph task add "Export as CSV" --parent A > /dev/null; ralph task add "Export as JSON" --parent A > /dev/null ;;
+plan-reviewer:4) ralph task note A.2 "say which JSON shape" > /dev/null ;;
+planner:5) cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/revision-2" ;;
+*) exit 9 ;;
+esac
+"#,
+        );
+    let agent = p.aux().join("agent.sh");
+    let run = crate::support::finish(
+        p.ralph_command(&[
+            "plan",
+            "--agent",
+            "prd.md",
+            "--review-rounds",
+            "2",
+            "--agent-cmd",
+            agent.to_str().unwrap(),
+        ]),
+        60,
+    );
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        p.rec("turns"),
+        "planner\nplan-reviewer\nplanner\nplan-reviewer\nplanner\n"
+    );
+    let first = p.rec("revision-1");
+    assert!(
+        first.contains("# The review's notes on the plan"),
+        "{first}"
+    );
+    assert!(first.contains("## A Export everything\n\n### "), "{first}");
+    assert!(first.contains("too big: split CSV from JSON"), "{first}");
+    let second = p.rec("revision-2");
+    assert!(second.contains("## A.2 Export as JSON"), "{second}");
+    assert!(second.contains("say which JSON shape"), "{second}");
+    assert_eq!(
+        crate::support::ids(&p.read("tasks.jsonl")),
+        ["A", "A.1", "A.2"]
+    );
+    assert!(
+        run.stdout.starts_with("prd.md: the planner added 3 tasks"),
+        "{run:#?}"
+    );
+}
