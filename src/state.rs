@@ -241,6 +241,13 @@ pub(crate) struct TaskProgress {
     /// `max_task_tokens`.
     #[serde(skip_serializing_if = "is_zero_count")]
     pub tokens: u64,
+    /// Review verdicts given on it (`.ralph/reviews/<id>.jsonl` has them),
+    /// as of its last iteration.
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub reviews: u64,
+    /// Of those, the rejections.
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub rejections: u64,
 }
 
 fn is_zero(value: &f64) -> bool {

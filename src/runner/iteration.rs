@@ -543,6 +543,13 @@ impl Worker<'_> {
             _ => class.map_or("ok", FailureClass::as_str),
         };
         self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
+        // The verdicts given so far, counted in the task's state.
+        let reviews = crate::notes::reviews(&self.paths.reviews(turn.id.as_str()));
+        let progress = self.state.tasks.entry(turn.id.to_string()).or_default();
+        progress.reviews = reviews.len() as u64;
+        progress.rejections = (reviews.iter())
+            .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
+            .count() as u64;
         self.ui.log(
             &now(),
             &format!(

@@ -369,3 +369,51 @@ esac
         "{run:#?}"
     );
 }
+
+#[test]
+fn notes_survive_a_kill_between_iterations() {
+    // The first iteration notes and is rejected... by hand, before the
+    // run; ralph is killed after the next iteration's agent ran.
+    let p = TestProject::new().task(&pending("A")).git_init().agent(&by_iteration(
+        "RALPH_TASK_ITERATION",
+        r#"1) ralph task note A "the schema needs a version field" > /dev/null; work A1.txt x ;;
+*) cp "$(ls -t .ralph/prompts/*.md | head -1)" "$REC/after-kill"; work A2.txt y; ralph task complete A > /dev/null ;;"#,
+    ));
+    let mut command = p.run_command(&[]);
+    command.env("RALPH_FAULT", "after_leftovers");
+    let killed = crate::support::finish(command, 60);
+    assert_eq!(killed.code, -1, "{killed:#?}");
+    assert!(
+        p.read(".ralph/notes/A.md")
+            .contains("the schema needs a version field")
+    );
+    let run = p.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let prompt = p.rec("after-kill");
+    assert!(
+        prompt.contains("## Notes on this task (newest first)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("the schema needs a version field"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn a_tasks_verdicts_are_counted_in_its_state() {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .git_init()
+        .agent(&by_iteration(
+            "RALPH_TASK_ITERATION",
+            r#"1) work A1.txt x; ralph task ready A > /dev/null ;;
+2) ralph task review A --reject --notes "no tests" > /dev/null ;;
+*) work A3.txt y ;;"#,
+        ));
+    let run = p.run(&["--max-iterations", "3"]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let state = p.json(".ralph/state.json");
+    assert_eq!(state["tasks"]["A"]["reviews"], 1, "{state}");
+    assert_eq!(state["tasks"]["A"]["rejections"], 1, "{state}");
+}
