@@ -136,6 +136,39 @@ pub(crate) fn for_prompt(path: &Path) -> Option<String> {
     Some(out)
 }
 
+/// Most bytes of notes a squash commit's body quotes.
+const SQUASH_BYTES: usize = 2 * 1024;
+
+/// The task's notes for its squash commit's body, so they stay in the
+/// history once the task is archived: newest first, whole entries within
+/// [`SQUASH_BYTES`], quoted (`> `) so no line of them reads as a trailer,
+/// ending with a blank line before the trailers. `None` without notes.
+pub(crate) fn for_squash(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let all = entries(&text);
+    let mut out = String::from("Notes on the task, newest first:\n");
+    let mut used = 0;
+    let mut shown = 0;
+    for entry in all.iter().rev() {
+        if used + entry.len() > SQUASH_BYTES && shown > 0 {
+            break;
+        }
+        used += entry.len();
+        shown += 1;
+        out.push_str(">\n");
+        for line in entry.lines() {
+            out.push_str(&format!("> {line}\n").replace("> \n", ">\n"));
+        }
+    }
+    if shown == 0 {
+        return None;
+    }
+    if shown < all.len() {
+        out.push_str(&format!(">\n> ({} older)\n", all.len() - shown));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,6 +195,18 @@ mod tests {
         assert!(
             shown.ends_with(&format!("older in {}._", path.display())),
             "{shown}"
+        );
+        let squash = for_squash(&path).unwrap();
+        assert!(
+            squash.starts_with("Notes on the task, newest first:\n>\n> ### n19 · note\n>\n> xxx"),
+            "{squash}"
+        );
+        assert!(squash.len() < 3 * 1024, "{}", squash.len());
+        assert!(squash.ends_with(" older)\n"), "{squash}");
+        assert!(
+            squash
+                .lines()
+                .all(|line| line.starts_with('>') || line.starts_with("Notes"))
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -70,6 +70,11 @@ impl Worker<'_> {
             None => self.base().check_clean()?,
         };
         let mut trailers = vec![format!("Completes: {id}")];
+        // The task's notes go into the history with it (a paragraph
+        // before the trailers).
+        if let Some(notes) = crate::notes::for_squash(&self.paths.notes(id.as_str())) {
+            trailers.insert(0, notes);
+        }
         // The squash names the review that passed the work, if one did.
         if let Some(review) = crate::notes::reviews(&self.paths.reviews(id.as_str()))
             .pop()

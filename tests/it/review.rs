@@ -144,6 +144,21 @@ fn a_rejection_reaches_the_next_build_and_the_squash_names_the_passing_review() 
         body.contains("\nCompletes: A\nReviewed: passed 20"),
         "{body}"
     );
+    // The notes are in the history, quoted; the trailers still parse.
+    assert!(
+        body.contains("Notes on the task, newest first:\n>\n> ### ")
+            && body.contains("> covered\n"),
+        "{body}"
+    );
+    assert_eq!(
+        p.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Completes,valueonly)",
+            "main"
+        ]),
+        "A"
+    );
     assert_eq!(p.git(&["log", "--format=%s", "main"]).lines().count(), 2);
 }
 
