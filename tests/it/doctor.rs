@@ -292,7 +292,7 @@ fn invalid_triggers_are_an_error_and_the_rest_is_still_checked() {
     assert_eq!(
         about(&run, "triggers"),
         [
-            "error: triggers: config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes, last_review, review_rejections, task_notes; fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`"
+            "error: triggers: config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes, last_review, review_rejections, task_notes, iterations_since_review; fix config/roles.yaml (the syntax is described at the top of the default file, `ralph init` writes it), then run `ralph roles check`"
         ]
     );
     // No next task is worked out with broken triggers; the rest is as healthy.

@@ -39,7 +39,7 @@ fn roles_check_reports_each_broken_trigger_with_exit_30() {
     let cases = [
         (
             "triggers:\n  - condition: \"brnch_commits >= 5\"\n    role: reviewer\n",
-            "config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes, last_review, review_rejections, task_notes",
+            "config/roles.yaml: trigger 1 (condition \"brnch_commits >= 5\"): unknown variable `brnch_commits` (did you mean `branch_commits`?); known: task_id, task_title, task_status, task_kind, task_depth, iteration, task_iteration, branch_commits, files_changed, last_iteration_failed, consecutive_failures, task_marked_ready_to_complete, elapsed_minutes, last_review, review_rejections, task_notes, iterations_since_review",
         ),
         (
             "triggers:\n  - condition: \"true\"\n    role: reviewer\n  - condition: \"task_title > 3\"\n    role: reviewer\n",
