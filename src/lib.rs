@@ -31,6 +31,7 @@ pub(crate) mod platform;
 pub(crate) mod project;
 pub mod prompt;
 pub(crate) mod redact;
+pub(crate) mod report;
 pub mod roles;
 pub(crate) mod runner;
 pub(crate) mod state;

@@ -190,6 +190,11 @@ impl Paths {
         self.own.join(STATE_FILE)
     }
 
+    /// `.ralph/report.html`, `ralph report`'s page.
+    pub fn report(&self) -> PathBuf {
+        self.shared(".ralph/report.html")
+    }
+
     /// `.ralph/watch.json`.
     pub fn watch(&self) -> PathBuf {
         self.shared(WATCH_FILE)

@@ -7,6 +7,7 @@ mod execute;
 mod init;
 mod plan;
 mod prompt;
+mod report;
 mod roles;
 mod run;
 mod status;
@@ -67,6 +68,8 @@ pub enum Command {
     Plan(plan::PlanArgs),
     /// Print the prompt the next iteration would get, and why that role
     Prompt(prompt::PromptArgs),
+    /// Write one self-contained HTML page of what a run did (.ralph/report.html)
+    Report(report::ReportArgs),
     /// Check and debug the role triggers in config/roles.yaml
     #[command(subcommand)]
     Roles(roles::RolesCommand),
@@ -208,6 +211,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Init(args) => init::run(&args, &context),
         Command::Plan(args) => plan::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
+        Command::Report(args) => report::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),
         Command::Run(args) => run::run(&args, &context),
         Command::Status => status::run(&context),

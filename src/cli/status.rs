@@ -151,6 +151,12 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             safe(&result.reason)
         );
     }
+    if context.paths.report().exists() {
+        let _ = writeln!(
+            out,
+            "report: .ralph/report.html (`ralph report` writes it again)"
+        );
+    }
     if !events.is_empty() {
         let _ = writeln!(out, "recent events:");
         for event in &events {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
 
 use super::parse_labels;
-use super::{Delivery, Mode, PRESETS, Push, ServerSandbox, Settings, check_workers};
+use super::{Delivery, Mode, PRESETS, Push, ReportWhen, ServerSandbox, Settings, check_workers};
 use super::{parse_duration, parse_minutes, parse_time_limit};
 
 /// One setting.
@@ -65,6 +65,9 @@ const SWITCH: Type<bool> = Type("true or false", |text| match text.trim() {
 });
 const PUSH: Type<Push> = Type("never, on_merge or on_exit", |text| {
     choice(text, "push setting", PUSH.0)
+});
+const REPORT: Type<ReportWhen> = Type("never or on_exit", |text| {
+    choice(text, "report setting", REPORT.0)
 });
 const DELIVERY: Type<Delivery> = Type("local or pr", |text| choice(text, "delivery", DELIVERY.0));
 /// Lists are written in the file only: no key of this type has a variable.
@@ -216,6 +219,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Largest PRD file planned, in bytes; a larger one is refused (prd_file_too_large)";
     review_every: TOKENS = "null", RALPH_REVIEW_EVERY, -,
         "Every this many iterations on a task, the reviewer role takes a turn whatever the triggers pick (its verdict needs the task ready; otherwise it leaves notes); null: only as the triggers say";
+    report: REPORT = "never", RALPH_REPORT, -,
+        "never, or on_exit: every run ends by writing `ralph report`'s page, .ralph/report.html, and printing its path";
 };
 
 /// The environment variables that override settings.

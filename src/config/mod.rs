@@ -100,6 +100,19 @@ pub(crate) struct Settings {
     /// Every this many iterations on a task, the reviewer takes a turn
     /// whatever the triggers say; `None` is never.
     pub review_every: Option<u64>,
+    /// When `ralph report`'s page is written by the run itself.
+    pub report: ReportWhen,
+}
+
+/// `report`: whether a run writes `.ralph/report.html` as it ends.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ReportWhen {
+    /// Only `ralph report` writes it.
+    #[default]
+    Never,
+    /// At the end of every run, its path printed.
+    OnExit,
 }
 
 /// The `watch:` section (docs/UNATTENDED.md).
@@ -379,6 +392,7 @@ impl Default for Settings {
             notify: NotifySettings::default(),
             watch: WatchSettings::default(),
             review_every: None,
+            report: ReportWhen::Never,
         }
     }
 }
@@ -748,7 +762,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -141,6 +141,16 @@ impl Worker<'_> {
             seconds(self.started.elapsed()),
             if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
         ));
+        if self.options.settings.report == crate::config::ReportWhen::OnExit {
+            let out = self.paths.report();
+            match crate::report::write(&self.paths, Some(&result.run_id), &out) {
+                Ok(Some(_)) => self.ui.summary(&format!("  report: {}", out.display())),
+                Ok(None) => {}
+                Err(err) => self
+                    .ui
+                    .summary(&format!("  warning: the report was not written: {err}")),
+            }
+        }
         self.notifier.settle();
         Ok(result)
     }

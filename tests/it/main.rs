@@ -29,6 +29,7 @@ mod plan;
 mod plan_props;
 mod poll;
 mod reliability_doc;
+mod report;
 mod revert;
 mod review;
 mod richer_tasks;

@@ -36,6 +36,8 @@ pub(crate) enum Tool {
     /// jq, which the Slack recipe of docs/NOTIFY.md pipes the event
     /// through.
     Jq,
+    /// Chromium, which renders `ralph report`'s page headless.
+    Chromium,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -54,6 +56,7 @@ impl Tool {
             Tool::Lsof => "lsof",
             Tool::Python3 => "python3",
             Tool::Jq => "jq",
+            Tool::Chromium => "chromium",
         }
     }
 
@@ -67,6 +70,7 @@ impl Tool {
             Tool::Lsof => "apt install lsof / part of macOS",
             Tool::Python3 => "apt install python3 / brew install python3",
             Tool::Jq => "apt install jq / brew install jq",
+            Tool::Chromium => "apt install chromium / brew install chromium",
         }
     }
 

@@ -1,0 +1,473 @@
+//! `ralph report`: one self-contained HTML page of what a run did, made
+//! from the files ralph already writes (`.ralph/result.json`,
+//! `.ralph/events.ndjson`, the critique files): the summary, a timeline
+//! of the iterations per worker, a table per task, each failure's
+//! evidence folded, the pull request. No script, no network, no external
+//! asset; every text escaped and its secrets masked.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::events::{Event, EventLog};
+use crate::paths::Paths;
+use crate::runner::RunResult;
+
+/// Most bytes of a task's failure evidence the page quotes.
+const EVIDENCE_BYTES: usize = 8 * 1024;
+
+/// What the page is made from.
+pub(crate) struct Source {
+    /// The run's result, when it is the run `result.json` holds.
+    pub result: Option<RunResult>,
+    /// The run's events, in order.
+    pub events: Vec<Event>,
+    /// The run's id.
+    pub run_id: String,
+}
+
+/// Writes the page of run `run` (default: the last) to `out`; `None`
+/// when there is no such run.
+pub(crate) fn write(
+    paths: &Paths,
+    run: Option<&str>,
+    out: &std::path::Path,
+) -> Result<Option<String>, crate::Error> {
+    let Some(source) =
+        source(paths, run).map_err(crate::files::at::<crate::Error>(paths.events()))?
+    else {
+        return Ok(None);
+    };
+    let queue = crate::task::Store::open(paths).load().ok();
+    let title = |id: &str| -> Option<String> {
+        let queue = queue.as_ref()?;
+        match queue.get(id) {
+            Some(task) => Some(task.title.clone()),
+            None => queue
+                .done
+                .record(id)?
+                .get("title")?
+                .as_str()
+                .map(str::to_owned),
+        }
+    };
+    let critique = |id: &str| std::fs::read_to_string(paths.critique(id)).ok();
+    let page = html(&source, title, critique);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(crate::files::at::<crate::Error>(dir))?;
+    }
+    crate::files::write_atomic(out, page.as_bytes())
+        .map_err(crate::files::at::<crate::Error>(out))?;
+    Ok(Some(source.run_id))
+}
+
+/// Reads what the page of run `run` (default: the last one) is made of;
+/// `None` when the project has no run of that id.
+pub(crate) fn source(paths: &Paths, run: Option<&str>) -> std::io::Result<Option<Source>> {
+    let result: Option<RunResult> = std::fs::read(paths.result())
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let (events, _) = EventLog::open(paths).tail(usize::MAX)?;
+    let run_id = match (run, &result) {
+        (Some(run), _) => run.to_owned(),
+        (None, Some(result)) => result.run_id.clone(),
+        (None, None) => match events.iter().rev().find(|e| !e.run_id.is_empty()) {
+            Some(event) => event.run_id.clone(),
+            None => return Ok(None),
+        },
+    };
+    let events: Vec<Event> = events.into_iter().filter(|e| e.run_id == run_id).collect();
+    if events.is_empty() {
+        return Ok(None);
+    }
+    let result = result.filter(|result| result.run_id == run_id);
+    Ok(Some(Source {
+        result,
+        events,
+        run_id,
+    }))
+}
+
+/// What the page says of one task.
+#[derive(Default)]
+struct TaskRow {
+    title: String,
+    iterations: u64,
+    failures: BTreeMap<String, u64>,
+    checks: Vec<(String, bool, u64)>,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: f64,
+    millis: u64,
+    outcome: String,
+    commit: Option<String>,
+}
+
+/// The page for `source`: `title` gives a task's title, `critique` its
+/// failure evidence.
+pub(crate) fn html(
+    source: &Source,
+    title: impl Fn(&str) -> Option<String>,
+    critique: impl Fn(&str) -> Option<String>,
+) -> String {
+    let mut rows: BTreeMap<String, TaskRow> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    fn row<'r>(
+        rows: &'r mut BTreeMap<String, TaskRow>,
+        order: &mut Vec<String>,
+        id: &str,
+    ) -> &'r mut TaskRow {
+        if !order.iter().any(|o| o == id) {
+            order.push(id.to_owned());
+        }
+        rows.entry(id.to_owned()).or_default()
+    }
+    for event in &source.events {
+        let Some(id) = event.task_id.as_deref() else {
+            continue;
+        };
+        let number = |key: &str| event.extra.get(key).and_then(Value::as_u64).unwrap_or(0);
+        match event.phase.as_str() {
+            "iteration" => {
+                let task = row(&mut rows, &mut order, id);
+                task.iterations += 1;
+                task.millis += number("duration_ms");
+                task.input_tokens += number("input_tokens");
+                task.output_tokens += number("output_tokens");
+                task.cost_usd += event
+                    .extra
+                    .get("cost_usd")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                if event.status != "ok" {
+                    *task.failures.entry(event.status.clone()).or_default() += 1;
+                }
+            }
+            "verify" => {
+                let command = (event.extra.get("command").and_then(Value::as_str))
+                    .unwrap_or(&event.detail)
+                    .to_owned();
+                row(&mut rows, &mut order, id).checks.push((
+                    command,
+                    event.status == "ok",
+                    number("duration_ms"),
+                ));
+            }
+            "merge" if event.status == "ok" => {
+                row(&mut rows, &mut order, id).outcome = "merged".to_owned()
+            }
+            "block" => row(&mut rows, &mut order, id).outcome = "blocked".to_owned(),
+            _ => {}
+        }
+    }
+    if let Some(result) = &source.result {
+        for outcome in &result.outcomes {
+            let task = row(&mut rows, &mut order, &outcome.task);
+            task.outcome = serde_json::to_value(outcome.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            task.commit = outcome.commit.clone();
+        }
+    }
+    for id in &order {
+        if let (Some(task), Some(text)) = (rows.get_mut(id), title(id)) {
+            task.title = text;
+        }
+    }
+    let mut page = String::new();
+    page.push_str(HEAD);
+    let _ = writeln!(page, "<h1>ralph run {}</h1>", esc(&source.run_id));
+    page.push_str(&summary(source, &rows));
+    page.push_str(&timeline(source));
+    page.push_str("<h2>Tasks</h2>\n<table id=\"tasks\">\n<tr><th>task</th><th>outcome</th><th>iterations</th><th>failures</th><th>checks</th><th>tokens in / out</th><th>cost</th><th>time</th><th>commit</th></tr>\n");
+    for id in &order {
+        let task = &rows[id];
+        let outcome = if task.outcome.is_empty() {
+            "open"
+        } else {
+            &task.outcome
+        };
+        let failures: Vec<String> = task
+            .failures
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        let checks: Vec<String> = (task.checks.iter())
+            .map(|(command, passed, ms)| {
+                format!(
+                    "<span class=\"{}\">{} {}</span> ({:.1}s)",
+                    if *passed { "ok" } else { "bad" },
+                    if *passed { "✓" } else { "✗" },
+                    esc(command),
+                    *ms as f64 / 1000.0
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            page,
+            "<tr class=\"task {outcome}\" data-task=\"{id}\"><td><b>{id}</b> {title}</td><td class=\"outcome\">{outcome}</td><td>{iterations}</td><td>{failures}</td><td>{checks}</td><td>{input} / {output}</td><td>{cost}</td><td>{time:.1}s</td><td><code>{commit}</code></td></tr>",
+            id = esc(id),
+            title = esc(&task.title),
+            outcome = esc(outcome),
+            iterations = task.iterations,
+            failures = esc(&failures.join(", ")),
+            checks = checks.join("<br>"),
+            input = task.input_tokens,
+            output = task.output_tokens,
+            cost = if task.cost_usd > 0.0 {
+                format!("{:.2} USD", task.cost_usd)
+            } else {
+                "-".to_owned()
+            },
+            time = task.millis as f64 / 1000.0,
+            commit = esc(task.commit.as_deref().map_or("", |c| &c[..c.len().min(10)])),
+        );
+    }
+    page.push_str("</table>\n");
+    let evidence: Vec<(&String, String)> = (order.iter())
+        .filter(|id| !rows[*id].failures.is_empty())
+        .filter_map(|id| critique(id).map(|text| (id, text)))
+        .collect();
+    if !evidence.is_empty() {
+        page.push_str("<h2>Failures</h2>\n");
+        for (id, text) in evidence {
+            let text = match text.len() > EVIDENCE_BYTES {
+                true => {
+                    let mut cut = text.len() - EVIDENCE_BYTES;
+                    while !text.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    format!("…\n{}", &text[cut..])
+                }
+                false => text,
+            };
+            let _ = writeln!(
+                page,
+                "<details class=\"evidence\"><summary>{} — the evidence of its failed attempts</summary><pre>{}</pre></details>",
+                esc(id),
+                esc(&text)
+            );
+        }
+    }
+    page.push_str("<p class=\"foot\">Written by <code>ralph report</code> from <code>.ralph/events.ndjson</code> and <code>.ralph/result.json</code>.</p>\n</body>\n</html>\n");
+    crate::redact::redact(&page).into_owned()
+}
+
+/// The run's summary: how it ended, its counts, its pull request.
+fn summary(source: &Source, rows: &BTreeMap<String, TaskRow>) -> String {
+    let mut out = String::from("<section id=\"summary\">\n<dl>\n");
+    let mut item = |term: &str, value: String| {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{value}</dd>", esc(term));
+    };
+    let first = source
+        .events
+        .first()
+        .map(|e| e.timestamp.as_str())
+        .unwrap_or("");
+    let last = source
+        .events
+        .last()
+        .map(|e| e.timestamp.as_str())
+        .unwrap_or("");
+    item("time", format!("{} – {}", esc(first), esc(last)));
+    match &source.result {
+        Some(result) => {
+            item(
+                "status",
+                format!(
+                    "<b>{}</b> — {}",
+                    esc(result.status.as_str()),
+                    esc(&result.reason)
+                ),
+            );
+            item("iterations", result.iterations.to_string());
+            item("merged", result.merged.to_string());
+            if let Some(blocked) = result.blocked {
+                item("blocked", blocked.to_string());
+            }
+            if let Some(left) = result.remaining {
+                item("left", left.to_string());
+            }
+            let failures: Vec<String> = (result.failures.iter())
+                .map(|(class, n)| format!("{class} {n}"))
+                .collect();
+            item(
+                "failures",
+                esc(&if failures.is_empty() {
+                    "none".to_owned()
+                } else {
+                    failures.join(", ")
+                }),
+            );
+            if let Some(pr) = &result.pull_request {
+                let text = match (&pr.url, &pr.command) {
+                    (Some(url), _) => format!(
+                        "{} {}{}",
+                        esc(pr.action.as_str()),
+                        esc(url),
+                        if pr.draft { " (draft)" } else { "" }
+                    ),
+                    (None, Some(command)) => format!("not opened: <code>{}</code>", esc(command)),
+                    (None, None) => esc(pr.action.as_str()),
+                };
+                item("pull request", text);
+            }
+        }
+        None => item(
+            "status",
+            "under way, or ended without its result".to_owned(),
+        ),
+    }
+    let cost: f64 = rows.values().map(|r| r.cost_usd).sum();
+    let tokens: u64 = rows
+        .values()
+        .map(|r| r.input_tokens + r.output_tokens)
+        .sum();
+    item("tokens", tokens.to_string());
+    if cost > 0.0 {
+        item("cost", format!("{cost:.2} USD"));
+    }
+    out.push_str("</dl>\n</section>\n");
+    out
+}
+
+/// The iterations on a time axis, a lane per worker, coloured by
+/// outcome, with the merges marked: inline SVG.
+fn timeline(source: &Source) -> String {
+    let parse = |stamp: &str| chrono::DateTime::parse_from_rfc3339(stamp).ok();
+    let Some(start) = source.events.first().and_then(|e| parse(&e.timestamp)) else {
+        return String::new();
+    };
+    let end = source
+        .events
+        .last()
+        .and_then(|e| parse(&e.timestamp))
+        .unwrap_or(start);
+    let span = ((end - start).num_milliseconds().max(1)) as f64;
+    let lane = |event: &Event| {
+        event
+            .extra
+            .get("worker")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    let lanes: Vec<u64> = {
+        let mut lanes: Vec<u64> = source.events.iter().map(lane).collect();
+        lanes.sort_unstable();
+        lanes.dedup();
+        lanes
+    };
+    let (width, height) = (960.0, 28.0 * lanes.len() as f64 + 24.0);
+    let x = |ms: f64| 90.0 + (ms / span) * (width - 100.0);
+    let mut svg = format!(
+        "<h2>Timeline</h2>\n<svg id=\"timeline\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" role=\"img\">\n"
+    );
+    for (index, number) in lanes.iter().enumerate() {
+        let y = 8.0 + 28.0 * index as f64;
+        let name = if *number == 0 {
+            "run".to_owned()
+        } else {
+            format!("worker {number}")
+        };
+        let _ = writeln!(
+            svg,
+            "<text x=\"4\" y=\"{}\" class=\"lane\">{}</text>",
+            y + 14.0,
+            esc(&name)
+        );
+    }
+    for event in &source.events {
+        let Some(at) = parse(&event.timestamp) else {
+            continue;
+        };
+        let y = 8.0 + 28.0 * lanes.iter().position(|l| *l == lane(event)).unwrap_or(0) as f64;
+        let end_ms = (at - start).num_milliseconds() as f64;
+        match event.phase.as_str() {
+            "iteration" => {
+                let took = event
+                    .extra
+                    .get("duration_ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0) as f64;
+                let (from, to) = (x((end_ms - took).max(0.0)), x(end_ms));
+                let class = match event.status.as_str() {
+                    "ok" => "ok",
+                    "usage_limit" => "wait",
+                    "interrupted" => "stop",
+                    _ => "bad",
+                };
+                let _ = writeln!(
+                    svg,
+                    "<rect class=\"iteration {class}\" x=\"{from:.1}\" y=\"{y}\" width=\"{:.1}\" height=\"20\"><title>#{} {} {} — {}</title></rect>",
+                    (to - from).max(2.0),
+                    event.iteration,
+                    esc(event.task_id.as_deref().unwrap_or("")),
+                    esc(event.role.as_deref().unwrap_or("no role")),
+                    esc(&event.status),
+                );
+            }
+            "merge" if event.status == "ok" => {
+                let cx = x(end_ms);
+                let _ = writeln!(
+                    svg,
+                    "<path class=\"merge\" d=\"M{cx:.1} {} l5 10 l-5 10 l-5 -10 z\"><title>{} merged</title></path>",
+                    y,
+                    esc(event.task_id.as_deref().unwrap_or("")),
+                );
+            }
+            _ => {}
+        }
+    }
+    svg.push_str("</svg>\n<p class=\"legend\"><span class=\"ok\">■ done</span> <span class=\"bad\">■ failed</span> <span class=\"wait\">■ usage limit</span> <span class=\"stop\">■ stopped</span> ◆ merge</p>\n");
+    svg
+}
+
+/// `text` safe in HTML text and attributes.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+const HEAD: &str = "<!doctype html>
+<html lang=\"en\">
+<head>
+<meta charset=\"utf-8\">
+<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">
+<title>ralph report</title>
+<style>
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
+tr.merged .outcome { color: #1a7f37; } tr.blocked .outcome { color: #cf222e; }
+.ok { color: #1a7f37; fill: #2da44e; } .bad { color: #cf222e; fill: #cf222e; } .wait { color: #9a6700; fill: #d4a72c; } .stop { color: #57606a; fill: #8c959f; }
+.merge { fill: #0969da; } .lane { font-size: 12px; fill: #57606a; }
+dt { font-weight: bold; float: left; clear: left; width: 8em; } dd { margin-left: 9em; }
+pre { background: #f6f8fa; padding: 8px; overflow: auto; } .foot { color: #57606a; }
+</style>
+</head>
+<body>
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_everywhere() {
+        assert_eq!(
+            esc("<b>\"x\" & 'y'</b>"),
+            "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! `ralph report`: one self-contained HTML page of a run, checked as text
+//! and rendered by a real headless Chromium.
+
+use crate::support::{TestProject, Tool, by_iteration, finish, skip_without};
+
+fn pending(id: &str) -> String {
+    format!(r#"{{"id":"{id}","title":"task {id}","status":"pending","leaf":true}}"#)
+}
+
+/// A scripted run: A fails once then is merged, B is blocked by its
+/// agent; `report: on_exit` writes the page.
+fn reported_run() -> (TestProject, crate::support::Run) {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .task(&pending("B"))
+        .git_init()
+        .agent(&by_iteration(
+            "RALPH_ITERATION",
+            r#"1) echo 'the <parser> failed' >&2; exit 1 ;;
+2) work A.txt done; ralph task complete A > /dev/null ;;
+*) ralph task block B --reason 'needs the payment key' > /dev/null ;;"#,
+        ));
+    let mut command = p.run_command(&[]);
+    command.env("RALPH_REPORT", "on_exit");
+    let run = finish(command, 60);
+    (p, run)
+}
+
+#[test]
+fn a_run_with_report_on_exit_writes_one_self_contained_page() {
+    let (p, run) = reported_run();
+    assert_eq!(run.code, 10, "{run:#?}");
+    let path = p.path().join(".ralph/report.html");
+    assert!(
+        run.stderr
+            .contains(&format!("  report: {}\n", path.display())),
+        "{run:#?}"
+    );
+    let page = p.read(".ralph/report.html");
+    let run_id = p.json(".ralph/result.json")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        page.contains(&format!("<h1>ralph run {run_id}</h1>")),
+        "{page}"
+    );
+    assert!(
+        page.contains("<tr class=\"task merged\" data-task=\"A\"><td><b>A</b> task A</td>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<tr class=\"task blocked\" data-task=\"B\"><td><b>B</b> task B</td>"),
+        "{page}"
+    );
+    assert!(page.contains("<td>exit 1</td>"), "{page}");
+    // The failure's evidence, folded and escaped.
+    assert!(
+        page.contains("<details class=\"evidence\"><summary>A — "),
+        "{page}"
+    );
+    assert!(page.contains("the &lt;parser&gt; failed"), "{page}");
+    assert!(!page.contains("the <parser>"), "{page}");
+    // A bar per iteration on the timeline, a mark per merge.
+    assert_eq!(
+        page.matches("<rect class=\"iteration ").count(),
+        3,
+        "{page}"
+    );
+    assert_eq!(page.matches("<path class=\"merge\"").count(), 1, "{page}");
+    // Nothing to fetch: no script, no link, no address.
+    for outside in ["<script", "<link", "http://", "https://", "src=", "url("] {
+        assert!(!page.contains(outside), "{outside}: {page}");
+    }
+    assert!(
+        p.ralph(&["status"])
+            .success()
+            .stdout
+            .contains("report: .ralph/report.html"),
+    );
+}
+
+#[test]
+fn ralph_report_writes_a_run_by_id_and_refuses_one_it_does_not_know() {
+    let (p, _) = reported_run();
+    let run_id = p.json(".ralph/result.json")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = p
+        .ralph(&["report", "--run", &run_id, "--out", "page.html"])
+        .success();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "wrote {} (run {run_id})\n",
+            p.path().join("page.html").display()
+        )
+    );
+    assert_eq!(p.read("page.html"), p.read(".ralph/report.html"));
+    p.ralph(&["report", "--run", "nope"]).fails(
+        30,
+        "error: no run nope in .ralph/events.ndjson\nhint: `ralph run` first; `ralph status` names the last run\n",
+    );
+    let fresh = TestProject::new().git_init();
+    fresh.ralph(&["report"]).fails(
+        30,
+        "error: no run yet: .ralph/events.ndjson has no events\nhint: `ralph run` first; `ralph status` names the last run\n",
+    );
+}
+
+#[test]
+fn headless_chromium_renders_the_page_with_a_row_per_task_and_the_timeline() {
+    if skip_without(Tool::Chromium) {
+        return;
+    }
+    let (p, _) = reported_run();
+    let profile = p.aux().join("chromium-profile");
+    let page = p.path().join(".ralph/report.html");
+    let output = std::process::Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    assert!(output.status.success(), "{output:?}");
+    let dom = String::from_utf8_lossy(&output.stdout);
+    assert!(dom.contains("data-task=\"A\""), "{dom}");
+    assert!(dom.contains("data-task=\"B\""), "{dom}");
+    assert!(dom.contains("<svg id=\"timeline\""), "{dom}");
+    assert_eq!(dom.matches("class=\"iteration ").count(), 3, "{dom}");
+}
