@@ -140,3 +140,26 @@ fn headless_chromium_renders_the_page_with_a_row_per_task_and_the_timeline() {
     assert!(dom.contains("<svg id=\"timeline\""), "{dom}");
     assert_eq!(dom.matches("class=\"iteration ").count(), 3, "{dom}");
 }
+
+#[test]
+fn a_parallel_run_has_a_lane_per_worker() {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .task(&pending("B"))
+        .git_init()
+        .agent(
+            r#"work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null"#,
+        );
+    let run = p.run(&["--workers", "2"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    p.ralph(&["report"]).success();
+    let page = p.read(".ralph/report.html");
+    assert!(page.contains(">worker 1</text>"), "{page}");
+    assert!(page.contains(">worker 2</text>"), "{page}");
+    assert_eq!(
+        page.matches("<tr class=\"task merged\"").count(),
+        2,
+        "{page}"
+    );
+    assert_eq!(page.matches("<path class=\"merge\"").count(), 2, "{page}");
+}
