@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
-use sha2::{Digest, Sha256};
 
 use super::RunError;
 use super::worker::{Worker, now};
@@ -105,17 +104,11 @@ impl Seen {
     }
 }
 
-/// The key of the PRD at `path` brought by `commit`, seen at `head`.
+/// The key of the PRD at `path` brought by `commit`, seen at `head`: the
+/// SHA-256 of the three, each ended by a NUL so they cannot run into
+/// each other.
 pub(crate) fn key(path: &str, commit: &str, head: &str) -> String {
-    let mut hash = Sha256::new();
-    for part in [path, commit, head] {
-        hash.update(part.as_bytes());
-        hash.update([0]);
-    }
-    hash.finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    crate::contract::sha256_hex(format!("{path}\0{commit}\0{head}\0").as_bytes())
 }
 
 /// Whether `path` matches the glob `pattern`: `*` is any run of
