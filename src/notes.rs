@@ -18,6 +18,9 @@ pub(crate) const PROMPT_BYTES: usize = 6 * 1024;
 /// How an entry's heading starts.
 const HEADING: &str = "### ";
 
+/// How the heading of a rejection's notes ends.
+const REJECTED: &str = "· review rejected";
+
 /// A reviewer's verdict on a `ready` task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -59,7 +62,17 @@ pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let entry = format!("{HEADING}{time} · {kind}\n\n{}\n\n", text.trim_end());
+    let mut entry = format!("{HEADING}{time} · {kind}\n\n");
+    // A line that looks like an entry's heading would split the entry when
+    // the file is read back: indented, it does not.
+    for line in text.trim_end().lines() {
+        if line.starts_with(HEADING) {
+            entry.push(' ');
+        }
+        entry.push_str(line);
+        entry.push('\n');
+    }
+    entry.push('\n');
     files::append_durable(path, entry.as_bytes())
 }
 
@@ -109,20 +122,31 @@ pub(crate) fn count(path: &Path) -> usize {
 /// The task's notes for a prompt: newest first, whole entries within
 /// [`PROMPT_BYTES`], saying how many older ones were left out. `None`
 /// when it has none.
-pub(crate) fn for_prompt(path: &Path) -> Option<String> {
+/// `shown_apart`: the newest entry is the last rejection's reasons, which
+/// the prompt shows in a section of their own: left out here.
+pub(crate) fn for_prompt(path: &Path, shown_apart: bool) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    let all = entries(&text);
+    let mut all = entries(&text);
+    if shown_apart
+        && all
+            .last()
+            .is_some_and(|entry| entry.lines().next().is_some_and(|l| l.ends_with(REJECTED)))
+    {
+        all.pop();
+    }
     if all.is_empty() {
         return None;
     }
-    let mut shown = Vec::new();
+    let mut shown: Vec<&str> = Vec::new();
     let mut used = 0;
     for entry in all.iter().rev() {
         if used + entry.len() > PROMPT_BYTES && !shown.is_empty() {
             break;
         }
+        // One entry larger than the whole budget: its end.
+        let entry = crate::prompt::bounded_tail(entry, PROMPT_BYTES);
         used += entry.len() + 2;
-        shown.push(*entry);
+        shown.push(entry);
     }
     let mut out = shown.join("\n\n");
     let left = all.len() - shown.len();
@@ -157,14 +181,20 @@ pub(crate) fn for_squash(path: &Path) -> Option<String> {
         shown += 1;
         out.push_str(">\n");
         for line in entry.lines() {
-            out.push_str(&format!("> {line}\n").replace("> \n", ">\n"));
+            match line.is_empty() {
+                true => out.push_str(">\n"),
+                false => out.push_str(&format!("> {line}\n")),
+            }
         }
     }
     if shown == 0 {
         return None;
     }
     if shown < all.len() {
-        out.push_str(&format!(">\n> ({} older)\n", all.len() - shown));
+        out.push_str(&format!(
+            ">\n> ({} older)\n",
+            crate::text::count(all.len() - shown, "note")
+        ));
     }
     Some(out)
 }
@@ -178,18 +208,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ralph-notes-{}", std::process::id()));
         let path = dir.join("A.md");
         let _ = std::fs::remove_file(&path);
-        assert_eq!(for_prompt(&path), None);
+        assert_eq!(for_prompt(&path, false), None);
         append_note(&path, "t1", "note", "first").unwrap();
         append_note(&path, "t2", "review rejected", "second\n").unwrap();
         assert_eq!(count(&path), 2);
         assert_eq!(
-            for_prompt(&path).unwrap(),
+            for_prompt(&path, false).unwrap(),
             "### t2 · review rejected\n\nsecond\n\n### t1 · note\n\nfirst"
         );
         for n in 0..20 {
             append_note(&path, &format!("n{n}"), "note", &"x".repeat(500)).unwrap();
         }
-        let shown = for_prompt(&path).unwrap();
+        let shown = for_prompt(&path, false).unwrap();
         assert!(shown.starts_with("### n19 · note"), "{shown}");
         assert!(shown.len() <= PROMPT_BYTES + 200, "{}", shown.len());
         assert!(

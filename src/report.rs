@@ -164,10 +164,7 @@ pub(crate) fn html(
     if let Some(result) = &source.result {
         for outcome in &result.outcomes {
             let task = row(&mut rows, &mut order, &outcome.task);
-            task.outcome = serde_json::to_value(outcome.outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            task.outcome = outcome.outcome.as_str().to_owned();
             task.commit = outcome.commit.clone();
         }
     }
@@ -222,7 +219,10 @@ pub(crate) fn html(
                 "-".to_owned()
             },
             time = task.millis as f64 / 1000.0,
-            commit = esc(task.commit.as_deref().map_or("", |c| &c[..c.len().min(10)])),
+            commit = esc(task
+                .commit
+                .as_deref()
+                .map_or("", |c| c.get(..10).unwrap_or(c))),
         );
     }
     page.push_str("</table>\n");
@@ -234,13 +234,7 @@ pub(crate) fn html(
         page.push_str("<h2>Failures</h2>\n");
         for (id, text) in evidence {
             let text = match text.len() > EVIDENCE_BYTES {
-                true => {
-                    let mut cut = text.len() - EVIDENCE_BYTES;
-                    while !text.is_char_boundary(cut) {
-                        cut += 1;
-                    }
-                    format!("…\n{}", &text[cut..])
-                }
+                true => format!("…\n{}", crate::prompt::bounded_tail(&text, EVIDENCE_BYTES)),
                 false => text,
             };
             let _ = writeln!(
@@ -252,7 +246,7 @@ pub(crate) fn html(
         }
     }
     page.push_str("<p class=\"foot\">Written by <code>ralph report</code> from <code>.ralph/events.ndjson</code> and <code>.ralph/result.json</code>.</p>\n</body>\n</html>\n");
-    crate::redact::redact(&page).into_owned()
+    page
 }
 
 /// The run's summary: how it ended, its counts, its pull request.
@@ -424,8 +418,10 @@ fn timeline(source: &Source) -> String {
     svg
 }
 
-/// `text` safe in HTML text and attributes.
+/// `text` safe in HTML text and attributes, its secrets masked first (an
+/// escaped secret would no longer be recognised).
 fn esc(text: &str) -> String {
+    let text = crate::redact::redact(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

@@ -726,19 +726,20 @@ fn review(
         notes: notes.clone(),
         task_iteration,
     };
-    let at = |path: std::path::PathBuf| move |err| crate::files::PathError::new(path, err);
-    crate::notes::append_review(&paths.reviews(id.as_str()), &record)
-        .map_err(at(paths.reviews(id.as_str())))?;
-    if !notes.is_empty() {
-        let kind = format!("review {}", verdict.as_str());
-        crate::notes::append_note(&paths.notes(id.as_str()), &context.now, &kind, &notes)
-            .map_err(at(paths.notes(id.as_str())))?;
-    }
     let status = match verdict {
         Verdict::Passed => Status::Complete,
         Verdict::Rejected => Status::Active,
     };
+    // The status first: a verdict is recorded only once it took effect.
     apply(set(id.clone(), status))?;
+    let reviews = paths.reviews(id.as_str());
+    crate::notes::append_review(&reviews, &record).map_err(crate::files::at::<Error>(reviews))?;
+    if !notes.is_empty() {
+        let kind = format!("review {}", verdict.as_str());
+        let file = paths.notes(id.as_str());
+        crate::notes::append_note(&file, &context.now, &kind, &notes)
+            .map_err(crate::files::at::<Error>(file))?;
+    }
     let state = crate::state::StateFile::open(paths).peek();
     let mut extra = Map::new();
     extra.insert("notes".into(), notes.clone().into());
@@ -755,7 +756,7 @@ fn review(
     };
     crate::events::EventLog::open(paths)
         .append(&event)
-        .map_err(at(paths.events()))?;
+        .map_err(crate::files::at::<Error>(paths.events()))?;
     if json {
         return Ok(Outcome::print(to_json(&json!({
             "id": id.as_str(),
@@ -794,7 +795,7 @@ fn note(
     }
     let path = context.paths.notes(id.as_str());
     crate::notes::append_note(&path, &context.now, "note", text)
-        .map_err(|err| crate::files::PathError::new(path.clone(), err))?;
+        .map_err(crate::files::at::<Error>(path.clone()))?;
     let count = crate::notes::count(&path);
     if json {
         return Ok(Outcome::print(to_json(

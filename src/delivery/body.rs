@@ -276,7 +276,7 @@ fn sections(report: &Report) -> Vec<Section> {
             vec![format!(
                 "{} as of {}",
                 code(path),
-                code(&commit[..commit.len().min(12)])
+                code(commit.get(..12).unwrap_or(commit))
             )],
         ));
     }

@@ -156,11 +156,15 @@ pub(crate) fn prompt_context(
     .ok()
     .flatten();
     variables.evidence = progress.evidence;
-    variables.notes = crate::notes::for_prompt(&paths.notes(task.id.as_str()));
     variables.rejection = crate::notes::reviews(&paths.reviews(task.id.as_str()))
         .pop()
         .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
-        .map(|review| review.notes);
+        .map(|review| prompt::bounded_tail(&review.notes, crate::notes::PROMPT_BYTES).to_owned());
+    // The rejection's reasons are a note too: shown once, in their section.
+    variables.notes = crate::notes::for_prompt(
+        &paths.notes(task.id.as_str()),
+        variables.rejection.is_some(),
+    );
     variables
 }
 

@@ -82,6 +82,18 @@ pub(crate) enum TaskEnd {
     Vanished,
 }
 
+impl TaskEnd {
+    /// Its name in `result.json`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            TaskEnd::Merged => "merged",
+            TaskEnd::Split => "split",
+            TaskEnd::Blocked => "blocked",
+            TaskEnd::Vanished => "vanished",
+        }
+    }
+}
+
 /// One verification command's result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct CommandResult {

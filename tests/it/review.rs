@@ -432,3 +432,44 @@ fn a_tasks_verdicts_are_counted_in_its_state() {
     assert_eq!(state["tasks"]["A"]["reviews"], 1, "{state}");
     assert_eq!(state["tasks"]["A"]["rejections"], 1, "{state}");
 }
+
+#[test]
+fn a_note_is_refused_empty_and_kept_whole_whatever_its_lines() {
+    let p = TestProject::new().task(&pending("A")).git_init();
+    p.ralph(&["task", "note", "A", "  "]).fails(
+        30,
+        "error: the note is empty; write what was learned, what is left or what failed\n",
+    );
+    p.ralph(&["task", "ready", "A"]).success();
+    p.ralph(&[
+        "task",
+        "review",
+        "A",
+        "--reject",
+        "--notes-file",
+        "missing.md",
+    ])
+    .fails(
+        30,
+        "error: cannot read the notes from missing.md: No such file or directory (os error 2)\n",
+    );
+    // A Markdown heading inside a note stays in its note.
+    p.ralph(&["task", "note", "A", "### Plan\nfirst the parser"])
+        .ok("A: note added (1 note)\n");
+    p.ralph(&[
+        "task",
+        "review",
+        "A",
+        "--reject",
+        "--notes",
+        "### Must fix\nthe empty name",
+    ])
+    .success();
+    assert_eq!(crate::support::ids(&p.read("tasks.jsonl")), ["A"]);
+    let prompt = p.ralph(&["prompt", "--task", "A"]).success().stdout;
+    // The reasons once, in their section; the earlier note in the notes.
+    assert_eq!(prompt.matches("the empty name").count(), 1, "{prompt}");
+    assert!(prompt.contains(" ### Plan\nfirst the parser"), "{prompt}");
+    p.ralph(&["task", "note", "A", "third"])
+        .ok("A: note added (3 notes)\n");
+}
