@@ -356,14 +356,15 @@ fn not_finished(report: &Report, reason: &str, next_step: &str) -> Vec<String> {
 /// Most lines of an output's end the body quotes.
 const TAIL_LINES: usize = 12;
 
-/// Adds the last [`TAIL_LINES`] of `tail` as an indented code block (its
-/// lines cannot close it early).
+/// Adds the last [`TAIL_LINES`] of `tail` as an indented code block
+/// inside the list item above it (six spaces: the item's two, then four),
+/// so nothing in it renders as Markdown or closes it early.
 fn fenced(lines: &mut Vec<String>, tail: &str) {
     let all: Vec<&str> = tail.trim_end().lines().collect();
     let start = all.len().saturating_sub(TAIL_LINES);
     lines.push(String::new());
     for line in &all[start..] {
-        lines.push(format!("    {line}"));
+        lines.push(format!("      {line}"));
     }
     lines.push(String::new());
 }
@@ -754,14 +755,14 @@ Next step: Answer A.3's question, then run `ralph run` again
         );
         // The last 12 lines, indented so nothing in them closes the block.
         assert!(
-            body.contains("- Failed: `cargo test` (A.3)\n\n    line 19\n"),
+            body.contains("- Failed: `cargo test` (A.3)\n\n      line 19\n"),
             "{body}"
         );
-        assert!(body.contains("    line 30\n\n"), "{body}");
+        assert!(body.contains("      line 30\n\n"), "{body}");
         assert!(!body.contains("line 18\n"), "{body}");
         assert!(
             body.contains(
-                "- Last output of A.3's agent (.ralph/logs/7-A.3.log):\n\n    which mail server?\n    ```\n    exit 1\n"
+                "- Last output of A.3's agent (.ralph/logs/7-A.3.log):\n\n      which mail server?\n      ```\n      exit 1\n"
             ),
             "{body}"
         );

@@ -121,7 +121,7 @@ pub(super) fn watch(found: &mut Findings, settings: &crate::config::Settings, re
         ),
         (Some(remote), _) => found.ok(
             "watch",
-            &format!("{globs} on {remote}/{branch}, fetched at each look; the base is fast-forwarded to it between tasks"),
+            &format!("{globs} on {remote}/{branch}, fetched at each look; the base, when it is that branch, is fast-forwarded to it when the run is idle"),
         ),
         (None, _) => found.ok("watch", &format!("{globs} on {branch}, at each look")),
     }

@@ -96,24 +96,27 @@ impl Repo {
         Some(commit.id().to_string())
     }
 
-    /// The commits reachable from `head` and not from `since` (all of
-    /// `head`'s history without it), oldest first, parents before
-    /// children. A `since` that no longer exists (history rewritten) is
-    /// left out of the walk's bounds.
-    pub fn commits_since(&self, since: Option<&str>, head: &str) -> Result<Vec<String>> {
+    /// The commits reachable from `head` and not from `since`, oldest
+    /// first, parents before children; `None` when `since` no longer
+    /// exists (history rewritten and collected): the caller starts afresh
+    /// rather than walk the whole history.
+    pub fn commits_since(&self, since: &str, head: &str) -> Result<Option<Vec<String>>> {
         let action = "walk the watched branch's new commits";
         let mut walk = self.git.revwalk().doing(action)?;
         walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
             .doing(action)?;
         walk.push(git2::Oid::from_str(head).doing(action)?)
             .doing(action)?;
-        if let Some(since) = since.and_then(|since| git2::Oid::from_str(since).ok())
-            && self.git.find_commit(since).is_ok()
-        {
-            walk.hide(since).doing(action)?;
-        }
+        let Some(since) = git2::Oid::from_str(since)
+            .ok()
+            .filter(|since| self.git.find_commit(*since).is_ok())
+        else {
+            return Ok(None);
+        };
+        walk.hide(since).doing(action)?;
         walk.map(|oid| oid.map(|oid| oid.to_string()).doing(action))
-            .collect()
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
     }
 
     /// The files `commit` added or changed against its first parent (all

@@ -404,13 +404,6 @@ impl Worker<'_> {
         Ok(Some(pull_request))
     }
 
-    /// Runs the `gh` call `call`, and again after a transient failure
-    /// (a server or network error) up to [`gh::RETRIES`] times, waiting
-    /// [`gh::backoff`] between; each retry is said and recorded. A stop
-    /// asked for while waiting ends the retries: the failure stands.
-    ///
-    /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
-    /// [`gh::backoff`]: crate::delivery::gh::backoff
     /// Records what became of the pull request (`action`) as an event and
     /// tells people (`told`), with its address or the command by hand.
     fn say_pull_request(
@@ -431,6 +424,13 @@ impl Worker<'_> {
         Ok(())
     }
 
+    /// Runs the `gh` call `call`, and again after a transient failure
+    /// (a server or network error) up to [`gh::RETRIES`] times, waiting
+    /// [`gh::backoff`] between; each retry is said and recorded. A stop
+    /// asked for while waiting ends the retries: the failure stands.
+    ///
+    /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
+    /// [`gh::backoff`]: crate::delivery::gh::backoff
     fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,

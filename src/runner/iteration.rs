@@ -467,7 +467,7 @@ impl Worker<'_> {
             model: None,
             condition: format!("review_every: {every}"),
             description: Some(format!(
-                "the reviewer takes every {every}th iteration on a task"
+                "the reviewer takes one iteration in {every} on a task"
             )),
         });
     }

@@ -78,12 +78,27 @@ impl Worker<'_> {
             .collect();
         let (scope, name, source) = match prds.get(&root) {
             Some((path, commit)) => {
-                let stem = std::path::Path::new(path)
-                    .file_stem()
-                    .map_or_else(|| path.clone(), |stem| stem.to_string_lossy().into_owned());
+                let stem = |path: &str| {
+                    let path = std::path::Path::new(path);
+                    path.file_stem()
+                        .map(|stem| stem.to_string_lossy().into_owned())
+                };
+                // `ralph/<file name>`, or the whole path when two watched
+                // PRDs share a file name (`prds/a/auth.md`, `prds/b/auth.md`).
+                let shared = (seen.prds.keys())
+                    .filter(|other| stem(other) == stem(path))
+                    .count()
+                    > 1;
+                let name = match (shared, stem(path)) {
+                    (false, Some(stem)) => stem,
+                    _ => path
+                        .rsplit_once('.')
+                        .map_or(path.as_str(), |(rest, _)| rest)
+                        .to_owned(),
+                };
                 (
                     Scope::Within(root),
-                    crate::git::slug(&stem),
+                    crate::git::slug(&name),
                     Some((path.clone(), commit.clone())),
                 )
             }

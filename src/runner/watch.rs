@@ -141,14 +141,19 @@ impl Worker<'_> {
         if watch.prds.is_empty() {
             return Ok(());
         }
-        let branch = watch
-            .branch
-            .clone()
-            .unwrap_or_else(|| self.repo.base().to_owned());
+        // The base the run started from: a stretch on a PRD's pull
+        // request branch is not what the team pushes to.
+        let base = self.prd_base.clone();
+        let branch = watch.branch.clone().unwrap_or_else(|| base.clone());
         let remote = watch.remote.clone();
         let reference = match &remote {
             Some(remote) => {
-                if let Some(said) = self.fetch(remote, &branch)? {
+                let said = match self.fetch(remote, &branch) {
+                    Ok(None) => None,
+                    Ok(Some(said)) => Some(said),
+                    Err(err) => Some(err.to_string()),
+                };
+                if let Some(said) = said {
                     self.watch_said(&format!(
                         "warning: watch: cannot fetch {branch} from {remote}: {said}; looking again at the next look"
                     ));
@@ -165,32 +170,36 @@ impl Worker<'_> {
             return Ok(());
         };
         if remote.is_some()
-            && branch == self.repo.base()
-            && self.seat.pooled().is_none()
-            && !self.bring_base_forward(&reference, &head)?
+            && branch == base
+            && self.repo.base() == base
+            && !self.bring_base_forward(&reference, &head)
         {
             return Ok(());
         }
         let mut seen = Seen::load(&self.paths)?;
-        if seen.watching != reference {
-            // The first look: PRDs already there are not new.
+        let commits = match &seen.last_commit {
+            _ if seen.watching != reference => None,
+            Some(last) => self.repo.commits_since(last, &head)?,
+            None => None,
+        };
+        let Some(commits) = commits else {
+            // The first look, or history rewritten under the last commit
+            // seen: PRDs already there are not new. Candidates found
+            // before stay.
             self.ui.log(
                 &now(),
                 &format!(
                     "watch: watching {} from {}; PRDs already on it are not planned (`ralph plan` plans one by hand)",
                     short_ref(&reference),
-                    &head[..head.len().min(10)]
+                    head.get(..10).unwrap_or(&head)
                 ),
             );
             seen.watching = reference;
             seen.last_commit = Some(head);
-            seen.candidates.clear();
             return seen.save(&self.paths);
-        }
+        };
+        self.watch_problem = None;
         if seen.last_commit.as_deref() != Some(head.as_str()) {
-            let commits = self
-                .repo
-                .commits_since(seen.last_commit.as_deref(), &head)?;
             for commit in &commits {
                 for touched in self.repo.files_touched(commit)? {
                     if !watch
@@ -248,10 +257,20 @@ impl Worker<'_> {
     /// and the team's other commits are in the checkout the next task
     /// starts from. Whether the look goes on: a base that cannot be
     /// fast-forwarded is said, with the way out, and waits.
-    fn bring_base_forward(&mut self, reference: &str, head: &str) -> Result<bool, Error> {
+    fn bring_base_forward(&mut self, reference: &str, head: &str) -> bool {
         let shown = short_ref(reference);
-        match self.repo.fast_forward_base(head)? {
-            FastForward::UpToDate => Ok(true),
+        let moved = match self.repo.fast_forward_base(head) {
+            Ok(moved) => moved,
+            Err(err) => {
+                self.watch_said(&format!(
+                    "warning: watch: {} cannot be fast-forwarded to {shown}: {err}; looking again at the next look",
+                    self.repo.base()
+                ));
+                return false;
+            }
+        };
+        match moved {
+            FastForward::UpToDate => true,
             FastForward::Moved => {
                 // The tree changed under ralph's scans.
                 self.clean = None;
@@ -263,7 +282,7 @@ impl Worker<'_> {
                         &head[..head.len().min(10)]
                     ),
                 );
-                Ok(true)
+                true
             }
             FastForward::Diverged { ahead, behind } => {
                 let base = self.repo.base().to_owned();
@@ -271,7 +290,7 @@ impl Worker<'_> {
                     "warning: watch: {base} cannot be fast-forwarded to {shown}: {base} has {} {shown} lacks and {shown} has {behind} more; push {base} (git.push: on_merge does after each task), or merge {shown} into it yourself; ralph forces nothing and looks again at the next look",
                     crate::text::count(ahead, "commit"),
                 ));
-                Ok(false)
+                false
             }
         }
     }

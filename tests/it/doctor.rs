@@ -840,7 +840,7 @@ fn watching_for_prds_is_checked_and_an_empty_queue_is_no_warning() {
     assert_eq!(
         about(&doctor(&p, &[]), "watch"),
         [
-            "ok: watch: prds/*.md on upstream/main, fetched at each look; the base is fast-forwarded to it between tasks"
+            "ok: watch: prds/*.md on upstream/main, fetched at each look; the base, when it is that branch, is fast-forwarded to it when the run is idle"
         ]
     );
 }

@@ -486,7 +486,7 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
         "{draft}"
     );
     assert!(
-        draft.contains("\n    no payment key in the environment\n"),
+        draft.contains("\n      no payment key in the environment\n"),
         "{draft}"
     );
     assert!(draft.contains("Next step: "), "{draft}");
