@@ -497,3 +497,55 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
         "{notices}"
     );
 }
+
+#[test]
+fn a_run_stopped_inside_a_prds_pull_request_resumes_it_and_keeps_watching_the_base() {
+    let (p, clone) = watched("");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr")
+        .replace("  push: on_merge", "  push: never");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    let p = p.agent(&by_iteration("RALPH_ITERATION", FINISH));
+    fake_gh(&p);
+    let start = |fault: Option<&str>| {
+        let mut command = p.run_command(&["--poll", "1s"]);
+        command
+            .env("PATH", p.path_with_aux_bin())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if let Some(fault) = fault {
+            command.env("RALPH_FAULT", fault);
+        }
+        command.spawn().unwrap()
+    };
+    // Killed once the notes PRD's first story is claimed on ralph/notes.
+    let child = start(Some("after_claim"));
+    log_line(&p, "watch: watching origin/main from ", 0);
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    let killed = wait_for(child, 60);
+    assert_eq!(killed.code, -1, "{killed:#?}");
+    // Resumed: the story finishes on ralph/notes; the watcher still
+    // watches origin/main, from where it was, and plans the next PRD.
+    let child = start(None);
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
+    push_from_clone(
+        &p,
+        &clone,
+        &[("prds/billing.md", "# Billing\n\n- FR-1: Send invoices\n")],
+        "billing PRD",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_billing"));
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let log = p.read("ralph.log");
+    assert_eq!(log.matches("watch: watching ").count(), 1, "{log}");
+    assert!(!log.contains("ralph/notes from"), "{log}");
+    assert_eq!(
+        p.json(".ralph/watch.json")["watching"],
+        "refs/remotes/origin/main"
+    );
+}
