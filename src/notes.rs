@@ -3,7 +3,8 @@
 //! verdict's notes), appended as dated entries, and
 //! `.ralph/reviews/<id>.jsonl` (`ralph task review`), one verdict a line.
 //! Both are appended durably, so a kill loses at most the entry being
-//! written, and kept until the task is archived.
+//! written, and never deleted; at the squash the notes are quoted in the
+//! commit's body too ([`for_squash`]).
 
 use std::io;
 use std::path::Path;
@@ -87,7 +88,7 @@ pub(crate) fn append_review(path: &Path, review: &Review) -> io::Result<()> {
 }
 
 /// The verdicts given so far, oldest first; a torn last line (a kill
-/// mid-append) is left out. None when the file is missing.
+/// mid-append) is left out, and a file that cannot be read gives none.
 pub(crate) fn reviews(path: &Path) -> Vec<Review> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
