@@ -411,10 +411,28 @@ fn timeline(source: &Source) -> String {
                     esc(event.task_id.as_deref().unwrap_or("")),
                 );
             }
+            "wait" => {
+                // From the wait's start to its planned end.
+                let seconds = event.extra.get("wait_seconds").and_then(Value::as_u64);
+                let to = x(end_ms + 1000.0 * seconds.unwrap_or(0) as f64).min(width - 10.0);
+                let from = x(end_ms);
+                let class = match event.status.as_str() {
+                    "usage_limit" => "wait",
+                    _ => "retry",
+                };
+                let _ = writeln!(
+                    svg,
+                    "<rect class=\"pause {class}\" x=\"{from:.1}\" y=\"{}\" width=\"{:.1}\" height=\"8\"><title>{} waits: {}</title></rect>",
+                    y + 6.0,
+                    (to - from).max(2.0),
+                    esc(event.task_id.as_deref().unwrap_or("")),
+                    esc(&event.detail),
+                );
+            }
             _ => {}
         }
     }
-    svg.push_str("</svg>\n<p class=\"legend\"><span class=\"ok\">■ done</span> <span class=\"bad\">■ failed</span> <span class=\"wait\">■ usage limit</span> <span class=\"stop\">■ stopped</span> ◆ merge</p>\n");
+    svg.push_str("</svg>\n<p class=\"legend\"><span class=\"ok\">■ done</span> <span class=\"bad\">■ failed</span> <span class=\"wait\">■ usage limit</span> <span class=\"retry\">▬ waits before a retry</span> <span class=\"stop\">■ stopped</span> ◆ merge</p>\n");
     svg
 }
 
@@ -447,7 +465,7 @@ body { font: 14px/1.4 system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
 tr.merged .outcome { color: #1a7f37; } tr.blocked .outcome { color: #cf222e; }
 .ok { color: #1a7f37; fill: #2da44e; } .bad { color: #cf222e; fill: #cf222e; } .wait { color: #9a6700; fill: #d4a72c; } .stop { color: #57606a; fill: #8c959f; }
-.merge { fill: #0969da; } .lane { font-size: 12px; fill: #57606a; }
+.retry { color: #8250df; fill: #a475f9; } .merge { fill: #0969da; } .lane { font-size: 12px; fill: #57606a; }
 dt { font-weight: bold; float: left; clear: left; width: 8em; } dd { margin-left: 9em; }
 pre { background: #f6f8fa; padding: 8px; overflow: auto; } .foot { color: #57606a; }
 </style>

@@ -51,6 +51,9 @@ pub(crate) struct State {
     /// While a polling run is idle: how often it looks, and when next.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub polling: Option<Polling>,
+    /// While the loop waits before its next iteration: why and until when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
     /// What that run spent, as its agent reported it, on its last day.
     #[serde(skip_serializing_if = "Spent::is_nothing")]
     pub spent: Spent,
@@ -97,6 +100,38 @@ impl Spent {
 /// The UTC day of `now`, as [`Spent`] counts it.
 pub(crate) fn day_of(now: DateTime<Utc>) -> String {
     now.format("%Y-%m-%d").to_string()
+}
+
+/// A wait between two iterations (`waiting` in `state.json`), so a
+/// look from outside (`ralph top`) can say what the loop waits for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Waiting {
+    /// What it waits for.
+    pub why: WaitReason,
+    /// The task it waits to go on with.
+    pub task: String,
+    /// When the wait ends (RFC 3339).
+    pub until: String,
+}
+
+/// What a wait between iterations is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum WaitReason {
+    /// A usage limit of the agent's account, this worker's or another's.
+    UsageLimit,
+    /// The back-off after a failed iteration.
+    Retry,
+}
+
+impl WaitReason {
+    /// The name `state.json` and the `wait` event use.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::UsageLimit => "usage_limit",
+            WaitReason::Retry => "retry",
+        }
+    }
 }
 
 /// A polling run's wait for work.
@@ -391,6 +426,54 @@ impl StateFile {
         };
         files::write_atomic_with(&self.path, write)
     }
+}
+
+/// A parallel worker's task and the state its engine keeps in the task's
+/// worktree.
+pub(crate) struct WorkerState {
+    /// The task (the worktree's name).
+    pub task: String,
+    /// Its state, as [`StateFile::peek`] reads it.
+    pub state: State,
+}
+
+/// The workers of the project at `paths` with a worktree under
+/// `.ralph/worktrees/`, in task order; read without a lock.
+pub(crate) fn workers(paths: &crate::paths::Paths) -> Vec<WorkerState> {
+    worker_roots(paths)
+        .into_iter()
+        .map(|(task, paths)| {
+            let state = StateFile::open(&paths).peek();
+            WorkerState { task, state }
+        })
+        .collect()
+}
+
+/// The task and paths of each worker with a worktree under
+/// `.ralph/worktrees/`, in task order.
+pub(crate) fn worker_roots(paths: &crate::paths::Paths) -> Vec<(String, crate::paths::Paths)> {
+    let Ok(entries) = std::fs::read_dir(paths.worktrees()) else {
+        return Vec::new();
+    };
+    // A project in a subfolder of its repository is in the same subfolder
+    // of each worktree, and its worker's state is there.
+    let inner = paths
+        .project()
+        .ancestors()
+        .find(|dir| dir.join(".git").exists())
+        .and_then(|top| paths.project().strip_prefix(top).ok())
+        .map(std::path::Path::to_owned)
+        .unwrap_or_default();
+    let mut workers: Vec<(String, crate::paths::Paths)> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.path().join(".git").exists())
+        .filter_map(|entry| {
+            let task = entry.file_name().to_str()?.to_owned();
+            Some((task, paths.in_worktree(entry.path().join(&inner))))
+        })
+        .collect();
+    workers.sort_by(|a, b| a.0.cmp(&b.0));
+    workers
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 
 use crate::state::Phase;
 use std::fmt::Write;
-use std::path::Path;
 
 use serde_json::json;
 
@@ -208,35 +207,17 @@ fn shown(phase: Phase) -> &'static str {
 /// The tasks in worktrees under `.ralph/worktrees/`, from each worktree's
 /// own state (a worker's engine keeps it there).
 fn workers(paths: &crate::paths::Paths) -> Vec<Worker> {
-    let Ok(entries) = std::fs::read_dir(paths.worktrees()) else {
-        return Vec::new();
-    };
-    // A project in a subfolder of its repository is in the same subfolder
-    // of each worktree, and its worker's state is there.
-    let inner = paths
-        .project()
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .and_then(|top| paths.project().strip_prefix(top).ok())
-        .map(Path::to_owned)
-        .unwrap_or_default();
-    let mut workers: Vec<Worker> = entries
-        .filter_map(Result::ok)
-        .filter(|entry| entry.path().join(".git").exists())
-        .filter_map(|entry| {
-            let task = entry.file_name().to_str()?.to_owned();
-            let folder = entry.path().join(&inner);
-            let state = crate::state::StateFile::open(&paths.in_worktree(folder)).peek();
-            let progress = state.tasks.get(&task).cloned().unwrap_or_default();
-            Some(Worker {
+    crate::state::workers(paths)
+        .into_iter()
+        .map(|worker| {
+            let progress = (worker.state.tasks.get(&worker.task).cloned()).unwrap_or_default();
+            Worker {
                 iteration: progress.iterations,
                 since: progress.claimed,
-                role: state.role,
-                phase: state.phase,
-                task,
-            })
+                role: worker.state.role,
+                phase: worker.state.phase,
+                task: worker.task,
+            }
         })
-        .collect();
-    workers.sort_by(|a, b| a.task.cmp(&b.task));
-    workers
+        .collect()
 }

@@ -18,6 +18,7 @@ use crate::git::CommitId;
 use crate::prompt::{self, Evidence};
 use crate::roles::Fired;
 use crate::state::Phase;
+use crate::state::WaitReason;
 use crate::task::{Known, Patch, Queue, Status, Task, TaskId};
 
 /// How the loop should go on after a step: `None` carries on, `Some` ends
@@ -623,7 +624,7 @@ impl Worker<'_> {
                 extra.insert("wait_seconds".into(), json!(duration.as_secs()));
                 extra.insert("reason".into(), json!(crate::redact::redact(reason)));
                 self.notify(crate::notify::Kind::UsageLimit, Some(id), &line, extra);
-                return self.wait_logged(&line, duration);
+                return self.wait_logged(WaitReason::UsageLimit, id, &line, duration);
             }
             Verdict::Failed {
                 class,
@@ -664,7 +665,7 @@ impl Worker<'_> {
                     "{id}: {class}: {summary}; retrying in {}",
                     ShowDuration(backoff)
                 );
-                return self.wait_logged(&line, backoff);
+                return self.wait_logged(WaitReason::Retry, id, &line, backoff);
             }
             _ => {
                 // A task the agent says is done fails or not by its

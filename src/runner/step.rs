@@ -110,7 +110,7 @@ impl Worker<'_> {
                         super::worker::seconds(left)
                     );
                     return Ok(self
-                        .wait_logged(&line, left)?
+                        .wait_logged(crate::state::WaitReason::UsageLimit, id, &line, left)?
                         .map_or(Stepped::On, Stepped::End));
                 }
                 if !self.seat.reserve(&self.budgets) {

@@ -337,7 +337,12 @@ impl<'a> Worker<'a> {
             count(counts.active_total(), "task"),
             count(self.budgets.max_iterations as usize, "iteration"),
         );
-        self.record(None, "run", "started", &started, Map::new())?;
+        // What a look from outside (`ralph top`) shows of the run.
+        let mut extra = Map::new();
+        extra.insert("base".into(), self.repo.base().into());
+        extra.insert("agent".into(), self.agent.label().into());
+        extra.insert("max_iterations".into(), self.budgets.max_iterations.into());
+        self.record(None, "run", "started", &started, extra)?;
         // A task a stopped run left under way is resumed before new PRDs.
         if self.state.current_task.is_none() {
             self.look_for_prds()?;
@@ -745,19 +750,47 @@ impl<'a> Worker<'a> {
     }
 
     /// Says `line` (what the wait is for and how long) with the time it
-    /// ends, on the terminal and in `ralph.log`, then waits `duration`,
+    /// ends, on the terminal, in `ralph.log` and as a `wait` event, keeps
+    /// the wait in `state.json` while it lasts, then waits `duration`,
     /// waking for `.stop` and signals: someone reading the log afterwards
-    /// sees each wait, not a gap.
-    pub(super) fn wait_logged(&self, line: &str, duration: Duration) -> Result<Next, Error> {
+    /// sees each wait, not a gap, and someone looking now sees it too.
+    pub(super) fn wait_logged(
+        &mut self,
+        why: crate::state::WaitReason,
+        task: &TaskId,
+        line: &str,
+        duration: Duration,
+    ) -> Result<Next, Error> {
         let until = chrono::Duration::from_std(duration)
             .ok()
-            .and_then(|wait| chrono::Utc::now().checked_add_signed(wait));
-        let line = match until {
-            Some(until) => format!("{line} (until {})", crate::clock::stamp(until)),
+            .and_then(|wait| chrono::Utc::now().checked_add_signed(wait))
+            .map(crate::clock::stamp);
+        let line = match &until {
+            Some(until) => format!("{line} (until {until})"),
             None => line.to_owned(),
         };
+        if duration.is_zero() {
+            // No wait to see: only the line.
+            self.ui.log(&now(), &line);
+            return self.wait(duration);
+        }
+        let mut extra = Map::new();
+        extra.insert("wait_seconds".into(), duration.as_secs().into());
+        if let Some(until) = &until {
+            extra.insert("until".into(), until.clone().into());
+        }
+        self.record(Some(task), "wait", why.as_str(), &line, extra)?;
         self.ui.log(&now(), &line);
-        self.wait(duration)
+        self.state.waiting = until.map(|until| crate::state::Waiting {
+            why,
+            task: task.to_string(),
+            until,
+        });
+        self.save_state()?;
+        let next = self.wait(duration);
+        self.state.waiting = None;
+        self.save_state()?;
+        next
     }
 
     /// Waits `duration`, waking for `.stop` and signals, and a parallel

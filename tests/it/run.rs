@@ -442,7 +442,9 @@ fn failing_iterations_back_off_then_block_the_task_and_the_loop_goes_on() {
         [
             "claim/ok",
             "iteration/exit",
+            "wait/retry",
             "iteration/exit",
+            "wait/retry",
             "iteration/exit",
             "block/blocked"
         ]

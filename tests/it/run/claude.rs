@@ -88,6 +88,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"done"}'
         [
             "claim/ok",
             "iteration/usage_limit",
+            "wait/usage_limit",
             "iteration/ok",
             "merge/ok"
         ]
@@ -139,7 +140,7 @@ exit 1
     let started = std::time::Instant::now();
     while std::fs::read_to_string(&waits)
         .unwrap_or_default()
-        .matches(r#""status":"usage_limit""#)
+        .matches(r#""phase":"iteration","status":"usage_limit""#)
         .count()
         < 4
     {
