@@ -334,12 +334,6 @@ fn timeline(source: &Source) -> String {
     let Some(start) = source.events.first().and_then(|e| parse(&e.timestamp)) else {
         return String::new();
     };
-    let end = source
-        .events
-        .last()
-        .and_then(|e| parse(&e.timestamp))
-        .unwrap_or(start);
-    let span = ((end - start).num_milliseconds().max(1)) as f64;
     let lane = |event: &Event| {
         event
             .extra
@@ -347,6 +341,37 @@ fn timeline(source: &Source) -> String {
             .and_then(Value::as_u64)
             .unwrap_or(0)
     };
+    // Where each event goes, in ms from the start: the files stamp whole
+    // seconds, so within a lane each mark starts no earlier than the one
+    // before it ended, and an iteration ends no earlier than its start
+    // plus what it took.
+    let mut cursors: BTreeMap<u64, f64> = BTreeMap::new();
+    let placed: Vec<Option<(f64, f64)>> = (source.events.iter())
+        .map(|event| {
+            let at = (parse(&event.timestamp)? - start).num_milliseconds() as f64;
+            let cursor = cursors.entry(lane(event)).or_insert(0.0);
+            let number = |key: &str| event.extra.get(key).and_then(Value::as_u64);
+            let (from, to) = match event.phase.as_str() {
+                "iteration" => {
+                    let took = number("duration_ms").unwrap_or(0) as f64;
+                    let to = at.max(*cursor + took);
+                    (to - took, to)
+                }
+                "wait" => {
+                    let took = (number("wait_ms"))
+                        .unwrap_or(1000 * number("wait_seconds").unwrap_or(0))
+                        as f64;
+                    let from = at.max(*cursor);
+                    (from, from + took)
+                }
+                _ => (at.max(*cursor), at.max(*cursor)),
+            };
+            *cursor = to;
+            Some((from, to))
+        })
+        .collect();
+    let end = (placed.iter().flatten()).fold(0.0_f64, |end, (_, to)| end.max(*to));
+    let span = end.max(1.0);
     let lanes: Vec<u64> = {
         let mut lanes: Vec<u64> = source.events.iter().map(lane).collect();
         lanes.sort_unstable();
@@ -372,20 +397,14 @@ fn timeline(source: &Source) -> String {
             esc(&name)
         );
     }
-    for event in &source.events {
-        let Some(at) = parse(&event.timestamp) else {
+    for (event, placed) in source.events.iter().zip(placed) {
+        let Some((from_ms, to_ms)) = placed else {
             continue;
         };
         let y = 8.0 + 28.0 * lanes.iter().position(|l| *l == lane(event)).unwrap_or(0) as f64;
-        let end_ms = (at - start).num_milliseconds() as f64;
+        let (from, to) = (x(from_ms), x(to_ms));
         match event.phase.as_str() {
             "iteration" => {
-                let took = event
-                    .extra
-                    .get("duration_ms")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as f64;
-                let (from, to) = (x((end_ms - took).max(0.0)), x(end_ms));
                 let class = match event.status.as_str() {
                     "ok" => "ok",
                     "usage_limit" => "wait",
@@ -403,7 +422,7 @@ fn timeline(source: &Source) -> String {
                 );
             }
             "merge" if event.status == "ok" => {
-                let cx = x(end_ms);
+                let cx = from;
                 let _ = writeln!(
                     svg,
                     "<path class=\"merge\" d=\"M{cx:.1} {} l5 10 l-5 10 l-5 -10 z\"><title>{} merged</title></path>",
@@ -413,9 +432,6 @@ fn timeline(source: &Source) -> String {
             }
             "wait" => {
                 // From the wait's start to its planned end.
-                let seconds = event.extra.get("wait_seconds").and_then(Value::as_u64);
-                let to = x(end_ms + 1000.0 * seconds.unwrap_or(0) as f64).min(width - 10.0);
-                let from = x(end_ms);
                 let class = match event.status.as_str() {
                     "usage_limit" => "wait",
                     _ => "retry",

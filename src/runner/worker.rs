@@ -776,6 +776,8 @@ impl<'a> Worker<'a> {
         }
         let mut extra = Map::new();
         extra.insert("wait_seconds".into(), duration.as_secs().into());
+        let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        extra.insert("wait_ms".into(), millis.into());
         if let Some(until) = &until {
             extra.insert("until".into(), until.clone().into());
         }
