@@ -15,7 +15,10 @@
 # memory while its agent leaves a MEM_SIZE file, "300M", of MEM_DATA bytes,
 # "random" or "zero", in each case of MEM_CASES: "leave commit workers
 # resume rename", with a final review unless MEM_REVIEW is false; reads
-# /proc, so Linux only).
+# /proc, so Linux only), top (`ralph top`: one frame, `--once`, of a live
+# run with TOP_TASKS tasks, 10000, and TOP_EVENTS events, 5000, read and
+# drawn; and the CPU `ralph top` uses in tmux over TOP_IDLE seconds, 10,
+# while nothing changes; needs tmux; reads /proc, so Linux only).
 # RALPH is the binary under test; BEFORE, when set, is timed too, in the same
 # turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
 # LOOP_FILES ("1000 10000 100000"), LOOP_AGENT ("commit leave": the agent
@@ -42,7 +45,7 @@ LOOP_TASKS=${LOOP_TASKS:-50}
 LOOP_FILES=${LOOP_FILES:-"1000 10000 100000"}
 LOOP_AGENT=${LOOP_AGENT:-"commit leave"}
 ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
-ONLY=${ONLY:-"next add complete archive loop parallel memory"}
+ONLY=${ONLY:-"next add complete archive loop parallel memory top"}
 SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
@@ -715,6 +718,61 @@ bench_memory() {
     say ""
 }
 
+# top_project DIR: a project frozen mid-run for `ralph top`: TOP_TASKS
+# tasks (bench-gen's), TOP_EVENTS events of one run, a worker's state on
+# the first task and its agent's log, and .ralph/lock naming a live
+# process (PID), so the frame is a live run's.
+top_project() {
+    local dir=$1 tasks=${TOP_TASKS:-10000} events=${TOP_EVENTS:-5000} first
+    rm -rf "$dir" && mkdir -p "$dir/.ralph/logs"
+    cp "$(dataset "$tasks")" "$dir/tasks.jsonl"
+    : > "$dir/tasks-done.jsonl"
+    first=$(jq -r 'select(.leaf) | .id' "$dir/tasks.jsonl" | head -1)
+    awk -v n="$events" -v t="$first" 'BEGIN {
+        split("claim iteration verify merge wait", kinds, " ")
+        for (i = 1; i <= n; i++) {
+            k = kinds[i % 5 + 1]; s = (k == "wait") ? "retry" : "ok"
+            printf "{\"timestamp\":\"2026-11-27T10:%02d:%02dZ\",\"run_id\":\"bench\",\"task_id\":\"T%d\",\"iteration\":%d,\"role\":null,\"phase\":\"%s\",\"status\":\"%s\",\"detail\":\"event %d of the bench\",\"duration_ms\":1200,\"input_tokens\":900,\"output_tokens\":80}\n", (i / 60) % 60, i % 60, i % 97, i, k, s, i
+        }
+    }' > "$dir/.ralph/events.ndjson"
+    sleep 3600 &
+    PID=$!
+    printf '{"pid":%d,"since":"2026-11-27T10:00:00Z","run_id":"bench"}' "$PID" > "$dir/.ralph/lock"
+    printf '{"run_id":"bench","current_task":"%s","role":"implementer","phase":"agent","tasks":{"%s":{"iterations":2,"iteration_started":"2026-11-27T10:59:00Z"}}}\n' "$first" "$first" > "$dir/.ralph/state.json"
+    seq 1 2000 | sed 's/^/agent line /' > "$dir/.ralph/logs/7-$first.log"
+}
+
+bench_top() {
+    local dir=$WORK/top ms pane pid before after hz idle=${TOP_IDLE:-10} cpu
+    top_project "$dir"
+    say "## ralph top: a live run of $(jq -c . "$dir/tasks.jsonl" | wc -l) tasks and $(wc -l < "$dir/.ralph/events.ndjson") events"
+    say ""
+    say "Targets: a frame under 20 ms; under 2% of a core while nothing changes."
+    say ""
+    ms=$(time_interleaved "" "cd '$dir' && '$RALPH' top --once")
+    "$RALPH" --dir "$dir" top --once | grep -q "implementer" || { warn "top --once drew no worker"; exit 1; }
+    say "| measure | value | target met |"
+    say "|---|---|---|"
+    say "| \`ralph top --once\`, process start to exit: read every file, draw 80×24 | $(ms "$ms") | $(yes_if '<' "$ms" 20) |"
+    if command -v tmux > /dev/null; then
+        hz=$(getconf CLK_TCK)
+        tmux -f /dev/null -L ralph-bench new-session -d -s top -x 100 -y 30 "cd '$dir' && exec '$RALPH' top"
+        sleep 3
+        pane=$(tmux -L ralph-bench display-message -p -t top '#{pane_pid}')
+        pid=$pane
+        before=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+        sleep "$idle"
+        after=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+        tmux -L ralph-bench kill-server
+        cpu=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v s="$idle" 'BEGIN { printf "%.2f", (a - b) / hz / s * 100 }')
+        say "| CPU of \`ralph top\` in tmux over ${idle} s with nothing changing | ${cpu}% of a core | $(yes_if '<' "$cpu" 2) |"
+    else
+        warn "no tmux: the CPU of ralph top is not measured"
+    fi
+    kill "$PID" 2> /dev/null || true
+    say ""
+}
+
 machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -731,8 +789,8 @@ machine() {
 machine
 for part in $ONLY; do
     case $part in
-        next | add | complete | archive | loop | parallel | memory) "bench_$part" ;;
-        *) warn "unknown part $part (use: next add complete archive loop parallel memory)" && exit 2 ;;
+        next | add | complete | archive | loop | parallel | memory | top) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop parallel memory top)" && exit 2 ;;
     esac
 done
 echo "results: $RESULTS" >&2

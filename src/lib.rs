@@ -37,6 +37,7 @@ pub(crate) mod runner;
 pub(crate) mod state;
 pub mod task;
 pub(crate) mod text;
+pub(crate) mod top;
 pub(crate) mod trace;
 
 pub use error::Error;

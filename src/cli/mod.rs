@@ -13,6 +13,7 @@ mod run;
 mod status;
 mod stop;
 mod task;
+mod top;
 use crate::exit::Reportable;
 use crate::paths::Paths;
 use crate::text;
@@ -82,6 +83,8 @@ pub enum Command {
     /// Read and change the task queue (tasks.jsonl, tasks-done.jsonl)
     #[command(subcommand)]
     Task(task::TaskCommand),
+    /// Watch the run live: workers, queue, events (q quits; --once prints one frame)
+    Top(top::TopArgs),
 }
 
 /// What a command produced: its output and how the process should exit.
@@ -215,6 +218,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Roles(command) => roles::run(&command, &context),
         Command::Run(args) => run::run(&args, &context),
         Command::Status => status::run(&context),
+        Command::Top(args) => top::run(&args, &context),
         Command::Stop => stop::run(&context),
         Command::Task(command) => task::run(command, &context),
     }

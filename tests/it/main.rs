@@ -41,6 +41,7 @@ mod task_commands;
 mod task_files;
 mod task_props;
 mod tools;
+mod top;
 mod trace;
 mod trust;
 mod usergit;

@@ -115,30 +115,26 @@ fn headless_chromium_renders_the_page_with_a_row_per_task_and_the_timeline() {
         return;
     }
     let (p, _) = reported_run();
-    let profile = p.aux().join("chromium-profile");
     let page = p.path().join(".ralph/report.html");
-    let output = std::process::Command::new("chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    assert!(output.status.success(), "{output:?}");
+    let output = crate::support::chromium(&page, &["--dump-dom"]);
     let dom = String::from_utf8_lossy(&output.stdout);
     assert!(dom.contains("data-task=\"A\""), "{dom}");
     assert!(dom.contains("data-task=\"B\""), "{dom}");
     assert!(dom.contains("<svg id=\"timeline\""), "{dom}");
     assert_eq!(dom.matches("class=\"iteration ").count(), 3, "{dom}");
+    // The page asks for nothing: no address in it, and its policy lets the
+    // browser load nothing but its own inline style.
+    let text = p.read(".ralph/report.html");
+    for address in ["http:", "https:", "src=", "href=", "url(", "@import"] {
+        assert!(!text.contains(address), "{address} in the page");
+    }
+    assert!(text.contains("content=\"default-src 'none'; style-src 'unsafe-inline'\""));
+    let shot = p.aux().join("report.png");
+    crate::support::chromium_screenshot(&page, &shot, (1000, 900));
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 10_000,
+        "an empty picture"
+    );
 }
 
 #[test]

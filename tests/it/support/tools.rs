@@ -38,6 +38,8 @@ pub(crate) enum Tool {
     Jq,
     /// Chromium, which renders `ralph report`'s page headless.
     Chromium,
+    /// tmux, the real terminal `ralph top` runs in.
+    Tmux,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -57,6 +59,7 @@ impl Tool {
             Tool::Python3 => "python3",
             Tool::Jq => "jq",
             Tool::Chromium => "chromium",
+            Tool::Tmux => "tmux",
         }
     }
 
@@ -71,6 +74,7 @@ impl Tool {
             Tool::Python3 => "apt install python3 / brew install python3",
             Tool::Jq => "apt install jq / brew install jq",
             Tool::Chromium => "apt install chromium / brew install chromium",
+            Tool::Tmux => "apt install tmux / brew install tmux",
         }
     }
 
