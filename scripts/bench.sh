@@ -17,8 +17,10 @@
 # resume rename", with a final review unless MEM_REVIEW is false; reads
 # /proc, so Linux only), top (`ralph top`: one frame, `--once`, of a live
 # run with TOP_TASKS tasks, 10000, and TOP_EVENTS events, 5000, read and
-# drawn; and the CPU `ralph top` uses in tmux over TOP_IDLE seconds, 10,
-# while nothing changes; needs tmux; reads /proc, so Linux only).
+# drawn; then `ralph top` in tmux: its CPU over TOP_IDLE seconds, 10, while
+# nothing changes, and the time of each frame, from its debug trace, as
+# events are appended and as tasks.jsonl is rewritten; needs tmux; reads
+# /proc, so Linux only).
 # RALPH is the binary under test; BEFORE, when set, is timed too, in the same
 # turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
 # LOOP_FILES ("1000 10000 100000"), LOOP_AGENT ("commit leave": the agent
@@ -727,7 +729,7 @@ top_project() {
     rm -rf "$dir" && mkdir -p "$dir/.ralph/logs"
     cp "$(dataset "$tasks")" "$dir/tasks.jsonl"
     : > "$dir/tasks-done.jsonl"
-    first=$(jq -r 'select(.leaf) | .id' "$dir/tasks.jsonl" | head -1)
+    first=$(jq -rn 'first(inputs | select(.leaf) | .id)' "$dir/tasks.jsonl")
     awk -v n="$events" -v t="$first" 'BEGIN {
         split("claim iteration verify merge wait", kinds, " ")
         for (i = 1; i <= n; i++) {
@@ -742,8 +744,22 @@ top_project() {
     seq 1 2000 | sed 's/^/agent line /' > "$dir/.ralph/logs/7-$first.log"
 }
 
+# trace_ms FILE FROM TO FIELD...: the median over lines FROM..TO of FILE
+# that say `changed=true` of the sum of the FIELDs (`read_ms=1.2`).
+trace_ms() {
+    local file=$1 from=$2 to=$3
+    shift 3
+    # shellcheck disable=SC2046 # one number per word
+    median $(awk -v from="$from" -v to="$to" -v fields="$*" 'NR >= from && NR <= to && /changed=true/ {
+        n = split(fields, want, " "); sum = 0
+        for (i = 1; i <= NF; i++) for (k = 1; k <= n; k++)
+            if (index($i, want[k] "=") == 1) { split($i, kv, "="); sum += kv[2] }
+        print sum
+    }' "$file")
+}
+
 bench_top() {
-    local dir=$WORK/top ms pane pid before after hz idle=${TOP_IDLE:-10} cpu
+    local dir=$WORK/top trace=$WORK/top-trace.log ms pid before after hz idle=${TOP_IDLE:-10} cpu i mark events queue draw
     top_project "$dir"
     say "## ralph top: a live run of $(jq -c . "$dir/tasks.jsonl" | wc -l) tasks and $(wc -l < "$dir/.ralph/events.ndjson") events"
     say ""
@@ -753,22 +769,40 @@ bench_top() {
     "$RALPH" --dir "$dir" top --once | grep -q "implementer" || { warn "top --once drew no worker"; exit 1; }
     say "| measure | value | target met |"
     say "|---|---|---|"
-    say "| \`ralph top --once\`, process start to exit: read every file, draw 80×24 | $(ms "$ms") | $(yes_if '<' "$ms" 20) |"
-    if command -v tmux > /dev/null; then
-        hz=$(getconf CLK_TCK)
-        tmux -f /dev/null -L ralph-bench new-session -d -s top -x 100 -y 30 "cd '$dir' && exec '$RALPH' top"
-        sleep 3
-        pane=$(tmux -L ralph-bench display-message -p -t top '#{pane_pid}')
-        pid=$pane
-        before=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-        sleep "$idle"
-        after=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-        tmux -L ralph-bench kill-server
-        cpu=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v s="$idle" 'BEGIN { printf "%.2f", (a - b) / hz / s * 100 }')
-        say "| CPU of \`ralph top\` in tmux over ${idle} s with nothing changing | ${cpu}% of a core | $(yes_if '<' "$cpu" 2) |"
-    else
-        warn "no tmux: the CPU of ralph top is not measured"
+    say "| \`ralph top --once\`, process start to exit: read every file, make and draw an 80×24 frame | $(ms "$ms") | $(yes_if '<' "$ms" 20) |"
+    if ! command -v tmux > /dev/null; then
+        warn "no tmux: the live view is not measured"
+        kill "$PID" 2> /dev/null || true
+        return
     fi
+    hz=$(getconf CLK_TCK)
+    tmux -f /dev/null -L ralph-bench new-session -d -s top -x 100 -y 30 "cd '$dir' && RALPH_LOG=debug exec '$RALPH' top 2> '$trace'"
+    sleep 3
+    pid=$(tmux -L ralph-bench display-message -p -t top '#{pane_pid}')
+    before=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    sleep "$idle"
+    after=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    cpu=$(awk -v a="$after" -v b="$before" -v hz="$hz" -v s="$idle" 'BEGIN { printf "%.2f", (a - b) / hz / s * 100 }')
+    # Then the run goes on: an event a second, then the queue rewritten.
+    mark=$(wc -l < "$trace")
+    for i in 1 2 3 4 5 6; do
+        tail -1 "$dir/.ralph/events.ndjson" >> "$dir/.ralph/events.ndjson"
+        sleep 1.1
+    done
+    events=$(wc -l < "$trace")
+    for i in 1 2 3 4 5; do
+        cp "$dir/tasks.jsonl" "$dir/tasks.new" && mv "$dir/tasks.new" "$dir/tasks.jsonl"
+        sleep 1.1
+    done
+    queue=$(wc -l < "$trace")
+    tmux -L ralph-bench kill-server
+    draw=$(median $(grep -o 'draw_ms=[0-9.]*' "$trace" | cut -d= -f2))
+    say "| CPU of \`ralph top\` over ${idle} s with nothing changing | ${cpu}% of a core | $(yes_if '<' "$cpu" 2) |"
+    ms=$(trace_ms "$trace" "$mark" "$events" read_ms model_ms)
+    say "| a frame after new events: read what was appended, make the frame | $(ms "$ms") | $(yes_if '<' "$ms" 20) |"
+    ms=$(trace_ms "$trace" "$events" "$queue" read_ms model_ms)
+    say "| a frame after \`tasks.jsonl\` changed: read and check the queue, make its tree and the frame | $(ms "$ms") | $(yes_if '<' "$ms" 20) |"
+    say "| drawing a frame to the terminal (100×30, ratatui's diff) | $(ms "$draw") | $(yes_if '<' "$draw" 20) |"
     kill "$PID" 2> /dev/null || true
     say ""
 }

@@ -1,7 +1,8 @@
 //! The full-screen terminal of `ralph top`: reads the files at least once
 //! a second, draws when something changed, and answers the keys. The
 //! terminal is restored on `q`, on a panic (ratatui's hook) and on SIGTERM
-//! or SIGHUP (the handler asks the loop to end).
+//! or SIGHUP (the handler asks the loop to end); a terminal that hung up
+//! ends it too.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -61,11 +62,20 @@ fn live(
     let mut dirty = true;
     while !ended.load(Ordering::SeqCst) {
         if read_at.elapsed() >= REFRESH {
-            let (sources, _) = reader.read();
+            let started = Instant::now();
+            let (sources, changed) = reader.read();
+            let read = started.elapsed();
             let next = Snapshot::of(&sources, chrono::Utc::now());
             dirty |= next != snapshot;
             snapshot = next;
             read_at = Instant::now();
+            let ms = crate::trace::ms;
+            tracing::debug!(
+                changed,
+                read_ms = ms(read),
+                model_ms = ms(started.elapsed() - read),
+                "ralph top read the files"
+            );
             if let Overlay::Details(details) = &ui.overlay {
                 let fresh = reader.details(&details.task, DETAIL_LINES);
                 dirty |= fresh != *details;
@@ -73,29 +83,73 @@ fn live(
             }
         }
         if dirty {
+            let started = Instant::now();
             terminal.draw(|frame| view::draw(frame.area(), frame.buffer_mut(), &snapshot, &ui))?;
+            let draw_ms = crate::trace::ms(started.elapsed());
+            tracing::debug!(draw_ms, "ralph top drew a frame");
             dirty = false;
         }
-        if !event::poll(TICK)? {
-            continue;
+        match input(TICK)? {
+            Input::Quiet => continue,
+            Input::HungUp => break,
+            Input::Ready => {}
         }
-        match event::read()? {
-            Event::Key(key) if key.kind == KeyEventKind::Press => {
-                dirty = true;
-                match press(&mut ui, &snapshot, key) {
-                    Action::Stay => {}
-                    Action::Quit => break,
-                    Action::Stop => ui.overlay = Overlay::Said(ask_stop(paths)),
-                    Action::Details(task) => {
-                        ui.overlay = Overlay::Details(reader.details(&task, DETAIL_LINES));
+        // Every event crossterm has read, not only the first.
+        while event::poll(Duration::ZERO)? {
+            match event::read()? {
+                Event::Key(key) if key.kind == KeyEventKind::Press => {
+                    dirty = true;
+                    match press(&mut ui, &snapshot, key) {
+                        Action::Stay => {}
+                        Action::Quit => return Ok(()),
+                        Action::Stop => ui.overlay = Overlay::Said(ask_stop(paths)),
+                        Action::Details(task) => {
+                            ui.overlay = Overlay::Details(reader.details(&task, DETAIL_LINES));
+                        }
                     }
                 }
+                Event::Resize(..) => dirty = true,
+                _ => {}
             }
-            Event::Resize(..) => dirty = true,
-            _ => {}
         }
     }
     Ok(())
+}
+
+/// What the terminal has for `ralph top`.
+enum Input {
+    /// Nothing within the wait.
+    Quiet,
+    /// Bytes to read, or a signal (a resize) woke the wait.
+    Ready,
+    /// The terminal is gone (its window closed, the ssh link dropped).
+    HungUp,
+}
+
+/// Waits up to `timeout` for the terminal (standard input) to have
+/// something. Asked here, not of crossterm: crossterm reads a hung-up
+/// terminal's end of file again and again without returning.
+fn input(timeout: Duration) -> std::io::Result<Input> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(
+        std::os::fd::AsFd::as_fd(&stdin),
+        PollFlags::POLLIN,
+    )];
+    let millis = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    match poll(&mut fds, PollTimeout::from(millis)) {
+        Ok(0) => Ok(Input::Quiet),
+        Ok(_) => {
+            let events = fds[0].revents().unwrap_or(PollFlags::empty());
+            let gone = PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL;
+            Ok(match events.intersects(gone) {
+                true => Input::HungUp,
+                false => Input::Ready,
+            })
+        }
+        Err(nix::errno::Errno::EINTR) => Ok(Input::Ready),
+        Err(errno) => Err(errno.into()),
+    }
 }
 
 /// Creates `.stop`, as `ralph stop` does, and says so.
@@ -112,7 +166,8 @@ fn ask_stop(paths: &Paths) -> String {
 /// What `key` does to `ui`, and what it asks for beyond it.
 pub(crate) fn press(ui: &mut Ui, snapshot: &Snapshot, key: KeyEvent) -> Action {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
-    if control && key.code == KeyCode::Char('c') {
+    // `q` quits whatever is open.
+    if (control && key.code == KeyCode::Char('c')) || key.code == KeyCode::Char('q') {
         return Action::Quit;
     }
     match (&ui.overlay, key.code) {
@@ -135,7 +190,6 @@ pub(crate) fn press(ui: &mut Ui, snapshot: &Snapshot, key: KeyEvent) -> Action {
     }
     let rows = ui.rows(snapshot);
     match key.code {
-        KeyCode::Char('q') => return Action::Quit,
         KeyCode::Char('?') => ui.overlay = Overlay::Help,
         KeyCode::Char('s') => ui.overlay = Overlay::ConfirmStop,
         KeyCode::Esc => ui.overlay = Overlay::None,

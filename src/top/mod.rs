@@ -24,9 +24,20 @@ pub(crate) use live::run;
 /// One frame of the view of the project at `paths`, `width` by `height`
 /// cells, as text (`ralph top --once`).
 pub(crate) fn once(paths: &Paths, width: u16, height: u16) -> String {
+    let started = std::time::Instant::now();
     let (sources, _) = read::Reader::new(paths.clone()).read();
+    let read = started.elapsed();
     let snapshot = model::Snapshot::of(&sources, chrono::Utc::now());
-    frame(&snapshot, &view::Ui::default(), width, height)
+    let made = started.elapsed();
+    let text = frame(&snapshot, &view::Ui::default(), width, height);
+    let ms = crate::trace::ms;
+    tracing::debug!(
+        read_ms = ms(read),
+        model_ms = ms(made - read),
+        draw_ms = ms(started.elapsed() - made),
+        "ralph top drew a frame"
+    );
+    text
 }
 
 /// `snapshot` drawn as `ui` has it on `width` by `height` cells, as text.

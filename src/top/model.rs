@@ -24,6 +24,8 @@ pub(crate) struct Sources {
     pub activity: Option<String>,
     /// The queue, or why it cannot be read.
     pub queue: Rc<Result<Queue, String>>,
+    /// The queue's tree, flattened, made once per change of the queue.
+    pub rows: Rc<Vec<QueueRow>>,
     /// The events so far, folded.
     pub digest: Rc<Digest>,
     /// Whether `.stop` is there.
@@ -92,7 +94,7 @@ pub(crate) struct WorkerRow {
 }
 
 /// One row of the queue's tree.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct QueueRow {
     /// Depth in the tree (0: top level).
     pub depth: usize,
@@ -141,8 +143,9 @@ pub(crate) struct Snapshot {
     pub facts: Vec<(&'static str, String)>,
     /// One row per worker busy on a task.
     pub workers: Vec<WorkerRow>,
-    /// The queue, flattened in tree order.
-    pub queue: Vec<QueueRow>,
+    /// The queue, flattened in tree order (shared with the sources: a
+    /// frame whose queue did not change compares it by address).
+    pub queue: Rc<Vec<QueueRow>>,
     /// Why the queue could not be read, if so.
     pub queue_error: Option<String>,
     /// The queue's size in words: tasks left, archived.
@@ -168,9 +171,9 @@ impl Snapshot {
                     crate::text::count(counts.active_total(), "task"),
                     counts.archived
                 );
-                (rows(queue), None, size)
+                (Rc::clone(&sources.rows), None, size)
             }
-            Err(error) => (Vec::new(), Some(error.clone()), "unreadable".to_owned()),
+            Err(error) => (Rc::default(), Some(error.clone()), "unreadable".to_owned()),
         };
         Snapshot {
             facts: facts(sources, &state, now),
@@ -329,7 +332,7 @@ fn workers(sources: &Sources, now: DateTime<Utc>) -> Vec<WorkerRow> {
 }
 
 /// The queue's tree, flattened depth first.
-fn rows(queue: &Queue) -> Vec<QueueRow> {
+pub(crate) fn rows(queue: &Queue) -> Vec<QueueRow> {
     fn walk(node: &TreeNode, depth: usize, out: &mut Vec<QueueRow>) {
         out.push(QueueRow {
             depth,

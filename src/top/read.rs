@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use super::digest::Digest;
-use super::model::{Sources, WorkerSource};
+use super::model::{QueueRow, Sources, WorkerSource};
 use crate::paths::Paths;
 use crate::runner::RunResult;
 use crate::runner::lock::Holder;
@@ -51,6 +51,7 @@ pub(crate) struct Reader {
     seen: HashMap<PathBuf, Option<Signature>>,
     events: EventTail,
     queue: Rc<Result<Queue, String>>,
+    rows: Rc<Vec<QueueRow>>,
     state: State,
     result: Option<RunResult>,
     workers: HashMap<String, State>,
@@ -68,6 +69,7 @@ impl Reader {
             seen: HashMap::new(),
             events: EventTail::default(),
             queue: Rc::new(Ok(Queue::empty())),
+            rows: Rc::default(),
             state: State::default(),
             result: None,
             workers: HashMap::new(),
@@ -97,11 +99,10 @@ impl Reader {
         // Both files, each asked: `|` does not stop at the first.
         if self.changed(&paths.tasks()) | self.changed(&paths.done()) {
             changed = true;
-            self.queue = Rc::new(
-                Store::open(&paths)
-                    .load()
-                    .map_err(|err| crate::Error::from(err).one_line()),
-            );
+            let queue = Store::open(&paths).load();
+            let rows = queue.as_ref().map(super::model::rows).unwrap_or_default();
+            self.rows = Rc::new(rows);
+            self.queue = Rc::new(queue.map_err(|err| crate::Error::from(err).one_line()));
         }
         if self.changed(&paths.state()) {
             changed = true;
@@ -152,6 +153,7 @@ impl Reader {
             workers,
             activity,
             queue: self.queue.clone(),
+            rows: self.rows.clone(),
             digest: self.events.digest.clone(),
             stop_asked: paths.stop().exists(),
             result: self.result.clone(),

@@ -125,6 +125,8 @@ fn working(task: &str, role: &str, iterations: u64, since: &str) -> State {
 }
 
 fn sources(state: State, tasks: &str, done: &str, events: Vec<Event>) -> Sources {
+    let queue = Queue::parse(tasks.as_bytes(), done.as_bytes());
+    let rows = queue.as_ref().map(super::model::rows).unwrap_or_default();
     let mut digest = Digest::default();
     for event in events {
         digest.add(event);
@@ -138,7 +140,8 @@ fn sources(state: State, tasks: &str, done: &str, events: Vec<Event>) -> Sources
         state,
         workers: Vec::new(),
         activity: None,
-        queue: Rc::new(Queue::parse(tasks.as_bytes(), done.as_bytes()).map_err(|e| e.to_string())),
+        rows: Rc::new(rows),
+        queue: Rc::new(queue.map_err(|e| e.to_string())),
         digest: Rc::new(digest),
         stop_asked: false,
         result: None,
@@ -421,6 +424,8 @@ fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
         press(&mut ui, &snapshot, key(KeyCode::Char('y'))),
         Action::Stop
     );
+    // `q` quits, also from over a box.
+    ui.overlay = Overlay::Said("created .stop".into());
     assert_eq!(
         press(&mut ui, &snapshot, key(KeyCode::Char('q'))),
         Action::Quit

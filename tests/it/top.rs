@@ -328,6 +328,27 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     tmux.capture_when("top", |pane| pane.contains("these keys"));
     tmux.run(&["send-keys", "-t", "top", "Escape"]);
     tmux.capture_when("top", |pane| !pane.contains("these keys"));
+    // `s` asks first, `y` stops the run as `ralph stop` does.
+    tmux.run(&["send-keys", "-t", "top", "s"]);
+    tmux.capture_when("top", |pane| {
+        pane.contains("Stop the run after its current iterations")
+    });
+    assert!(!p.path().join(".stop").exists());
+    tmux.run(&["send-keys", "-t", "top", "y"]);
+    tmux.capture_when("top", |pane| pane.contains("created .stop"));
+    assert!(p.path().join(".stop").exists());
+    std::fs::remove_file(p.path().join(".stop")).unwrap();
+    // It follows the window's size.
+    tmux.run(&["resize-window", "-t", "top", "-x", "80", "-y", "24"]);
+    let small = tmux.capture_when("top", |pane| {
+        pane.lines()
+            .next()
+            .is_some_and(|top| top.chars().count() == 80)
+    });
+    assert!(
+        small.lines().all(|line| line.chars().count() <= 80),
+        "{small}"
+    );
     tmux.run(&["send-keys", "-t", "top", "q"]);
     let after = tmux.capture_when("top", |pane| pane.contains("TOP-EXITED"));
     assert!(after.contains("TOP-EXITED 0"), "{after}");
@@ -341,10 +362,7 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
         .trim()
         .parse()
         .unwrap();
-    assert!(
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err(),
-        "ralph top is gone"
-    );
+    assert!(!running(pid), "ralph top is gone");
 }
 
 #[test]
@@ -393,4 +411,37 @@ fn report_screenshot(p: &TestProject) {
     p.ralph(&["report"]).success();
     let page = p.path().join(".ralph/report.html");
     crate::support::chromium_screenshot(&page, &Path::new(&folder).join("report.png"), (1000, 760));
+}
+
+#[test]
+fn in_a_real_terminal_closing_the_window_ends_it() {
+    if skip_without(Tool::Tmux) {
+        return;
+    }
+    let p = TestProject::new().task(&pending("A")).git_init();
+    let tmux = Tmux::new(&p);
+    tmux.start("top", &top_script(&p));
+    tmux.capture_when("top", |pane| pane.contains("no run yet in this project"));
+    let pid: i32 = std::fs::read_to_string(p.aux().join("top.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The window goes, and with it the terminal.
+    tmux.run(&["kill-server"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while running(pid) {
+        assert!(Instant::now() < deadline, "ralph top outlived its terminal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether process `pid` runs (a zombie does not: nothing may reap it).
+fn running(pid: i32) -> bool {
+    let output = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .expect("run ps");
+    let stat = String::from_utf8_lossy(&output.stdout);
+    !stat.trim().is_empty() && !stat.trim().starts_with('Z')
 }
