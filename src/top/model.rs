@@ -297,7 +297,9 @@ fn workers(sources: &Sources, now: DateTime<Utc>) -> Vec<WorkerRow> {
         let doing = sources.digest.doing.get(task);
         let activity = match (state.phase, doing) {
             // What a structured backend says the agent does, while it does.
-            (Phase::Agent, Some((_, doing))) => Some(doing),
+            (Phase::Agent, Some((iteration, doing))) if *iteration == state.iteration => {
+                Some(doing)
+            }
             _ => activity,
         };
         let waiting = state.waiting.as_ref().filter(|w| w.task == task);

@@ -453,3 +453,27 @@ fn a_narrow_or_short_terminal_still_draws() {
         assert_eq!(frame.lines().count(), usize::from(height));
     }
 }
+
+#[test]
+fn a_structured_backend_says_what_its_agent_does_in_this_iteration() {
+    let mut state = working("A.2", "debugger", 2, "10:03:30");
+    state.iteration = 3;
+    let doing = |iteration: u64| {
+        let mut events = history();
+        let mut agent = event(
+            "10:04:50",
+            Some("A.2"),
+            "agent",
+            "command",
+            "running `cargo test`",
+        );
+        agent.iteration = iteration;
+        events.push(agent);
+        let mut sources = sources(state.clone(), TASKS, DONE, events);
+        sources.activity = Some("the log's last line".into());
+        Snapshot::of(&sources, now()).workers[0].activity.clone()
+    };
+    assert_eq!(doing(3), "running `cargo test`");
+    // An earlier iteration's command is not what it does now.
+    assert_eq!(doing(2), "the log's last line");
+}

@@ -129,6 +129,18 @@ fn headless_chromium_renders_the_page_with_a_row_per_task_and_the_timeline() {
         assert!(!text.contains(address), "{address} in the page");
     }
     assert!(text.contains("content=\"default-src 'none'; style-src 'unsafe-inline'\""));
+    // And Chromium's network log shows none: a page that does ask for
+    // something shows it there.
+    assert_eq!(
+        crate::support::chromium_requests(&page),
+        Vec::<String>::new()
+    );
+    let asking = p.aux().join("asking.html");
+    std::fs::write(&asking, "<img src=\"http://example.test/x.png\">").unwrap();
+    assert_eq!(
+        crate::support::chromium_requests(&asking),
+        ["http://example.test/x.png"]
+    );
     let shot = p.aux().join("report.png");
     crate::support::chromium_screenshot(&page, &shot, (1000, 900));
     assert!(

@@ -11,7 +11,7 @@ use assert_fs::TempDir;
 
 mod browser;
 mod tools;
-pub(crate) use browser::{ansi_page, chromium, chromium_screenshot};
+pub(crate) use browser::{ansi_page, chromium, chromium_requests, chromium_screenshot};
 pub(crate) use tools::{REQUIRE_TOOLS, Tool, path_without, skip_without, summary};
 
 /// Serialises the tests that load the machine the most (many processes and

@@ -33,6 +33,39 @@ fn tempfile_dir() -> assert_fs::TempDir {
     assert_fs::TempDir::new().expect("temp dir")
 }
 
+/// The addresses headless Chromium asked for while it loaded `page`, from
+/// its network log, without Chromium's own calls home (Google's hosts,
+/// which it makes whatever the page).
+pub(crate) fn chromium_requests(page: &Path) -> Vec<String> {
+    let log = tempfile_dir();
+    let net = log.path().join("net.json");
+    chromium(
+        page,
+        &[&format!("--log-net-log={}", net.display()), "--dump-dom"],
+    );
+    let text = std::fs::read_to_string(&net).expect("chromium wrote its network log");
+    // A log cut short at exit lacks its closing brackets.
+    let log: serde_json::Value = serde_json::from_str(&text)
+        .or_else(|_| serde_json::from_str(&format!("{}]}}", text.trim_end().trim_end_matches(','))))
+        .expect("the network log is JSON");
+    let mut urls: Vec<String> = (log["events"].as_array().into_iter().flatten())
+        .filter_map(|event| event["params"]["url"].as_str())
+        .filter(|url| {
+            let host = url
+                .split("://")
+                .nth(1)
+                .unwrap_or("")
+                .split(['/', ':', '?'])
+                .next();
+            !host.is_some_and(|host| host == "google.com" || host.ends_with(".google.com"))
+        })
+        .map(str::to_owned)
+        .collect();
+    urls.sort();
+    urls.dedup();
+    urls
+}
+
 /// Writes a PNG of `page` at `size` (pixels) to `out`.
 pub(crate) fn chromium_screenshot(page: &Path, out: &Path, size: (u32, u32)) {
     chromium(
