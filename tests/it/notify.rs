@@ -307,6 +307,13 @@ esac
         notices[2].1["pull_request"],
         "https://github.test/o/r/pull/9"
     );
+    // The run's report names it too.
+    p.ralph(&["report"]).success();
+    let page = p.read(".ralph/report.html");
+    assert!(
+        page.contains("<dt>pull request</dt><dd>opened https://github.test/o/r/pull/9</dd>"),
+        "{page}"
+    );
 }
 
 /// The `notify:` sections under docs/NOTIFY.md's "Recipes", in order.
