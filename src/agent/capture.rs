@@ -20,6 +20,9 @@ const HEAD_BYTES: usize = 64 * 1024;
 const TAIL_BYTES: usize = 256 * 1024;
 /// Output quoted as evidence in the outcome.
 pub const EVIDENCE_BYTES: usize = 4 * 1024;
+/// The longest line held back from the log until its end arrives: a
+/// longer one is masked and written in pieces.
+const PENDING_BYTES: usize = 64 * 1024;
 /// Block size for copying inside the log file.
 const COPY_BYTES: usize = 64 * 1024;
 
@@ -150,6 +153,8 @@ pub(crate) struct Capture {
     head: Vec<u8>,
     tail: Vec<u8>,
     bytes: u64,
+    /// Output after the last line end, not yet in the log.
+    pending: Vec<u8>,
 }
 
 impl Capture {
@@ -162,6 +167,7 @@ impl Capture {
             head: Vec::new(),
             tail: Vec::new(),
             bytes: 0,
+            pending: Vec::new(),
         }
     }
 
@@ -176,12 +182,22 @@ impl Capture {
         if self.tail.len() > 2 * TAIL_BYTES {
             self.tail.drain(..self.tail.len() - TAIL_BYTES);
         }
-        if let Some(log) = &mut self.log
-            && let Err(err) = log.write(chunk)
-        {
-            // Keep running the agent; the error is reported at the end.
-            self.log_error = Some(err);
-            self.log = None;
+        if self.log.is_some() {
+            // Whole lines are masked and written; a secret split across
+            // two reads is whole by then.
+            self.pending.extend_from_slice(chunk);
+            let whole = match self.pending.len() > PENDING_BYTES {
+                true => self.pending.len(),
+                false => self
+                    .pending
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |at| at + 1),
+            };
+            if whole > 0 {
+                let lines: Vec<u8> = self.pending.drain(..whole).collect();
+                self.log_masked(&lines);
+            }
         }
         // A closed terminal must not stop the agent.
         let _ = match self.echo {
@@ -191,8 +207,26 @@ impl Capture {
         };
     }
 
+    /// Writes `bytes` to the log with its secrets masked (as every other
+    /// output of ralph: `redact`).
+    fn log_masked(&mut self, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let masked = crate::redact::redact(&text);
+        if let Some(log) = &mut self.log
+            && let Err(err) = log.write(masked.as_bytes())
+        {
+            // Keep running the agent; the error is reported at the end.
+            self.log_error = Some(err);
+            self.log = None;
+        }
+    }
+
     /// Closes the log and returns what was kept.
-    pub(super) fn finish(self, log_path: Option<&Path>) -> Result<Captured, Error> {
+    pub(super) fn finish(mut self, log_path: Option<&Path>) -> Result<Captured, Error> {
+        let rest = std::mem::take(&mut self.pending);
+        if !rest.is_empty() {
+            self.log_masked(&rest);
+        }
         if let (Some(err), Some(path)) = (self.log_error, log_path) {
             return Err(Error::Log {
                 path: path.to_owned(),
@@ -281,6 +315,26 @@ mod tests {
         assert!(body.starts_with("line "), "starts at a line: {body:.20}");
         assert!(body.ends_with("line 001999\n"));
         assert!(body.len() > 1000);
+    }
+
+    #[test]
+    fn a_secret_split_across_two_reads_never_reaches_the_log() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("logs/1-A.log");
+        let log = BoundedLog::create(&path, 1 << 20).unwrap();
+        let mut capture = Capture::new(Some(log), Echo::Off);
+        let token = format!("ghp_{}", "a1B2".repeat(9));
+        let (first, second) = token.split_at(10);
+        capture.write(format!("working\nusing {first}").as_bytes());
+        // Half a line is held back until its end arrives.
+        assert_eq!(fs::read_to_string(&path).unwrap(), "working\n");
+        capture.write(format!("{second} to push\nno end").as_bytes());
+        let captured = capture.finish(Some(&path)).unwrap();
+        let logged = fs::read_to_string(&path).unwrap();
+        assert_eq!(logged, "working\nusing [redacted] to push\nno end");
+        assert!(!logged.contains("ghp_"));
+        // What ralph reads to judge the iteration is the output itself.
+        assert!(captured.text.contains(&token));
     }
 
     #[test]

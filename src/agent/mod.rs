@@ -27,7 +27,7 @@ pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::{Preset, PromptPassing};
 pub use process::{
-    Activity, Limits, Outcome, Request, kill_live_groups, preflight, resolve, run,
+    Activity, Confinement, Limits, Outcome, Request, kill_live_groups, preflight, resolve, run,
     stop_leftover_group,
 };
 pub use reset::reset_time;

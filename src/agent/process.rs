@@ -100,6 +100,21 @@ pub struct Request<'a> {
     /// structured backend reports (`command`, `file_change`, ...), with a
     /// line saying it.
     pub activity: Option<&'a Activity<'a>>,
+    /// The confinement the agent's command runs in, if any.
+    pub confinement: Option<&'a Confinement>,
+}
+
+/// A confinement of the agent's process (bubblewrap, sandbox-exec): the
+/// program and arguments put before the agent's command line, and the
+/// private temporary folder it gets as `TMPDIR`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Confinement {
+    /// The confining program.
+    pub program: PathBuf,
+    /// Its arguments, before the agent's program.
+    pub args: Vec<std::ffi::OsString>,
+    /// The agent's temporary folder, writable and its alone.
+    pub tmp: PathBuf,
 }
 
 /// Told what the agent does while it runs: its kind (`command`,
@@ -147,11 +162,19 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let prompt_file = host.project_dir.join(request.prompt_file);
     let invocation = spec.invocation(&prompt_file, request.prompt)?;
     let dialect = spec.dialect();
-    let env = environment(host, dialect, request.context, &prompt_file);
+    let mut env = environment(host, dialect, request.context, &prompt_file);
     let program = resolve(spec, host)?;
     trace_command(&program, &invocation, request.prompt, &env);
     let log = BoundedLog::create(request.log_file, request.limits.log_bytes)?;
-    let mut command = Command::new(&program);
+    let mut command = match request.confinement {
+        Some(confinement) => {
+            env.push(("TMPDIR".into(), confinement.tmp.clone().into_os_string()));
+            let mut command = Command::new(&confinement.program);
+            command.args(&confinement.args).arg(&program);
+            command
+        }
+        None => Command::new(&program),
+    };
     command
         .args(&invocation.args)
         .current_dir(work_dir)
@@ -196,6 +219,14 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         class = failure.as_ref().map(|failure| failure.class.as_str()),
         "agent ended"
     );
+    let mut receipt = serde_json::Map::new();
+    if request.confinement.is_some() {
+        // What the sandbox refused, so a person can widen it.
+        let refused = crate::platform::sandbox::refused_paths(&captured.text);
+        if !refused.is_empty() {
+            receipt.insert("refused_writes".into(), refused.into());
+        }
+    }
     Ok(Outcome {
         status: ended.status,
         timed_out: ended.timed_out,
@@ -207,7 +238,7 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
         usage: Transcript::read(dialect, &captured.text).usage,
         passing: invocation.passing,
         transcript: request.log_file.to_path_buf(),
-        receipt: serde_json::Map::new(),
+        receipt,
     })
 }
 

@@ -76,6 +76,7 @@ pub(super) fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> 
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
         poll: None,
+        sandbox: crate::runner::confine::Sandbox::Off,
     };
     let result = runner::run(&folder, &options, super::run::interrupt_flag())?;
     let repo = Repo::open(

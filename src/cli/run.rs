@@ -154,6 +154,17 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         settings.agent.command = None;
     }
     let settings_poll = settings.poll_interval;
+    let sandbox = runner::confine::decide(
+        &settings.sandbox,
+        &std::env::var_os("PATH").unwrap_or_default(),
+        std::env::var_os("HOME").map(std::path::PathBuf::from),
+    )
+    .map_err(|why| crate::task::Error::Refused {
+        message: format!("sandbox.mode is on and agents cannot be confined: {why}"),
+        hint: Some(
+            "install it, or set sandbox.mode to auto (run unconfined when it cannot) in config/ralph.yaml".to_owned(),
+        ),
+    })?;
     let options = RunOptions {
         settings,
         agent_cmd: args.agent_cmd.clone(),
@@ -163,6 +174,7 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         kill_grace: kill_grace(),
         pr_branch: args.pr_branch.clone(),
         poll: args.poll.map(|every| every.unwrap_or(settings_poll)),
+        sandbox,
     };
     if args.dry_run {
         return dry_run(&options, context);
@@ -203,6 +215,7 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             "role": plan.role,
             "prompt_bytes": plan.prompt_bytes,
             "agent": plan.argv,
+            "sandbox": plan.confinement,
             "push": delivery.push,
             "pull_request": delivery.pull_request,
             "refused": refused,
@@ -225,6 +238,27 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         crate::text::safe(&plan.argv.join(" ")),
         plan.agent
     );
+    match (&options.sandbox, &plan.confinement) {
+        (runner::confine::Sandbox::On { version, .. }, Some(confinement)) => {
+            let _ = writeln!(
+                out,
+                "sandbox: {version}, the agent's command line after:\n  {}",
+                crate::text::safe(
+                    &shlex::try_join(confinement.iter().map(String::as_str)).unwrap_or_default()
+                )
+            );
+        }
+        (runner::confine::Sandbox::Unavailable(why), _) => {
+            let _ = writeln!(
+                out,
+                "sandbox: none, the agent runs unconfined: {}",
+                crate::text::safe(why)
+            );
+        }
+        _ => {
+            let _ = writeln!(out, "sandbox: off");
+        }
+    }
     if let Some(push) = &delivery.push {
         let _ = writeln!(out, "push:   {}", crate::text::safe(push));
     }

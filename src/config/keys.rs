@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use serde::de::{DeserializeOwned, IntoDeserializer, value::Error as ValueError};
 
+use super::check_workers;
 use super::parse_labels;
-use super::{Delivery, Mode, PRESETS, Push, ReportWhen, ServerSandbox, Settings, check_workers};
+use super::{Delivery, Mode, PRESETS, Push, ReportWhen, SandboxMode, ServerSandbox, Settings};
 use super::{parse_duration, parse_minutes, parse_time_limit};
 
 /// One setting.
@@ -95,6 +96,12 @@ const LABELS: Type<Vec<String>> = Type("list of labels", parse_labels);
 const SANDBOX: Type<ServerSandbox> = Type("workspace-write or danger-full-access", |text| {
     choice(text, "server sandbox", SANDBOX.0)
 });
+
+const CONFINE: Type<SandboxMode> = Type("auto, on or off", |text| {
+    choice(text, "sandbox mode", CONFINE.0)
+});
+/// Paths, written in the file only.
+const PATHS: Type<Vec<String>> = Type("list of paths", |_| Err(String::new()));
 
 /// `null` (or nothing) is none; any other text is `parse`d.
 fn or_null<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
@@ -221,6 +228,14 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Every this many iterations on a task, the reviewer role takes a turn whatever the triggers pick (its verdict needs the task ready; otherwise it leaves notes); null: only as the triggers say";
     report: REPORT = "never", RALPH_REPORT, -,
         "never, or on_exit: every run ends by writing `ralph report`'s page, .ralph/report.html, and printing its path";
+    sandbox.mode: CONFINE = "auto", RALPH_SANDBOX_MODE, -,
+        "Confine agents (bubblewrap on Linux, sandbox-exec on macOS; docs/AGENT.md): auto (when the tool works here, else unconfined, said once), on (refuse to start without it) or off";
+    sandbox.writable: PATHS = "[]", -, -,
+        "More paths a confined agent may write, beside its checkout, the git folder, the queue, its own state and the caches (`~/` and paths from the project allowed)";
+    sandbox.hidden: PATHS = "[]", -, -,
+        "More paths a confined agent sees as empty, beside ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc and ~/.docker";
+    sandbox.network: SWITCH = "true", RALPH_SANDBOX_NETWORK, -,
+        "Whether a confined agent reaches the network (its model's API needs it); false for an agent against a local model";
 };
 
 /// The environment variables that override settings.
@@ -326,7 +341,9 @@ mod tests {
                 "verify.task",
                 "verify.run",
                 "notify.on",
-                "watch.prds"
+                "watch.prds",
+                "sandbox.writable",
+                "sandbox.hidden"
             ]
         );
     }

@@ -102,6 +102,7 @@ pub(crate) struct Settings {
     pub review_every: Option<u64>,
     /// When `ralph report`'s page is written by the run itself.
     pub report: ReportWhen,
+    pub sandbox: SandboxSettings,
 }
 
 /// `report`: whether a run writes `.ralph/report.html` as it ends.
@@ -113,6 +114,45 @@ pub(crate) enum ReportWhen {
     Never,
     /// At the end of every run, its path printed.
     OnExit,
+}
+
+/// The `sandbox:` section: how agents are confined (docs/AGENT.md).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct SandboxSettings {
+    /// Whether agents run confined.
+    pub mode: SandboxMode,
+    /// More paths agents may write (`~/` and paths from the project allowed).
+    pub writable: Vec<String>,
+    /// More paths hidden from agents.
+    pub hidden: Vec<String>,
+    /// Whether confined agents reach the network.
+    pub network: bool,
+}
+
+impl Default for SandboxSettings {
+    fn default() -> SandboxSettings {
+        SandboxSettings {
+            mode: SandboxMode::Auto,
+            writable: Vec::new(),
+            hidden: Vec::new(),
+            network: true,
+        }
+    }
+}
+
+/// `sandbox.mode`: whether agents run confined.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SandboxMode {
+    /// Confined when the system's tool works here; unconfined otherwise,
+    /// said once.
+    #[default]
+    Auto,
+    /// Confined, or the run refuses to start.
+    On,
+    /// Never confined.
+    Off,
 }
 
 /// The `watch:` section (docs/UNATTENDED.md).
@@ -393,6 +433,7 @@ impl Default for Settings {
             watch: WatchSettings::default(),
             review_every: None,
             report: ReportWhen::Never,
+            sandbox: SandboxSettings::default(),
         }
     }
 }
@@ -762,7 +803,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -111,6 +111,7 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
         kill_grace: request.kill_grace,
         pr_branch: None,
         poll: None,
+        sandbox: crate::runner::confine::Sandbox::Off,
     };
     let translator = super::progress::Translator::start(&paths, &input.run_id, &plan)
         .map_err(io(paths.events()))?;

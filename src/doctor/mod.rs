@@ -102,8 +102,10 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         kill_grace: crate::agent::Limits::DEFAULT_GRACE,
         pr_branch: None,
         poll: None,
+        sandbox: crate::runner::confine::Sandbox::Off,
     };
     let agent_ok = agent::agent(&mut found, paths, &options);
+    agent::sandbox(&mut found, &options.settings);
     agent::caps(&mut found, &options);
     let mut has_task = false;
     if settings_ok && triggers_ok && agent_ok && queue.is_some() {

@@ -275,6 +275,12 @@ impl Repo {
         &self.prefix
     }
 
+    /// The repository's common git folder (`.git` of the main checkout,
+    /// shared by its worktrees).
+    pub fn common_dir(&self) -> &Path {
+        self.git.commondir()
+    }
+
     /// The root of the working tree.
     pub fn workdir(&self) -> &Path {
         self.git

@@ -19,6 +19,7 @@ mod portable;
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
 use portable as imp;
 
+pub(crate) mod sandbox;
 mod swap;
 
 use std::path::Path;

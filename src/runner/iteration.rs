@@ -263,6 +263,7 @@ impl Worker<'_> {
             };
             let _ = events.append(&event);
         };
+        let confinement = self.confinement(turn.iteration)?;
         let request = agent::Request {
             context: &context,
             prompt: &turn.prompt,
@@ -283,8 +284,37 @@ impl Worker<'_> {
             work_dir: (self.paths.root() != self.paths.project()).then(|| self.paths.root()),
             model: turn.model(),
             activity: Some(&activity),
+            confinement: confinement.as_ref(),
         };
-        Ok(self.agent.iterate(&request)?)
+        let outcome = self.agent.iterate(&request);
+        if let Some(confinement) = &confinement {
+            let _ = std::fs::remove_dir_all(&confinement.tmp);
+        }
+        Ok(outcome?)
+    }
+
+    /// The confinement of this iteration's agent, its private temporary
+    /// folder made; `None` when the run's agents are not confined.
+    fn confinement(&self, iteration: u64) -> Result<Option<agent::Confinement>, Error> {
+        let super::confine::Sandbox::On { tool, home, .. } = &self.options.sandbox else {
+            return Ok(None);
+        };
+        let tmp = std::env::temp_dir().join(format!(
+            "ralph-{}-{}-{iteration}",
+            std::process::id(),
+            self.seat.number().unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&tmp).map_err(crate::files::at::<Error>(&tmp))?;
+        let policy = super::confine::policy(
+            &self.options.settings.sandbox,
+            &self.paths,
+            self.paths.root(),
+            self.repo.common_dir(),
+            home.as_deref(),
+            &tmp,
+        );
+        let (program, args) = crate::platform::sandbox::prefix(tool, &policy);
+        Ok(Some(agent::Confinement { program, args, tmp }))
     }
 
     /// What the iteration left behind: leftovers committed, the branch
@@ -536,6 +566,9 @@ impl Worker<'_> {
         for (key, value) in &outcome.receipt {
             receipt.insert(key.clone(), value.clone());
         }
+        if let Some(refused) = refused_writes(outcome) {
+            self.ui.line(&format!("{}: {refused}", turn.id));
+        }
         receipt.insert("class".into(), json!(class));
         let detail = format!("{} in {}", outcome.status, seconds(outcome.duration));
         // A signal's stop is no failure of the task's, and no success.
@@ -638,10 +671,13 @@ impl Worker<'_> {
                 // every iteration without progress is another failure,
                 // and a do-nothing agent is blocked a few iterations on.
                 entry.no_progress = if progressed { 0 } else { entry.no_progress + 1 };
+                let refused = refused_writes(outcome)
+                    .map(|refused| format!("; {refused}"))
+                    .unwrap_or_default();
                 let evidence = Evidence {
                     class,
                     summary: format!(
-                        "{summary} (exit: {}, log: {})",
+                        "{summary} (exit: {}, log: {}){refused}",
                         outcome.status,
                         transcript_name(outcome, &self.paths)
                     ),
@@ -731,6 +767,18 @@ impl Worker<'_> {
 }
 
 /// The iteration's transcript, relative to the project.
+/// The sentence naming the writes the sandbox refused the agent, if any.
+fn refused_writes(outcome: &Outcome) -> Option<String> {
+    let refused = outcome.receipt.get("refused_writes")?.as_array()?;
+    let paths: Vec<&str> = refused.iter().filter_map(|p| p.as_str()).collect();
+    (!paths.is_empty()).then(|| {
+        format!(
+            "the sandbox refused the agent's writes to {}; if it needs one, add it to sandbox.writable in config/ralph.yaml",
+            paths.join(", ")
+        )
+    })
+}
+
 fn transcript_name(outcome: &Outcome, paths: &Paths) -> String {
     let transcript = &outcome.transcript;
     let name = transcript

@@ -2,6 +2,7 @@
 //! (`decide`), and an executor that performs each step and records it
 //! (`engine`).
 
+pub(crate) mod confine;
 pub(crate) mod context;
 pub(crate) mod decide;
 pub(crate) mod deliver;

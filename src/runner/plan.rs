@@ -32,6 +32,9 @@ pub(crate) struct Plan {
     pub argv: Vec<String>,
     /// The agent as messages name it.
     pub agent: String,
+    /// When agents run confined: the confining program and its arguments,
+    /// put before the agent's command line.
+    pub confinement: Option<Vec<String>>,
 }
 
 /// Works out the next iteration without running anything or writing a file.
@@ -70,7 +73,33 @@ pub(crate) fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     let (prompt_file, _) = super::worker::iteration_files(state.total_iterations + 1, &task.id);
     let prompt_file = paths.join(prompt_file);
     let argv = agent.command_line(&prompt_file, &text, model.as_deref())?;
+    let confinement = match (&options.sandbox, &repo) {
+        (super::confine::Sandbox::On { tool, home, .. }, Some(repo)) => {
+            let tmp = std::env::temp_dir().join(format!(
+                "ralph-{}-0-{}",
+                std::process::id(),
+                state.total_iterations + 1
+            ));
+            let policy = super::confine::policy(
+                &options.settings.sandbox,
+                paths,
+                paths.root(),
+                repo.common_dir(),
+                home.as_deref(),
+                &tmp,
+            );
+            let (program, args) = crate::platform::sandbox::prefix(tool, &policy);
+            Some(
+                std::iter::once(program.into_os_string())
+                    .chain(args)
+                    .map(|arg| arg.to_string_lossy().into_owned())
+                    .collect(),
+            )
+        }
+        _ => None,
+    };
     Ok(Plan {
+        confinement,
         task: Some(task.id.to_string()),
         title: task.title.to_string(),
         branch: Some(branch),

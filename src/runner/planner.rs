@@ -160,6 +160,7 @@ pub(crate) fn plan_with_agent(
             work_dir: None,
             model: None,
             activity: None,
+            confinement: None,
         })?;
         if outcome.interrupted {
             return Err(RunError::PlannerInterrupted.into());

@@ -48,6 +48,8 @@ pub(crate) struct RunOptions {
     /// `--poll`: when nothing is workable, wait this long and look again
     /// instead of ending the run.
     pub poll: Option<Duration>,
+    /// Whether the agents run confined, decided at the start.
+    pub sandbox: super::confine::Sandbox,
 }
 
 /// One worker of a run: it owns its repository handle, its view of the
@@ -324,6 +326,15 @@ impl<'a> Worker<'a> {
             counts.with(Status::Active) + counts.with(Status::Ready),
             count(self.budgets.max_iterations as usize, "iteration"),
         ));
+        match &self.options.sandbox {
+            super::confine::Sandbox::On { version, .. } => {
+                self.ui.line(&format!("agents run confined: {version} (docs/AGENT.md)"));
+            }
+            super::confine::Sandbox::Unavailable(why) => self.ui.line(&format!(
+                "warning: agents run unconfined: {why}; sandbox.mode: off in config/ralph.yaml says you mean it (docs/AGENT.md)"
+            )),
+            super::confine::Sandbox::Off => {}
+        }
         if let Some(warning) = unverified_warning(&self.options.settings.verify.task, &self.store) {
             self.ui.line(&warning);
         }

@@ -145,6 +145,7 @@ impl Bench {
                 work_dir: None,
                 model: None,
                 activity: None,
+                confinement: None,
             },
         )
     }

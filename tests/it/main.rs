@@ -35,6 +35,7 @@ mod review;
 mod richer_tasks;
 mod roles;
 mod run;
+mod sandbox;
 mod suggested;
 mod support;
 mod task_commands;

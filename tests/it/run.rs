@@ -996,7 +996,9 @@ fn run_once_runs_one_iteration_and_dry_run_writes_nothing() {
         lines[4],
         format!("agent:  {0} (command `{0}`)", agent.display())
     );
-    assert_eq!(lines.len(), 5);
+    // The tests run agents unconfined (tests/it/sandbox.rs confines them).
+    assert_eq!(lines[5], "sandbox: off");
+    assert_eq!(lines.len(), 6);
     assert_eq!(listing(&project), before, "--dry-run wrote something");
     assert_eq!(
         project.git(&["branch", "--format=%(refname:short)"]),

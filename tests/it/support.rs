@@ -340,7 +340,10 @@ pub(crate) fn pinned_command(program: &str, home: &Path) -> Command {
         .env("GIT_COMMITTER_NAME", "Test Author")
         .env("GIT_COMMITTER_EMAIL", "author@example.com")
         .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        // Agents run unconfined but in tests/it/sandbox.rs: the fake
+        // agents keep their records outside the project, in `$REC`.
+        .env("RALPH_SANDBOX_MODE", "off");
     command
 }
 

@@ -40,6 +40,8 @@ pub(crate) enum Tool {
     Chromium,
     /// tmux, the real terminal `ralph top` runs in.
     Tmux,
+    /// bubblewrap, which confines agents on Linux.
+    Bwrap,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -60,6 +62,7 @@ impl Tool {
             Tool::Jq => "jq",
             Tool::Chromium => "chromium",
             Tool::Tmux => "tmux",
+            Tool::Bwrap => "bwrap",
         }
     }
 
@@ -75,6 +78,7 @@ impl Tool {
             Tool::Jq => "apt install jq / brew install jq",
             Tool::Chromium => "apt install chromium / brew install chromium",
             Tool::Tmux => "apt install tmux / brew install tmux",
+            Tool::Bwrap => "apt install bubblewrap (Linux only)",
         }
     }
 
