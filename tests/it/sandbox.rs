@@ -249,3 +249,59 @@ fn a_failed_iterations_evidence_names_the_writes_refused() {
         "{prompt}"
     );
 }
+
+#[test]
+fn cargo_and_npm_build_inside_the_sandbox_with_their_caches() {
+    if skip_without(Tool::Bwrap) || skip_without(Tool::Npm) {
+        return;
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo")
+        });
+    let rustup_home = std::env::var_os("RUSTUP_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".rustup")
+        });
+    let p = project()
+        .file("Cargo.toml", "[package]\nname = \"hello\"\nversion = \"0.1.0\"\nedition = \"2021\"\n")
+        .file("src/main.rs", "fn main() { println!(\"hello\"); }\n")
+        .file(
+            "package.json",
+            r#"{"name":"hello","version":"1.0.0","scripts":{"build":"node -e \"require('fs').writeFileSync('npm-built.txt','ok')\""}}"#,
+        )
+        .file(".gitignore", "target/\nnpm-built.txt\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "a crate and a package"]);
+    // The npm cache exists, as it does once npm has run.
+    std::fs::create_dir_all(p.aux().join("home/.npm")).unwrap();
+    let p = p.agent(
+        r#"cargo build --offline --quiet && [ -x target/debug/hello ] && echo "cargo built" >> .ralph/probe.txt
+npm run build --silent && [ -e npm-built.txt ] && echo "npm built" >> .ralph/probe.txt
+ls "$HOME/.npm/_logs" > /dev/null 2>&1 && echo "npm cache written" >> .ralph/probe.txt
+work A.txt done
+ralph task complete A > /dev/null
+"#,
+    );
+    let mut command = confined(&p, &[]);
+    command
+        .env("CARGO_HOME", &cargo_home)
+        .env("RUSTUP_HOME", &rustup_home)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                cargo_home.join("bin").display(),
+                std::env::var("PATH").unwrap()
+            ),
+        );
+    let run = finish(command, 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        p.read(".ralph/probe.txt"),
+        "cargo built\nnpm built\nnpm cache written\n",
+        "{run:#?}"
+    );
+}

@@ -42,6 +42,8 @@ pub(crate) enum Tool {
     Tmux,
     /// bubblewrap, which confines agents on Linux.
     Bwrap,
+    /// npm (with Node.js), which a confined agent builds a package with.
+    Npm,
 }
 
 /// Whether this build runs the portable platform code (macOS's, or
@@ -63,6 +65,7 @@ impl Tool {
             Tool::Chromium => "chromium",
             Tool::Tmux => "tmux",
             Tool::Bwrap => "bwrap",
+            Tool::Npm => "npm",
         }
     }
 
@@ -79,6 +82,7 @@ impl Tool {
             Tool::Chromium => "apt install chromium / brew install chromium",
             Tool::Tmux => "apt install tmux / brew install tmux",
             Tool::Bwrap => "apt install bubblewrap (Linux only)",
+            Tool::Npm => "apt install npm / brew install node",
         }
     }
 
