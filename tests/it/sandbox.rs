@@ -305,3 +305,31 @@ ralph task complete A > /dev/null
         "{run:#?}"
     );
 }
+
+#[test]
+fn with_the_network_off_a_confined_agent_reaches_nothing() {
+    if skip_without(Tool::Bwrap) || skip_without(Tool::Python3) {
+        return;
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let agent = format!(
+        r#"if python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2)" 2> /dev/null; then echo reached >> .ralph/probe.txt; else echo "not reached" >> .ralph/probe.txt; fi
+work A.txt done
+ralph task complete A > /dev/null
+"#
+    );
+    // As the user has it: the listener here is reached.
+    let p = project().agent(&agent);
+    let run = finish(confined(&p, &[]), 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.read(".ralph/probe.txt"), "reached\n");
+    // sandbox.network: false: not even loopback.
+    let p = project().agent(&agent);
+    let mut command = confined(&p, &[]);
+    command.env("RALPH_SANDBOX_NETWORK", "false");
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(p.read(".ralph/probe.txt"), "not reached\n");
+    drop(listener);
+}
