@@ -102,6 +102,18 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
 
     let mut settings = Settings::load_with_env(&paths)?;
     apply_input(&mut settings, &input);
+    // Its agents are confined as `ralph run`'s are.
+    let sandbox = crate::runner::confine::decide(
+        &settings.sandbox,
+        &std::env::var_os("PATH").unwrap_or_default(),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
+    .map_err(|why| crate::task::Error::Refused {
+        message: format!("sandbox.mode is on and agents cannot be confined: {why}"),
+        hint: Some(
+            "install it, or set sandbox.mode to auto (run unconfined when it cannot) in config/ralph.yaml".to_owned(),
+        ),
+    })?;
     let options = RunOptions {
         settings,
         agent_cmd: None,
@@ -111,7 +123,7 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
         kill_grace: request.kill_grace,
         pr_branch: None,
         poll: None,
-        sandbox: crate::runner::confine::Sandbox::Off,
+        sandbox,
     };
     let translator = super::progress::Translator::start(&paths, &input.run_id, &plan)
         .map_err(io(paths.events()))?;

@@ -850,3 +850,25 @@ fn session_loop_is_accepted_with_the_app_server() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_contracts_agents_are_confined_as_a_runs_are() {
+    if crate::support::skip_without(crate::support::Tool::Bwrap) {
+        return;
+    }
+    let p = repo(&format!(
+        "if ( echo x > \"$HOME/escaped\" ) 2> /dev/null; then echo written >> \"$RALPH_PROJECT_DIR/probe.txt\"; else echo refused >> \"$RALPH_PROJECT_DIR/probe.txt\"; fi\n{DONE}"
+    ));
+    input(&p, |_| {});
+    plan(&p);
+    let home = p.aux().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut command = execute_command(&p);
+    command.env("RALPH_SANDBOX_MODE", "on").env("HOME", &home);
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(result(&p)["status"], "success");
+    // Two stories, each agent refused outside, its work done.
+    assert_eq!(out(&p, "probe.txt"), "refused\nrefused\n");
+    assert!(!home.join("escaped").exists());
+}

@@ -235,6 +235,14 @@ impl Backend for AppServer {
             .map_err(|reason| Error::BadDeny { reason })?;
         let mut argv = self.argv.clone();
         argv[0] = program.display().to_string();
+        if let Some(confinement) = request.confinement {
+            // The server, and every command it runs, inside the sandbox.
+            let before = std::iter::once(&confinement.program.clone().into_os_string())
+                .chain(&confinement.args)
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect::<Vec<String>>();
+            argv.splice(0..0, before);
+        }
         let stderr_file = request.log_file.with_extension("stderr");
         // Every process of this turn carries it, so none outlives it.
         let nanos = std::time::SystemTime::now()
