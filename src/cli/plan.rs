@@ -105,6 +105,7 @@ fn with_agent(
 ) -> Result<Outcome, Error> {
     let settings = crate::config::Settings::load_with_env(&context.paths)?;
     let text = String::from_utf8_lossy(bytes);
+    let sandbox = super::run::sandbox(&settings)?;
     let request = crate::runner::planner::PlannerRequest {
         document,
         text: &text,
@@ -113,6 +114,7 @@ fn with_agent(
         stream: args.stream,
         kill_grace: super::run::kill_grace(),
         review_rounds: args.review_rounds,
+        sandbox: &sandbox,
     };
     let planned = crate::runner::planner::plan_with_agent(
         &context.paths,

@@ -136,6 +136,26 @@ pub(crate) fn policy(
     }
 }
 
+/// The confinement of an agent working in `work_dir` when `sandbox` is
+/// on, its private temporary folder (named by `tag`) made.
+pub(crate) fn confinement(
+    sandbox: &Sandbox,
+    settings: &SandboxSettings,
+    paths: &Paths,
+    work_dir: &Path,
+    git_dir: &Path,
+    tag: &str,
+) -> Result<Option<crate::agent::Confinement>, crate::Error> {
+    let Sandbox::On { tool, home, .. } = sandbox else {
+        return Ok(None);
+    };
+    let tmp = std::env::temp_dir().join(format!("ralph-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(crate::files::at::<crate::Error>(&tmp))?;
+    let policy = policy(settings, paths, work_dir, git_dir, home.as_deref(), &tmp);
+    let (program, args) = crate::platform::sandbox::prefix(tool, &policy);
+    Ok(Some(crate::agent::Confinement { program, args, tmp }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

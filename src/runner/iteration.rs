@@ -296,25 +296,15 @@ impl Worker<'_> {
     /// The confinement of this iteration's agent, its private temporary
     /// folder made; `None` when the run's agents are not confined.
     fn confinement(&self, iteration: u64) -> Result<Option<agent::Confinement>, Error> {
-        let super::confine::Sandbox::On { tool, home, .. } = &self.options.sandbox else {
-            return Ok(None);
-        };
-        let tmp = std::env::temp_dir().join(format!(
-            "ralph-{}-{}-{iteration}",
-            std::process::id(),
-            self.seat.number().unwrap_or(0)
-        ));
-        std::fs::create_dir_all(&tmp).map_err(crate::files::at::<Error>(&tmp))?;
-        let policy = super::confine::policy(
+        let tag = format!("{}-{iteration}", self.seat.number().unwrap_or(0));
+        super::confine::confinement(
+            &self.options.sandbox,
             &self.options.settings.sandbox,
             &self.paths,
             self.paths.root(),
             self.repo.common_dir(),
-            home.as_deref(),
-            &tmp,
-        );
-        let (program, args) = crate::platform::sandbox::prefix(tool, &policy);
-        Ok(Some(agent::Confinement { program, args, tmp }))
+            &tag,
+        )
     }
 
     /// What the iteration left behind: leftovers committed, the branch

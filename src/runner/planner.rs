@@ -34,6 +34,8 @@ pub(crate) struct PlannerRequest<'a> {
     /// Rounds of a plan reviewer's notes and the planner's revision
     /// after the first plan (`--review-rounds`).
     pub review_rounds: usize,
+    /// Whether the planning agent runs confined.
+    pub sandbox: &'a super::confine::Sandbox,
 }
 
 /// What the planner produced.
@@ -140,6 +142,17 @@ pub(crate) fn plan_with_agent(
             worker: None,
         };
         let group_file = paths.agent_group();
+        // Confined as a run's agent in the project folder is (it does not
+        // commit: the project folder stands for the git folder).
+        let tag = format!("plan-{turn}");
+        let confinement = super::confine::confinement(
+            request.sandbox,
+            &request.settings.sandbox,
+            paths,
+            paths.project(),
+            paths.project(),
+            &tag,
+        )?;
         let outcome = backend.iterate(&agent::Request {
             context: &context,
             prompt: &prompt,
@@ -160,8 +173,12 @@ pub(crate) fn plan_with_agent(
             work_dir: None,
             model: None,
             activity: None,
-            confinement: None,
-        })?;
+            confinement: confinement.as_ref(),
+        });
+        if let Some(confinement) = &confinement {
+            let _ = std::fs::remove_dir_all(&confinement.tmp);
+        }
+        let outcome = outcome?;
         if outcome.interrupted {
             return Err(RunError::PlannerInterrupted.into());
         }

@@ -333,3 +333,35 @@ ralph task complete A > /dev/null
     assert_eq!(p.read(".ralph/probe.txt"), "not reached\n");
     drop(listener);
 }
+
+#[test]
+fn the_planning_agent_is_confined_too() {
+    if skip_without(Tool::Bwrap) {
+        return;
+    }
+    let p = project()
+        .file("prd.md", "# Export\n\nNotes out as CSV.\n")
+        .agent(&format!(
+            "{PROBES}ralph task add \"Export as CSV\" > /dev/null\n"
+        ));
+    let agent = p.aux().join("agent.sh");
+    let mut command = p.ralph_command(&[
+        "plan",
+        "--agent",
+        "prd.md",
+        "--agent-cmd",
+        agent.to_str().unwrap(),
+    ]);
+    command
+        .env("RALPH_SANDBOX_MODE", "on")
+        .env("HOME", p.aux().join("home"))
+        .env("SIBLING", p.aux().join("sibling"));
+    let run = finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // It wrote the queue, and nothing outside.
+    assert!(p.read("tasks.jsonl").contains("Export as CSV"));
+    assert_eq!(
+        p.read(".ralph/probe-.txt"),
+        "home refused\nsystem refused\nsibling refused\ntmp written\nkey hidden\n"
+    );
+}
