@@ -148,6 +148,16 @@ fn sources(state: State, tasks: &str, done: &str, events: Vec<Event>) -> Sources
     }
 }
 
+/// One worker on A.2, mid-iteration, in the usual queue and history.
+fn mid_iteration() -> Sources {
+    sources(
+        working("A.2", "debugger", 2, "10:03:30"),
+        TASKS,
+        DONE,
+        history(),
+    )
+}
+
 /// The frame of `sources` as `ui` has it, on ratatui's test backend.
 fn frame(sources: &Sources, ui: &Ui, width: u16, height: u16) -> String {
     let snapshot = Snapshot::of(sources, now());
@@ -358,12 +368,7 @@ fn key(code: ratatui::crossterm::event::KeyCode) -> ratatui::crossterm::event::K
 #[test]
 fn enter_shows_the_tasks_log_and_last_failure_and_esc_closes_it() {
     use ratatui::crossterm::event::KeyCode;
-    let sources = sources(
-        working("A.2", "debugger", 2, "10:03:30"),
-        TASKS,
-        DONE,
-        history(),
-    );
+    let sources = mid_iteration();
     let snapshot = Snapshot::of(&sources, now());
     let mut ui = Ui::default();
     assert_eq!(
@@ -388,12 +393,7 @@ fn enter_shows_the_tasks_log_and_last_failure_and_esc_closes_it() {
 #[test]
 fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
     use ratatui::crossterm::event::KeyCode;
-    let sources = sources(
-        working("A.2", "debugger", 2, "10:03:30"),
-        TASKS,
-        DONE,
-        history(),
-    );
+    let sources = mid_iteration();
     let snapshot = Snapshot::of(&sources, now());
     let mut ui = Ui::default();
     press(&mut ui, &snapshot, key(KeyCode::Tab));
@@ -442,12 +442,7 @@ fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
 
 #[test]
 fn a_narrow_or_short_terminal_still_draws() {
-    let sources = sources(
-        working("A.2", "debugger", 2, "10:03:30"),
-        TASKS,
-        DONE,
-        history(),
-    );
+    let sources = mid_iteration();
     for (width, height) in [(20, 6), (1, 1), (200, 60), (80, 10)] {
         let frame = frame(&sources, &Ui::default(), width, height);
         assert_eq!(frame.lines().count(), usize::from(height));

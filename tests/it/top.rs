@@ -258,6 +258,21 @@ fn top_script(p: &TestProject) -> String {
     )
 }
 
+/// `ralph top` started in a tmux window of its own in `p`, once it shows
+/// its first frame, with its pid.
+fn top_in_tmux(p: &TestProject) -> (Tmux, i32) {
+    let tmux = Tmux::new(p);
+    tmux.start("top", &top_script(p));
+    tmux.capture_when("top", |pane| pane.contains("no run yet in this project"));
+    (tmux, top_pid(p))
+}
+
+/// The pid `ralph top` ran as (`top_script` notes it).
+fn top_pid(p: &TestProject) -> i32 {
+    let text = std::fs::read_to_string(p.aux().join("top.pid")).unwrap();
+    text.trim().parse().unwrap()
+}
+
 /// Whether the terminal modes `stty -a` printed are a shell's: echo and
 /// line editing on, as before `ralph top` took the terminal raw.
 #[track_caller]
@@ -357,12 +372,7 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
         "the view is gone: {after}"
     );
     assert_restored(&p, &tmux, "top");
-    let pid: i32 = std::fs::read_to_string(p.aux().join("top.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(!running(pid), "ralph top is gone");
+    assert!(!running(top_pid(&p)), "ralph top is gone");
 }
 
 #[test]
@@ -371,14 +381,7 @@ fn in_a_real_terminal_sigterm_ends_it_with_the_terminal_restored() {
         return;
     }
     let p = TestProject::new().task(&pending("A")).git_init();
-    let tmux = Tmux::new(&p);
-    tmux.start("top", &top_script(&p));
-    tmux.capture_when("top", |pane| pane.contains("no run yet in this project"));
-    let pid: i32 = std::fs::read_to_string(p.aux().join("top.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (tmux, pid) = top_in_tmux(&p);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGTERM,
@@ -419,14 +422,7 @@ fn in_a_real_terminal_closing_the_window_ends_it() {
         return;
     }
     let p = TestProject::new().task(&pending("A")).git_init();
-    let tmux = Tmux::new(&p);
-    tmux.start("top", &top_script(&p));
-    tmux.capture_when("top", |pane| pane.contains("no run yet in this project"));
-    let pid: i32 = std::fs::read_to_string(p.aux().join("top.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let (tmux, pid) = top_in_tmux(&p);
     // The window goes, and with it the terminal.
     tmux.run(&["kill-server"]);
     let deadline = Instant::now() + Duration::from_secs(10);
