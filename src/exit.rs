@@ -5,7 +5,9 @@
 pub enum Exit {
     /// The command did what was asked.
     Success = 0,
-    /// Nothing to do: `ralph task next` found no workable task.
+    /// Nothing to do: `ralph task next` found no workable task; and for
+    /// `ralph merge-queue`, git's merge driver, a conflict left for a
+    /// person (git reads 1 so).
     NothingToDo = 1,
     /// The command line was wrong.
     Usage = 2,

@@ -5,6 +5,7 @@ mod demo;
 mod doctor;
 mod execute;
 mod init;
+mod merge_queue;
 mod plan;
 mod prompt;
 mod report;
@@ -65,6 +66,8 @@ pub enum Command {
     Execute(execute::ExecuteArgs),
     /// Create the files ralph needs in this folder (never overwrites without --force)
     Init(init::InitArgs),
+    /// Git's merge driver for tasks.jsonl and tasks-done.jsonl: `ralph merge-queue %O %A %B %P` (docs/SCALE.md)
+    MergeQueue(merge_queue::MergeQueueArgs),
     /// Turn a requirements document (PRD) into tasks, deterministically
     Plan(plan::PlanArgs),
     /// Print the prompt the next iteration would get, and why that role
@@ -215,6 +218,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Plan(args) => plan::run(&args, &context),
         Command::Prompt(args) => prompt::run(&args, &context),
         Command::Report(args) => report::run(&args, &context),
+        Command::MergeQueue(args) => merge_queue::run(&args, &context),
         Command::Roles(command) => roles::run(&command, &context),
         Command::Run(args) => run::run(&args, &context),
         Command::Status => status::run(&context),

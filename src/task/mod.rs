@@ -8,6 +8,7 @@ mod file;
 pub mod id;
 mod idle;
 mod line;
+pub mod merge;
 mod model;
 mod patch;
 mod planned;

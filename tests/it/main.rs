@@ -21,6 +21,7 @@ mod hostile;
 mod init;
 mod kept;
 mod manual;
+mod merge_queue;
 mod messages;
 mod misbehave;
 mod notify;
