@@ -258,6 +258,54 @@ fn with_preset(text: &str, preset: &str) -> String {
     text.replacen("  preset: claude", &format!("  preset: {preset}"), 1)
 }
 
+/// The lines `ralph init --remote` puts in `.gitattributes`: the queue
+/// files merged by `ralph merge-queue` (docs/SCALE.md).
+pub(crate) const QUEUE_ATTRIBUTES: [&str; 2] = [
+    "tasks.jsonl merge=ralph-queue",
+    "tasks-done.jsonl merge=ralph-queue",
+];
+
+/// Sets up the queue files' merge driver in the project at `paths`: the
+/// lines of `.gitattributes` it lacks (appended; commit them) and, in
+/// this clone's git config, `ralph merge-queue` as the driver. Returns
+/// what it did, a line each.
+pub(crate) fn queue_merge_driver(
+    paths: &crate::paths::Paths,
+    repo: &crate::git::Repo,
+    ralph: &str,
+) -> Result<Vec<String>, crate::Error> {
+    let path = paths.project().join(".gitattributes");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let missing: Vec<&str> = (QUEUE_ATTRIBUTES.iter().copied())
+        .filter(|line| !text.lines().any(|have| have.trim() == *line))
+        .collect();
+    let mut said = Vec::new();
+    if missing.is_empty() {
+        said.push(".gitattributes already gives the queue files to ralph-queue".to_owned());
+    } else {
+        let mut text = text;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        for line in &missing {
+            text.push_str(line);
+            text.push('\n');
+        }
+        crate::files::write_atomic(&path, text.as_bytes())
+            .map_err(crate::files::at::<crate::Error>(&path))?;
+        said.push(
+            "wrote .gitattributes: tasks.jsonl and tasks-done.jsonl merge=ralph-queue (commit it)"
+                .to_owned(),
+        );
+    }
+    let driver = format!("{ralph} merge-queue %O %A %B %P");
+    repo.set_merge_driver("ralph-queue", "ralph's merge of the queue files", &driver)?;
+    said.push(format!(
+        "git config merge.ralph-queue.driver \"{driver}\" (this clone)"
+    ));
+    Ok(said)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

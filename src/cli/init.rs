@@ -38,6 +38,9 @@ pub struct InitArgs {
     /// With --detect: write the checks found into config/ralph.yaml's verify lists
     #[arg(long, requires = "detect")]
     pub write: bool,
+    /// Also make `git merge` merge the queue files with `ralph merge-queue` (.gitattributes and this clone's git config; docs/SCALE.md)
+    #[arg(long, conflicts_with = "detect")]
+    pub remote: bool,
     /// Write this workflow's triggers and roles (docs/WORKFLOWS.md); existing files are kept unless --force
     #[arg(long, value_enum, default_value_t = crate::init::Workflow::Classic, conflicts_with = "detect")]
     pub workflow: crate::init::Workflow,
@@ -104,6 +107,10 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
             context.paths.root().display()
         );
     }
+    let merge_driver = match args.remote {
+        true => remote(context, report.in_git)?,
+        false => Vec::new(),
+    };
     if context.json {
         let of = |wanted: &[Action]| -> Vec<&str> {
             report
@@ -121,8 +128,12 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
             "git_repository": report.in_git,
             "detected": detected_json(&checks),
             "checks_written": !settings_kept && !checks.is_empty(),
+            "merge_driver": merge_driver,
         }));
         return Ok(outcome);
+    }
+    for line in &merge_driver {
+        let _ = writeln!(outcome.stdout, "{line}");
     }
     for (path, action) in &report.files {
         let line = match action {
@@ -278,4 +289,39 @@ fn detected_json(checks: &[Check]) -> serde_json::Value {
             })
         })
         .collect()
+}
+
+/// `--remote`: the queue files' merge driver set up (docs/SCALE.md).
+fn remote(context: &Context, in_git: bool) -> Result<Vec<String>, Error> {
+    if !in_git {
+        return Err(crate::task::Error::Refused {
+            message: "--remote needs a git repository: the merge driver is git's".to_owned(),
+            hint: Some(
+                "git init && git add -A && git commit -m start, then ralph init --remote"
+                    .to_owned(),
+            ),
+        }
+        .into());
+    }
+    let settings = crate::config::Settings::load_with_env(&context.paths)?;
+    let repo = crate::runner::worker::open_repo(&context.paths, &settings, None)?;
+    // `ralph` when that is this program on PATH, else this program's path.
+    let me = std::env::current_exe().ok();
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("ralph"))
+            .find(|candidate| candidate.is_file())
+    });
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    let ralph = match (&me, &on_path) {
+        (Some(me), Some(found)) if same(me, found) => "ralph".to_owned(),
+        (Some(me), _) => shlex::try_quote(&me.display().to_string())
+            .map_or_else(|_| me.display().to_string(), |quoted| quoted.into_owned()),
+        (None, _) => "ralph".to_owned(),
+    };
+    crate::init::queue_merge_driver(&context.paths, &repo, &ralph)
 }

@@ -70,6 +70,17 @@ impl Repo {
         })
     }
 
+    /// Sets `merge.<name>.driver` (and its `name`) in this clone's git
+    /// config: the command git runs to merge the files `.gitattributes`
+    /// gives to `merge=<name>`.
+    pub fn set_merge_driver(&self, name: &str, what: &str, driver: &str) -> Result<()> {
+        let key = format!("merge.{name}.name");
+        self.git_ok(&["config", &key, what], b"", "set the merge driver's name")?;
+        let key = format!("merge.{name}.driver");
+        self.git_ok(&["config", &key, driver], b"", "set the merge driver")?;
+        Ok(())
+    }
+
     /// [`Repo::run_git`] for a command that must succeed.
     pub(super) fn git_ok(&self, args: &[&str], input: &[u8], action: &str) -> Result<Vec<u8>> {
         let ran = self.run_git(args, input, action)?;

@@ -120,3 +120,43 @@ fn a_file_that_is_not_the_queue_is_refused() {
     );
     assert_eq!(p.read("a"), "x\n", "nothing written");
 }
+
+#[test]
+fn ralph_init_remote_sets_the_driver_up_once_and_git_merges_with_it() {
+    let p = TestProject::new()
+        .task(task("A", "pending").trim_end())
+        .task(task("B", "pending").trim_end())
+        .git_init();
+    let first = p.ralph(&["init", "--remote"]).success();
+    assert!(
+        first.stdout.starts_with(&format!(
+            "wrote .gitattributes: tasks.jsonl and tasks-done.jsonl merge=ralph-queue (commit it)\ngit config merge.ralph-queue.driver \"{RALPH} merge-queue %O %A %B %P\" (this clone)\n"
+        )),
+        "{first:#?}"
+    );
+    let again = p.ralph(&["init", "--remote"]).success();
+    assert!(
+        again
+            .stdout
+            .starts_with(".gitattributes already gives the queue files to ralph-queue\n"),
+        "{again:#?}"
+    );
+    assert_eq!(
+        p.read(".gitattributes"),
+        "tasks.jsonl merge=ralph-queue\ntasks-done.jsonl merge=ralph-queue\n"
+    );
+    p.git(&["add", ".gitattributes"]);
+    p.git(&["commit", "-q", "-m", "the queue's merge driver"]);
+    p.git(&["branch", "other"]);
+    diverge(&p, &task("C", "pending"));
+    p.git(&["merge", "-q", "--no-edit", "other"]);
+    assert_eq!(
+        p.read("tasks.jsonl"),
+        [
+            task("B", "blocked"),
+            task("D", "pending"),
+            task("C", "pending")
+        ]
+        .concat()
+    );
+}
