@@ -27,6 +27,44 @@ pub(crate) const AGENT_STATE: &[&str] = &[
     ".aider",
 ];
 
+/// The state folders each preset's agent makes on its first run, which
+/// a confined agent could not make in a read-only home: ralph makes the
+/// ones the run's preset needs, and `~/.cache`, before confining it.
+pub(crate) fn state_folders(preset: Option<&str>) -> &'static [&'static str] {
+    match preset {
+        Some("claude") => &[".claude"],
+        Some("codex" | "codex-app-server") => &[".codex"],
+        Some("opencode") => &[
+            ".config/opencode",
+            ".local/share/opencode",
+            ".local/state/opencode",
+        ],
+        Some("amp") => &[".config/amp", ".local/share/amp"],
+        Some("gemini") => &[".gemini"],
+        Some("qwen") => &[".qwen"],
+        Some("cursor") => &[".cursor", ".config/cursor"],
+        _ => &[],
+    }
+}
+
+/// The preset that runs, when no command of one's own replaces it.
+pub(crate) fn preset_of<'s>(
+    settings: &'s crate::config::Settings,
+    agent_cmd: Option<&str>,
+) -> Option<&'s str> {
+    let own = agent_cmd.is_some() || settings.agent.command.is_some();
+    (!own).then_some(settings.agent.preset.as_deref()).flatten()
+}
+
+/// Makes `~/.cache` and the state folders of `preset` that are missing,
+/// so the confinement can open them for writing.
+pub(crate) fn prepare_home(home: &Path, preset: Option<&str>) {
+    for rel in std::iter::once(&".cache").chain(state_folders(preset)) {
+        // A home ralph cannot write to stays as it is; the agent says so.
+        let _ = std::fs::create_dir_all(home.join(rel));
+    }
+}
+
 /// The user's caches under the home folder, writable so builds and
 /// installs inside the agent use them.
 pub(crate) const CACHES: &[&str] = &[
@@ -145,10 +183,14 @@ pub(crate) fn confinement(
     work_dir: &Path,
     git_dir: &Path,
     tag: &str,
+    preset: Option<&str>,
 ) -> Result<Option<crate::agent::Confinement>, crate::Error> {
     let Sandbox::On { tool, home, .. } = sandbox else {
         return Ok(None);
     };
+    if let Some(home) = home {
+        prepare_home(home, preset);
+    }
     let tmp = std::env::temp_dir().join(format!("ralph-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(crate::files::at::<crate::Error>(&tmp))?;
     let policy = policy(settings, paths, work_dir, git_dir, home.as_deref(), &tmp);
@@ -204,6 +246,24 @@ mod tests {
         assert!(policy.hidden.contains(&PathBuf::from("/home/me/.ssh")));
         assert_eq!(policy.hidden.last(), Some(&PathBuf::from("/home/me/.kube")));
         assert!(!policy.network);
+    }
+
+    #[test]
+    fn a_fresh_home_gets_the_cache_and_the_presets_state_folders() {
+        let home = assert_fs::TempDir::new().unwrap();
+        prepare_home(home.path(), Some("opencode"));
+        for made in [
+            ".cache",
+            ".config/opencode",
+            ".local/share/opencode",
+            ".local/state/opencode",
+        ] {
+            assert!(home.path().join(made).is_dir(), "{made}");
+        }
+        // Another agent's folders are not made.
+        assert!(!home.path().join(".claude").exists());
+        prepare_home(home.path(), None);
+        assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 3);
     }
 
     #[test]

@@ -304,6 +304,7 @@ impl Worker<'_> {
             self.paths.root(),
             self.repo.common_dir(),
             &tag,
+            super::confine::preset_of(&self.options.settings, self.options.agent_cmd.as_deref()),
         )
     }
 

@@ -152,6 +152,7 @@ pub(crate) fn plan_with_agent(
             paths.project(),
             paths.project(),
             &tag,
+            super::confine::preset_of(request.settings, request.agent_cmd),
         )?;
         let outcome = backend.iterate(&agent::Request {
             context: &context,
