@@ -137,9 +137,23 @@ pub(crate) fn policy(
     let project = paths.project();
     let mut mounts = vec![Mount::Write(project.to_owned())];
     if work_dir != project {
-        // A worker: the other workers' trees are closed, its own open.
-        // The project folder stays writable: the queue files are
-        // replaced in it.
+        // A worker: the project's checkout is closed but for the queue
+        // files (replaced in the folder, which stays writable) and
+        // `.ralph/`; the other workers' trees are closed, its own open.
+        let open = [
+            ".git",
+            ".ralph",
+            crate::paths::TASKS_FILE,
+            crate::paths::DONE_FILE,
+        ];
+        if let Ok(entries) = std::fs::read_dir(project) {
+            let mut closed: Vec<PathBuf> = (entries.filter_map(Result::ok))
+                .filter(|entry| !open.iter().any(|name| entry.file_name() == *name))
+                .map(|entry| entry.path())
+                .collect();
+            closed.sort();
+            mounts.extend(closed.into_iter().map(Mount::Read));
+        }
         mounts.push(Mount::Read(paths.worktrees()));
         mounts.push(Mount::Write(work_dir.to_owned()));
     }

@@ -104,6 +104,7 @@ if [ "$RALPH_TASK_ID" = A ]; then
   i=0
   while [ ! -d ../B ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
   [ -d ../B ] && echo "B seen" >> "$PROBE"
+  if ( echo x >> "$RALPH_PROJECT_DIR/working.md" ) 2> /dev/null; then echo "checkout written" >> "$PROBE"; else echo "checkout refused" >> "$PROBE"; fi
   if ( echo x > ../B/from-A.txt ) 2> /dev/null; then echo "other tree written" >> "$PROBE"; else echo "other tree refused" >> "$PROBE"; fi
 else
   sleep 1
@@ -114,7 +115,10 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     );
     let run = finish(confined(&p, &["--workers", "2"]), 60);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert_eq!(p.read(".ralph/probe-A.txt"), "B seen\nother tree refused\n");
+    assert_eq!(
+        p.read(".ralph/probe-A.txt"),
+        "B seen\ncheckout refused\nother tree refused\n"
+    );
     assert_eq!(p.git(&["show", "main:B.txt"]), "done");
     assert!(p.try_git(&["show", "main:from-A.txt"]).is_none());
 }
