@@ -51,6 +51,11 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
     if args.detect {
         return compare(args, context);
     }
+    // Refused before anything is written.
+    let in_git = (context.paths.root().ancestors()).any(|dir| dir.join(".git").exists());
+    if args.remote && !in_git {
+        return Err(remote_needs_git());
+    }
     let checks = if args.no_detect {
         Vec::new()
     } else {
@@ -294,14 +299,7 @@ fn detected_json(checks: &[Check]) -> serde_json::Value {
 /// `--remote`: the queue files' merge driver set up (docs/SCALE.md).
 fn remote(context: &Context, in_git: bool) -> Result<Vec<String>, Error> {
     if !in_git {
-        return Err(crate::task::Error::Refused {
-            message: "--remote needs a git repository: the merge driver is git's".to_owned(),
-            hint: Some(
-                "git init && git add -A && git commit -m start, then ralph init --remote"
-                    .to_owned(),
-            ),
-        }
-        .into());
+        return Err(remote_needs_git());
     }
     let settings = crate::config::Settings::load_with_env(&context.paths)?;
     let repo = crate::runner::worker::open_repo(&context.paths, &settings, None)?;
@@ -324,4 +322,15 @@ fn remote(context: &Context, in_git: bool) -> Result<Vec<String>, Error> {
         (None, _) => "ralph".to_owned(),
     };
     crate::init::queue_merge_driver(&context.paths, &repo, &ralph)
+}
+
+/// `--remote` where there is no git repository.
+fn remote_needs_git() -> Error {
+    crate::task::Error::Refused {
+        message: "--remote needs a git repository: the merge driver is git's".to_owned(),
+        hint: Some(
+            "git init && git add -A && git commit -m start, then ralph init --remote".to_owned(),
+        ),
+    }
+    .into()
 }

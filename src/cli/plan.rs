@@ -105,7 +105,7 @@ fn with_agent(
 ) -> Result<Outcome, Error> {
     let settings = crate::config::Settings::load_with_env(&context.paths)?;
     let text = String::from_utf8_lossy(bytes);
-    let sandbox = super::run::sandbox(&settings)?;
+    let sandbox = crate::runner::confine::decide_here(&settings.sandbox)?;
     let request = crate::runner::planner::PlannerRequest {
         document,
         text: &text,

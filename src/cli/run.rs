@@ -154,7 +154,7 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
         settings.agent.command = None;
     }
     let settings_poll = settings.poll_interval;
-    let sandbox = sandbox(&settings)?;
+    let sandbox = runner::confine::decide_here(&settings.sandbox)?;
     let options = RunOptions {
         settings,
         agent_cmd: args.agent_cmd.clone(),
@@ -176,25 +176,6 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     }
     outcome.exit = Some(result.status.exit());
     Ok(outcome)
-}
-
-/// Whether agents run confined, from the settings, `PATH` and `HOME`;
-/// refused when `sandbox.mode: on` cannot be had.
-pub(super) fn sandbox(settings: &Settings) -> Result<runner::confine::Sandbox, Error> {
-    runner::confine::decide(
-        &settings.sandbox,
-        &std::env::var_os("PATH").unwrap_or_default(),
-        std::env::var_os("HOME").map(std::path::PathBuf::from),
-    )
-    .map_err(|why| {
-        crate::task::Error::Refused {
-            message: format!("sandbox.mode is on and agents cannot be confined: {why}"),
-            hint: Some(
-                "install it, or set sandbox.mode to auto (run unconfined when it cannot) in config/ralph.yaml".to_owned(),
-            ),
-        }
-        .into()
-    })
 }
 
 /// The grace between SIGTERM and SIGKILL; `RALPH_KILL_GRACE` shortens it (tests).

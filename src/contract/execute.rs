@@ -103,17 +103,7 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
     let mut settings = Settings::load_with_env(&paths)?;
     apply_input(&mut settings, &input);
     // Its agents are confined as `ralph run`'s are.
-    let sandbox = crate::runner::confine::decide(
-        &settings.sandbox,
-        &std::env::var_os("PATH").unwrap_or_default(),
-        std::env::var_os("HOME").map(PathBuf::from),
-    )
-    .map_err(|why| crate::task::Error::Refused {
-        message: format!("sandbox.mode is on and agents cannot be confined: {why}"),
-        hint: Some(
-            "install it, or set sandbox.mode to auto (run unconfined when it cannot) in config/ralph.yaml".to_owned(),
-        ),
-    })?;
+    let sandbox = crate::runner::confine::decide_here(&settings.sandbox)?;
     let options = RunOptions {
         settings,
         agent_cmd: None,

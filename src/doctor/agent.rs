@@ -165,13 +165,8 @@ pub(super) fn caps(found: &mut Findings, options: &RunOptions) {
 /// Whether agents run confined here: the tool, its version and a trial
 /// confinement, as `ralph run` decides at its start.
 pub(super) fn sandbox(found: &mut Findings, settings: &crate::config::Settings) {
-    use crate::runner::confine::{Sandbox, decide};
-    let decided = decide(
-        &settings.sandbox,
-        &std::env::var_os("PATH").unwrap_or_default(),
-        std::env::var_os("HOME").map(std::path::PathBuf::from),
-    );
-    match decided {
+    use crate::runner::confine::{Sandbox, decide_here};
+    match decide_here(&settings.sandbox) {
         Ok(Sandbox::On { version, .. }) => found.ok(
             "sandbox",
             &format!("agents run confined: {version}; a trial confinement worked here"),
@@ -185,10 +180,6 @@ pub(super) fn sandbox(found: &mut Findings, settings: &crate::config::Settings) 
             &format!("agents run unconfined: {why}"),
             "install bubblewrap where the system allows it, or set sandbox.mode: off in config/ralph.yaml to say you mean it (docs/AGENT.md)",
         ),
-        Err(why) => found.error(
-            "sandbox",
-            &format!("sandbox.mode is on and agents cannot be confined: {why}"),
-            "install it, or set sandbox.mode to auto in config/ralph.yaml",
-        ),
+        Err(err) => found.failed("sandbox", err),
     }
 }

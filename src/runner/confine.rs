@@ -125,6 +125,26 @@ pub(crate) fn decide(
     }
 }
 
+/// [`decide`] with this process's `PATH` and `HOME`, for a command that
+/// runs agents: `sandbox.mode: on` without a working tool refused with
+/// what to install.
+pub(crate) fn decide_here(settings: &SandboxSettings) -> Result<Sandbox, crate::Error> {
+    decide(
+        settings,
+        &std::env::var_os("PATH").unwrap_or_default(),
+        std::env::var_os("HOME").map(PathBuf::from),
+    )
+    .map_err(|why| {
+        crate::task::Error::Refused {
+            message: format!("sandbox.mode is on and agents cannot be confined: {why}"),
+            hint: Some(
+                "install it, or set sandbox.mode to auto (run unconfined when it cannot) in config/ralph.yaml".to_owned(),
+            ),
+        }
+        .into()
+    })
+}
+
 /// What the agent of a task working in `work_dir` may write and see.
 pub(crate) fn policy(
     settings: &SandboxSettings,

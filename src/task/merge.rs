@@ -252,10 +252,7 @@ fn merge_tasks(o: &[u8], a: &[u8], b: &[u8], archived: &HashSet<String>, merged:
             |lines: &[Line<'_>], map: &HashMap<String, usize>| terminated(lines[map[id]].bytes);
         let line = match (to, ta, tb) {
             (_, Some(ta), Some(tb)) if ta == tb => Some(bytes_of(&b, &ib)),
-            (Some(to), Some(ta), Some(tb)) if ta == to => {
-                let _ = tb;
-                Some(bytes_of(&b, &ib))
-            }
+            (Some(to), Some(ta), Some(_)) if ta == to => Some(bytes_of(&b, &ib)),
             (Some(to), Some(_), Some(tb)) if tb == to => Some(bytes_of(&a, &ia)),
             (Some(to), Some(ta), Some(tb)) => {
                 let task = merge_task(id, Some(to), ta, tb, merged);
@@ -263,8 +260,7 @@ fn merge_tasks(o: &[u8], a: &[u8], b: &[u8], archived: &HashSet<String>, merged:
                 text.push(b'\n');
                 Some(text)
             }
-            (None, Some(ta), Some(tb)) => {
-                let _ = (ta, tb);
+            (None, Some(_), Some(_)) => {
                 merged.collisions.push(id.clone());
                 let mut both = bytes_of(&b, &ib);
                 both.extend(bytes_of(&a, &ia));

@@ -7,13 +7,17 @@ fn task(id: &str, status: &str) -> String {
     format!("{{\"id\":\"{id}\",\"title\":\"task {id}\",\"status\":\"{status}\",\"leaf\":true}}\n")
 }
 
-/// A repository on main with tasks A and B, and a branch `other` made
-/// from it.
-fn project(driver: bool) -> TestProject {
-    let p = TestProject::new()
+/// A repository on main with tasks A and B.
+fn two_tasks() -> TestProject {
+    TestProject::new()
         .task(task("A", "pending").trim_end())
         .task(task("B", "pending").trim_end())
-        .git_init();
+        .git_init()
+}
+
+/// [`two_tasks`], with a branch `other` made from it.
+fn project(driver: bool) -> TestProject {
+    let p = two_tasks();
     if driver {
         let p = p.file(
             ".gitattributes",
@@ -123,10 +127,7 @@ fn a_file_that_is_not_the_queue_is_refused() {
 
 #[test]
 fn ralph_init_remote_sets_the_driver_up_once_and_git_merges_with_it() {
-    let p = TestProject::new()
-        .task(task("A", "pending").trim_end())
-        .task(task("B", "pending").trim_end())
-        .git_init();
+    let p = two_tasks();
     let first = p.ralph(&["init", "--remote"]).success();
     assert!(
         first.stdout.starts_with(&format!(
@@ -158,5 +159,19 @@ fn ralph_init_remote_sets_the_driver_up_once_and_git_merges_with_it() {
             task("C", "pending")
         ]
         .concat()
+    );
+}
+
+#[test]
+fn ralph_init_remote_outside_a_repository_is_refused() {
+    let p = TestProject::new();
+    p.ralph(&["init", "--remote"]).fails(
+        30,
+        "error: --remote needs a git repository: the merge driver is git's\nhint: git init && git add -A && git commit -m start, then ralph init --remote\n",
+    );
+    assert_eq!(
+        std::fs::read_dir(p.path()).unwrap().count(),
+        0,
+        "nothing written"
     );
 }
