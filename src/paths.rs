@@ -185,6 +185,12 @@ impl Paths {
         self.shared(RUN_LOCK)
     }
 
+    /// `.ralph/machine`: this clone's id among the machines sharing its
+    /// queue through the remote.
+    pub fn machine(&self) -> PathBuf {
+        self.shared(".ralph/machine")
+    }
+
     /// `.ralph/state.json`.
     pub fn state(&self) -> PathBuf {
         self.own.join(STATE_FILE)

@@ -92,6 +92,9 @@ pub struct RunArgs {
     /// When the queue drains, add one final-review task over the whole run's work, at most twice a run
     #[arg(long)]
     pub final_review: bool,
+    /// Share the queue with other machines through the base's upstream remote (docs/SCALE.md)
+    #[arg(long)]
+    pub remote: bool,
     /// Run a single iteration
     #[arg(long)]
     pub once: bool,
@@ -149,6 +152,11 @@ pub(super) fn run(args: &RunArgs, context: &Context) -> Result<Outcome, Error> {
     settings.agent.model = args.model.clone().or(settings.agent.model);
     settings.agent.timeout = args.timeout.unwrap_or(settings.agent.timeout);
     settings.final_review |= args.final_review;
+    settings.remote.enabled |= args.remote;
+    if settings.remote.enabled {
+        // Sharing the queue, a task lands by its push (docs/SCALE.md).
+        settings.git.push = crate::config::Push::Never;
+    }
     if let Some(preset) = &args.agent {
         settings.agent.preset = Some(preset.clone());
         settings.agent.command = None;

@@ -236,6 +236,14 @@ pub(crate) const KEYS: &[Key] = keys! {
         "More paths a confined agent sees as empty, beside ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc and ~/.docker";
     sandbox.network: SWITCH = "true", RALPH_SANDBOX_NETWORK, -,
         "Whether a confined agent reaches the network (its model's API needs it); false for an agent against a local model";
+    remote.enabled: SWITCH = "false", RALPH_REMOTE_ENABLED, "--remote",
+        "Share the queue with other machines through the base's upstream remote (docs/SCALE.md): claims, landings and queue edits go through it";
+    remote.heartbeat: DURATION = "60s", RALPH_REMOTE_HEARTBEAT, -,
+        "With remote.enabled, how often the remote is read and this machine's claims renewed";
+    remote.stale_after: DURATION = "10m", RALPH_REMOTE_STALE_AFTER, -,
+        "With remote.enabled, how long another machine's claim must stay unchanged (at least 3 heartbeats seen) before this one takes it over";
+    remote.land_attempts: COUNT = "8", RALPH_REMOTE_LAND_ATTEMPTS, -,
+        "With remote.enabled, pushes of a landing refused in a row (other machines landed first), each made again on the new tip, before the run stops with the landing kept under refs/ralph/landing/";
 };
 
 /// The environment variables that override settings.

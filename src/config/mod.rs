@@ -103,6 +103,38 @@ pub(crate) struct Settings {
     /// When `ralph report`'s page is written by the run itself.
     pub report: ReportWhen,
     pub sandbox: SandboxSettings,
+    /// Sharing the queue with other machines through the git remote.
+    pub remote: RemoteSettings,
+}
+
+/// The `remote:` section: several machines share one queue through the
+/// base's remote (docs/SCALE.md).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct RemoteSettings {
+    /// Whether the queue is shared through the base's upstream.
+    pub enabled: bool,
+    /// How often the remote is read and held claims renewed.
+    #[serde(deserialize_with = "duration")]
+    pub heartbeat: Duration,
+    /// How long a claim must stay unchanged before another machine may
+    /// take it over.
+    #[serde(deserialize_with = "duration")]
+    pub stale_after: Duration,
+    /// Pushes of a landing the remote refuses in a row (another machine
+    /// landed first) before the task goes back to its agent.
+    pub land_attempts: u64,
+}
+
+impl Default for RemoteSettings {
+    fn default() -> RemoteSettings {
+        RemoteSettings {
+            enabled: false,
+            heartbeat: Duration::from_secs(60),
+            stale_after: Duration::from_secs(600),
+            land_attempts: 8,
+        }
+    }
 }
 
 /// `report`: whether a run writes `.ralph/report.html` as it ends.
@@ -434,6 +466,7 @@ impl Default for Settings {
             review_every: None,
             report: ReportWhen::Never,
             sandbox: SandboxSettings::default(),
+            remote: RemoteSettings::default(),
         }
     }
 }
@@ -803,7 +836,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote`"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

@@ -18,6 +18,7 @@ mod inspect;
 mod large;
 mod locks;
 mod push;
+pub mod remote;
 mod revert;
 mod slug;
 mod squash;

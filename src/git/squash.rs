@@ -224,6 +224,46 @@ impl Repo {
         title: &str,
         trailers: &[String],
     ) -> Result<Squash> {
+        let message = |subjects: &[String]| squash_message_with(id, title, subjects, trailers);
+        self.merge_and_commit(branch, Some(&Repo::preserved_ref(id)), message)
+    }
+
+    /// Lands commit `landing` (a landing the shared remote refused: one
+    /// commit on the base as it was) again on the base as it is now: its
+    /// change merged three ways from its parent, the queue files from
+    /// disk, committed with its own message by the user's git.
+    pub fn replay_landing(&self, landing: &str) -> Result<Squash> {
+        let branch = "ralph-replay";
+        let action = "mark the landing to land again";
+        let commit = (self.git)
+            .find_commit(Oid::from_str(landing).doing(action)?)
+            .doing(action)?;
+        let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
+        self.git
+            .reference(
+                &format!("refs/heads/{branch}"),
+                commit.id(),
+                true,
+                "ralph: replay",
+            )
+            .doing(action)?;
+        let squash = self.merge_and_commit(branch, None, |_| message);
+        let _ = self
+            .git
+            .find_reference(&format!("refs/heads/{branch}"))
+            .and_then(|mut reference| reference.delete());
+        squash
+    }
+
+    /// Merges `branch` into the base and commits the result with the
+    /// message made from the branch's commit subjects; `preserve` is the
+    /// ref that keeps the branch's tip.
+    fn merge_and_commit(
+        &self,
+        branch: &str,
+        preserve: Option<&str>,
+        message: impl FnOnce(&[String]) -> String,
+    ) -> Result<Squash> {
         let _timed = super::timing::timed("squash", branch);
         self.check_no_operation()?;
         // With parallel workers the tree stays on the base and the branch
@@ -245,13 +285,15 @@ impl Repo {
             .into_iter()
             .map(|commit| commit.subject)
             .collect();
-        let message = squash_message_with(id, title, &subjects, trailers);
+        let message = message(&subjects);
         // The tip is preserved before anything else, so no crash loses it.
-        let preserved_ref = Repo::preserved_ref(id);
-        self.wait_for_ref_locks(&[&preserved_ref])?;
-        self.git
-            .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
-            .doing(&format!("create {preserved_ref}"))?;
+        let preserved_ref = preserve.unwrap_or_default().to_owned();
+        if preserve.is_some() {
+            self.wait_for_ref_locks(&[&preserved_ref])?;
+            self.git
+                .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
+                .doing(&format!("create {preserved_ref}"))?;
+        }
         let from = if on_base { self.base.as_str() } else { branch };
         if !on_base && !self.is_on(branch)? {
             self.checkout_carrying_queue(branch)?;
@@ -524,7 +566,7 @@ impl Repo {
     }
 
     /// Whether `ancestor` is `commit` or one of its ancestors.
-    fn is_ancestor(&self, ancestor: Oid, commit: Oid) -> Result<bool> {
+    pub(super) fn is_ancestor(&self, ancestor: Oid, commit: Oid) -> Result<bool> {
         Ok(ancestor == commit
             || self
                 .git

@@ -47,6 +47,8 @@ impl Worker<'_> {
         // Parallel workers merge one at a time, each against the base as
         // the others left it.
         let _turn = self.merge_turn();
+        // Sharing the queue: the squash builds on the remote's tip.
+        self.catch_up()?;
         self.state.phase = Phase::Merge;
         match self.repo.preview_squash(&branch)? {
             SquashPreview::Conflict(paths) => return self.conflicted(id, &paths),
@@ -109,7 +111,13 @@ impl Worker<'_> {
         // under refs/ralph/tasks/<id>; it joins the squash commit.
         let changes = self.archive(id, Some(tip.to_string()))?;
         crate::fault::crash_at("after_archive");
-        let commit = self.base().amend_with_queue_files(&completes(&changes))?;
+        let mut commit = self.base().amend_with_queue_files(&completes(&changes))?;
+        if self.shared_remote().is_some() {
+            self.publish(Some((id, Some(tip.to_string()))), true)?;
+            // Made again on the remote's new tip when another machine
+            // landed first.
+            commit = self.base().branch_tip(self.base().base())?;
+        }
         self.leave_worktree()?;
         self.base().preserve_and_delete_branch(&branch, id)?;
         let detail = format!("squash-merged into {}", self.repo.base());
@@ -247,6 +255,7 @@ impl Worker<'_> {
         trailers: &[String],
     ) -> Result<(), Error> {
         let _turn = self.merge_turn();
+        self.catch_up()?;
         let bookkeeping = |engine: &mut Self| -> Result<Option<String>, Error> {
             let message = git::squash_message_with(id, title, &[], trailers);
             Ok(engine
@@ -254,13 +263,17 @@ impl Worker<'_> {
                 .commit_queue_files(&message)?
                 .map(|c| c.to_string()))
         };
-        let (commit, detail) = match branch {
+        let mut tip = None;
+        let (mut commit, detail) = match branch {
             None => (bookkeeping(self)?, "archived; it had no branch".to_owned()),
             Some(branch) => match self.squash(branch, id, title, trailers)? {
-                Squash::Merged(merged) => (
-                    Some(merged.commit.to_string()),
-                    format!("squash-merged into {}", self.repo.base()),
-                ),
+                Squash::Merged(merged) => {
+                    tip = Some(merged.tip.to_string());
+                    (
+                        Some(merged.commit.to_string()),
+                        format!("squash-merged into {}", self.repo.base()),
+                    )
+                }
                 Squash::Empty => {
                     // The trailers first: a kill between the two leaves
                     // the branch, by which the next run finds the task.
@@ -285,6 +298,12 @@ impl Worker<'_> {
                 }
             },
         };
+        if self.shared_remote().is_some() {
+            self.publish(Some((id, tip)), true)?;
+            if commit.is_some() {
+                commit = Some(self.base().branch_tip(self.base().base())?.to_string());
+            }
+        }
         self.merged_task(id, commit, &detail)
     }
 
@@ -356,7 +375,9 @@ impl Worker<'_> {
                 missing.join("\n")
             );
             let _turn = self.merge_turn();
+            self.catch_up()?;
             self.base().commit_queue_files(&message)?;
+            self.publish(Some((id, None)), true)?;
         }
         if let Some(branch) = &branch {
             self.base().preserve_and_delete_branch(branch, id)?;
@@ -438,10 +459,21 @@ impl Worker<'_> {
         };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
         let _turn = self.merge_turn();
-        let commit = match self.squash(&branch, id, &task.title, &trailers)? {
-            Squash::Merged(merged) => Some(merged.commit.to_string()),
+        self.catch_up()?;
+        let mut tip = None;
+        let mut commit = match self.squash(&branch, id, &task.title, &trailers)? {
+            Squash::Merged(merged) => {
+                tip = Some(merged.tip.to_string());
+                Some(merged.commit.to_string())
+            }
             Squash::Empty => {
                 self.base().preserve_and_delete_branch(&branch, id)?;
+                // Sharing the queue: the children reach the other
+                // machines in a commit of their own.
+                if self.shared_remote().is_some() {
+                    let message = format!("ralph: {id} split\n\n{}\n", trailers.join("\n"));
+                    self.base().commit_queue_files(&message)?;
+                }
                 None
             }
             // No iteration works on a container: the task waits for a
@@ -467,6 +499,12 @@ impl Worker<'_> {
                 return self.block(id, &reason);
             }
         };
+        if self.shared_remote().is_some() {
+            self.publish(Some((id, tip)), true)?;
+            if commit.is_some() {
+                commit = Some(self.base().branch_tip(self.base().base())?.to_string());
+            }
+        }
         let detail = format!(
             "split into {}; {}",
             children.join(", "),
@@ -586,8 +624,10 @@ impl Worker<'_> {
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
         {
             let _turn = self.merge_turn();
+            self.catch_up()?;
             self.base()
                 .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
+            self.publish(Some((id, None)), true)?;
         }
         // A person who sets the task going again starts a new count (its
         // last failure stays the next prompt's evidence).

@@ -717,8 +717,10 @@ impl Worker<'_> {
             Verdict::Blocked => {
                 {
                     let _turn = self.merge_turn();
+                    self.catch_up()?;
                     self.base()
                         .commit_queue_files(&format!("ralph: {id} blocked"))?;
+                    self.publish(Some((id, None)), true)?;
                 }
                 self.task_ended(
                     id,

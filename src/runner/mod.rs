@@ -13,6 +13,7 @@ pub(crate) mod plan;
 pub(crate) mod planner;
 mod pool;
 mod record;
+pub(crate) mod remote;
 pub(crate) mod result;
 mod revert;
 pub(crate) mod review;
@@ -97,6 +98,9 @@ pub enum RunError {
     /// `.ralph/watch.json` does not parse.
     #[error("{0}")]
     Watch(String),
+    /// Sharing the queue through the remote cannot go on.
+    #[error(transparent)]
+    Remote(remote::RemoteError),
 }
 
 fn holder_text(holder: &Option<lock::Holder>) -> String {
@@ -126,6 +130,7 @@ impl crate::exit::Reportable for RunError {
             // Running again cannot help: a person sorts the tree out.
             RunError::PlannerAddedNothing { .. } | RunError::Stranded { .. } => Exit::NeedsPerson,
             RunError::PlannerInterrupted => Exit::Interrupted,
+            RunError::Remote(err) => err.exit(),
             _ => Exit::Transient,
         }
     }
@@ -142,6 +147,7 @@ impl crate::exit::Reportable for RunError {
             RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),
             RunError::PlannerInterrupted => None,
             RunError::Delivery(_) => Some("or set delivery: local in config/ralph.yaml to keep the work on the base".to_owned()),
+            RunError::Remote(err) => err.hint(),
             RunError::Watch(_) => Some("remove .ralph/watch.json: ralph then watches afresh from the branch's head (PRDs pushed meanwhile are planned by hand with `ralph plan`)".to_owned()),
         }
     }

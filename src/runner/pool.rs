@@ -49,6 +49,7 @@ struct Shared<'a> {
     /// When the run started, by the budgets' clock.
     run_started: chrono::DateTime<chrono::Utc>,
     notifier: crate::notify::Notifier,
+    remote: Option<std::sync::Arc<super::remote::Remote>>,
 }
 
 impl<'a> Worker<'a> {
@@ -123,6 +124,7 @@ impl<'a> Worker<'a> {
             source: None,
             prd_base: shared.base.clone(),
             settings_text: None,
+            remote: shared.remote.clone(),
             paths,
         })
     }
@@ -152,6 +154,16 @@ impl<'a> Worker<'a> {
         // write follows into ralph's copies, and after each iteration the
         // worker puts back an archive an agent rewrote.
         self.store.watch()?;
+        if self.options.settings.remote.enabled && self.remote.is_none() {
+            let remote = super::remote::Remote::open(
+                &self.paths,
+                &self.repo,
+                &self.options.settings,
+                &self.state.run_id,
+            )?;
+            self.remote = Some(std::sync::Arc::new(remote));
+            self.join_remote()?;
+        }
         let hub = Hub::new(Counts::of(&self.state), self.state.scope.clone());
         let paths = self.paths.clone();
         let shared = Shared {
@@ -166,9 +178,13 @@ impl<'a> Worker<'a> {
             budgets: self.budgets.clone(),
             run_started: self.run_started,
             notifier: self.notifier.clone(),
+            remote: self.remote.clone(),
         };
         let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
         let mut held: Vec<(TaskId, u32)> = Vec::new();
+        // Tasks another machine won since the last read of the remote.
+        let mut taken: Vec<String> = Vec::new();
+        let mut waiting_for_others = false;
         let mut free: Vec<u32> = (1..=workers).rev().collect();
         let mut ending: Option<(RunStatus, String)> = None;
         let mut failed: Option<Error> = None;
@@ -191,7 +207,21 @@ impl<'a> Worker<'a> {
                 let budget_spent = counts.iteration >= self.budgets.max_iterations
                     || self.run_time_spent()
                     || (self.budgets.caps.run_reached(&counts.spent.on(&today))).is_some();
+                if let Some(remote) = self.remote.clone()
+                    && remote.older_than(remote.settings.heartbeat)
+                {
+                    let _turn = hub.merge_turn();
+                    let _ = self.tick_remote(&remote)?;
+                    taken.clear();
+                }
                 while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
+                    if let Some(remote) = self.remote.clone()
+                        && remote.older_than(Duration::from_millis(500))
+                    {
+                        let _turn = hub.merge_turn();
+                        let _ = self.tick_remote(&remote)?;
+                        taken.clear();
+                    }
                     let queue = self.store.load()?;
                     if held.is_empty()
                         && (self.finish_archived_lines(&queue)?
@@ -199,13 +229,63 @@ impl<'a> Worker<'a> {
                     {
                         continue;
                     }
-                    let is_held = |id: &str| held.iter().any(|(h, _)| h.as_str() == id);
+                    // Sharing the queue: only what the remote has and no
+                    // other machine holds.
+                    let claimable = |id: &str| {
+                        self.remote
+                            .as_ref()
+                            .is_none_or(|remote| remote.claimable(id))
+                            && !taken.iter().any(|t| t == id)
+                    };
+                    let is_held =
+                        |id: &str| held.iter().any(|(h, _)| h.as_str() == id) || !claimable(id);
                     let pick = first_complete(&queue)
                         .filter(|task| !is_held(task.id.as_str()))
                         .or_else(|| queue.next_except(is_held))
                         .cloned();
                     drop(queue);
-                    let Some(task) = pick else { break };
+                    let Some(task) = pick else {
+                        if held.is_empty() && self.remote.is_some() {
+                            let _turn = hub.merge_turn();
+                            if self.publish_queue()? {
+                                continue;
+                            }
+                        }
+                        break;
+                    };
+                    if let Some(remote) = self.remote.clone() {
+                        let number = *free.last().expect("a free worker");
+                        let branch = crate::git::branch_name(
+                            self.repo.branch_prefix(),
+                            task.id.as_str(),
+                            &task.title,
+                        );
+                        match remote.claim(&self.repo, task.id.as_str(), number, &branch)? {
+                            super::remote::Claimed::Held => {}
+                            super::remote::Claimed::TookOver(from) => {
+                                self.ui.line(&format!(
+                                    "{}: {from}'s claim went unrenewed past remote.stale_after; taken over",
+                                    task.id
+                                ));
+                            }
+                            super::remote::Claimed::Taken(by) => {
+                                self.ui.line(&format!(
+                                    "{} is {by}'s: looking for another task",
+                                    task.id
+                                ));
+                                taken.push(task.id.to_string());
+                                continue;
+                            }
+                            super::remote::Claimed::Offline(said) => {
+                                self.ui.line(&format!(
+                                    "warning: {} cannot be reached ({}): no task is claimed until it can",
+                                    remote.label(),
+                                    crate::redact::redact(&said)
+                                ));
+                                break;
+                            }
+                        }
+                    }
                     if task.status == Status::Pending {
                         let active = Patch::SetStatus {
                             id: task.id.clone(),
@@ -251,6 +331,27 @@ impl<'a> Worker<'a> {
                     });
                 }
                 if held.is_empty() {
+                    // Sharing the queue: while other machines hold tasks,
+                    // what they land may make more work here.
+                    if let Some(remote) = self.remote.clone()
+                        && ending.is_none()
+                        && failed.is_none()
+                        && !budget_spent
+                        && remote.others_working()
+                    {
+                        if !waiting_for_others {
+                            waiting_for_others = true;
+                            self.ui.line(&format!(
+                                "nothing to claim here now: other machines hold tasks; looking at {} every {}",
+                                remote.label(),
+                                crate::config::ShowDuration(remote.settings.heartbeat)
+                            ));
+                        }
+                        if let Some(end) = self.wait(remote.settings.heartbeat)? {
+                            ending.get_or_insert(end);
+                        }
+                        continue;
+                    }
                     // Drained with nothing left: the final review, when due,
                     // is one more task to hand out.
                     if ending.is_none() && failed.is_none() && self.add_final_review()? {
@@ -258,6 +359,7 @@ impl<'a> Worker<'a> {
                     }
                     return Ok(());
                 }
+                waiting_for_others = false;
                 let (id, number, report) = match receiver.recv_timeout(Duration::from_millis(100)) {
                     Ok(done) => done,
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,

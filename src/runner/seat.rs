@@ -105,6 +105,12 @@ impl Hub {
         }
     }
 
+    /// Holds the merge turn for the pool itself (a read of the shared
+    /// remote moves the base).
+    pub(super) fn merge_turn(&self) -> MutexGuard<'_, ()> {
+        locked(&self.merging)
+    }
+
     /// The run's counts as the workers left them.
     pub(super) fn counts(&self) -> Counts {
         locked(&self.counts).clone()

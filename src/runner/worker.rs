@@ -105,6 +105,8 @@ pub(crate) struct Worker<'a> {
     /// `config/ralph.yaml` as the run last saw it, to say once that a
     /// change waits for a new run.
     pub(super) settings_text: Option<Vec<u8>>,
+    /// The remote the queue is shared through, when it is.
+    pub(super) remote: Option<std::sync::Arc<super::remote::Remote>>,
 }
 
 pub(super) use crate::clock::now;
@@ -226,7 +228,7 @@ impl<'a> Worker<'a> {
         // each iteration need only look at what changed since.
         repo.watch_changes()?;
         let clean = repo.preflight()?;
-        if settings.workers.is_some() {
+        if settings.workers.is_some() || settings.remote.enabled {
             repo.check_queue_on_base()?;
         }
         // A push to nowhere would fail only once the work is done (a pull
@@ -303,6 +305,7 @@ impl<'a> Worker<'a> {
             source: None,
             prd_base,
             settings_text: std::fs::read(paths.settings()).ok(),
+            remote: None,
         })
     }
 
@@ -394,6 +397,10 @@ impl<'a> Worker<'a> {
     {
         let ending = match self.options.settings.workers {
             Some(workers) => self.run_pool(workers as u32),
+            // A shared queue is worked in worktrees: the project's
+            // checkout stays on the base, which each read of the remote
+            // moves to its tip.
+            None if self.options.settings.remote.enabled => self.run_pool(1),
             None => self.run_alone(),
         };
         let (status, reason) = match ending {

@@ -14,6 +14,7 @@ mod patch;
 mod planned;
 mod queue;
 mod store;
+mod sync;
 mod watch;
 
 pub use change::{Change, Planned};

@@ -362,7 +362,7 @@ impl Store {
     }
 
     /// Replaces `copy` with `bytes` unless it holds them already.
-    fn keep(&self, copy: &Path, bytes: &[u8]) -> Result<()> {
+    pub(super) fn keep(&self, copy: &Path, bytes: &[u8]) -> Result<()> {
         if copy.exists() && files::read_or_empty(copy).map_err(io_error(copy))? == bytes {
             return Ok(());
         }

@@ -37,6 +37,7 @@ mod richer_tasks;
 mod roles;
 mod run;
 mod sandbox;
+mod shared;
 mod suggested;
 mod support;
 mod task_commands;

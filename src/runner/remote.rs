@@ -1,0 +1,981 @@
+//! Several machines sharing one queue through the base's remote
+//! (docs/SCALE.md). The tick reads the remote (the base and every
+//! machine's claims), merges its queue files into the disk's and moves
+//! the project's checkout to its tip; a task is worked only under a claim
+//! this machine created on the remote; every commit on the base reaches
+//! the remote by a push with a lease on the tip it was built on, made
+//! again on the new tip when another machine landed first.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use crate::config::RemoteSettings;
+use crate::error::Error;
+use crate::exit::Exit;
+use crate::git::remote::{Claim, Lease, Pushed, RefUpdate};
+use crate::git::{Repo, Squash};
+use crate::paths::Paths;
+use crate::task::Store;
+use crate::task::merge::Sides;
+
+/// This clone among the machines sharing the queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Machine {
+    /// 16 random bytes, hex, made once per clone.
+    pub(crate) id: String,
+    /// The host's name, for people.
+    pub(crate) host: String,
+}
+
+impl Machine {
+    /// This clone's machine, from `.ralph/machine`, made the first time.
+    pub(crate) fn of(paths: &Paths) -> Result<Machine, Error> {
+        let path = paths.machine();
+        let read = std::fs::read(&path).ok();
+        if let Some(object) = read.and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+            && let Some(id) = object["id"].as_str().filter(|id| !id.is_empty())
+        {
+            return Ok(Machine {
+                id: id.to_owned(),
+                host: object["host"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        let machine = Machine {
+            id: random_id(),
+            host: nix::unistd::gethostname()
+                .ok()
+                .and_then(|name| name.into_string().ok())
+                .unwrap_or_default(),
+        };
+        let text = serde_json::json!({"id": machine.id, "host": machine.host}).to_string() + "\n";
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::files::at::<Error>(dir.to_owned()))?;
+        }
+        crate::files::write_atomic(&path, text.as_bytes())
+            .map_err(crate::files::at::<Error>(path.clone()))?;
+        Ok(machine)
+    }
+
+    /// How claims name it: `<id> (<host>)`.
+    fn named(&self) -> String {
+        format!("{} ({})", self.id, self.host)
+    }
+}
+
+/// 16 bytes from the system's random source, as hex; the time and the
+/// process where there is none.
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut bytes));
+    if read.is_err() {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+            ^ u128::from(std::process::id()) << 64;
+        bytes = seed.to_le_bytes();
+    }
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// Why a run sharing its queue cannot go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// Something the shared queue needs is missing: one line saying what.
+    #[error("remote.enabled: {problem}")]
+    NotReady {
+        /// What is missing.
+        problem: String,
+        /// What to do.
+        fix: String,
+    },
+    /// The remote cannot be reached.
+    #[error("remote.enabled: {remote} cannot be reached: {said}")]
+    Unreachable {
+        /// The remote and branch.
+        remote: String,
+        /// What git said.
+        said: String,
+    },
+    /// The base on the remote was rewritten (force-pushed).
+    #[error(
+        "{remote} was rewritten: {sync}, the last tip this machine merged, is no longer in its history"
+    )]
+    Rewritten {
+        /// The remote and branch.
+        remote: String,
+        /// The last tip merged, short.
+        sync: String,
+    },
+    /// An id was added here and on the remote as different tasks.
+    #[error("tasks.jsonl: {} added here and on {remote} as different tasks", ids.join(", "))]
+    Collision {
+        /// The remote and branch.
+        remote: String,
+        /// The ids.
+        ids: Vec<String>,
+    },
+    /// A landing the remote refused could not be made again on its new
+    /// tip, or was refused too often.
+    #[error("the landing of {task} did not reach {remote}: {why}")]
+    Landing {
+        /// The task.
+        task: String,
+        /// The remote and branch.
+        remote: String,
+        /// What happened.
+        why: String,
+        /// The ref that keeps the landing.
+        kept: String,
+    },
+}
+
+impl crate::exit::Reportable for RemoteError {
+    fn exit(&self) -> Exit {
+        match self {
+            RemoteError::NotReady { .. } | RemoteError::Collision { .. } => Exit::InvalidInput,
+            RemoteError::Landing { .. } => Exit::NeedsPerson,
+            RemoteError::Unreachable { .. } | RemoteError::Rewritten { .. } => Exit::Transient,
+        }
+    }
+
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            RemoteError::NotReady { fix, .. } => fix.clone(),
+            RemoteError::Unreachable { .. } => {
+                "check the remote (`git fetch`) and run again; nothing local was changed".to_owned()
+            }
+            RemoteError::Rewritten { remote, .. } => format!(
+                "if that was intended, bring this clone's base to the new {remote} by hand (`git reset --keep {remote}` on the base) and remove refs/ralph/sync (`git update-ref -d` it); then `ralph run`; nothing local was changed"
+            ),
+            RemoteError::Collision { ids, .. } => format!(
+                "give your task{} another id (`ralph task validate` checks the file), then run again",
+                if ids.len() == 1 { "" } else { "s" }
+            ),
+            RemoteError::Landing { kept, .. } => format!(
+                "the squash is kept under {kept} and the work on its task branch; merge the base into the branch, then run again"
+            ),
+        })
+    }
+}
+
+impl From<RemoteError> for Error {
+    fn from(err: RemoteError) -> Error {
+        super::RunError::Remote(err).into()
+    }
+}
+
+/// A claim this machine holds.
+#[derive(Clone, Debug)]
+struct Held {
+    /// The claim's commit on the remote (the last beat).
+    commit: String,
+    beat: u64,
+    worker: u32,
+    branch: String,
+    renewed: Instant,
+    /// The machine whose stale claim this one took over.
+    taken_from: Option<String>,
+}
+
+/// What the last tick saw, and the claims this machine holds.
+#[derive(Debug, Default)]
+struct Seen {
+    held: BTreeMap<String, Held>,
+    claims: Vec<Claim>,
+    /// Ids in the fetched tip's `tasks.jsonl`: only these are claimed.
+    published: HashSet<String>,
+    last_tick: Option<Instant>,
+    /// Why the remote could not be read, while it cannot.
+    offline: Option<String>,
+    /// Other machines' claims as this one saw them: unchanged over
+    /// `remote.stale_after` of its own ticks, a claim is stale.
+    observed: BTreeMap<String, Observed>,
+}
+
+/// One claim of another machine, as successive ticks saw it.
+#[derive(Clone, Debug)]
+struct Observed {
+    commit: String,
+    since: Instant,
+    ticks: u32,
+    /// The holder's heartbeat, from its claim.
+    interval: Duration,
+}
+
+/// How a claim went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Claimed {
+    /// Created now, or this machine's already (a run killed and started
+    /// again).
+    Held,
+    /// Another machine holds it, or won the race for it.
+    Taken(String),
+    /// Another machine's stale claim, taken over.
+    TookOver(String),
+    /// The remote cannot be reached: nothing is claimed meanwhile.
+    Offline(String),
+}
+
+/// The shared remote as this run sees it.
+#[derive(Debug)]
+pub(crate) struct Remote {
+    /// The remote's name (`origin`).
+    pub(super) name: String,
+    /// The base's branch on the remote.
+    pub(super) branch: String,
+    /// The local base.
+    base: String,
+    pub(super) machine: Machine,
+    run_id: String,
+    pub(super) settings: RemoteSettings,
+    seen: Mutex<Seen>,
+}
+
+/// The remote ref of a claim.
+fn claim_ref(id: &str) -> String {
+    format!("refs/ralph/claims/{id}")
+}
+
+impl Remote {
+    /// The shared remote of a run on `repo`'s base: checks what sharing
+    /// needs (an upstream, local delivery, the queue in the checkout).
+    pub(super) fn open(
+        paths: &Paths,
+        repo: &Repo,
+        settings: &crate::config::Settings,
+        run_id: &str,
+    ) -> Result<Remote, Error> {
+        let not_ready = |problem: String, fix: String| RemoteError::NotReady { problem, fix };
+        let base = repo.base().to_owned();
+        let Some(upstream) = repo.upstream() else {
+            return Err(not_ready(
+                format!("the base {base} has no upstream to share the queue through"),
+                format!("set one (`git push -u origin {base}`, or `git branch --set-upstream-to=origin/{base} {base}`), then run again"),
+            )
+            .into());
+        };
+        if settings.delivery == crate::config::Delivery::Pr {
+            return Err(not_ready(
+                "delivery: pr cannot be shared between machines".to_owned(),
+                "set delivery: local in config/ralph.yaml, or remote.enabled: false".to_owned(),
+            )
+            .into());
+        }
+        if !paths.queue_in_checkout() {
+            return Err(not_ready(
+                "the queue files are outside the repository's checkout".to_owned(),
+                "keep tasks.jsonl and tasks-done.jsonl in the project's checkout, committed on the base".to_owned(),
+            )
+            .into());
+        }
+        Ok(Remote {
+            name: upstream.remote,
+            branch: upstream.branch,
+            base,
+            machine: Machine::of(paths)?,
+            run_id: run_id.to_owned(),
+            settings: settings.remote.clone(),
+            seen: Mutex::new(Seen::default()),
+        })
+    }
+
+    fn seen(&self) -> MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `origin/main`, as people name it.
+    pub(super) fn label(&self) -> String {
+        format!("{}/{}", self.name, self.branch)
+    }
+
+    /// The local ref holding the remote tip last merged into the disk's
+    /// queue files.
+    fn sync_ref(&self) -> String {
+        format!("refs/ralph/sync/{}", self.base)
+    }
+
+    /// The remote tip the base was last moved to.
+    pub(super) fn synced(&self, repo: &Repo) -> Option<String> {
+        repo.commit_of(&self.sync_ref())
+    }
+
+    /// Whether the last tick is older than `age`.
+    pub(super) fn older_than(&self, age: Duration) -> bool {
+        self.seen().last_tick.is_none_or(|at| at.elapsed() >= age)
+    }
+
+    /// Reads the remote: fetches the base and the claims, stops if the
+    /// base was rewritten, merges its queue files into the disk's, moves
+    /// the checkout (on the base) to its tip. `Ok(Err(said))`: the remote
+    /// cannot be reached now. Call it holding the merge turn.
+    pub(super) fn tick(
+        &self,
+        repo: &Repo,
+        store: &Store,
+    ) -> Result<Result<Vec<String>, String>, Error> {
+        if let Err(said) = repo.fetch_shared(&self.name, &self.branch)? {
+            let mut seen = self.seen();
+            seen.last_tick = Some(Instant::now());
+            seen.offline = Some(said.clone());
+            return Ok(Err(said));
+        }
+        let tracking = format!("refs/remotes/{}/{}", self.name, self.branch);
+        let Some(tip) = repo.commit_of(&tracking) else {
+            return Err(RemoteError::NotReady {
+                problem: format!("{} has no branch {}", self.name, self.branch),
+                fix: format!(
+                    "push the base there first (`git push -u {} {}`)",
+                    self.name, self.base
+                ),
+            }
+            .into());
+        };
+        let common = match self.synced(repo) {
+            Some(sync) => {
+                if !repo.descends_from(&tip, &sync)? {
+                    return Err(RemoteError::Rewritten {
+                        remote: self.label(),
+                        sync: sync[..sync.len().min(7)].to_owned(),
+                    }
+                    .into());
+                }
+                sync
+            }
+            None => repo.branch_tip(&self.base)?.to_string(),
+        };
+        let files = |commit: &str| -> Result<(Vec<u8>, Vec<u8>), Error> {
+            Ok((
+                repo.file_at(commit, crate::paths::TASKS_FILE)?,
+                repo.file_at(commit, crate::paths::DONE_FILE)?,
+            ))
+        };
+        let (o_tasks, o_done) = files(&common)?;
+        let (b_tasks, b_done) = files(&tip)?;
+        let merged = store.merge_in(
+            Sides {
+                tasks: &o_tasks,
+                done: &o_done,
+            },
+            Sides {
+                tasks: &b_tasks,
+                done: &b_done,
+            },
+        )?;
+        if !merged.collisions.is_empty() {
+            return Err(RemoteError::Collision {
+                remote: self.label(),
+                ids: merged.collisions,
+            }
+            .into());
+        }
+        repo.move_base_to(&tip)?;
+        repo.set_ref(&self.sync_ref(), &tip)?;
+        let claims = repo.seen_claims()?;
+        let published = task_ids(&b_tasks);
+        let mut seen = self.seen();
+        let now = Instant::now();
+        let mut observed = BTreeMap::new();
+        for claim in claims
+            .iter()
+            .filter(|claim| claim.machine != self.machine.id)
+        {
+            let interval = crate::config::parse_duration(&claim.interval).unwrap_or_default();
+            let entry = match seen.observed.remove(&claim.id) {
+                Some(old) if old.commit == claim.commit => Observed {
+                    ticks: old.ticks + 1,
+                    ..old
+                },
+                _ => Observed {
+                    commit: claim.commit.clone(),
+                    since: now,
+                    ticks: 1,
+                    interval,
+                },
+            };
+            observed.insert(claim.id.clone(), entry);
+        }
+        seen.observed = observed;
+        seen.claims = claims;
+        seen.published = published;
+        seen.last_tick = Some(Instant::now());
+        seen.offline = None;
+        Ok(Ok(merged.warnings))
+    }
+
+    /// Whether task `id` may be claimed here: it is in the remote's queue
+    /// and no other machine holds it.
+    pub(super) fn claimable(&self, id: &str) -> bool {
+        let seen = self.seen();
+        let free = seen
+            .claims
+            .iter()
+            .all(|claim| claim.id != id || claim.machine == self.machine.id);
+        let published = seen.published.contains(id);
+        drop(seen);
+        published && (free || self.stale(id))
+    }
+
+    /// Whether this machine holds task `id`'s claim.
+    pub(super) fn holds(&self, id: &str) -> bool {
+        self.seen().held.contains_key(id)
+    }
+
+    /// Claims task `id` for `worker`, whose branch is `branch`: a claim
+    /// commit pushed where no claim may exist yet. A claim of this
+    /// machine's already there (a run killed and started again) is
+    /// taken up.
+    pub(super) fn claim(
+        &self,
+        repo: &Repo,
+        id: &str,
+        worker: u32,
+        branch: &str,
+    ) -> Result<Claimed, Error> {
+        let found = self
+            .seen()
+            .claims
+            .iter()
+            .find(|claim| claim.id == id)
+            .cloned();
+        if let Some(claim) = found {
+            if claim.machine != self.machine.id {
+                if !self.stale(id) {
+                    return Ok(Claimed::Taken(claim.host));
+                }
+                return self.take_over(repo, &claim, worker, branch);
+            }
+            self.seen().held.insert(
+                id.to_owned(),
+                Held {
+                    commit: claim.commit,
+                    beat: claim.beat,
+                    worker,
+                    branch: branch.to_owned(),
+                    renewed: Instant::now(),
+                    taken_from: None,
+                },
+            );
+            return Ok(Claimed::Held);
+        }
+        let held = Held {
+            commit: String::new(),
+            beat: 0,
+            worker,
+            branch: branch.to_owned(),
+            renewed: Instant::now(),
+            taken_from: None,
+        };
+        let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
+        let update = RefUpdate {
+            name: claim_ref(id),
+            to: Some(commit.clone()),
+            lease: Lease::Absent,
+        };
+        Ok(match repo.push_atomic(&self.name, &[update], false)? {
+            Pushed::Accepted => {
+                self.seen()
+                    .held
+                    .insert(id.to_owned(), Held { commit, ..held });
+                Claimed::Held
+            }
+            Pushed::Rejected(_) => Claimed::Taken("another machine".to_owned()),
+            Pushed::Unreachable(said) => Claimed::Offline(said),
+        })
+    }
+
+    /// Takes over `claim`, another machine's that stayed unchanged past
+    /// `remote.stale_after`: a beat that is a child of its last, pushed
+    /// with a lease on that one (the holder's renewal, or another
+    /// machine's take-over, wins the race).
+    fn take_over(
+        &self,
+        repo: &Repo,
+        claim: &Claim,
+        worker: u32,
+        branch: &str,
+    ) -> Result<Claimed, Error> {
+        let held = Held {
+            commit: String::new(),
+            beat: claim.beat + 1,
+            worker,
+            branch: branch.to_owned(),
+            renewed: Instant::now(),
+            taken_from: Some(format!("{} ({})", claim.machine, claim.host)),
+        };
+        let message = self.claim_message(&claim.id, &held);
+        let commit = repo.claim_commit(&message, Some(&claim.commit))?;
+        let update = RefUpdate {
+            name: claim_ref(&claim.id),
+            to: Some(commit.clone()),
+            lease: Lease::At(claim.commit.clone()),
+        };
+        Ok(match repo.push_atomic(&self.name, &[update], false)? {
+            Pushed::Accepted => {
+                let mut seen = self.seen();
+                seen.observed.remove(&claim.id);
+                seen.held.insert(claim.id.clone(), Held { commit, ..held });
+                Claimed::TookOver(claim.host.clone())
+            }
+            Pushed::Rejected(_) => Claimed::Taken(claim.host.clone()),
+            Pushed::Unreachable(said) => Claimed::Offline(said),
+        })
+    }
+
+    /// Whether another machine's claim of `id` is stale: the same beat at
+    /// this machine's ticks over `remote.stale_after` (at least three
+    /// times the holder's heartbeat, and three ticks). Counted on this
+    /// machine's clock only; a restarted run waits the whole time again.
+    fn stale(&self, id: &str) -> bool {
+        let seen = self.seen();
+        seen.observed.get(id).is_some_and(|observed| {
+            let after = self.settings.stale_after.max(observed.interval * 3);
+            observed.ticks >= 3 && observed.since.elapsed() >= after
+        })
+    }
+
+    /// Whether another machine holds a claim that is not stale: work it
+    /// lands may make more tasks workable here.
+    pub(super) fn others_working(&self) -> bool {
+        let ids: Vec<String> = {
+            let seen = self.seen();
+            seen.claims
+                .iter()
+                .filter(|claim| claim.machine != self.machine.id)
+                .map(|claim| claim.id.clone())
+                .collect()
+        };
+        ids.iter().any(|id| !self.stale(id))
+    }
+
+    fn claim_message(&self, id: &str, held: &Held) -> String {
+        format!(
+            "ralph claim {id}\n\nMachine: {}\nWorker: {}\nRun: {}\nBranch: {}\nBeat: {}\nInterval: {}\n{}",
+            self.machine.named(),
+            held.worker,
+            self.run_id,
+            held.branch,
+            held.beat,
+            crate::config::ShowDuration(self.settings.heartbeat),
+            held.taken_from
+                .as_ref()
+                .map_or(String::new(), |from| format!("Taken-over-from: {from}\n"))
+        )
+    }
+
+    /// Renews the claims this machine holds whose last beat is a
+    /// heartbeat old: each beat a child of the last, pushed with a lease
+    /// on it. Returns the ids whose claim another machine took over.
+    pub(super) fn beat(&self, repo: &Repo) -> Result<Vec<String>, Error> {
+        let due: Vec<(String, Held)> = self
+            .seen()
+            .held
+            .iter()
+            .filter(|(_, held)| held.renewed.elapsed() >= self.settings.heartbeat)
+            .map(|(id, held)| (id.clone(), held.clone()))
+            .collect();
+        let mut lost = Vec::new();
+        for (id, held) in due {
+            let next = Held {
+                beat: held.beat + 1,
+                renewed: Instant::now(),
+                ..held.clone()
+            };
+            let commit = repo.claim_commit(&self.claim_message(&id, &next), Some(&held.commit))?;
+            let update = RefUpdate {
+                name: claim_ref(&id),
+                to: Some(commit.clone()),
+                lease: Lease::At(held.commit.clone()),
+            };
+            match repo.push_atomic(&self.name, &[update], false)? {
+                Pushed::Accepted => {
+                    self.seen().held.insert(id.clone(), Held { commit, ..next });
+                }
+                Pushed::Rejected(_) => lost.push(id),
+                // Tried again at the next heartbeat.
+                Pushed::Unreachable(_) => {}
+            }
+        }
+        Ok(lost)
+    }
+
+    /// The deletion of task `id`'s claim, with a lease on its last beat,
+    /// when this machine holds it.
+    fn release(&self, id: &str) -> Option<RefUpdate> {
+        self.seen().held.get(id).map(|held| RefUpdate {
+            name: claim_ref(id),
+            to: None,
+            lease: Lease::At(held.commit.clone()),
+        })
+    }
+
+    /// Forgets a claim released on the remote.
+    fn forget(&self, id: &str) {
+        self.seen().held.remove(id);
+    }
+
+    /// Pushes the base's tip `landing`, built on `on` (the remote tip the
+    /// base was last moved to), with a lease on `on`; with it the task's
+    /// branch tip under `refs/ralph/tasks/<id>` (new) and the deletion of
+    /// its claim when `release` and this machine holds it.
+    fn push_landing(
+        &self,
+        repo: &Repo,
+        landing: &str,
+        on: &str,
+        task: Option<(&str, Option<&str>)>,
+        release: bool,
+    ) -> Result<Pushed, Error> {
+        let mut updates = vec![RefUpdate {
+            name: format!("refs/heads/{}", self.branch),
+            to: Some(landing.to_owned()),
+            lease: Lease::At(on.to_owned()),
+        }];
+        if let Some((id, tip)) = task {
+            if let Some(tip) = tip {
+                updates.push(RefUpdate {
+                    name: crate::git::Repo::preserved_ref(id),
+                    to: Some(tip.to_owned()),
+                    lease: Lease::Absent,
+                });
+            }
+            if release && let Some(release) = self.release(id) {
+                updates.push(release);
+            }
+        }
+        let pushed = repo.push_atomic(&self.name, &updates, true)?;
+        if pushed == Pushed::Accepted
+            && release
+            && let Some((id, _)) = task
+        {
+            self.forget(id);
+        }
+        Ok(pushed)
+    }
+}
+
+/// The ids of the task lines in `tasks.jsonl`'s bytes.
+fn task_ids(tasks: &[u8]) -> HashSet<String> {
+    tasks
+        .split(|&byte| byte == b'\n')
+        .filter_map(|line| serde_json::from_slice::<Map<String, Value>>(line).ok())
+        .filter_map(|object| object.get("id")?.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Back-off before landing again after the remote refused: 1s doubling
+/// per refusal, capped at 30s, ±50% so two machines that collided do not
+/// collide again in step.
+fn back_off(refused: u32) -> Duration {
+    let base =
+        Duration::from_secs(1 << refused.saturating_sub(1).min(5)).min(Duration::from_secs(30));
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    // 0.5 to 1.5 of the base.
+    base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
+}
+
+impl super::Worker<'_> {
+    /// The shared remote, when the run shares its queue.
+    pub(super) fn shared_remote(&self) -> Option<&Remote> {
+        self.remote.as_deref()
+    }
+
+    /// Before a commit on the base: reads the remote and moves the base
+    /// to its tip, so the commit builds on it. Nothing without a remote.
+    pub(super) fn catch_up(&mut self) -> Result<(), Error> {
+        let Some(remote) = self.remote.clone() else {
+            return Ok(());
+        };
+        let _ = self.tick_remote(&remote)?;
+        // The checkout moved: its cleanliness is looked at again.
+        self.clean = None;
+        Ok(())
+    }
+
+    /// After a commit on the base (a landing, a block): pushes the base's
+    /// tip to the remote with a lease on the tip it was built on. When
+    /// another machine landed first, reads the remote again and makes the
+    /// commit again on its new tip, up to `remote.land_attempts` times.
+    /// `task` is the task and its branch tip (kept under
+    /// `refs/ralph/tasks/<id>`); `release` deletes its claim with it.
+    pub(super) fn publish(
+        &mut self,
+        task: Option<(&crate::task::TaskId, Option<String>)>,
+        release: bool,
+    ) -> Result<(), Error> {
+        if self.shared_remote().is_none() {
+            return Ok(());
+        }
+        let mut refused = 0u32;
+        let mut unreachable = 0u32;
+        loop {
+            let remote = self.shared_remote().expect("a shared remote");
+            let base = self.base().base().to_owned();
+            let landing = self.base().branch_tip(&base)?.to_string();
+            let Some(on) = remote.synced(self.base()) else {
+                return Ok(());
+            };
+            let label = remote.label();
+            let attempts = remote.settings.land_attempts.max(1) as u32;
+            let task_ref = task.as_ref().map(|(id, tip)| (id.as_str(), tip.as_deref()));
+            if landing == on {
+                // Nothing new on the base: only the claim goes.
+                if release
+                    && let Some((id, _)) = task_ref
+                    && remote.holds(id)
+                {
+                    let update = remote.release(id).expect("a held claim");
+                    if remote.push_claims(self.base(), update)? {
+                        remote.forget(id);
+                    }
+                }
+                return Ok(());
+            }
+            let what = task_ref.map_or_else(|| base.clone(), |(id, _)| id.to_owned());
+            let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
+            let said = match pushed {
+                Pushed::Accepted => {
+                    let detail = format!(
+                        "{what} landed on {label} at {}",
+                        &landing[..landing.len().min(10)]
+                    );
+                    self.ui.log(&super::worker::now(), &detail);
+                    let mut extra = Map::new();
+                    extra.insert("commit".into(), landing.clone().into());
+                    extra.insert("refused".into(), refused.into());
+                    let id = task.as_ref().map(|(id, _)| (*id).clone());
+                    self.record(id.as_ref(), "push", "ok", &detail, extra)?;
+                    return Ok(());
+                }
+                Pushed::Rejected(refs) => {
+                    refused += 1;
+                    refs.iter()
+                        .map(|(name, why)| format!("{name} {why}"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }
+                Pushed::Unreachable(said) => {
+                    unreachable += 1;
+                    said
+                }
+            };
+            let kept = format!("refs/ralph/landing/{what}");
+            if refused >= attempts || unreachable >= attempts {
+                self.base().set_ref(&kept, &landing)?;
+                return Err(RemoteError::Landing {
+                    task: what,
+                    remote: label,
+                    why: format!(
+                        "refused {refused} times, unreachable {unreachable} times (last: {})",
+                        crate::redact::redact(&said)
+                    ),
+                    kept,
+                }
+                .into());
+            }
+            let wait = back_off(refused.max(unreachable));
+            let detail = format!(
+                "the push of {what} to {label} was refused ({}); landing again on its new tip in {}ms",
+                crate::redact::redact(&said),
+                wait.as_millis()
+            );
+            self.ui.log(&super::worker::now(), &detail);
+            self.record(None, "push", "retry", &detail, Map::new())?;
+            std::thread::sleep(wait);
+            self.catch_up()?;
+            match self.base().replay_landing(&landing)? {
+                Squash::Merged(_) | Squash::Empty => {}
+                Squash::Conflict(paths) => {
+                    self.base().set_ref(&kept, &landing)?;
+                    return Err(RemoteError::Landing {
+                        task: what,
+                        remote: label,
+                        why: format!(
+                            "it conflicts with what landed meanwhile ({})",
+                            crate::git::list_paths(&paths)
+                        ),
+                        kept,
+                    }
+                    .into());
+                }
+                Squash::Rejected(said) => {
+                    self.base().set_ref(&kept, &landing)?;
+                    return Err(RemoteError::Landing {
+                        task: what,
+                        remote: label,
+                        why: format!("a git hook refused it on the new tip: {said}"),
+                        kept,
+                    }
+                    .into());
+                }
+            }
+        }
+    }
+}
+
+impl super::Worker<'_> {
+    /// At the start of a run sharing its queue: the remote answers, the
+    /// base has nothing it lacks (but a landing of this machine's a kill
+    /// cut short, pushed now), and the first read of it.
+    pub(super) fn join_remote(&mut self) -> Result<(), Error> {
+        let remote = self.remote.clone().expect("a shared remote");
+        let unreachable = |said: String| RemoteError::Unreachable {
+            remote: remote.label(),
+            said: crate::redact::redact(&said).into_owned(),
+        };
+        if let Err(said) = self.repo.fetch_shared(&remote.name, &remote.branch)? {
+            return Err(unreachable(said).into());
+        }
+        let tracking = format!("refs/remotes/{}/{}", remote.name, remote.branch);
+        let base = self.repo.base().to_owned();
+        let local = self.repo.branch_tip(&base)?.to_string();
+        if let Some(tip) = self.repo.commit_of(&tracking)
+            && !self.repo.descends_from(&tip, &local)?
+        {
+            let synced = remote.synced(&self.repo);
+            let ours =
+                synced.as_deref() == Some(tip.as_str()) && self.repo.descends_from(&local, &tip)?;
+            if !ours {
+                return Err(RemoteError::NotReady {
+                    problem: format!("the base {base} has commits {} lacks", remote.label()),
+                    fix: format!("push them (`git push`), or move them to a branch and reset {base} to {}; ralph shares only what the remote has", remote.label()),
+                }
+                .into());
+            }
+            self.ui.line(&format!(
+                "{base} has a landing the last run did not push: pushing it to {}",
+                remote.label()
+            ));
+            self.publish(None, false)?;
+        }
+        if let Err(said) = self.tick_remote(&remote)? {
+            return Err(unreachable(said).into());
+        }
+        self.ui.line(&format!(
+            "sharing the queue through {} as machine {} ({})",
+            remote.label(),
+            &remote.machine.id[..8],
+            remote.machine.host
+        ));
+        Ok(())
+    }
+
+    /// Reads the remote (merging its queue, moving the base) and renews
+    /// this machine's claims. Call it holding the merge turn.
+    pub(super) fn tick_remote(&mut self, remote: &Remote) -> Result<Result<(), String>, Error> {
+        let was_offline = remote.seen().offline.is_some();
+        let label = remote.label();
+        match remote.tick(self.base(), &self.store)? {
+            Ok(warnings) => {
+                if was_offline {
+                    self.ui.line(&format!("{label} answers again"));
+                }
+                for warning in warnings {
+                    self.ui.line(&format!("warning: {label}: {warning}"));
+                }
+            }
+            Err(said) => {
+                if !was_offline {
+                    self.ui.line(&format!(
+                        "warning: {label} cannot be reached ({}): work goes on, nothing new is claimed",
+                        crate::redact::redact(&said)
+                    ));
+                }
+                return Ok(Err(said));
+            }
+        }
+        for id in remote.beat(self.base())? {
+            self.ui.line(&format!(
+                "warning: the claim of {id} was taken over by another machine"
+            ));
+        }
+        Ok(Ok(()))
+    }
+
+    /// Tasks added on this machine (`ralph task add`, a split with
+    /// nothing to merge) reach the others in a `ralph: queue` commit when
+    /// no landing is due; whether one was pushed. Call it holding the
+    /// merge turn.
+    pub(super) fn publish_queue(&mut self) -> Result<bool, Error> {
+        let Some(remote) = self.remote.clone() else {
+            return Ok(false);
+        };
+        let unpublished = |remote: &Remote, paths: &Paths| -> Vec<String> {
+            let tasks = std::fs::read(paths.tasks()).unwrap_or_default();
+            let published = &remote.seen().published;
+            let mut ids: Vec<String> = task_ids(&tasks)
+                .into_iter()
+                .filter(|id| !published.contains(id))
+                .collect();
+            ids.sort();
+            ids
+        };
+        if unpublished(&remote, &self.paths).is_empty() {
+            return Ok(false);
+        }
+        self.catch_up()?;
+        let ids = unpublished(&remote, &self.paths);
+        if ids.is_empty() {
+            return Ok(false);
+        }
+        let message = format!(
+            "ralph: queue\n\nTasks from {}: {}\n",
+            remote.machine.named(),
+            ids.join(", ")
+        );
+        if self.base().commit_queue_files(&message)?.is_none() {
+            return Ok(false);
+        }
+        self.publish(None, false)?;
+        Ok(true)
+    }
+}
+
+impl Remote {
+    /// Pushes one claim update alone; whether the remote took it.
+    fn push_claims(&self, repo: &Repo, update: RefUpdate) -> Result<bool, Error> {
+        Ok(repo.push_atomic(&self.name, &[update], false)? == Pushed::Accepted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn back_off_doubles_to_thirty_seconds_with_jitter() {
+        for refused in 1..10 {
+            let wait = back_off(refused);
+            let base = (1u64 << (refused - 1).min(5)).min(30) as f64;
+            assert!(
+                wait.as_secs_f64() >= base * 0.5 && wait.as_secs_f64() <= base * 1.5,
+                "{refused}: {wait:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_are_read_from_the_task_lines() {
+        let ids = task_ids(b"{\"id\":\"A\",\"title\":\"a\"}\nnot json\n{\"id\":\"A.1\"}\n");
+        assert_eq!(ids, HashSet::from(["A".to_owned(), "A.1".to_owned()]));
+    }
+
+    #[test]
+    fn a_machine_is_made_once_and_read_after() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let paths = Paths::new(dir.path());
+        let made = Machine::of(&paths).unwrap();
+        assert_eq!(made.id.len(), 32);
+        assert!(made.id.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_eq!(Machine::of(&paths).unwrap(), made);
+        let other = assert_fs::TempDir::new().unwrap();
+        assert_ne!(Machine::of(&Paths::new(other.path())).unwrap().id, made.id);
+    }
+}

@@ -1,0 +1,203 @@
+//! Several machines sharing one queue through a git remote
+//! (`ralph run --remote`, docs/SCALE.md): clones of one bare repository on
+//! this host, each running ralph with a scripted agent, git's real
+//! transport between them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::support::{Run, TestProject, wait_for};
+
+/// A task line: `id`, pending, a leaf, with `deps`.
+fn task(id: &str, deps: &[&str]) -> String {
+    let deps: Vec<String> = deps.iter().map(|d| format!("\"{d}\"")).collect();
+    format!(
+        r#"{{"id":"{id}","title":"task {id}","status":"pending","leaf":true,"deps":[{}]}}"#,
+        deps.join(",")
+    )
+}
+
+/// The agent: works a moment, commits a file of its own, marks the task
+/// complete; the machine's name goes into the file. A task whose title
+/// says "split" is split into two children instead.
+const AGENT: &str = r#"echo "$RALPH_TASK_ID $MACHINE" >> "$REC/worked"
+if [ "$RALPH_TASK_ID" = S ]; then ralph task split S 'first half' 'second half' > /dev/null; exit 0; fi
+sleep 0.2
+work "$RALPH_TASK_ID.txt" "$RALPH_TASK_ID by $MACHINE"
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#;
+
+/// A bare remote holding the project made from `tasks`, and `machines`
+/// clones of it, each with the agent.
+struct Fleet {
+    origin: TestProject,
+    machines: Vec<TestProject>,
+}
+
+impl Fleet {
+    fn new(tasks: &[String], machines: usize) -> Fleet {
+        let mut origin = TestProject::new();
+        for line in tasks {
+            origin = origin.task(line);
+        }
+        let origin = origin.git_init();
+        let remote = origin.aux().join("remote.git");
+        origin.git(&["clone", "-q", "--bare", ".", remote.to_str().unwrap()]);
+        let machines = (0..machines)
+            .map(|_| {
+                let machine = TestProject::new().agent(AGENT);
+                machine.git(&["clone", "-q", remote.to_str().unwrap(), "."]);
+                machine.git(&["config", "user.name", "Test Author"]);
+                machine.git(&["config", "user.email", "author@example.com"]);
+                machine
+            })
+            .collect();
+        Fleet { origin, machines }
+    }
+
+    fn remote(&self) -> PathBuf {
+        self.origin.aux().join("remote.git")
+    }
+
+    /// `git args` in the bare remote.
+    fn at_remote(&self, args: &[&str]) -> String {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(self.remote())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "git {args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout)
+            .trim_end()
+            .to_owned()
+    }
+
+    /// Starts `ralph run --remote` with `args` on every machine; waits for
+    /// them all.
+    fn run_all(&self, args: &[&str]) -> Vec<Run> {
+        let children: Vec<_> = self
+            .machines
+            .iter()
+            .enumerate()
+            .map(|(n, machine)| {
+                let mut command = machine.run_command(&["--remote"]);
+                command
+                    .args(args)
+                    .env("MACHINE", format!("m{}", n + 1))
+                    .env("RALPH_REMOTE_HEARTBEAT", "200ms")
+                    .env("RALPH_MAX_ITERATIONS", "100")
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped());
+                command.spawn().unwrap()
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|child| wait_for(child, 180))
+            .collect()
+    }
+
+    /// Checks the invariants of docs/SCALE.md on the remote: each id of
+    /// `ids` has exactly one `Completes:` commit on main and one archive
+    /// record, the base moved only forward (a linear history of single
+    /// parents), each commit's archive a byte prefix of its child's, no
+    /// claim left.
+    fn check_remote(&self, ids: &[&str]) {
+        let log = self.at_remote(&["log", "--format=%H %P%n%B%n--end--", "main"]);
+        let mut completes: BTreeMap<String, usize> = BTreeMap::new();
+        for line in log.lines() {
+            if let Some(id) = line.strip_prefix("Completes: ") {
+                *completes.entry(id.to_owned()).or_default() += 1;
+            }
+        }
+        for id in ids {
+            assert_eq!(completes.get(*id), Some(&1), "{id}: {completes:?}\n{log}");
+        }
+        assert_eq!(self.at_remote(&["rev-list", "--min-parents=2", "main"]), "");
+        let done = self.at_remote(&["show", "main:tasks-done.jsonl"]);
+        let mut archived: Vec<String> = done
+            .lines()
+            .map(|line| {
+                let value: serde_json::Value = serde_json::from_str(line).unwrap();
+                value["id"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        archived.sort();
+        let mut expected: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+        expected.sort();
+        assert_eq!(archived, expected, "{done}");
+        // Each commit's archive is a byte prefix of its child's.
+        let commits = self.at_remote(&["rev-list", "--reverse", "main"]);
+        let mut last = String::new();
+        for commit in commits.lines() {
+            let output = std::process::Command::new("git")
+                .arg("-C")
+                .arg(self.remote())
+                .args(["show", &format!("{commit}:tasks-done.jsonl")])
+                .output()
+                .unwrap();
+            let now = String::from_utf8_lossy(&output.stdout).into_owned();
+            assert!(
+                now.starts_with(&last),
+                "{commit} rewrote the archive:\n{last}\n--\n{now}"
+            );
+            last = now;
+        }
+        assert_eq!(self.at_remote(&["for-each-ref", "refs/ralph/claims/"]), "");
+    }
+}
+
+fn worked(machine: &TestProject) -> Vec<String> {
+    machine.rec("worked").lines().map(str::to_owned).collect()
+}
+
+fn files_of(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".txt"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn two_machines_share_a_queue_and_land_every_task_once() {
+    let ids = ["A", "B", "C", "D", "E", "F", "G", "H"];
+    let tasks: Vec<String> = ids
+        .iter()
+        .map(|id| match *id {
+            "E" => task(id, &["A"]),
+            "H" => task(id, &["E"]),
+            _ => task(id, &[]),
+        })
+        .collect();
+    let fleet = Fleet::new(&tasks, 2);
+    let runs = fleet.run_all(&["--workers", "2"]);
+    for run in &runs {
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    fleet.check_remote(&ids);
+    // Both machines worked, and no task was worked by both.
+    let (one, two) = (worked(&fleet.machines[0]), worked(&fleet.machines[1]));
+    assert!(!one.is_empty() && !two.is_empty(), "{one:?} {two:?}");
+    for line in &one {
+        let id = line.split(' ').next().unwrap();
+        assert!(
+            !two.iter().any(|other| other.split(' ').next() == Some(id)),
+            "{id} worked on both: {one:?} {two:?}"
+        );
+    }
+    // Each clone's checkout ends on the shared tip, with every file.
+    let tip = fleet.at_remote(&["rev-parse", "main"]);
+    for machine in &fleet.machines {
+        machine.git(&["fetch", "-q"]);
+        let expected: Vec<String> = ids.iter().map(|id| format!("{id}.txt")).collect();
+        if machine.git(&["rev-parse", "main"]) == tip {
+            assert_eq!(files_of(machine.path()), expected);
+        }
+        assert_eq!(machine.git(&["status", "--porcelain"]), "");
+    }
+}
