@@ -185,6 +185,7 @@ impl<'a> Worker<'a> {
         // Tasks another machine won since the last read of the remote.
         let mut taken: Vec<String> = Vec::new();
         let mut waiting_for_others = false;
+        let mut looked_again = false;
         let mut free: Vec<u32> = (1..=workers).rev().collect();
         let mut ending: Option<(RunStatus, String)> = None;
         let mut failed: Option<Error> = None;
@@ -333,12 +334,25 @@ impl<'a> Worker<'a> {
                 if held.is_empty() {
                     // Sharing the queue: while other machines hold tasks,
                     // what they land may make more work here.
-                    if let Some(remote) = self.remote.clone()
-                        && ending.is_none()
-                        && failed.is_none()
-                        && !budget_spent
-                        && remote.others_working()
+                    let sharing = self
+                        .remote
+                        .clone()
+                        .filter(|_| ending.is_none() && failed.is_none() && !budget_spent);
+                    if let Some(remote) = &sharing
+                        && !looked_again
                     {
+                        // One fresh look before deciding: another machine
+                        // may have landed what this one waits on.
+                        looked_again = true;
+                        let _turn = hub.merge_turn();
+                        let _ = self.tick_remote(remote)?;
+                        taken.clear();
+                        continue;
+                    }
+                    if let Some(remote) = sharing
+                        && (remote.others_working() || !taken.is_empty())
+                    {
+                        looked_again = false;
                         if !waiting_for_others {
                             waiting_for_others = true;
                             self.ui.line(&format!(
@@ -360,6 +374,7 @@ impl<'a> Worker<'a> {
                     return Ok(());
                 }
                 waiting_for_others = false;
+                looked_again = false;
                 let (id, number, report) = match receiver.recv_timeout(Duration::from_millis(100)) {
                     Ok(done) => done,
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,

@@ -742,6 +742,9 @@ impl super::Worker<'_> {
             let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
             let said = match pushed {
                 Pushed::Accepted => {
+                    // The remote's tip now, whose queue files the disk's
+                    // were when it was made: the next merge's common base.
+                    self.base().set_ref(&remote.sync_ref(), &landing)?;
                     let detail = format!(
                         "{what} landed on {label} at {}",
                         &landing[..landing.len().min(10)]

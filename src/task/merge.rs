@@ -174,9 +174,16 @@ fn merge_task(
     merged: &mut Merged,
 ) -> Map<String, Value> {
     let mut out = b.clone();
-    let winner = match rank(a.get("status")) > rank(b.get("status")) {
-        true => a,
-        false => b,
+    let of = |side: Option<&Map<String, Value>>, key: &str| side.and_then(|s| s.get(key)).cloned();
+    // `status` travels with `blocked_reason`: the side that changed them
+    // wins; both changed, the precedence decides.
+    let hold = |side: Option<&Map<String, Value>>| (of(side, "status"), of(side, "blocked_reason"));
+    let winner = if hold(Some(a)) == hold(o) {
+        b
+    } else if hold(Some(b)) == hold(o) || rank(a.get("status")) > rank(b.get("status")) {
+        a
+    } else {
+        b
     };
     for key in ["status", "blocked_reason"] {
         match winner.get(key) {
@@ -199,20 +206,30 @@ fn merge_task(
     if !union.is_empty() {
         out.insert("deps".to_owned(), Value::Array(union));
     }
-    for (key, value) in a {
-        if matches!(key.as_str(), "status" | "blocked_reason" | "deps") {
+    // Every other field: the side that changed it; both, differently:
+    // the other side's, said.
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.extend(o.into_iter().flat_map(|o| o.keys()));
+    let mut done = HashSet::new();
+    for key in keys {
+        if matches!(key.as_str(), "status" | "blocked_reason" | "deps") || !done.insert(key) {
             continue;
         }
-        let changed_here = o.and_then(|o| o.get(key)) != Some(value);
-        match b.get(key) {
-            Some(theirs) if theirs != value && changed_here => merged.warnings.push(format!(
-                "{id}: both sides set `{key}`; the other side's value is kept, this side's was {value}"
-            )),
-            None if changed_here => {
-                out.insert(key.clone(), value.clone());
-            }
-            _ => {}
+        let (here, there, before) = (a.get(key), b.get(key), o.and_then(|o| o.get(key)));
+        if here == there || here == before {
+            continue;
         }
+        if there == before {
+            match here {
+                Some(value) => out.insert(key.clone(), value.clone()),
+                None => out.remove(key),
+            };
+            continue;
+        }
+        let shown = here.map_or("unset".to_owned(), Value::to_string);
+        merged.warnings.push(format!(
+            "{id}: both sides set `{key}`; the other side's value is kept, this side's was {shown}"
+        ));
     }
     out
 }
@@ -374,6 +391,21 @@ mod tests {
             String::from_utf8(merged.tasks).unwrap(),
             "{\"id\":\"A\",\"title\":\"renamed\",\"status\":\"complete\",\"leaf\":true,\"deps\":[\"X\",\"Y\"]}\n"
         );
+    }
+
+    #[test]
+    fn a_field_one_side_changed_is_that_sides_whatever_the_precedence() {
+        // This side split A (leaf false) while the other published it
+        // active; the other unblocked B, which this side left blocked.
+        let o = "{\"id\":\"A\",\"status\":\"pending\",\"leaf\":true}\n{\"id\":\"B\",\"status\":\"blocked\",\"blocked_reason\":\"x\",\"leaf\":true}\n";
+        let a = "{\"id\":\"A\",\"status\":\"pending\",\"leaf\":false}\n{\"id\":\"B\",\"status\":\"blocked\",\"blocked_reason\":\"x\",\"leaf\":true}\n";
+        let b = "{\"id\":\"A\",\"status\":\"active\",\"leaf\":true}\n{\"id\":\"B\",\"status\":\"pending\",\"leaf\":true}\n";
+        let merged = merge(sides(o, ""), sides(a, ""), sides(b, ""));
+        assert_eq!(
+            String::from_utf8(merged.tasks).unwrap(),
+            "{\"id\":\"A\",\"status\":\"active\",\"leaf\":false}\n{\"id\":\"B\",\"status\":\"pending\",\"leaf\":true}\n"
+        );
+        assert!(merged.warnings.is_empty(), "{:?}", merged.warnings);
     }
 
     #[test]

@@ -21,7 +21,7 @@ fn task(id: &str, deps: &[&str]) -> String {
 /// complete; the machine's name goes into the file. A task whose title
 /// says "split" is split into two children instead.
 const AGENT: &str = r#"echo "$RALPH_TASK_ID $MACHINE" >> "$REC/worked"
-if [ "$RALPH_TASK_ID" = S ]; then ralph task split S 'first half' 'second half' > /dev/null; exit 0; fi
+case "$RALPH_TASK_TITLE" in split*) ralph task split "$RALPH_TASK_ID" "first half" "second half" > /dev/null; exit 0;; esac
 sleep 0.2
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_ID by $MACHINE"
 ralph task complete "$RALPH_TASK_ID" > /dev/null
@@ -199,5 +199,64 @@ fn two_machines_share_a_queue_and_land_every_task_once() {
             assert_eq!(files_of(machine.path()), expected);
         }
         assert_eq!(machine.git(&["status", "--porcelain"]), "");
+    }
+}
+
+/// Thirty tasks, some waiting on others, two split by their agent.
+fn thirty() -> (Vec<String>, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut landed = Vec::new();
+    for n in 1..=30 {
+        let id = format!("T{n:02}");
+        let deps: Vec<String> = match n {
+            n if n % 7 == 0 => vec![format!("T{:02}", n - 5)],
+            12 => vec!["T03".to_owned(), "T04".to_owned()],
+            _ => Vec::new(),
+        };
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        let mut line = task(&id, &deps);
+        if n == 9 || n == 20 {
+            line = line.replace(&format!("task {id}"), &format!("split {id}"));
+            landed.push(format!("{id}.1"));
+            landed.push(format!("{id}.2"));
+        }
+        landed.push(id);
+        lines.push(line);
+    }
+    (lines, landed)
+}
+
+#[test]
+fn three_machines_with_two_workers_each_land_thirty_tasks_once() {
+    let (tasks, landed) = thirty();
+    let fleet = Fleet::new(&tasks, 3);
+    let runs = fleet.run_all(&["--workers", "2"]);
+    for run in &runs {
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    let ids: Vec<&str> = landed.iter().map(String::as_str).collect();
+    fleet.check_remote(&ids);
+    // No leaf was worked twice, and every machine had a share.
+    let mut worked: BTreeMap<String, usize> = BTreeMap::new();
+    for machine in &fleet.machines {
+        let lines = self::worked(machine);
+        assert!(!lines.is_empty(), "a machine did nothing");
+        for line in lines {
+            *worked
+                .entry(line.split(' ').next().unwrap().to_owned())
+                .or_default() += 1;
+        }
+    }
+    for (id, count) in &worked {
+        assert_eq!(*count, 1, "{id} worked {count} times: {worked:?}");
+    }
+    // Each task's branch history is kept on the remote.
+    let kept = fleet.at_remote(&["for-each-ref", "--format=%(refname)", "refs/ralph/tasks/"]);
+    for id in ["T01", "T09.1", "T30"] {
+        assert!(
+            kept.lines()
+                .any(|line| line == format!("refs/ralph/tasks/{id}")),
+            "{id}: {kept}"
+        );
     }
 }
