@@ -206,6 +206,15 @@ impl Repo {
         self.is_ancestor(a, c)
     }
 
+    /// The first parent of `commit`, if it has one.
+    pub fn parent_of(&self, commit: &str) -> Option<String> {
+        let commit = self
+            .git
+            .find_commit(git2::Oid::from_str(commit).ok()?)
+            .ok()?;
+        Some(commit.parent_id(0).ok()?.to_string())
+    }
+
     /// The bytes of `path` at `commit` (empty when it has none).
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>> {
         let action = "read a queue file of the shared base";

@@ -148,12 +148,8 @@ impl<'a> Worker<'a> {
     /// workable task no other holds, in its own worktree, until none is
     /// left or the run must end. How it ended, as `run_alone` says it.
     pub(super) fn run_pool(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
-        self.recover_archived_task()?;
-        self.tidy_worktrees(true)?;
-        // One watch of the queue for every worker's iterations: each store
-        // write follows into ralph's copies, and after each iteration the
-        // worker puts back an archive an agent rewrote.
-        self.store.watch()?;
+        // Sharing the queue: the remote is read first, so what follows
+        // sees the shared queue (and lands on its tip).
         if self.options.settings.remote.enabled && self.remote.is_none() {
             let remote = super::remote::Remote::open(
                 &self.paths,
@@ -164,6 +160,12 @@ impl<'a> Worker<'a> {
             self.remote = Some(std::sync::Arc::new(remote));
             self.join_remote()?;
         }
+        self.recover_archived_task()?;
+        self.tidy_worktrees(true)?;
+        // One watch of the queue for every worker's iterations: each store
+        // write follows into ralph's copies, and after each iteration the
+        // worker puts back an archive an agent rewrote.
+        self.store.watch()?;
         let hub = Hub::new(Counts::of(&self.state), self.state.scope.clone());
         let paths = self.paths.clone();
         let shared = Shared {

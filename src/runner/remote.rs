@@ -101,6 +101,19 @@ pub enum RemoteError {
         /// What git said.
         said: String,
     },
+    /// A landing waited for a remote that cannot be reached, until the
+    /// run was asked to stop or an hour went by.
+    #[error("the landing of {task} waits for {remote}, which cannot be reached: {said}")]
+    Waiting {
+        /// The task (or the base, for a bookkeeping commit).
+        task: String,
+        /// The remote and branch.
+        remote: String,
+        /// What git said.
+        said: String,
+        /// The ref that keeps the landing.
+        kept: String,
+    },
     /// The base on the remote was rewritten (force-pushed).
     #[error(
         "{remote} was rewritten: {sync}, the last tip this machine merged, is no longer in its history"
@@ -139,7 +152,9 @@ impl crate::exit::Reportable for RemoteError {
         match self {
             RemoteError::NotReady { .. } | RemoteError::Collision { .. } => Exit::InvalidInput,
             RemoteError::Landing { .. } => Exit::NeedsPerson,
-            RemoteError::Unreachable { .. } | RemoteError::Rewritten { .. } => Exit::Transient,
+            RemoteError::Unreachable { .. }
+            | RemoteError::Rewritten { .. }
+            | RemoteError::Waiting { .. } => Exit::Transient,
         }
     }
 
@@ -155,6 +170,9 @@ impl crate::exit::Reportable for RemoteError {
             RemoteError::Collision { ids, .. } => format!(
                 "give your task{} another id (`ralph task validate` checks the file), then run again",
                 if ids.len() == 1 { "" } else { "s" }
+            ),
+            RemoteError::Waiting { kept, .. } => format!(
+                "nothing is lost: the landing is kept under {kept}, and the next `ralph run` pushes it once the remote answers"
             ),
             RemoteError::Landing { kept, .. } => format!(
                 "the squash is kept under {kept} and the work on its task branch; merge the base into the branch, then run again"
@@ -375,7 +393,19 @@ impl Remote {
         }
         repo.move_base_to(&tip)?;
         repo.set_ref(&self.sync_ref(), &tip)?;
-        let claims = repo.seen_claims()?;
+        let mut claims = repo.seen_claims()?;
+        // A claim of a task the remote archived is a crash's leftover:
+        // gone, with a lease on its value (any machine may).
+        let archived = task_ids(&b_done);
+        for claim in claims.iter().filter(|claim| archived.contains(&claim.id)) {
+            let update = RefUpdate {
+                name: claim_ref(&claim.id),
+                to: None,
+                lease: Lease::At(claim.commit.clone()),
+            };
+            let _ = repo.push_atomic(&self.name, &[update], false)?;
+        }
+        claims.retain(|claim| !archived.contains(&claim.id));
         let published = task_ids(&b_tasks);
         let mut seen = self.seen();
         let now = Instant::now();
@@ -667,6 +697,10 @@ fn task_ids(tasks: &[u8]) -> HashSet<String> {
         .collect()
 }
 
+/// Longest a landing waits for a remote that cannot be reached before
+/// the run stops (the landing kept, pushed by the next run).
+const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
+
 /// Back-off before landing again after the remote refused: 1s doubling
 /// per refusal, capped at 30s, ±50% so two machines that collided do not
 /// collide again in step.
@@ -714,7 +748,9 @@ impl super::Worker<'_> {
             return Ok(());
         }
         let mut refused = 0u32;
-        let mut unreachable = 0u32;
+        // Since when the remote could not be reached, and how many waits.
+        let mut offline: Option<std::time::Instant> = None;
+        let mut waits = 0u32;
         loop {
             let remote = self.shared_remote().expect("a shared remote");
             let base = self.base().base().to_owned();
@@ -765,25 +801,60 @@ impl super::Worker<'_> {
                         .join("; ")
                 }
                 Pushed::Unreachable(said) => {
-                    unreachable += 1;
-                    said
+                    // Cut off: the landing waits (work goes on in the
+                    // other workers); nothing moved, nothing to make again.
+                    let said = crate::redact::redact(&said).into_owned();
+                    let first = *offline.get_or_insert_with(std::time::Instant::now);
+                    let kept = format!("refs/ralph/landing/{what}");
+                    self.base().set_ref(&kept, &landing)?;
+                    if first.elapsed() >= OFFLINE_WAIT {
+                        return Err(RemoteError::Waiting {
+                            task: what,
+                            remote: label,
+                            said,
+                            kept,
+                        }
+                        .into());
+                    }
+                    waits += 1;
+                    let wait = back_off(waits);
+                    let detail = format!(
+                        "{what} waits for {label} ({said}); trying again in {}ms",
+                        wait.as_millis()
+                    );
+                    self.ui.log(&super::worker::now(), &detail);
+                    self.record(None, "push", "unreachable", &detail, Map::new())?;
+                    if self.wait(wait)?.is_some()
+                        || self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        return Err(RemoteError::Waiting {
+                            task: what,
+                            remote: label,
+                            said,
+                            kept,
+                        }
+                        .into());
+                    }
+                    continue;
                 }
             };
+            offline = None;
+            waits = 0;
             let kept = format!("refs/ralph/landing/{what}");
-            if refused >= attempts || unreachable >= attempts {
+            if refused >= attempts {
                 self.base().set_ref(&kept, &landing)?;
                 return Err(RemoteError::Landing {
                     task: what,
                     remote: label,
                     why: format!(
-                        "refused {refused} times, unreachable {unreachable} times (last: {})",
+                        "refused {refused} times in a row (last: {})",
                         crate::redact::redact(&said)
                     ),
                     kept,
                 }
                 .into());
             }
-            let wait = back_off(refused.max(unreachable));
+            let wait = back_off(refused);
             let detail = format!(
                 "the push of {what} to {label} was refused ({}); landing again on its new tip in {}ms",
                 crate::redact::redact(&said),
@@ -842,9 +913,10 @@ impl super::Worker<'_> {
         if let Some(tip) = self.repo.commit_of(&tracking)
             && !self.repo.descends_from(&tip, &local)?
         {
+            // One commit on the remote tip last merged: a landing a kill
+            // (or a remote that stopped answering) kept from its push.
             let synced = remote.synced(&self.repo);
-            let ours =
-                synced.as_deref() == Some(tip.as_str()) && self.repo.descends_from(&local, &tip)?;
+            let ours = synced.is_some() && self.repo.parent_of(&local) == synced;
             if !ours {
                 return Err(RemoteError::NotReady {
                     problem: format!("the base {base} has commits {} lacks", remote.label()),

@@ -21,6 +21,7 @@ fn task(id: &str, deps: &[&str]) -> String {
 /// complete; the machine's name goes into the file. A task whose title
 /// says "split" is split into two children instead.
 const AGENT: &str = r#"echo "$RALPH_TASK_ID $MACHINE" >> "$REC/worked"
+if [ -f "$REC/slow" ]; then sleep 30; fi
 case "$RALPH_TASK_TITLE" in split*) ralph task split "$RALPH_TASK_ID" "first half" "second half" > /dev/null; exit 0;; esac
 sleep 0.2
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_ID by $MACHINE"
@@ -73,29 +74,38 @@ impl Fleet {
             .to_owned()
     }
 
-    /// Starts `ralph run --remote` with `args` on every machine; waits for
+    /// Starts `ralph run --remote --workers 2` on machine `n` (from 0),
+    /// with fast heartbeats and `env`.
+    fn start(&self, n: usize, env: &[(&str, &str)]) -> std::process::Child {
+        let mut command = self.machines[n].run_command(&["--remote", "--workers", "2"]);
+        command
+            .env("MACHINE", format!("m{}", n + 1))
+            .env("RALPH_REMOTE_HEARTBEAT", "200ms")
+            .env("RALPH_MAX_ITERATIONS", "100")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command.spawn().unwrap()
+    }
+
+    /// Starts `ralph run --remote --workers 2` on every machine; waits for
     /// them all.
-    fn run_all(&self, args: &[&str]) -> Vec<Run> {
-        let children: Vec<_> = self
-            .machines
-            .iter()
-            .enumerate()
-            .map(|(n, machine)| {
-                let mut command = machine.run_command(&["--remote"]);
-                command
-                    .args(args)
-                    .env("MACHINE", format!("m{}", n + 1))
-                    .env("RALPH_REMOTE_HEARTBEAT", "200ms")
-                    .env("RALPH_MAX_ITERATIONS", "100")
-                    .stdin(std::process::Stdio::null())
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped());
-                command.spawn().unwrap()
-            })
+    fn run_all(&self) -> Vec<Run> {
+        let children: Vec<_> = (0..self.machines.len())
+            .map(|n| self.start(n, &[]))
             .collect();
         children
             .into_iter()
             .map(|child| wait_for(child, 180))
+            .collect()
+    }
+
+    /// The claims on the remote, by task id.
+    fn claims(&self) -> Vec<String> {
+        self.at_remote(&["for-each-ref", "--format=%(refname)", "refs/ralph/claims/"])
+            .lines()
+            .map(|line| line.trim_start_matches("refs/ralph/claims/").to_owned())
             .collect()
     }
 
@@ -175,7 +185,7 @@ fn two_machines_share_a_queue_and_land_every_task_once() {
         })
         .collect();
     let fleet = Fleet::new(&tasks, 2);
-    let runs = fleet.run_all(&["--workers", "2"]);
+    let runs = fleet.run_all();
     for run in &runs {
         assert_eq!(run.code, 0, "{run:#?}");
     }
@@ -230,7 +240,7 @@ fn thirty() -> (Vec<String>, Vec<String>) {
 fn three_machines_with_two_workers_each_land_thirty_tasks_once() {
     let (tasks, landed) = thirty();
     let fleet = Fleet::new(&tasks, 3);
-    let runs = fleet.run_all(&["--workers", "2"]);
+    let runs = fleet.run_all();
     for run in &runs {
         assert_eq!(run.code, 0, "{run:#?}");
     }
@@ -259,4 +269,74 @@ fn three_machines_with_two_workers_each_land_thirty_tasks_once() {
             "{id}: {kept}"
         );
     }
+}
+
+/// Machine 1 starts on six tasks with a slow agent and is killed with -9
+/// once it holds two claims; the tasks it held are what `then` is about.
+fn killed_holding_two_claims(fleet: &Fleet) -> Vec<String> {
+    std::fs::write(fleet.machines[0].aux().join("rec/slow"), "").unwrap();
+    let mut child = fleet.start(0, &[]);
+    let started = std::time::Instant::now();
+    while fleet.claims().len() < 2 {
+        assert!(started.elapsed().as_secs() < 30, "no claims made");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let held = fleet.claims();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(fleet.machines[0].aux().join("rec/slow")).unwrap();
+    held
+}
+
+fn six() -> (Vec<String>, Vec<&'static str>) {
+    let ids = vec!["A", "B", "C", "D", "E", "F"];
+    (ids.iter().map(|id| task(id, &[])).collect(), ids)
+}
+
+#[test]
+fn a_machine_killed_holding_claims_resumes_them_when_restarted_in_time() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 2);
+    let held = killed_holding_two_claims(&fleet);
+    // Restarted before its claims go stale, beside a second machine:
+    // its claims are its own, so it goes on with them and nobody else
+    // works them.
+    let one = fleet.start(0, &[("RALPH_REMOTE_STALE_AFTER", "30s")]);
+    let two = fleet.start(1, &[("RALPH_REMOTE_STALE_AFTER", "30s")]);
+    let (one, two) = (wait_for(one, 120), wait_for(two, 120));
+    assert_eq!(one.code, 0, "{one:#?}");
+    assert_eq!(two.code, 0, "{two:#?}");
+    fleet.check_remote(&ids);
+    let others = worked(&fleet.machines[1]);
+    for id in &held {
+        assert!(
+            !others
+                .iter()
+                .any(|line| line.starts_with(&format!("{id} "))),
+            "{id} was worked by the other machine: {others:?}"
+        );
+    }
+}
+
+#[test]
+fn a_dead_machines_claims_are_taken_over_once_stale_and_its_return_lands_nothing_twice() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 2);
+    let held = killed_holding_two_claims(&fleet);
+    // The second machine waits out stale_after, then takes the dead
+    // machine's tasks over and lands everything.
+    let two = wait_for(fleet.start(1, &[("RALPH_REMOTE_STALE_AFTER", "1s")]), 120);
+    assert_eq!(two.code, 0, "{two:#?}");
+    for id in &held {
+        assert!(
+            two.stderr.contains(&format!("{id}: ")) && two.stderr.contains("taken over"),
+            "{id}: {}",
+            two.stderr
+        );
+    }
+    fleet.check_remote(&ids);
+    // The dead machine comes back: nothing left for it, nothing twice.
+    let one = wait_for(fleet.start(0, &[]), 120);
+    assert_eq!(one.code, 0, "{one:#?}");
+    fleet.check_remote(&ids);
 }
