@@ -334,14 +334,19 @@ impl Repo {
     }
 }
 
+/// What git said, its first line: the one that says why (`ssh: connect
+/// to host ...`, `fatal: ...`), without the advice git adds.
 fn said(output: &Output) -> String {
-    format!(
+    let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stderr),
         String::from_utf8_lossy(&output.stdout)
-    )
-    .trim()
-    .to_owned()
+    );
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// Reads `git push --porcelain` (`<flag>\t<from>:<to>\t<summary>` per

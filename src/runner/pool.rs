@@ -279,6 +279,7 @@ impl<'a> Worker<'a> {
                                 taken.push(task.id.to_string());
                                 continue;
                             }
+                            super::remote::Claimed::Offline(said) if said.is_empty() => break,
                             super::remote::Claimed::Offline(said) => {
                                 self.ui.line(&format!(
                                     "warning: {} cannot be reached ({}): no task is claimed until it can",

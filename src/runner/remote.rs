@@ -445,7 +445,8 @@ impl Remote {
             .claims
             .iter()
             .all(|claim| claim.id != id || claim.machine == self.machine.id);
-        let published = seen.published.contains(id);
+        // Cut off, nothing is claimed: the claim could not be made.
+        let published = seen.published.contains(id) && seen.offline.is_none();
         drop(seen);
         published && (free || self.stale(id))
     }
@@ -752,7 +753,7 @@ impl super::Worker<'_> {
         let mut offline: Option<std::time::Instant> = None;
         let mut waits = 0u32;
         loop {
-            let remote = self.shared_remote().expect("a shared remote");
+            let remote = self.remote.clone().expect("a shared remote");
             let base = self.base().base().to_owned();
             let landing = self.base().branch_tip(&base)?.to_string();
             let Some(on) = remote.synced(self.base()) else {
@@ -795,6 +796,13 @@ impl super::Worker<'_> {
                 }
                 Pushed::Rejected(refs) => {
                     refused += 1;
+                    // The claim was taken over while this machine was cut
+                    // off: a finished task still lands, without it.
+                    if let Some((id, _)) = task_ref
+                        && refs.iter().any(|(name, _)| *name == claim_ref(id))
+                    {
+                        remote.forget(id);
+                    }
                     refs.iter()
                         .map(|(name, why)| format!("{name} {why}"))
                         .collect::<Vec<_>>()
@@ -864,6 +872,29 @@ impl super::Worker<'_> {
             self.record(None, "push", "retry", &detail, Map::new())?;
             std::thread::sleep(wait);
             self.catch_up()?;
+            if let Some((id, tip)) = task_ref
+                && let Some(tip_now) = remote.synced(self.base())
+                && remote.archived_at(self.base(), &tip_now, id)?
+            {
+                if self.base().descends_from(&tip_now, &landing)? {
+                    return Ok(());
+                }
+                // Another machine landed this task first (it took the
+                // claim over while this one was cut off): this work is
+                // kept for a person, never landed a second time.
+                let kept = remote.orphan(self.base(), id, tip.unwrap_or(&landing))?;
+                let detail = format!(
+                    "{id} was landed on {label} by another machine first; this machine's work on it is kept under {kept} (`git fetch {} {kept}` to look at it)",
+                    remote.name
+                );
+                self.ui
+                    .log(&super::worker::now(), &format!("warning: {detail}"));
+                let mut extra = Map::new();
+                extra.insert("ref".into(), kept.into());
+                let task_id = task.as_ref().map(|(id, _)| (*id).clone());
+                self.record(task_id.as_ref(), "orphaned", "kept", &detail, extra)?;
+                return Ok(());
+            }
             match self.base().replay_landing(&landing)? {
                 Squash::Merged(_) | Squash::Empty => {}
                 Squash::Conflict(paths) => {
@@ -1014,6 +1045,40 @@ impl super::Worker<'_> {
 }
 
 impl Remote {
+    /// Whether task `id` is in the archive of remote tip `tip`.
+    fn archived_at(&self, repo: &Repo, tip: &str, id: &str) -> Result<bool, Error> {
+        let done = repo.file_at(tip, crate::paths::DONE_FILE)?;
+        Ok(task_ids(&done).contains(id))
+    }
+
+    /// Keeps `commit`, work on task `id` that another machine's landing
+    /// made moot, on the remote under `refs/ralph/orphans/<id>/<machine>-<n>`
+    /// (a new ref, the next free `n`); returns the ref.
+    fn orphan(&self, repo: &Repo, id: &str, commit: &str) -> Result<String, Error> {
+        let mut last = String::new();
+        for n in 1..=20 {
+            let name = format!("refs/ralph/orphans/{id}/{}-{n}", &self.machine.id[..8]);
+            let update = RefUpdate {
+                name: name.clone(),
+                to: Some(commit.to_owned()),
+                lease: Lease::Absent,
+            };
+            match repo.push_atomic(&self.name, &[update], false)? {
+                Pushed::Accepted => {
+                    self.forget(id);
+                    return Ok(name);
+                }
+                Pushed::Rejected(_) => continue,
+                Pushed::Unreachable(said) => last = said,
+            }
+        }
+        // Kept here at least: the remote would not take it.
+        let name = format!("refs/ralph/orphans/{id}/{}-local", &self.machine.id[..8]);
+        repo.set_ref(&name, commit)?;
+        tracing::warn!(%last, "an orphan kept locally only");
+        Ok(name)
+    }
+
     /// Pushes one claim update alone; whether the remote took it.
     fn push_claims(&self, repo: &Repo, update: RefUpdate) -> Result<bool, Error> {
         Ok(repo.push_atomic(&self.name, &[update], false)? == Pushed::Accepted)

@@ -340,3 +340,138 @@ fn a_dead_machines_claims_are_taken_over_once_stale_and_its_return_lands_nothing
     assert_eq!(one.code, 0, "{one:#?}");
     fleet.check_remote(&ids);
 }
+
+/// Makes machine `n` reach the remote through `ssh://fake`, a script
+/// that runs git's own `git-upload-pack`/`git-receive-pack` on the bare
+/// repository, or fails as a network does while `<aux>/partition`
+/// exists: git's real transport, cut at will. Returns the environment
+/// its runs need.
+fn through_fake_ssh(fleet: &Fleet, n: usize) -> Vec<(String, String)> {
+    let machine = &fleet.machines[n];
+    let script = machine.aux().join("fake-ssh");
+    std::fs::write(
+        &script,
+        r#"#!/bin/sh
+if [ -f "$(dirname "$0")/partition" ]; then
+  echo "ssh: connect to host fake port 22: Network is unreachable" >&2
+  exit 255
+fi
+shift
+exec sh -c "$*"
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let url = format!("ssh://fake{}", fleet.remote().display());
+    machine.git(&["remote", "set-url", "origin", &url]);
+    vec![
+        ("GIT_SSH_COMMAND".to_owned(), script.display().to_string()),
+        ("GIT_SSH_VARIANT".to_owned(), "simple".to_owned()),
+    ]
+}
+
+#[test]
+fn a_partitioned_machine_finishes_its_tasks_offline_and_lands_them_after() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 2);
+    let env = through_fake_ssh(&fleet, 0);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let partition = fleet.machines[0].aux().join("partition");
+    // Cut off once it claimed its first tasks; the link comes back once
+    // a landing waited for it.
+    let mut stale = env.clone();
+    stale.push(("RALPH_REMOTE_STALE_AFTER", "60s"));
+    let mut one = fleet.start(0, &stale);
+    let started = std::time::Instant::now();
+    while fleet.claims().is_empty() {
+        if started.elapsed().as_secs() > 30 || one.try_wait().unwrap().is_some() {
+            let _ = one.kill();
+            panic!("no claims made: {:#?}", wait_for(one, 10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::write(&partition, "").unwrap();
+    let held = fleet.claims();
+    let two = fleet.start(1, &[("RALPH_REMOTE_STALE_AFTER", "60s")]);
+    // Cut off long enough to finish its work and wait to land it.
+    let log = fleet.machines[0].path().join(".ralph/events.ndjson");
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("\"unreachable\"")
+    {
+        if started.elapsed().as_secs() > 60 {
+            let _ = one.kill();
+            panic!("no landing waited: {:#?}", wait_for(one, 10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::remove_file(&partition).unwrap();
+    let (one, two) = (wait_for(one, 120), wait_for(two, 120));
+    assert_eq!(one.code, 0, "{one:#?}");
+    assert_eq!(two.code, 0, "{two:#?}");
+    fleet.check_remote(&ids);
+    // What it held when cut off, it landed itself once back.
+    let others = worked(&fleet.machines[1]);
+    for id in &held {
+        assert!(
+            !others
+                .iter()
+                .any(|line| line.starts_with(&format!("{id} "))),
+            "{id} was worked by the other machine: {others:?}"
+        );
+    }
+    assert!(one.stderr.contains("cannot be reached"), "{}", one.stderr);
+}
+
+#[test]
+fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twice() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 2);
+    let env = through_fake_ssh(&fleet, 0);
+    let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    env.push(("RALPH_REMOTE_STALE_AFTER", "1s"));
+    let partition = fleet.machines[0].aux().join("partition");
+    let mut one = fleet.start(0, &env);
+    let started = std::time::Instant::now();
+    while fleet.claims().is_empty() {
+        if started.elapsed().as_secs() > 30 || one.try_wait().unwrap().is_some() {
+            let _ = one.kill();
+            panic!("no claims made: {:#?}", wait_for(one, 10));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(&partition, "").unwrap();
+    let held = fleet.claims();
+    // Machine 2 sees those claims go unrenewed, takes them over and lands
+    // every task while machine 1 is cut off.
+    let two = wait_for(fleet.start(1, &[("RALPH_REMOTE_STALE_AFTER", "1s")]), 120);
+    assert_eq!(two.code, 0, "{two:#?}");
+    fleet.check_remote(&ids);
+    std::fs::remove_file(&partition).unwrap();
+    let one = wait_for(one, 120);
+    assert_eq!(one.code, 0, "{one:#?}");
+    // Nothing landed twice; what machine 1 finished offline is kept.
+    fleet.check_remote(&ids);
+    let orphans = fleet.at_remote(&["for-each-ref", "--format=%(refname)", "refs/ralph/orphans/"]);
+    let worked_offline: Vec<String> = worked(&fleet.machines[0])
+        .iter()
+        .map(|line| line.split(' ').next().unwrap().to_owned())
+        .filter(|id| held.contains(id))
+        .collect();
+    assert!(!worked_offline.is_empty(), "{held:?}");
+    for id in &worked_offline {
+        assert!(
+            orphans.contains(&format!("refs/ralph/orphans/{id}/")),
+            "{id}: {orphans}\n{}",
+            one.stderr
+        );
+    }
+    assert!(
+        one.stderr
+            .contains("landed on origin/main by another machine first"),
+        "{}",
+        one.stderr
+    );
+}
