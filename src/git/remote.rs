@@ -25,6 +25,9 @@ pub enum Lease {
     Absent,
     /// The ref must hold this commit.
     At(String),
+    /// Whatever it holds, it is replaced (a ref of ralph's own, never a
+    /// branch).
+    Replace,
 }
 
 /// One ref an atomic push changes.
@@ -112,7 +115,7 @@ impl Repo {
         }
         for update in updates {
             match &update.lease {
-                Lease::None => {}
+                Lease::None | Lease::Replace => {}
                 Lease::Absent => args.push(format!("--force-with-lease={}:", update.name)),
                 Lease::At(commit) => {
                     args.push(format!("--force-with-lease={}:{commit}", update.name));
@@ -121,8 +124,13 @@ impl Repo {
         }
         args.push(remote.to_owned());
         for update in updates {
+            let force = if update.lease == Lease::Replace {
+                "+"
+            } else {
+                ""
+            };
             args.push(format!(
-                "{}:{}",
+                "{force}{}:{}",
                 update.to.as_deref().unwrap_or(""),
                 update.name
             ));

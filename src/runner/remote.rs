@@ -164,9 +164,14 @@ impl crate::exit::Reportable for RemoteError {
             RemoteError::Unreachable { .. } => {
                 "check the remote (`git fetch`) and run again; nothing local was changed".to_owned()
             }
-            RemoteError::Rewritten { remote, .. } => format!(
-                "if that was intended, bring this clone's base to the new {remote} by hand (`git reset --keep {remote}` on the base) and remove refs/ralph/sync (`git update-ref -d` it); then `ralph run`; nothing local was changed"
-            ),
+            RemoteError::Rewritten { remote, .. } => {
+                let base = remote
+                    .split_once('/')
+                    .map_or(remote.as_str(), |(_, branch)| branch);
+                format!(
+                    "if that was intended, take the new {remote} as this clone's base and queue (`git reset --keep {remote}`, then `git checkout {remote} -- tasks.jsonl tasks-done.jsonl`), forget the old one (`git update-ref -d refs/ralph/sync/{base}`) and run again; nothing local was changed"
+                )
+            }
             RemoteError::Collision { ids, .. } => format!(
                 "give your task{} another id (`ralph task validate` checks the file), then run again",
                 if ids.len() == 1 { "" } else { "s" }
@@ -668,10 +673,13 @@ impl Remote {
         }];
         if let Some((id, tip)) = task {
             if let Some(tip) = tip {
+                // The task's history, replacing an older landing's of the
+                // same id (a base rewound and the task worked again): the
+                // archive check before each push keeps a landing unique.
                 updates.push(RefUpdate {
                     name: crate::git::Repo::preserved_ref(id),
                     to: Some(tip.to_owned()),
-                    lease: Lease::Absent,
+                    lease: Lease::Replace,
                 });
             }
             if release && let Some(release) = self.release(id) {
@@ -776,6 +784,11 @@ impl super::Worker<'_> {
                 return Ok(());
             }
             let what = task_ref.map_or_else(|| base.clone(), |(id, _)| id.to_owned());
+            if let Some((id, tip)) = task_ref
+                && remote.archived_at(self.base(), &on, id)?
+            {
+                return self.orphan(&remote, id, tip.unwrap_or(&landing), &on);
+            }
             let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
             let said = match pushed {
                 Pushed::Accepted => {
@@ -879,21 +892,7 @@ impl super::Worker<'_> {
                 if self.base().descends_from(&tip_now, &landing)? {
                     return Ok(());
                 }
-                // Another machine landed this task first (it took the
-                // claim over while this one was cut off): this work is
-                // kept for a person, never landed a second time.
-                let kept = remote.orphan(self.base(), id, tip.unwrap_or(&landing))?;
-                let detail = format!(
-                    "{id} was landed on {label} by another machine first; this machine's work on it is kept under {kept} (`git fetch {} {kept}` to look at it)",
-                    remote.name
-                );
-                self.ui
-                    .log(&super::worker::now(), &format!("warning: {detail}"));
-                let mut extra = Map::new();
-                extra.insert("ref".into(), kept.into());
-                let task_id = task.as_ref().map(|(id, _)| (*id).clone());
-                self.record(task_id.as_ref(), "orphaned", "kept", &detail, extra)?;
-                return Ok(());
+                return self.orphan(&remote, id, tip.unwrap_or(&landing), &tip_now);
             }
             match self.base().replay_landing(&landing)? {
                 Squash::Merged(_) | Squash::Empty => {}
@@ -926,6 +925,28 @@ impl super::Worker<'_> {
 }
 
 impl super::Worker<'_> {
+    /// Another machine landed task `id` first (it took the claim over
+    /// while this one was cut off): this machine's work, `commit`, is
+    /// kept for a person under `refs/ralph/orphans/`, never landed a
+    /// second time; the base goes back to the remote's tip `tip`.
+    fn orphan(&mut self, remote: &Remote, id: &str, commit: &str, tip: &str) -> Result<(), Error> {
+        let kept = remote.orphan(self.base(), id, commit)?;
+        self.base().move_base_to(tip)?;
+        self.clean = None;
+        let detail = format!(
+            "{id} was landed on {} by another machine first; this machine's work on it is kept under {kept} (`git fetch {} {kept}` to look at it)",
+            remote.label(),
+            remote.name
+        );
+        self.ui
+            .log(&super::worker::now(), &format!("warning: {detail}"));
+        let mut extra = Map::new();
+        extra.insert("ref".into(), kept.into());
+        let task = crate::task::TaskId::parse(id).ok();
+        self.record(task.as_ref(), "orphaned", "kept", &detail, extra)?;
+        Ok(())
+    }
+
     /// At the start of a run sharing its queue: the remote answers, the
     /// base has nothing it lacks (but a landing of this machine's a kill
     /// cut short, pushed now), and the first read of it.
@@ -941,6 +962,15 @@ impl super::Worker<'_> {
         let tracking = format!("refs/remotes/{}/{}", remote.name, remote.branch);
         let base = self.repo.base().to_owned();
         let local = self.repo.branch_tip(&base)?.to_string();
+        if let (Some(tip), Some(sync)) = (self.repo.commit_of(&tracking), remote.synced(&self.repo))
+            && !self.repo.descends_from(&tip, &sync)?
+        {
+            return Err(RemoteError::Rewritten {
+                remote: remote.label(),
+                sync: sync[..sync.len().min(7)].to_owned(),
+            }
+            .into());
+        }
         if let Some(tip) = self.repo.commit_of(&tracking)
             && !self.repo.descends_from(&tip, &local)?
         {

@@ -33,6 +33,8 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
 struct Fleet {
     origin: TestProject,
     machines: Vec<TestProject>,
+    /// Workers per machine.
+    workers: &'static str,
 }
 
 impl Fleet {
@@ -53,7 +55,11 @@ impl Fleet {
                 machine
             })
             .collect();
-        Fleet { origin, machines }
+        Fleet {
+            origin,
+            machines,
+            workers: "2",
+        }
     }
 
     fn remote(&self) -> PathBuf {
@@ -74,10 +80,10 @@ impl Fleet {
             .to_owned()
     }
 
-    /// Starts `ralph run --remote --workers 2` on machine `n` (from 0),
+    /// Starts `ralph run --remote --workers N` on machine `n` (from 0),
     /// with fast heartbeats and `env`.
     fn start(&self, n: usize, env: &[(&str, &str)]) -> std::process::Child {
-        let mut command = self.machines[n].run_command(&["--remote", "--workers", "2"]);
+        let mut command = self.machines[n].run_command(&["--remote", "--workers", self.workers]);
         command
             .env("MACHINE", format!("m{}", n + 1))
             .env("RALPH_REMOTE_HEARTBEAT", "200ms")
@@ -89,8 +95,7 @@ impl Fleet {
         command.spawn().unwrap()
     }
 
-    /// Starts `ralph run --remote --workers 2` on every machine; waits for
-    /// them all.
+    /// Starts `ralph run --remote` on every machine; waits for them all.
     fn run_all(&self) -> Vec<Run> {
         let children: Vec<_> = (0..self.machines.len())
             .map(|n| self.start(n, &[]))
@@ -474,4 +479,137 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
         "{}",
         one.stderr
     );
+}
+
+#[test]
+fn two_machines_racing_to_land_both_land_once_the_later_on_the_new_tip() {
+    let tasks = vec![task("A", &[]), task("B", &[])];
+    // One worker each: each machine lands one of the two.
+    let mut fleet = Fleet::new(&tasks, 2);
+    fleet.workers = "1";
+    // The remote holds the first push to main until another lands.
+    let hook = fleet.remote().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        r#"#!/bin/sh
+while read old new ref; do
+  if [ "$ref" = refs/heads/main ] && mv "$GIT_DIR/hold" "$GIT_DIR/holding" 2>/dev/null; then
+    i=0
+    while [ "$(git rev-parse refs/heads/main)" = "$old" ] && [ $i -lt 600 ]; do
+      sleep 0.05; i=$((i+1))
+    done
+    echo "$new" > "$GIT_DIR/held"
+  fi
+done
+exit 0
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(fleet.remote().join("hold"), "").unwrap();
+    let runs = fleet.run_all();
+    for run in &runs {
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    fleet.check_remote(&["A", "B"]);
+    // One push was held and refused; its machine landed again on top.
+    let held = std::fs::read_to_string(fleet.remote().join("held")).unwrap();
+    let log = fleet.at_remote(&["rev-list", "main"]);
+    assert!(!log.contains(held.trim()), "the held push landed as it was");
+    let retried = runs
+        .iter()
+        .filter(|run| run.stderr.contains("landing again on its new tip"))
+        .count();
+    assert_eq!(retried, 1, "{runs:#?}");
+}
+
+#[test]
+fn a_persons_queue_edits_pushed_from_another_clone_are_worked_with_the_rest() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 2);
+    let children: Vec<_> = (0..2).map(|n| fleet.start(n, &[])).collect();
+    let started = std::time::Instant::now();
+    while fleet.claims().is_empty() {
+        assert!(started.elapsed().as_secs() < 30, "no claims made");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // A fourth clone, without ralph, adds two tasks by hand and pushes,
+    // fetching again until the push goes through.
+    let person = TestProject::new();
+    person.git(&["clone", "-q", fleet.remote().to_str().unwrap(), "."]);
+    person.git(&["config", "user.name", "A Person"]);
+    person.git(&["config", "user.email", "person@example.com"]);
+    let mut pushed = false;
+    for _ in 0..50 {
+        person.git(&["fetch", "-q"]);
+        person.git(&["reset", "-q", "--hard", "origin/main"]);
+        let mut queue = person.read_or_empty("tasks.jsonl");
+        queue.push_str(&format!("{}\n{}\n", task("X", &[]), task("Y", &["X"])));
+        std::fs::write(person.path().join("tasks.jsonl"), queue).unwrap();
+        person.git(&["commit", "-q", "-am", "add X and Y by hand"]);
+        if person.try_git(&["push", "-q", "origin", "main"]).is_some() {
+            pushed = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(pushed, "the hand edit never got pushed");
+    for child in children {
+        let run = wait_for(child, 120);
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    let mut all = ids.clone();
+    all.extend(["X", "Y"]);
+    fleet.check_remote(&all);
+}
+
+#[test]
+fn a_force_pushed_base_stops_the_machines_with_how_to_resync() {
+    let (tasks, ids) = six();
+    let fleet = Fleet::new(&tasks, 1);
+    let runs = fleet.run_all();
+    assert_eq!(runs[0].code, 0, "{:#?}", runs[0]);
+    fleet.check_remote(&ids);
+    // Someone rewinds main on the remote to its first commit.
+    let first = fleet.at_remote(&["rev-list", "--max-parents=0", "main"]);
+    fleet.at_remote(&["update-ref", "refs/heads/main", &first]);
+    let machine = &fleet.machines[0];
+    let before = (
+        machine.git(&["rev-parse", "main"]),
+        machine.read("tasks-done.jsonl"),
+    );
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(
+        run.stderr.contains("error: origin/main was rewritten: ")
+            && run.stderr.contains("is no longer in its history")
+            && run.stderr.contains("hint: if that was intended"),
+        "{}",
+        run.stderr
+    );
+    // Nothing local changed, nothing pushed.
+    assert_eq!(
+        (
+            machine.git(&["rev-parse", "main"]),
+            machine.read("tasks-done.jsonl")
+        ),
+        before
+    );
+    assert_eq!(fleet.at_remote(&["rev-parse", "main"]), first);
+    // The person meant it and follows the hint: the queue as the remote
+    // has it is worked again on the rewound base.
+    machine.git(&["fetch", "-q"]);
+    machine.git(&["reset", "-q", "--keep", "origin/main"]);
+    machine.git(&[
+        "checkout",
+        "origin/main",
+        "--",
+        "tasks.jsonl",
+        "tasks-done.jsonl",
+    ]);
+    machine.git(&["update-ref", "-d", "refs/ralph/sync/main"]);
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    fleet.check_remote(&ids);
 }
