@@ -42,6 +42,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         .and_then(|bytes| serde_json::from_slice(&bytes).ok());
     let current = state.current_task.as_deref().and_then(|id| queue.get(id));
     let workers = workers(paths);
+    let shared = shared(paths);
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live": holder.is_some(),
@@ -63,6 +64,15 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
                 "archived": counts.archived,
             })),
             "queue_error": queue_error,
+            "shared": shared.as_ref().map(|shared| json!({
+                "machine": shared.machine,
+                "claims": shared.claims.iter().map(|c| json!({
+                    "task": c.id, "machine": c.machine, "host": c.host, "worker": c.worker,
+                    "beat": c.beat, "written": c.written,
+                })).collect::<Vec<_>>(),
+                "landings": shared.landings,
+                "orphans": shared.orphans,
+            })),
             "last_result": result,
             "events": events,
         }))));
@@ -141,6 +151,43 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             counts.archived
         );
     }
+    if let Some(shared) = &shared {
+        let _ = writeln!(
+            out,
+            "shared queue: this machine {}; claims as last fetched: {}",
+            shared.machine.get(..8).unwrap_or(&shared.machine),
+            if shared.claims.is_empty() { "none" } else { "" }
+        );
+        for claim in &shared.claims {
+            let ours = if claim.machine == shared.machine {
+                ", this machine"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  {}: {} ({}{ours}), worker {}, beat {} at {}",
+                claim.id,
+                claim.machine.get(..8).unwrap_or(&claim.machine),
+                safe(&claim.host),
+                claim.worker,
+                claim.beat,
+                claim.written
+            );
+        }
+        for landing in &shared.landings {
+            let _ = writeln!(
+                out,
+                "  landing waiting for its push: {landing} (refs/ralph/landing/{landing})"
+            );
+        }
+        for orphan in &shared.orphans {
+            let _ = writeln!(
+                out,
+                "  orphaned: {orphan}: work another machine's landing made moot, kept for you"
+            );
+        }
+    }
     if let Some(result) = &result {
         let _ = writeln!(
             out,
@@ -172,6 +219,41 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         }
     }
     Ok(Outcome::print(out))
+}
+
+/// What this clone knows of the machines sharing its queue: its own id,
+/// the claims as the last fetch saw them, its landings waiting for a
+/// push and the work it kept as orphans. `None` when it never shared.
+struct Shared {
+    machine: String,
+    claims: Vec<crate::git::remote::Claim>,
+    landings: Vec<String>,
+    orphans: Vec<String>,
+}
+
+fn shared(paths: &crate::paths::Paths) -> Option<Shared> {
+    let machine = crate::runner::remote::Machine::known(paths)?;
+    let repo = crate::git::Repo::open_without_base(paths, &Default::default()).ok()?;
+    let names = |prefix: &str| -> Vec<String> {
+        (repo.refs_under(prefix).unwrap_or_default())
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
+    Some(Shared {
+        machine: machine.id,
+        claims: repo.seen_claims().unwrap_or_default(),
+        landings: names("refs/ralph/landing/"),
+        orphans: (crate::events::EventLog::open(paths).tail(1000).ok())
+            .map(|(events, _)| {
+                events
+                    .iter()
+                    .filter(|event| event.phase == "orphaned")
+                    .map(|event| safe(&event.detail).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
 }
 
 /// The last thing the agent of `task`'s iteration `iteration` was seen

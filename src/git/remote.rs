@@ -70,6 +70,11 @@ pub struct Claim {
     pub beat: u64,
     /// The holder's heartbeat as written (`60s`, `200ms`).
     pub interval: String,
+    /// The holder's worker number.
+    pub worker: String,
+    /// When the last beat was written, by the holder's clock (for
+    /// people; never compared).
+    pub written: String,
 }
 
 impl Repo {
@@ -199,9 +204,32 @@ impl Repo {
                 host,
                 beat: field("Beat:").parse().unwrap_or(0),
                 interval: field("Interval:"),
+                worker: field("Worker:"),
+                written: chrono::DateTime::from_timestamp(commit.time().seconds(), 0)
+                    .map(|at| at.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                    .unwrap_or_default(),
             });
         }
         Ok(claims)
+    }
+
+    /// The local refs under `prefix` (`refs/ralph/landing/`), by the
+    /// name after it.
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>> {
+        let action = "read ralph's refs";
+        let mut found = Vec::new();
+        for reference in self
+            .git
+            .references_glob(&format!("{prefix}*"))
+            .doing(action)?
+        {
+            let reference = reference.doing(action)?;
+            if let (Ok(name), Some(target)) = (reference.name(), reference.target()) {
+                let name = name.strip_prefix(prefix).unwrap_or(name).to_owned();
+                found.push((name, target.to_string()));
+            }
+        }
+        Ok(found)
     }
 
     /// Whether commit `ancestor` is `commit` or in its history.
@@ -240,6 +268,14 @@ impl Repo {
     /// Points local ref `name` at `commit` (`git update-ref`).
     pub fn set_ref(&self, name: &str, commit: &str) -> Result<()> {
         self.git_ok(&["update-ref", name, commit], b"", "move a ref of ralph's")?;
+        Ok(())
+    }
+
+    /// Deletes local ref `name`, if it exists.
+    pub fn delete_ref(&self, name: &str) -> Result<()> {
+        if let Ok(mut reference) = self.git.find_reference(name) {
+            reference.delete().doing("delete a ref of ralph's")?;
+        }
         Ok(())
     }
 

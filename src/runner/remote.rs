@@ -59,6 +59,16 @@ impl Machine {
         Ok(machine)
     }
 
+    /// This clone's machine, if it ever shared a queue (read only).
+    pub(crate) fn known(paths: &Paths) -> Option<Machine> {
+        let bytes = std::fs::read(paths.machine()).ok()?;
+        let object = serde_json::from_slice::<Value>(&bytes).ok()?;
+        Some(Machine {
+            id: object["id"].as_str()?.to_owned(),
+            host: object["host"].as_str().unwrap_or_default().to_owned(),
+        })
+    }
+
     /// How claims name it: `<id> (<host>)`.
     fn named(&self) -> String {
         format!("{} ({})", self.id, self.host)
@@ -262,6 +272,11 @@ pub(crate) struct Remote {
 /// The remote ref of a claim.
 fn claim_ref(id: &str) -> String {
     format!("refs/ralph/claims/{id}")
+}
+
+/// Where the last fetch keeps a claim locally.
+fn seen_ref(id: &str) -> String {
+    format!("{}{id}", crate::git::remote::SEEN_CLAIMS)
 }
 
 impl Remote {
@@ -514,6 +529,7 @@ impl Remote {
         };
         Ok(match repo.push_atomic(&self.name, &[update], false)? {
             Pushed::Accepted => {
+                repo.set_ref(&seen_ref(id), &commit)?;
                 self.seen()
                     .held
                     .insert(id.to_owned(), Held { commit, ..held });
@@ -552,6 +568,7 @@ impl Remote {
         };
         Ok(match repo.push_atomic(&self.name, &[update], false)? {
             Pushed::Accepted => {
+                repo.set_ref(&seen_ref(&claim.id), &commit)?;
                 let mut seen = self.seen();
                 seen.observed.remove(&claim.id);
                 seen.held.insert(claim.id.clone(), Held { commit, ..held });
@@ -629,6 +646,7 @@ impl Remote {
             };
             match repo.push_atomic(&self.name, &[update], false)? {
                 Pushed::Accepted => {
+                    repo.set_ref(&seen_ref(&id), &commit)?;
                     self.seen().held.insert(id.clone(), Held { commit, ..next });
                 }
                 Pushed::Rejected(_) => lost.push(id),
@@ -692,6 +710,7 @@ impl Remote {
             && let Some((id, _)) = task
         {
             self.forget(id);
+            repo.delete_ref(&seen_ref(id))?;
         }
         Ok(pushed)
     }
@@ -779,6 +798,7 @@ impl super::Worker<'_> {
                     let update = remote.release(id).expect("a held claim");
                     if remote.push_claims(self.base(), update)? {
                         remote.forget(id);
+                        self.base().delete_ref(&seen_ref(id))?;
                     }
                 }
                 return Ok(());

@@ -282,7 +282,15 @@ fn killed_holding_two_claims(fleet: &Fleet) -> Vec<String> {
     std::fs::write(fleet.machines[0].aux().join("rec/slow"), "").unwrap();
     let mut child = fleet.start(0, &[]);
     let started = std::time::Instant::now();
-    while fleet.claims().len() < 2 {
+    // Both claims on the remote, and known here (the kill comes after
+    // the push, not between it and the local ref).
+    let known = || {
+        fleet.machines[0]
+            .git(&["for-each-ref", "refs/ralph/seen/claims/"])
+            .lines()
+            .count()
+    };
+    while fleet.claims().len() < 2 || known() < 2 {
         assert!(started.elapsed().as_secs() < 30, "no claims made");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -303,6 +311,29 @@ fn a_machine_killed_holding_claims_resumes_them_when_restarted_in_time() {
     let (tasks, ids) = six();
     let fleet = Fleet::new(&tasks, 2);
     let held = killed_holding_two_claims(&fleet);
+    // `ralph status` shows the claims as its last fetch saw them.
+    let status = fleet.machines[0].ralph(&["status"]);
+    assert_eq!(status.code, 0, "{status:#?}");
+    assert!(
+        status.stdout.contains("shared queue: this machine "),
+        "{}",
+        status.stdout
+    );
+    let json = fleet.machines[0].ralph(&["status", "--json"]).json();
+    let machine = json["shared"]["machine"].as_str().unwrap().to_owned();
+    let claims = json["shared"]["claims"].as_array().unwrap();
+    for id in &held {
+        assert!(
+            status
+                .stdout
+                .contains(&format!("  {id}: {} (", &machine[..8])),
+            "{id}: {}",
+            status.stdout
+        );
+        let claim = claims.iter().find(|c| c["task"] == id.as_str()).unwrap();
+        assert_eq!(claim["machine"], machine.as_str());
+        assert!(claim["beat"].as_u64().is_some() && claim["worker"] != "");
+    }
     // Restarted before its claims go stale, beside a second machine:
     // its claims are its own, so it goes on with them and nobody else
     // works them.
@@ -479,6 +510,8 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
         "{}",
         one.stderr
     );
+    let status = fleet.machines[0].ralph(&["status"]);
+    assert!(status.stdout.contains("  orphaned: "), "{}", status.stdout);
 }
 
 #[test]
