@@ -133,3 +133,81 @@ pub(super) fn watch(found: &mut Findings, settings: &crate::config::Settings, re
         );
     }
 }
+
+/// With `remote.enabled`: the base has an upstream, and its remote takes
+/// ralph's refs: a probe ref is created where none may exist, then
+/// deleted with a lease on it, as claims are (docs/SCALE.md).
+pub(super) fn shared(
+    found: &mut Findings,
+    settings: &crate::config::Settings,
+    repo: Option<&Repo>,
+) {
+    use crate::git::remote::{Lease, Pushed, RefUpdate};
+    if !settings.remote.enabled {
+        return;
+    }
+    let Some(repo) = repo else {
+        return;
+    };
+    if settings.delivery == Delivery::Pr {
+        found.error(
+            "remote",
+            "remote.enabled with delivery: pr: a shared queue lands on the base",
+            "set delivery: local, or remote.enabled: false",
+        );
+        return;
+    }
+    let Some(upstream) = repo.upstream() else {
+        found.error(
+            "remote",
+            &format!(
+                "remote.enabled, but the base {} has no upstream to share the queue through",
+                repo.base()
+            ),
+            &format!("set one: `git push -u origin {}`", repo.base()),
+        );
+        return;
+    };
+    let probe = format!("refs/ralph/probe/doctor-{}", std::process::id());
+    let commit = match repo.claim_commit("ralph doctor: a probe of the remote\n", None) {
+        Ok(commit) => commit,
+        Err(err) => return found.failed("remote", err),
+    };
+    let create = RefUpdate {
+        name: probe.clone(),
+        to: Some(commit.clone()),
+        lease: Lease::Absent,
+    };
+    let delete = RefUpdate {
+        name: probe.clone(),
+        to: None,
+        lease: Lease::At(commit),
+    };
+    let fix = "a remote that refuses refs/ralph/* cannot share a queue (docs/SCALE.md says how to check a host); use another remote, or remote.enabled: false";
+    let pushed = repo
+        .push_atomic(&upstream.remote, &[create], false)
+        .and_then(|created| match created {
+            Pushed::Accepted => repo
+                .push_atomic(&upstream.remote, &[delete], false)
+                .map(|deleted| (true, deleted)),
+            other => Ok((false, other)),
+        });
+    match pushed {
+        Ok((true, Pushed::Accepted)) => found.ok(
+            "remote",
+            &format!("{upstream} takes ralph's refs (a probe under refs/ralph/ was created and deleted with leases): the queue is shared through it"),
+        ),
+        Ok((created, Pushed::Rejected(refs))) => {
+            let said = refs.iter().map(|(_, why)| why.as_str()).collect::<Vec<_>>().join("; ");
+            let what = if created { "deleting" } else { "creating" };
+            found.error("remote", &format!("{} refused {what} a ref under refs/ralph/: {said}", upstream.remote), fix);
+        }
+        Ok((_, Pushed::Unreachable(said))) => found.error(
+            "remote",
+            &format!("{} cannot be reached: {}", upstream.remote, crate::redact::redact(&said)),
+            "check it with `git fetch`",
+        ),
+        Ok((false, Pushed::Accepted)) => {}
+        Err(err) => found.failed("remote", err),
+    }
+}

@@ -646,3 +646,52 @@ fn a_force_pushed_base_stops_the_machines_with_how_to_resync() {
     assert_eq!(run.code, 0, "{run:#?}");
     fleet.check_remote(&ids);
 }
+
+#[test]
+fn doctor_checks_that_the_remote_takes_ralphs_refs() {
+    let (tasks, _) = six();
+    let fleet = Fleet::new(&tasks, 1);
+    let machine = &fleet.machines[0];
+    let doctor = |machine: &TestProject| {
+        let mut command = machine.ralph_command(&["doctor"]);
+        command.env("RALPH_REMOTE_ENABLED", "true");
+        crate::support::finish(command, 60)
+    };
+    let run = doctor(machine);
+    assert!(
+        run.stdout.contains("ok: remote: origin/main takes ralph's refs (a probe under refs/ralph/ was created and deleted with leases)"),
+        "{run:#?}"
+    );
+    assert_eq!(fleet.at_remote(&["for-each-ref", "refs/ralph/"]), "");
+    // A host that refuses custom refs: an error with the way out.
+    let hook = fleet.remote().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/ralph/*) echo \"custom refs are not allowed\" >&2; exit 1;; esac; done\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = doctor(machine);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stdout.contains("error: remote: origin refused creating a ref under refs/ralph/: [remote rejected] (pre-receive hook declined)"),
+        "{run:#?}"
+    );
+    // Without an upstream it says how to set one.
+    machine.git(&["branch", "--unset-upstream"]);
+    let run = doctor(machine);
+    assert!(
+        run.stdout.contains("error: remote: remote.enabled, but the base main has no upstream to share the queue through"),
+        "{run:#?}"
+    );
+    // And so does the run, which starts nothing.
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.contains("error: remote.enabled: the base main has no upstream to share the queue through\nhint: set one (`git push -u origin main`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(machine.rec("worked"), "");
+}
