@@ -32,6 +32,9 @@ pub(crate) struct Sources {
     pub stop_asked: bool,
     /// `.ralph/result.json`.
     pub result: Option<RunResult>,
+    /// Sharing the queue: the claims as the last fetch saw them, one
+    /// line (`A: 5b0e9c2f build-3 beat 4, ...`).
+    pub shared: Option<String>,
 }
 
 /// One parallel worker, as read.
@@ -269,6 +272,9 @@ fn facts(sources: &Sources, state: &RunState, now: DateTime<Utc>) -> Vec<(&'stat
                 counts.with(Status::Blocked)
             ),
         ));
+    }
+    if let Some(shared) = &sources.shared {
+        facts.push(("claims", shared.clone()));
     }
     if digest.tokens > 0 || digest.cost_usd > 0.0 {
         facts.push((

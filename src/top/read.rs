@@ -54,6 +54,8 @@ pub(crate) struct Reader {
     rows: Rc<Vec<QueueRow>>,
     state: State,
     result: Option<RunResult>,
+    /// The shared queue's claims as last shown.
+    shared: Option<String>,
     workers: HashMap<String, State>,
     /// Per logs folder: the newest log of each task in it.
     logs: HashMap<PathBuf, HashMap<String, PathBuf>>,
@@ -72,6 +74,7 @@ impl Reader {
             rows: Rc::default(),
             state: State::default(),
             result: None,
+            shared: None,
             workers: HashMap::new(),
             logs: HashMap::new(),
             lines: HashMap::new(),
@@ -147,6 +150,9 @@ impl Reader {
             _ => None,
         };
         let live = live(&paths, self.result.as_ref());
+        let shared = shared_claims(&paths);
+        changed |= shared != self.shared;
+        self.shared.clone_from(&shared);
         let sources = Sources {
             live,
             state: self.state.clone(),
@@ -156,6 +162,7 @@ impl Reader {
             rows: self.rows.clone(),
             digest: self.events.digest.clone(),
             stop_asked: paths.stop().exists(),
+            shared,
             result: self.result.clone(),
         };
         (sources, changed)
@@ -316,6 +323,34 @@ fn tail(path: &Path, count: usize) -> Vec<String> {
     let keep = lines.len().saturating_sub(count);
     lines.drain(..keep);
     lines
+}
+
+/// Sharing the queue: every machine's claims as this clone's last fetch
+/// saw them, this machine's marked, on one line; `None` for a clone that
+/// never shared its queue.
+fn shared_claims(paths: &Paths) -> Option<String> {
+    let machine = crate::runner::remote::Machine::known(paths)?;
+    let repo = crate::git::Repo::open_without_base(paths, &Default::default()).ok()?;
+    let claims = repo.seen_claims().ok()?;
+    if claims.is_empty() {
+        return Some("none".to_owned());
+    }
+    let shown: Vec<String> = claims
+        .iter()
+        .map(|claim| {
+            let who = if claim.machine == machine.id {
+                "here".to_owned()
+            } else {
+                format!(
+                    "{} {}",
+                    claim.machine.get(..8).unwrap_or(&claim.machine),
+                    crate::text::safe(&claim.host)
+                )
+            };
+            format!("{} {who} beat {}", claim.id, claim.beat)
+        })
+        .collect();
+    Some(shown.join(", "))
 }
 
 #[cfg(test)]

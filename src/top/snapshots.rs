@@ -144,6 +144,7 @@ fn sources(state: State, tasks: &str, done: &str, events: Vec<Event>) -> Sources
         queue: Rc::new(queue.map_err(|e| e.to_string())),
         digest: Rc::new(digest),
         stop_asked: false,
+        shared: None,
         result: None,
     }
 }

@@ -334,6 +334,17 @@ fn a_machine_killed_holding_claims_resumes_them_when_restarted_in_time() {
         assert_eq!(claim["machine"], machine.as_str());
         assert!(claim["beat"].as_u64().is_some() && claim["worker"] != "");
     }
+    // So does `ralph top`.
+    let mut top = fleet.machines[0].ralph_command(&["top", "--once"]);
+    top.env("COLUMNS", "200").env("LINES", "30");
+    let top = crate::support::finish(top, 30);
+    for id in &held {
+        assert!(
+            top.stdout.contains(&format!("{id} here beat ")),
+            "{id}: {}",
+            top.stdout
+        );
+    }
     // Restarted before its claims go stale, beside a second machine:
     // its claims are its own, so it goes on with them and nobody else
     // works them.
