@@ -20,7 +20,10 @@
 # drawn; then `ralph top` in tmux: its CPU over TOP_IDLE seconds, 10, while
 # nothing changes, and the time of each frame, from its debug trace, as
 # events are appended and as tasks.jsonl is rewritten; needs tmux; reads
-# /proc, so Linux only).
+# /proc, so Linux only), shared (SHARED_TASKS tasks, 36, whose agent sleeps
+# SHARED_SLEEP seconds, 2, worked by each count in SHARED_MACHINES, "1 3",
+# of clones with 2 workers each sharing one local bare remote; wall time,
+# speed-up, and each machine's time in git fetch and push per task).
 # RALPH is the binary under test; BEFORE, when set, is timed too, in the same
 # turns, with an after/before column. Other knobs: RUNS (11), LOOP_RUNS (3),
 # LOOP_FILES ("1000 10000 100000"), LOOP_AGENT ("commit leave": the agent
@@ -47,7 +50,7 @@ LOOP_TASKS=${LOOP_TASKS:-50}
 LOOP_FILES=${LOOP_FILES:-"1000 10000 100000"}
 LOOP_AGENT=${LOOP_AGENT:-"commit leave"}
 ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
-ONLY=${ONLY:-"next add complete archive loop parallel memory top"}
+ONLY=${ONLY:-"next add complete archive loop parallel memory top shared"}
 SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
@@ -807,6 +810,59 @@ bench_top() {
     say ""
 }
 
+# shared_fleet DIR N: a bare remote DIR/remote.git holding a project of
+# SHARED_TASKS tasks, and N clones of it, DIR/m1 ... DIR/mN.
+shared_fleet() {
+    local dir=$1 n=$2 i
+    rm -rf "$dir" && mkdir -p "$dir/origin" && cd "$dir/origin"
+    git init -q -b main && git config user.name bench && git config user.email bench@example.com
+    "$RALPH" init > /dev/null
+    for i in $(seq "${SHARED_TASKS:-36}"); do "$RALPH" task add "task $i" > /dev/null; done
+    git add -A && git commit -q -m init
+    git clone -q --bare . "$dir/remote.git"
+    for i in $(seq "$n"); do
+        git clone -q "$dir/remote.git" "$dir/m$i"
+        git -C "$dir/m$i" config user.name bench && git -C "$dir/m$i" config user.email bench@example.com
+    done
+    cd "$WORK"
+}
+
+bench_shared() {
+    local pause=${SHARED_SLEEP:-2} machines=${SHARED_MACHINES:-"1 3"} n=${SHARED_TASKS:-36}
+    local dir=$WORK/shared agent=$WORK/shared-agent.sh m i start wall base_wall="" pids fetch push landed
+    printf '%s\n' '#!/bin/sh' 'set -eu' 'cat > /dev/null' "sleep $pause" \
+        'printf "%s\n" "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"' \
+        'git add "$RALPH_TASK_ID.txt" && git commit -q -m "work on $RALPH_TASK_ID"' \
+        '"$RALPH_BIN" task complete "$RALPH_TASK_ID" > /dev/null' > "$agent"
+    chmod +x "$agent"
+    say "## Shared queue: $n tasks, an agent that sleeps ${pause} s, machines of 2 workers each sharing a local bare remote"
+    say ""
+    say "Target: three machines at least 2.4× one machine's speed (0.8 per machine). Each machine is a clone on this host running \`ralph run --remote --workers 2\` with remote.heartbeat 1s; fetch and push are each machine's time in \`git fetch\` and \`git push\` (claims, beats, landings), per task it landed."
+    say ""
+    say "| machines | wall | speed-up | target | fetch per task | push per task |"
+    say "|---|---|---|---|---|---|"
+    for m in $machines; do
+        shared_fleet "$dir" "$m"
+        start=$EPOCHREALTIME
+        pids=""
+        for i in $(seq "$m"); do
+            (cd "$dir/m$i" && RALPH_LOG=debug RALPH_PAUSE_BETWEEN_ITERATIONS=0ms RALPH_REMOTE_HEARTBEAT=1s \
+                "$RALPH" run --quiet --remote --workers 2 --agent-cmd "$agent" 2> "$dir/m$i.trace") &
+            pids="$pids $!"
+        done
+        for i in $pids; do wait "$i" || { warn "a machine of $m failed (see $dir/m*.trace)"; exit 1; }; done
+        wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+        landed=$(git -C "$dir/remote.git" show main:tasks-done.jsonl | wc -l)
+        [ "$landed" -eq "$n" ] || { warn "$landed of $n tasks landed with $m machines"; exit 1; }
+        # shellcheck disable=SC2086 # one file per machine
+        fetch=$(cat "$dir"/m*.trace | awk -v n="$n" '/op="fetch"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { printf "%.1f ms", sum / n }')
+        push=$(cat "$dir"/m*.trace | awk -v n="$n" '/op="push"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { printf "%.1f ms", sum / n }')
+        [ -n "$base_wall" ] || base_wall=$wall
+        say "| $m | ${wall} s | $(ratio "$base_wall" "$wall")× | $(yes_if '>=' "$(ratio "$base_wall" "$wall")" "$(awk -v m="$m" 'BEGIN { print 0.8 * m }')") | $fetch | $push |"
+    done
+    say ""
+}
+
 machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -823,8 +879,8 @@ machine() {
 machine
 for part in $ONLY; do
     case $part in
-        next | add | complete | archive | loop | parallel | memory | top) "bench_$part" ;;
-        *) warn "unknown part $part (use: next add complete archive loop parallel memory top)" && exit 2 ;;
+        next | add | complete | archive | loop | parallel | memory | top | shared) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop parallel memory top shared)" && exit 2 ;;
     esac
 done
 echo "results: $RESULTS" >&2

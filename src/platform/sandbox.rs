@@ -151,11 +151,13 @@ pub(crate) fn bwrap_args(policy: &Policy) -> Vec<OsString> {
         args.push(path.as_os_str().to_owned());
         args.push(path.as_os_str().to_owned());
     };
-    // bubblewrap cannot make a missing mount point on a read-only system.
+    // bubblewrap cannot make a missing mount point on a read-only system;
+    // a path that goes between this look and bwrap's start (a queue
+    // write's temp file in the project's folder) is skipped by `-try`.
     for mount in &policy.mounts {
         match mount {
-            Mount::Write(path) if path.exists() => bind("--bind", path),
-            Mount::Read(path) if path.exists() => bind("--ro-bind", path),
+            Mount::Write(path) if path.exists() => bind("--bind-try", path),
+            Mount::Read(path) if path.exists() => bind("--ro-bind-try", path),
             _ => {}
         }
     }
@@ -308,9 +310,9 @@ all good in /tmp/x
             .collect();
         let expected = format!(
             "--ro-bind / / --dev /dev --die-with-parent \
-             --bind {d}/project {d}/project \
-             --ro-bind {d}/project/.ralph/worktrees {d}/project/.ralph/worktrees \
-             --bind {d}/project/.ralph/worktrees/A {d}/project/.ralph/worktrees/A \
+             --bind-try {d}/project {d}/project \
+             --ro-bind-try {d}/project/.ralph/worktrees {d}/project/.ralph/worktrees \
+             --bind-try {d}/project/.ralph/worktrees/A {d}/project/.ralph/worktrees/A \
              --tmpfs {d}/home/.ssh --ro-bind /dev/null {d}/home/.netrc --unshare-net --"
         );
         assert_eq!(args.join(" "), expected);

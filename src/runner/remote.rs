@@ -729,12 +729,13 @@ fn task_ids(tasks: &[u8]) -> HashSet<String> {
 /// the run stops (the landing kept, pushed by the next run).
 const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
 
-/// Back-off before landing again after the remote refused: 1s doubling
-/// per refusal, capped at 30s, ±50% so two machines that collided do not
-/// collide again in step.
-fn back_off(refused: u32) -> Duration {
-    let base =
-        Duration::from_secs(1 << refused.saturating_sub(1).min(5)).min(Duration::from_secs(30));
+/// Back-off before landing again after the remote refused (another
+/// machine landed first: making the landing again is what is due, so the
+/// first wait is short), and before trying a remote that did not answer
+/// again: `first` doubling per try, capped at 30s, ±50% so two machines
+/// that collided do not collide again in step.
+fn back_off(first: Duration, tries: u32) -> Duration {
+    let base = (first * (1 << tries.saturating_sub(1).min(12))).min(Duration::from_secs(30));
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
@@ -742,6 +743,12 @@ fn back_off(refused: u32) -> Duration {
     // 0.5 to 1.5 of the base.
     base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
 }
+
+/// The first wait after a refused landing.
+const REFUSED_FIRST: Duration = Duration::from_millis(100);
+
+/// The first wait for a remote that did not answer.
+const UNREACHABLE_FIRST: Duration = Duration::from_secs(1);
 
 impl super::Worker<'_> {
     /// The shared remote, when the run shares its queue.
@@ -858,7 +865,7 @@ impl super::Worker<'_> {
                         .into());
                     }
                     waits += 1;
-                    let wait = back_off(waits);
+                    let wait = back_off(UNREACHABLE_FIRST, waits);
                     let detail = format!(
                         "{what} waits for {label} ({said}); trying again in {}ms",
                         wait.as_millis()
@@ -895,7 +902,7 @@ impl super::Worker<'_> {
                 }
                 .into());
             }
-            let wait = back_off(refused);
+            let wait = back_off(REFUSED_FIRST, refused);
             let detail = format!(
                 "the push of {what} to {label} was refused ({}); landing again on its new tip in {}ms",
                 crate::redact::redact(&said),
@@ -1141,13 +1148,12 @@ mod tests {
 
     #[test]
     fn back_off_doubles_to_thirty_seconds_with_jitter() {
-        for refused in 1..10 {
-            let wait = back_off(refused);
-            let base = (1u64 << (refused - 1).min(5)).min(30) as f64;
-            assert!(
-                wait.as_secs_f64() >= base * 0.5 && wait.as_secs_f64() <= base * 1.5,
-                "{refused}: {wait:?}"
-            );
+        for (first, tries) in [(REFUSED_FIRST, 1..16), (UNREACHABLE_FIRST, 1..10)] {
+            for n in tries {
+                let wait = back_off(first, n).as_secs_f64();
+                let base = (first.as_secs_f64() * f64::from(1u32 << (n - 1).min(12))).min(30.0);
+                assert!(wait >= base * 0.5 && wait <= base * 1.5, "{n}: {wait}");
+            }
         }
     }
 

@@ -177,7 +177,10 @@ fn dry_run_prints_the_exact_confinement_and_doctor_the_tool() {
         line.contains("bwrap --ro-bind / / --dev /dev --die-with-parent"),
         "{line}"
     );
-    assert!(line.contains(&format!(" --bind {dir} {dir} ")), "{line}");
+    assert!(
+        line.contains(&format!(" --bind-try {dir} {dir} ")),
+        "{line}"
+    );
     assert!(line.contains(&format!(" --tmpfs {home}/.ssh ")), "{line}");
     assert!(line.ends_with(" --"), "{line}");
     let json = finish(confined(&p, &["--dry-run", "--json"]), 60);
