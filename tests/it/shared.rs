@@ -46,6 +46,15 @@ impl Fleet {
         let origin = origin.git_init();
         let remote = origin.aux().join("remote.git");
         origin.git(&["clone", "-q", "--bare", ".", remote.to_str().unwrap()]);
+        // Every move of the remote's refs logged, to check it only ever
+        // moved main forward.
+        origin.git(&[
+            "-C",
+            remote.to_str().unwrap(),
+            "config",
+            "core.logAllRefUpdates",
+            "always",
+        ]);
         let machines = (0..machines)
             .map(|_| {
                 let machine = TestProject::new().agent(AGENT);
@@ -161,6 +170,39 @@ impl Fleet {
             last = now;
         }
         assert_eq!(self.at_remote(&["for-each-ref", "refs/ralph/claims/"]), "");
+        // main only ever moved forward: each value in its log descends
+        // from the one before (a person's rewind aside, which a test makes
+        // on purpose after this check).
+        let moves = self.at_remote(&["reflog", "show", "--format=%H", "refs/heads/main"]);
+        let moves: Vec<&str> = moves.lines().collect();
+        for pair in moves.windows(2) {
+            let (newer, older) = (pair[0], pair[1]);
+            let output = std::process::Command::new("git")
+                .arg("-C")
+                .arg(self.remote())
+                .args(["merge-base", "--is-ancestor", older, newer])
+                .status()
+                .unwrap();
+            assert!(
+                output.success(),
+                "main moved from {older} to {newer}, not forward"
+            );
+        }
+        // The agent's own commit of each leaf it worked is kept in that
+        // task's history on the remote.
+        for id in ids {
+            let kept = format!("refs/ralph/tasks/{id}");
+            if self.at_remote(&["for-each-ref", &kept]).is_empty() {
+                continue;
+            }
+            let subjects = self.at_remote(&["log", "--format=%s", &kept]);
+            assert!(
+                subjects
+                    .lines()
+                    .any(|line| line == format!("{id}: {id}.txt")),
+                "{id}: {subjects}"
+            );
+        }
     }
 }
 
@@ -618,6 +660,9 @@ fn a_force_pushed_base_stops_the_machines_with_how_to_resync() {
     // Someone rewinds main on the remote to its first commit.
     let first = fleet.at_remote(&["rev-list", "--max-parents=0", "main"]);
     fleet.at_remote(&["update-ref", "refs/heads/main", &first]);
+    // The log of main starts again here: the checks below are of the
+    // moves after the rewind.
+    fleet.at_remote(&["reflog", "expire", "--expire=now", "--all"]);
     let machine = &fleet.machines[0];
     let before = (
         machine.git(&["rev-parse", "main"]),
