@@ -13,6 +13,10 @@ use super::error::{Context, Error, Result};
 /// Where the remote's claims are kept locally after a fetch.
 pub const SEEN_CLAIMS: &str = "refs/ralph/seen/claims/";
 
+/// Where the remote's work-in-progress tips are kept locally after a
+/// fetch.
+pub const SEEN_WIP: &str = "refs/ralph/seen/wip/";
+
 /// Longest a fetch or push to the shared remote may take.
 pub const REMOTE_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -88,6 +92,7 @@ impl Repo {
     ) -> Result<std::result::Result<(), String>> {
         let base = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
         let claims = format!("+refs/ralph/claims/*:{SEEN_CLAIMS}*");
+        let wip = format!("+refs/ralph/wip/*:{SEEN_WIP}*");
         let args = [
             "fetch",
             "--prune",
@@ -96,6 +101,7 @@ impl Repo {
             remote,
             &base,
             &claims,
+            &wip,
         ];
         let output = self.remote_git("fetch", &args, "fetch the shared queue")?;
         Ok(match output {
@@ -393,6 +399,13 @@ fn said(output: &Output) -> String {
         .to_owned()
 }
 
+/// Whether a refused ref's summary says it failed only with the others
+/// of an atomic push: the client's `(atomic push failed)`, the server's
+/// `(atomic transaction failed)` when another ref's update lost its race.
+fn collateral(summary: &str) -> bool {
+    summary.contains("atomic push failed") || summary.contains("atomic transaction failed")
+}
+
 /// Reads `git push --porcelain` (`<flag>\t<from>:<to>\t<summary>` per
 /// ref, `!` refused). With `--atomic`, the refs that failed only because
 /// another did say `(atomic push failed)`; the others name their reason.
@@ -413,7 +426,7 @@ fn read_porcelain(stdout: &str, success: bool, said: String) -> Pushed {
     }
     let refused: Vec<(String, String)> = lines
         .iter()
-        .filter(|(flag, _, summary)| *flag == "!" && !summary.contains("atomic push failed"))
+        .filter(|(flag, _, summary)| *flag == "!" && !collateral(summary))
         .map(|(_, refs, summary)| {
             let name = refs.rsplit(':').next().unwrap_or(refs);
             (name.to_owned(), (*summary).to_owned())
@@ -452,6 +465,12 @@ mod tests {
         assert!(matches!(
             read_porcelain(lost, false, String::new()),
             Pushed::Rejected(refs) if refs[0].0 == "refs/ralph/claims/A"
+        ));
+        // The server's compare-and-swap lost: every ref says so alike.
+        let raced = "To x\n!\tabc:refs/heads/main\t[remote rejected] (atomic transaction failed)\n!\tdef:refs/ralph/claims/A\t[remote rejected] (atomic transaction failed)\nDone\n";
+        assert!(matches!(
+            read_porcelain(raced, false, "error".into()),
+            Pushed::Rejected(refs) if refs.len() == 1 && refs[0].0.is_empty()
         ));
         assert_eq!(
             read_porcelain(

@@ -266,8 +266,26 @@ impl<'a> Worker<'a> {
                         match remote.claim(&self.repo, task.id.as_str(), number, &branch)? {
                             super::remote::Claimed::Held => {}
                             super::remote::Claimed::TookOver(from) => {
+                                // The task goes on from the work the dead
+                                // machine pushed, when it pushed any.
+                                let work = remote.taken_over_work(task.id.as_str());
+                                let from_work = match &work {
+                                    Some(work)
+                                        if self
+                                            .repo
+                                            .find_task_branch(&task.id, &task.title)?
+                                            .is_none() =>
+                                    {
+                                        self.repo.set_ref(&format!("refs/heads/{branch}"), work)?;
+                                        format!(
+                                            ", going on from its work ({})",
+                                            &work[..work.len().min(10)]
+                                        )
+                                    }
+                                    _ => String::new(),
+                                };
                                 self.ui.line(&format!(
-                                    "{}: {from}'s claim went unrenewed past remote.stale_after; taken over",
+                                    "{}: {from}'s claim went unrenewed past remote.stale_after; taken over{from_work}",
                                     task.id
                                 ));
                             }

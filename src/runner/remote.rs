@@ -213,6 +213,8 @@ struct Held {
     renewed: Instant,
     /// The machine whose stale claim this one took over.
     taken_from: Option<String>,
+    /// The task branch's tip last pushed to `refs/ralph/wip/<id>`.
+    wip: Option<String>,
 }
 
 /// What the last tick saw, and the claims this machine holds.
@@ -277,6 +279,16 @@ fn claim_ref(id: &str) -> String {
 /// Where the last fetch keeps a claim locally.
 fn seen_ref(id: &str) -> String {
     format!("{}{id}", crate::git::remote::SEEN_CLAIMS)
+}
+
+/// The remote ref of a task's work in progress.
+fn wip_ref(id: &str) -> String {
+    format!("refs/ralph/wip/{id}")
+}
+
+/// Where the last fetch keeps a task's work in progress locally.
+fn seen_wip_ref(id: &str) -> String {
+    format!("{}{id}", crate::git::remote::SEEN_WIP)
 }
 
 impl Remote {
@@ -426,6 +438,16 @@ impl Remote {
             let _ = repo.push_atomic(&self.name, &[update], false)?;
         }
         claims.retain(|claim| !archived.contains(&claim.id));
+        for (id, commit) in repo.refs_under(crate::git::remote::SEEN_WIP)? {
+            if archived.contains(&id) && !self.seen().held.contains_key(&id) {
+                let update = RefUpdate {
+                    name: wip_ref(&id),
+                    to: None,
+                    lease: Lease::At(commit),
+                };
+                let _ = repo.push_atomic(&self.name, &[update], false)?;
+            }
+        }
         let published = task_ids(&b_tasks);
         let mut seen = self.seen();
         let now = Instant::now();
@@ -509,6 +531,7 @@ impl Remote {
                     branch: branch.to_owned(),
                     renewed: Instant::now(),
                     taken_from: None,
+                    wip: repo.commit_of(&seen_wip_ref(id)),
                 },
             );
             return Ok(Claimed::Held);
@@ -520,6 +543,7 @@ impl Remote {
             branch: branch.to_owned(),
             renewed: Instant::now(),
             taken_from: None,
+            wip: None,
         };
         let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
         let update = RefUpdate {
@@ -558,6 +582,8 @@ impl Remote {
             branch: branch.to_owned(),
             renewed: Instant::now(),
             taken_from: Some(format!("{} ({})", claim.machine, claim.host)),
+            // The dead machine's pushed work: the task goes on from it.
+            wip: repo.commit_of(&seen_wip_ref(&claim.id)),
         };
         let message = self.claim_message(&claim.id, &held);
         let commit = repo.claim_commit(&message, Some(&claim.commit))?;
@@ -639,15 +665,36 @@ impl Remote {
                 ..held.clone()
             };
             let commit = repo.claim_commit(&self.claim_message(&id, &next), Some(&held.commit))?;
-            let update = RefUpdate {
+            let mut updates = vec![RefUpdate {
                 name: claim_ref(&id),
                 to: Some(commit.clone()),
                 lease: Lease::At(held.commit.clone()),
-            };
-            match repo.push_atomic(&self.name, &[update], false)? {
+            }];
+            // The task branch's tip goes with the beat when it moved: a
+            // machine that takes the task over goes on from it.
+            let tip = repo.commit_of(&format!("refs/heads/{}", held.branch));
+            if let Some(tip) = tip.as_ref().filter(|tip| held.wip.as_ref() != Some(*tip)) {
+                updates.push(RefUpdate {
+                    name: wip_ref(&id),
+                    to: Some(tip.clone()),
+                    lease: held.wip.clone().map_or(Lease::Absent, Lease::At),
+                });
+            }
+            match repo.push_atomic(&self.name, &updates, false)? {
                 Pushed::Accepted => {
                     repo.set_ref(&seen_ref(&id), &commit)?;
-                    self.seen().held.insert(id.clone(), Held { commit, ..next });
+                    let wip = tip.or(held.wip.clone());
+                    if let Some(wip) = &wip {
+                        repo.set_ref(&seen_wip_ref(&id), wip)?;
+                    }
+                    self.seen().held.insert(
+                        id.clone(),
+                        Held {
+                            commit,
+                            wip,
+                            ..next
+                        },
+                    );
                 }
                 Pushed::Rejected(_) => lost.push(id),
                 // Tried again at the next heartbeat.
@@ -659,12 +706,30 @@ impl Remote {
 
     /// The deletion of task `id`'s claim, with a lease on its last beat,
     /// when this machine holds it.
-    fn release(&self, id: &str) -> Option<RefUpdate> {
-        self.seen().held.get(id).map(|held| RefUpdate {
+    fn release(&self, id: &str) -> Vec<RefUpdate> {
+        let seen = self.seen();
+        let Some(held) = seen.held.get(id) else {
+            return Vec::new();
+        };
+        let mut updates = vec![RefUpdate {
             name: claim_ref(id),
             to: None,
             lease: Lease::At(held.commit.clone()),
-        })
+        }];
+        if let Some(wip) = &held.wip {
+            updates.push(RefUpdate {
+                name: wip_ref(id),
+                to: None,
+                lease: Lease::At(wip.clone()),
+            });
+        }
+        updates
+    }
+
+    /// The dead machine's work a take-over of `id` goes on from, if it
+    /// pushed any.
+    pub(super) fn taken_over_work(&self, id: &str) -> Option<String> {
+        self.seen().held.get(id).and_then(|held| held.wip.clone())
     }
 
     /// Forgets a claim released on the remote.
@@ -700,8 +765,8 @@ impl Remote {
                     lease: Lease::Replace,
                 });
             }
-            if release && let Some(release) = self.release(id) {
-                updates.push(release);
+            if release {
+                updates.extend(self.release(id));
             }
         }
         let pushed = repo.push_atomic(&self.name, &updates, true)?;
@@ -711,6 +776,7 @@ impl Remote {
         {
             self.forget(id);
             repo.delete_ref(&seen_ref(id))?;
+            repo.delete_ref(&seen_wip_ref(id))?;
         }
         Ok(pushed)
     }
@@ -802,10 +868,11 @@ impl super::Worker<'_> {
                     && let Some((id, _)) = task_ref
                     && remote.holds(id)
                 {
-                    let update = remote.release(id).expect("a held claim");
-                    if remote.push_claims(self.base(), update)? {
+                    let updates = remote.release(id);
+                    if remote.push_claims(self.base(), &updates)? {
                         remote.forget(id);
                         self.base().delete_ref(&seen_ref(id))?;
+                        self.base().delete_ref(&seen_wip_ref(id))?;
                     }
                 }
                 return Ok(());
@@ -839,7 +906,9 @@ impl super::Worker<'_> {
                     // The claim was taken over while this machine was cut
                     // off: a finished task still lands, without it.
                     if let Some((id, _)) = task_ref
-                        && refs.iter().any(|(name, _)| *name == claim_ref(id))
+                        && refs
+                            .iter()
+                            .any(|(name, _)| *name == claim_ref(id) || *name == wip_ref(id))
                     {
                         remote.forget(id);
                     }
@@ -1137,8 +1206,8 @@ impl Remote {
     }
 
     /// Pushes one claim update alone; whether the remote took it.
-    fn push_claims(&self, repo: &Repo, update: RefUpdate) -> Result<bool, Error> {
-        Ok(repo.push_atomic(&self.name, &[update], false)? == Pushed::Accepted)
+    fn push_claims(&self, repo: &Repo, updates: &[RefUpdate]) -> Result<bool, Error> {
+        Ok(repo.push_atomic(&self.name, updates, false)? == Pushed::Accepted)
     }
 }
 

@@ -21,7 +21,7 @@ fn task(id: &str, deps: &[&str]) -> String {
 /// complete; the machine's name goes into the file. A task whose title
 /// says "split" is split into two children instead.
 const AGENT: &str = r#"echo "$RALPH_TASK_ID $MACHINE" >> "$REC/worked"
-if [ -f "$REC/slow" ]; then sleep 30; fi
+if [ -f "$REC/slow" ]; then work "$RALPH_TASK_ID.partial" "begun by $MACHINE"; sleep 30; fi
 case "$RALPH_TASK_TITLE" in split*) ralph task split "$RALPH_TASK_ID" "first half" "second half" > /dev/null; exit 0;; esac
 sleep 0.2
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_ID by $MACHINE"
@@ -170,6 +170,7 @@ impl Fleet {
             last = now;
         }
         assert_eq!(self.at_remote(&["for-each-ref", "refs/ralph/claims/"]), "");
+        assert_eq!(self.at_remote(&["for-each-ref", "refs/ralph/wip/"]), "");
         // main only ever moved forward: each value in its log descends
         // from the one before (a person's rewind aside, which a test makes
         // on purpose after this check).
@@ -332,7 +333,14 @@ fn killed_holding_two_claims(fleet: &Fleet) -> Vec<String> {
             .lines()
             .count()
     };
-    while fleet.claims().len() < 2 || known() < 2 {
+    // And the work each agent began, pushed with a beat.
+    let pushed = || {
+        fleet
+            .at_remote(&["for-each-ref", "refs/ralph/wip/"])
+            .lines()
+            .count()
+    };
+    while fleet.claims().len() < 2 || known() < 2 || pushed() < 2 {
         assert!(started.elapsed().as_secs() < 30, "no claims made");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -418,9 +426,15 @@ fn a_dead_machines_claims_are_taken_over_once_stale_and_its_return_lands_nothing
     assert_eq!(two.code, 0, "{two:#?}");
     for id in &held {
         assert!(
-            two.stderr.contains(&format!("{id}: ")) && two.stderr.contains("taken over"),
+            two.stderr.contains(&format!("{id}: "))
+                && two.stderr.contains("taken over, going on from its work"),
             "{id}: {}",
             two.stderr
+        );
+        // The work the dead machine began is in what landed.
+        assert_eq!(
+            fleet.at_remote(&["show", &format!("main:{id}.partial")]),
+            "begun by m1"
         );
     }
     fleet.check_remote(&ids);
