@@ -113,7 +113,11 @@ impl Worker<'_> {
         crate::fault::crash_at("after_archive");
         let mut commit = self.base().amend_with_queue_files(&completes(&changes))?;
         if self.shared_remote().is_some() {
-            self.publish(Some((id, Some(tip.to_string()))), true)?;
+            if let Some(kept) = self.publish(Some((id, Some(tip.to_string()))), true)? {
+                self.leave_worktree()?;
+                self.base().preserve_and_delete_branch(&branch, id)?;
+                return self.orphaned(id, &kept);
+            }
             // Made again on the remote's new tip when another machine
             // landed first.
             commit = self.base().branch_tip(self.base().base())?;
@@ -299,12 +303,23 @@ impl Worker<'_> {
             },
         };
         if self.shared_remote().is_some() {
-            self.publish(Some((id, tip)), true)?;
+            if let Some(kept) = self.publish(Some((id, tip)), true)? {
+                return self.orphaned(id, &kept);
+            }
             if commit.is_some() {
                 commit = Some(self.base().branch_tip(self.base().base())?.to_string());
             }
         }
         self.merged_task(id, commit, &detail)
+    }
+
+    /// Sharing the queue, another machine landed task `id` first: this
+    /// machine's work is kept under `kept`; the task ends here as
+    /// orphaned, not merged.
+    fn orphaned(&mut self, id: &TaskId, kept: &str) -> Result<(), Error> {
+        self.state.tasks.remove(id.as_str());
+        let detail = format!("another machine landed it first; this work is kept under {kept}");
+        self.task_ended(id, TaskEnd::Orphaned, None, &detail)
     }
 
     /// The agent archived the task itself: merge what its branch holds.
@@ -377,7 +392,7 @@ impl Worker<'_> {
             let _turn = self.merge_turn();
             self.catch_up()?;
             self.base().commit_queue_files(&message)?;
-            self.publish(Some((id, None)), true)?;
+            let _ = self.publish(Some((id, None)), true)?;
         }
         if let Some(branch) = &branch {
             self.base().preserve_and_delete_branch(branch, id)?;
@@ -500,7 +515,7 @@ impl Worker<'_> {
             }
         };
         if self.shared_remote().is_some() {
-            self.publish(Some((id, tip)), true)?;
+            let _ = self.publish(Some((id, tip)), true)?;
             if commit.is_some() {
                 commit = Some(self.base().branch_tip(self.base().base())?.to_string());
             }
@@ -627,7 +642,7 @@ impl Worker<'_> {
             self.catch_up()?;
             self.base()
                 .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
-            self.publish(Some((id, None)), true)?;
+            let _ = self.publish(Some((id, None)), true)?;
         }
         // A person who sets the task going again starts a new count (its
         // last failure stays the next prompt's evidence).

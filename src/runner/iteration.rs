@@ -720,7 +720,7 @@ impl Worker<'_> {
                     self.catch_up()?;
                     self.base()
                         .commit_queue_files(&format!("ralph: {id} blocked"))?;
-                    self.publish(Some((id, None)), true)?;
+                    let _ = self.publish(Some((id, None)), true)?;
                 }
                 self.task_ended(
                     id,

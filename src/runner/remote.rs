@@ -844,9 +844,9 @@ impl super::Worker<'_> {
         &mut self,
         task: Option<(&crate::task::TaskId, Option<String>)>,
         release: bool,
-    ) -> Result<(), Error> {
+    ) -> Result<Option<String>, Error> {
         if self.shared_remote().is_none() {
-            return Ok(());
+            return Ok(None);
         }
         let mut refused = 0u32;
         // Since when the remote could not be reached, and how many waits.
@@ -857,7 +857,7 @@ impl super::Worker<'_> {
             let base = self.base().base().to_owned();
             let landing = self.base().branch_tip(&base)?.to_string();
             let Some(on) = remote.synced(self.base()) else {
-                return Ok(());
+                return Ok(None);
             };
             let label = remote.label();
             let attempts = remote.settings.land_attempts.max(1) as u32;
@@ -875,13 +875,15 @@ impl super::Worker<'_> {
                         self.base().delete_ref(&seen_wip_ref(id))?;
                     }
                 }
-                return Ok(());
+                return Ok(None);
             }
             let what = task_ref.map_or_else(|| base.clone(), |(id, _)| id.to_owned());
             if let Some((id, tip)) = task_ref
                 && remote.archived_at(self.base(), &on, id)?
             {
-                return self.orphan(&remote, id, tip.unwrap_or(&landing), &on);
+                return self
+                    .orphan(&remote, id, tip.unwrap_or(&landing), &on)
+                    .map(Some);
             }
             let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
             let said = match pushed {
@@ -899,7 +901,7 @@ impl super::Worker<'_> {
                     extra.insert("refused".into(), refused.into());
                     let id = task.as_ref().map(|(id, _)| (*id).clone());
                     self.record(id.as_ref(), "push", "ok", &detail, extra)?;
-                    return Ok(());
+                    return Ok(None);
                 }
                 Pushed::Rejected(refs) => {
                     refused += 1;
@@ -986,9 +988,11 @@ impl super::Worker<'_> {
                 && remote.archived_at(self.base(), &tip_now, id)?
             {
                 if self.base().descends_from(&tip_now, &landing)? {
-                    return Ok(());
+                    return Ok(None);
                 }
-                return self.orphan(&remote, id, tip.unwrap_or(&landing), &tip_now);
+                return self
+                    .orphan(&remote, id, tip.unwrap_or(&landing), &tip_now)
+                    .map(Some);
             }
             match self.base().replay_landing(&landing)? {
                 Squash::Merged(_) | Squash::Empty => {}
@@ -1025,7 +1029,13 @@ impl super::Worker<'_> {
     /// while this one was cut off): this machine's work, `commit`, is
     /// kept for a person under `refs/ralph/orphans/`, never landed a
     /// second time; the base goes back to the remote's tip `tip`.
-    fn orphan(&mut self, remote: &Remote, id: &str, commit: &str, tip: &str) -> Result<(), Error> {
+    fn orphan(
+        &mut self,
+        remote: &Remote,
+        id: &str,
+        commit: &str,
+        tip: &str,
+    ) -> Result<String, Error> {
         let kept = remote.orphan(self.base(), id, commit)?;
         self.base().move_base_to(tip)?;
         self.clean = None;
@@ -1039,8 +1049,8 @@ impl super::Worker<'_> {
         let mut extra = Map::new();
         extra.insert("ref".into(), kept.into());
         let task = crate::task::TaskId::parse(id).ok();
-        self.record(task.as_ref(), "orphaned", "kept", &detail, extra)?;
-        Ok(())
+        self.record(task.as_ref(), "orphaned", "kept", &detail, extra.clone())?;
+        Ok(extra["ref"].as_str().unwrap_or_default().to_owned())
     }
 
     /// At the start of a run sharing its queue: the remote answers, the
@@ -1085,7 +1095,7 @@ impl super::Worker<'_> {
                 "{base} has a landing the last run did not push: pushing it to {}",
                 remote.label()
             ));
-            self.publish(None, false)?;
+            let _ = self.publish(None, false)?;
         }
         if let Err(said) = self.tick_remote(&remote)? {
             return Err(unreachable(said).into());
@@ -1165,7 +1175,7 @@ impl super::Worker<'_> {
         if self.base().commit_queue_files(&message)?.is_none() {
             return Ok(false);
         }
-        self.publish(None, false)?;
+        let _ = self.publish(None, false)?;
         Ok(true)
     }
 }

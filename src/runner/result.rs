@@ -80,6 +80,9 @@ pub(crate) enum TaskEnd {
     Blocked,
     /// Gone from both task files; its branch kept.
     Vanished,
+    /// Sharing the queue: another machine landed it first; this
+    /// machine's work on it is kept under `refs/ralph/orphans/`.
+    Orphaned,
 }
 
 impl TaskEnd {
@@ -90,6 +93,7 @@ impl TaskEnd {
             TaskEnd::Split => "split",
             TaskEnd::Blocked => "blocked",
             TaskEnd::Vanished => "vanished",
+            TaskEnd::Orphaned => "orphaned",
         }
     }
 }

@@ -579,6 +579,24 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
     );
     let status = fleet.machines[0].ralph(&["status"]);
     assert!(status.stdout.contains("  orphaned: "), "{}", status.stdout);
+    // Its result says so too, not "merged".
+    let result = fleet.machines[0].json(".ralph/result.json");
+    for id in &worked_offline {
+        let outcome = result["outcomes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["task"] == id.as_str())
+            .unwrap_or_else(|| panic!("{id}: {result}"));
+        assert_eq!(outcome["outcome"], "orphaned", "{outcome}");
+        assert!(
+            outcome["detail"]
+                .as_str()
+                .unwrap()
+                .contains("refs/ralph/orphans/"),
+            "{outcome}"
+        );
+    }
 }
 
 #[test]
