@@ -854,9 +854,16 @@ bench_shared() {
         wall=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
         landed=$(git -C "$dir/remote.git" show main:tasks-done.jsonl | wc -l)
         [ "$landed" -eq "$n" ] || { warn "$landed of $n tasks landed with $m machines"; exit 1; }
-        # shellcheck disable=SC2086 # one file per machine
-        fetch=$(cat "$dir"/m*.trace | awk -v n="$n" '/op="fetch"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { printf "%.1f ms", sum / n }')
-        push=$(cat "$dir"/m*.trace | awk -v n="$n" '/op="push"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { printf "%.1f ms", sum / n }')
+        # Each machine's time in git fetch and push, per task it landed.
+        fetch="" push=""
+        for i in $(seq "$m"); do
+            local tasks_here sum_fetch sum_push
+            tasks_here=$(grep -c '"phase":"merge"' "$dir/m$i/.ralph/events.ndjson" || true)
+            sum_fetch=$(awk '/op="fetch"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { print sum + 0 }' "$dir/m$i.trace")
+            sum_push=$(awk '/op="push"/ && /done/ { for (i = 1; i <= NF; i++) if ($i ~ /^duration_ms=/) { split($i, kv, "="); sum += kv[2] } } END { print sum + 0 }' "$dir/m$i.trace")
+            fetch="$fetch${fetch:+, }m$i $(awk -v s="$sum_fetch" -v n="$tasks_here" 'BEGIN { printf "%.0f ms", (n ? s / n : 0) }')"
+            push="$push${push:+, }m$i $(awk -v s="$sum_push" -v n="$tasks_here" 'BEGIN { printf "%.0f ms", (n ? s / n : 0) }') ($tasks_here tasks)"
+        done
         [ -n "$base_wall" ] || base_wall=$wall
         say "| $m | ${wall} s | $(ratio "$base_wall" "$wall")× | $(yes_if '>=' "$(ratio "$base_wall" "$wall")" "$(awk -v m="$m" 'BEGIN { print 0.8 * m }')") | $fetch | $push |"
     done

@@ -216,6 +216,7 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
             "sandbox": plan.confinement,
             "push": delivery.push,
             "pull_request": delivery.pull_request,
+            "shared": options.settings.remote.enabled,
             "refused": refused,
         })))
         .with_exit(exit));
@@ -259,6 +260,12 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     }
     if let Some(push) = &delivery.push {
         let _ = writeln!(out, "push:   {}", crate::text::safe(push));
+    }
+    if options.settings.remote.enabled {
+        let _ = writeln!(
+            out,
+            "shared: the queue goes through the base's upstream (claims and landings, docs/SCALE.md); the task above is the first this clone would try to claim, and this dry run read nothing from the remote"
+        );
     }
     if let Some(command) = &delivery.pull_request {
         let _ = writeln!(

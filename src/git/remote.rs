@@ -248,6 +248,15 @@ impl Repo {
         self.is_ancestor(a, c)
     }
 
+    /// The whole message of `commit`.
+    pub fn message_of(&self, commit: &str) -> Result<String> {
+        let action = "read a landing's message";
+        let commit = (self.git)
+            .find_commit(git2::Oid::from_str(commit).doing(action)?)
+            .doing(action)?;
+        Ok(String::from_utf8_lossy(commit.message_bytes()).into_owned())
+    }
+
     /// The first parent of `commit`, if it has one.
     pub fn parent_of(&self, commit: &str) -> Option<String> {
         let commit = self
@@ -255,6 +264,15 @@ impl Repo {
             .find_commit(git2::Oid::from_str(commit).ok()?)
             .ok()?;
         Some(commit.parent_id(0).ok()?.to_string())
+    }
+
+    /// The repository-relative path of queue file `name` (`tasks.jsonl`,
+    /// `tasks-done.jsonl`): the project may be a folder of the checkout.
+    pub fn queue_file(&self, name: &str) -> String {
+        self.queue
+            .iter()
+            .find(|file| file.rel == name || file.rel.ends_with(&format!("/{name}")))
+            .map_or_else(|| name.to_owned(), |file| file.rel.clone())
     }
 
     /// The bytes of `path` at `commit` (empty when it has none).

@@ -400,8 +400,8 @@ impl Remote {
         };
         let files = |commit: &str| -> Result<(Vec<u8>, Vec<u8>), Error> {
             Ok((
-                repo.file_at(commit, crate::paths::TASKS_FILE)?,
-                repo.file_at(commit, crate::paths::DONE_FILE)?,
+                repo.file_at(commit, &repo.queue_file(crate::paths::TASKS_FILE))?,
+                repo.file_at(commit, &repo.queue_file(crate::paths::DONE_FILE))?,
             ))
         };
         let (o_tasks, o_done) = files(&common)?;
@@ -995,7 +995,14 @@ impl super::Worker<'_> {
                     .map(Some);
             }
             match self.base().replay_landing(&landing)? {
-                Squash::Merged(_) | Squash::Empty => {}
+                Squash::Merged(_) => {}
+                // Nothing outside the queue files to merge (a block, a
+                // split, a `ralph: queue` commit): those are the disk's,
+                // merged already, committed again with the same message.
+                Squash::Empty => {
+                    let message = self.base().message_of(&landing)?;
+                    self.base().commit_queue_files(&message)?;
+                }
                 Squash::Conflict(paths) => {
                     self.base().set_ref(&kept, &landing)?;
                     return Err(RemoteError::Landing {
@@ -1183,7 +1190,7 @@ impl super::Worker<'_> {
 impl Remote {
     /// Whether task `id` is in the archive of remote tip `tip`.
     fn archived_at(&self, repo: &Repo, tip: &str, id: &str) -> Result<bool, Error> {
-        let done = repo.file_at(tip, crate::paths::DONE_FILE)?;
+        let done = repo.file_at(tip, &repo.queue_file(crate::paths::DONE_FILE))?;
         Ok(task_ids(&done).contains(id))
     }
 

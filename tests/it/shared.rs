@@ -599,13 +599,10 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
     }
 }
 
-#[test]
-fn two_machines_racing_to_land_both_land_once_the_later_on_the_new_tip() {
-    let tasks = vec![task("A", &[]), task("B", &[])];
-    // One worker each: each machine lands one of the two.
-    let mut fleet = Fleet::new(&tasks, 2);
-    fleet.workers = "1";
-    // The remote holds the first push to main until another lands.
+/// Makes the remote hold the first push to main until another push has
+/// moved main (at most 30 s), then go on with it; the held push's new
+/// value is written to `held` in the bare repository.
+fn hold_first_push_to_main(fleet: &Fleet) {
     let hook = fleet.remote().join("hooks/pre-receive");
     std::fs::write(
         &hook,
@@ -626,6 +623,15 @@ exit 0
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(fleet.remote().join("hold"), "").unwrap();
+}
+
+#[test]
+fn two_machines_racing_to_land_both_land_once_the_later_on_the_new_tip() {
+    let tasks = vec![task("A", &[]), task("B", &[])];
+    // One worker each: each machine lands one of the two.
+    let mut fleet = Fleet::new(&tasks, 2);
+    fleet.workers = "1";
+    hold_first_push_to_main(&fleet);
     let runs = fleet.run_all();
     for run in &runs {
         assert_eq!(run.code, 0, "{run:#?}");
@@ -782,4 +788,54 @@ fn doctor_checks_that_the_remote_takes_ralphs_refs() {
         run.stderr
     );
     assert_eq!(machine.rec("worked"), "");
+}
+
+#[test]
+fn a_dry_run_says_the_queue_is_shared_and_touches_nothing_remote() {
+    let (tasks, _) = six();
+    let fleet = Fleet::new(&tasks, 1);
+    let machine = &fleet.machines[0];
+    let before = fleet.at_remote(&["for-each-ref"]);
+    let run = crate::support::finish(machine.run_command(&["--remote", "--dry-run"]), 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("task:   A task A\n"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("shared: the queue goes through the base's upstream"),
+        "{}",
+        run.stdout
+    );
+    let json = crate::support::finish(
+        machine.run_command(&["--remote", "--dry-run", "--json"]),
+        60,
+    );
+    assert_eq!(json.json()["shared"], true);
+    assert_eq!(fleet.at_remote(&["for-each-ref"]), before);
+    assert!(!machine.path().join(".ralph/machine").exists());
+}
+
+#[test]
+fn a_split_whose_landing_was_refused_is_made_again_and_never_claimed_twice() {
+    // The split comes first (its agent takes no time), so its push is
+    // the one held, then refused once the other machine's task landed.
+    let tasks = vec![task("S", &[]).replace("task S", "split S"), task("B", &[])];
+    let mut fleet = Fleet::new(&tasks, 2);
+    fleet.workers = "1";
+    hold_first_push_to_main(&fleet);
+    let runs = fleet.run_all();
+    for run in &runs {
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    fleet.check_remote(&["S", "S.1", "S.2", "B"]);
+    let splits: usize = fleet
+        .machines
+        .iter()
+        .map(|machine| {
+            worked(machine)
+                .iter()
+                .filter(|line| line.starts_with("S "))
+                .count()
+        })
+        .sum();
+    assert_eq!(splits, 1, "S was split more than once: {runs:#?}");
 }
