@@ -891,6 +891,9 @@ impl super::Worker<'_> {
                     // The remote's tip now, whose queue files the disk's
                     // were when it was made: the next merge's common base.
                     self.base().set_ref(&remote.sync_ref(), &landing)?;
+                    // Kept while it waited: landed now.
+                    self.base()
+                        .delete_ref(&format!("refs/ralph/landing/{what}"))?;
                     let detail = format!(
                         "{what} landed on {label} at {}",
                         &landing[..landing.len().min(10)]
@@ -926,24 +929,19 @@ impl super::Worker<'_> {
                     let first = *offline.get_or_insert_with(std::time::Instant::now);
                     let kept = format!("refs/ralph/landing/{what}");
                     self.base().set_ref(&kept, &landing)?;
-                    if first.elapsed() >= OFFLINE_WAIT {
-                        return Err(RemoteError::Waiting {
-                            task: what,
-                            remote: label,
-                            said,
-                            kept,
-                        }
-                        .into());
-                    }
                     waits += 1;
                     let wait = back_off(UNREACHABLE_FIRST, waits);
-                    let detail = format!(
-                        "{what} waits for {label} ({said}); trying again in {}ms",
-                        wait.as_millis()
-                    );
-                    self.ui.log(&super::worker::now(), &detail);
-                    self.record(None, "push", "unreachable", &detail, Map::new())?;
-                    if self.wait(wait)?.is_some()
+                    let waited_enough = first.elapsed() >= OFFLINE_WAIT;
+                    if !waited_enough {
+                        let detail = format!(
+                            "{what} waits for {label} ({said}); trying again in {}ms",
+                            wait.as_millis()
+                        );
+                        self.ui.log(&super::worker::now(), &detail);
+                        self.record(None, "push", "unreachable", &detail, Map::new())?;
+                    }
+                    if waited_enough
+                        || self.wait(wait)?.is_some()
                         || self.interrupted.load(std::sync::atomic::Ordering::SeqCst)
                     {
                         return Err(RemoteError::Waiting {

@@ -207,6 +207,17 @@ impl Fleet {
     }
 }
 
+/// Checks `machine` worked none of `ids`.
+fn not_worked_by(machine: &TestProject, ids: &[String]) {
+    let lines = worked(machine);
+    for id in ids {
+        assert!(
+            !lines.iter().any(|line| line.starts_with(&format!("{id} "))),
+            "{id} was worked by the other machine: {lines:?}"
+        );
+    }
+}
+
 fn worked(machine: &TestProject) -> Vec<String> {
     machine.rec("worked").lines().map(str::to_owned).collect()
 }
@@ -404,15 +415,7 @@ fn a_machine_killed_holding_claims_resumes_them_when_restarted_in_time() {
     assert_eq!(one.code, 0, "{one:#?}");
     assert_eq!(two.code, 0, "{two:#?}");
     fleet.check_remote(&ids);
-    let others = worked(&fleet.machines[1]);
-    for id in &held {
-        assert!(
-            !others
-                .iter()
-                .any(|line| line.starts_with(&format!("{id} "))),
-            "{id} was worked by the other machine: {others:?}"
-        );
-    }
+    not_worked_by(&fleet.machines[1], &held);
 }
 
 #[test]
@@ -516,16 +519,13 @@ fn a_partitioned_machine_finishes_its_tasks_offline_and_lands_them_after() {
     assert_eq!(two.code, 0, "{two:#?}");
     fleet.check_remote(&ids);
     // What it held when cut off, it landed itself once back.
-    let others = worked(&fleet.machines[1]);
-    for id in &held {
-        assert!(
-            !others
-                .iter()
-                .any(|line| line.starts_with(&format!("{id} "))),
-            "{id} was worked by the other machine: {others:?}"
-        );
-    }
+    not_worked_by(&fleet.machines[1], &held);
     assert!(one.stderr.contains("cannot be reached"), "{}", one.stderr);
+    // The landings it kept while cut off are gone once landed.
+    assert_eq!(
+        fleet.machines[0].git(&["for-each-ref", "refs/ralph/landing/"]),
+        ""
+    );
 }
 
 #[test]
