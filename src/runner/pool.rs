@@ -258,54 +258,13 @@ impl<'a> Worker<'a> {
                     };
                     if let Some(remote) = self.remote.clone() {
                         let number = *free.last().expect("a free worker");
-                        let branch = crate::git::branch_name(
-                            self.repo.branch_prefix(),
-                            task.id.as_str(),
-                            &task.title,
-                        );
-                        match remote.claim(&self.repo, task.id.as_str(), number, &branch)? {
-                            super::remote::Claimed::Held => {}
-                            super::remote::Claimed::TookOver(from) => {
-                                // The task goes on from the work the dead
-                                // machine pushed, when it pushed any.
-                                let work = remote.taken_over_work(task.id.as_str());
-                                let from_work = match &work {
-                                    Some(work)
-                                        if self
-                                            .repo
-                                            .find_task_branch(&task.id, &task.title)?
-                                            .is_none() =>
-                                    {
-                                        self.repo.set_ref(&format!("refs/heads/{branch}"), work)?;
-                                        format!(
-                                            ", going on from its work ({})",
-                                            &work[..work.len().min(10)]
-                                        )
-                                    }
-                                    _ => String::new(),
-                                };
-                                self.ui.line(&format!(
-                                    "{}: {from}'s claim went unrenewed past remote.stale_after; taken over{from_work}",
-                                    task.id
-                                ));
-                            }
-                            super::remote::Claimed::Taken(by) => {
-                                self.ui.line(&format!(
-                                    "{} is {by}'s: looking for another task",
-                                    task.id
-                                ));
+                        match self.claim_shared(&remote, &task, number)? {
+                            super::remote::Pick::Go => {}
+                            super::remote::Pick::Taken => {
                                 taken.push(task.id.to_string());
                                 continue;
                             }
-                            super::remote::Claimed::Offline(said) if said.is_empty() => break,
-                            super::remote::Claimed::Offline(said) => {
-                                self.ui.line(&format!(
-                                    "warning: {} cannot be reached ({}): no task is claimed until it can",
-                                    remote.label(),
-                                    crate::redact::redact(&said)
-                                ));
-                                break;
-                            }
+                            super::remote::Pick::Offline => break,
                         }
                     }
                     if task.status == Status::Pending {

@@ -256,6 +256,17 @@ pub(super) enum Claimed {
     Offline(String),
 }
 
+/// What the pool does with a task it tried to claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pick {
+    /// Hand it to the worker.
+    Go,
+    /// Another machine holds it: the next task.
+    Taken,
+    /// The remote cannot be reached: no claim until it can.
+    Offline,
+}
+
 /// The shared remote as this run sees it.
 #[derive(Debug)]
 pub(crate) struct Remote {
@@ -1056,6 +1067,52 @@ impl super::Worker<'_> {
         let task = crate::task::TaskId::parse(id).ok();
         self.record(task.as_ref(), "orphaned", "kept", &detail, extra.clone())?;
         Ok(extra["ref"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Claims `task` on the remote for pooled worker `number` before it
+    /// is handed out: a stale claim of another machine is taken over, the
+    /// task branch made at that machine's pushed work.
+    pub(super) fn claim_shared(
+        &mut self,
+        remote: &Remote,
+        task: &crate::task::Task,
+        number: u32,
+    ) -> Result<Pick, Error> {
+        let id = task.id.as_str();
+        let branch = crate::git::branch_name(self.repo.branch_prefix(), id, &task.title);
+        Ok(match remote.claim(&self.repo, id, number, &branch)? {
+            Claimed::Held => Pick::Go,
+            Claimed::TookOver(from) => {
+                let work = remote.taken_over_work(id);
+                let from_work = match &work {
+                    Some(work) if self.repo.find_task_branch(&task.id, &task.title)?.is_none() => {
+                        self.repo.set_ref(&format!("refs/heads/{branch}"), work)?;
+                        format!(", going on from its work ({})", &work[..work.len().min(10)])
+                    }
+                    _ => String::new(),
+                };
+                self.ui.line(&format!(
+                    "{id}: {from}'s claim went unrenewed past remote.stale_after; taken over{from_work}"
+                ));
+                Pick::Go
+            }
+            Claimed::Taken(by) => {
+                self.ui
+                    .line(&format!("{id} is {by}'s: looking for another task"));
+                Pick::Taken
+            }
+            Claimed::Offline(said) => {
+                // Said once, at the read or the claim that failed first.
+                if !said.is_empty() {
+                    self.ui.line(&format!(
+                        "warning: {} cannot be reached ({}): no task is claimed until it can",
+                        remote.label(),
+                        crate::redact::redact(&said)
+                    ));
+                }
+                Pick::Offline
+            }
+        })
     }
 
     /// At the start of a run sharing its queue: the remote answers, the
