@@ -4,7 +4,7 @@
 //! no local commit is changed.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Repo;
 use super::error::Result;
@@ -76,7 +76,6 @@ impl Repo {
     /// Pushes local `branch` to `target` once: `git push --porcelain`,
     /// never forced, stopped after `timeout`.
     pub fn push_once(&self, branch: &str, target: &Target, timeout: Duration) -> Result<Pushed> {
-        let _timed = super::timing::timed("push", branch);
         let refspec = format!("refs/heads/{branch}:refs/heads/{}", target.branch);
         let args = [
             "push",
@@ -84,34 +83,12 @@ impl Repo {
             target.remote.as_str(),
             refspec.as_str(),
         ];
-        let mut command = self.remote_command();
-        // The porcelain lines are parsed: git's own words, not a translation.
-        command
-            .env("LC_ALL", "C")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let failed = |source: std::io::Error| super::Error::Command {
-            action: format!("push {branch} to {target}"),
-            said: format!("cannot run git: {source}"),
+        let action = format!("push {branch} to {target}");
+        let Some(output) = self.remote_git("push", &args, &action, timeout)? else {
+            return Ok(Pushed::Failed {
+                said: format!("git push did not finish in {}s", timeout.as_secs()),
+            });
         };
-        let mut child = command.spawn().map_err(failed)?;
-        let started = Instant::now();
-        loop {
-            if child.try_wait().map_err(failed)?.is_some() {
-                break;
-            }
-            if started.elapsed() >= timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(Pushed::Failed {
-                    said: format!("git push did not finish in {}s", timeout.as_secs()),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().map_err(failed)?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let said = format!("{}{}", String::from_utf8_lossy(&output.stderr), stdout)
             .trim_end()

@@ -103,7 +103,7 @@ impl Repo {
             &claims,
             &wip,
         ];
-        let output = self.remote_git("fetch", &args, "fetch the shared queue")?;
+        let output = self.remote_git("fetch", &args, "fetch the shared queue", REMOTE_TIMEOUT)?;
         Ok(match output {
             Some(output) if output.status.success() => Ok(()),
             Some(output) => Err(said(&output)),
@@ -147,7 +147,9 @@ impl Repo {
             ));
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let Some(output) = self.remote_git("push", &args, "push to the shared remote")? else {
+        let Some(output) =
+            self.remote_git("push", &args, "push to the shared remote", REMOTE_TIMEOUT)?
+        else {
             return Ok(Pushed::Unreachable(format!(
                 "git push did not finish in {}s",
                 REMOTE_TIMEOUT.as_secs()
@@ -373,8 +375,15 @@ impl Repo {
     }
 
     /// Runs `git args` against a remote (the user's credentials, the
-    /// run's ssh key), stopped after [`REMOTE_TIMEOUT`]: `None` then.
-    fn remote_git(&self, op: &'static str, args: &[&str], action: &str) -> Result<Option<Output>> {
+    /// run's ssh key), in C's locale (its porcelain lines are read),
+    /// timed as `op`, stopped after `timeout`: `None` then.
+    pub(super) fn remote_git(
+        &self,
+        op: &'static str,
+        args: &[&str],
+        action: &str,
+        timeout: Duration,
+    ) -> Result<Option<Output>> {
         let _timed = super::timing::timed(op, action);
         let mut command = self.remote_command();
         // The porcelain lines are parsed: git's own words.
@@ -391,7 +400,7 @@ impl Repo {
         let mut child = command.spawn().map_err(failed)?;
         let started = Instant::now();
         while child.try_wait().map_err(failed)?.is_none() {
-            if started.elapsed() >= REMOTE_TIMEOUT {
+            if started.elapsed() >= timeout {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Ok(None);

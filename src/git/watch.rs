@@ -3,11 +3,10 @@
 //! each added or changed, a file's bytes at a commit (within a limit), and
 //! fast-forwarding the base to what was fetched.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::Repo;
-use super::error::{Context, Error, Result};
+use super::error::{Context, Result};
 
 /// How a fetch of the watched branch went.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,31 +52,14 @@ impl Repo {
     /// through the user's git (and `git.ssh_key`), stopped after `timeout`.
     pub fn fetch_watched(&self, remote: &str, branch: &str, timeout: Duration) -> Result<Fetched> {
         let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
-        let mut command = self.remote_command();
-        command
-            .env("LC_ALL", "C")
-            .args(["fetch", "--no-tags", "--quiet", remote, refspec.as_str()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let failed = |source: std::io::Error| Error::Command {
-            action: format!("fetch {branch} from {remote}"),
-            said: format!("cannot run git: {source}"),
+        let args = ["fetch", "--no-tags", "--quiet", remote, refspec.as_str()];
+        let action = format!("fetch {branch} from {remote}");
+        let Some(output) = self.remote_git("fetch", &args, &action, timeout)? else {
+            return Ok(Fetched::Failed {
+                said: format!("git fetch did not finish in {}s", timeout.as_secs()),
+                timed_out: true,
+            });
         };
-        let mut child = command.spawn().map_err(failed)?;
-        let started = Instant::now();
-        while child.try_wait().map_err(failed)?.is_none() {
-            if started.elapsed() >= timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(Fetched::Failed {
-                    said: format!("git fetch did not finish in {}s", timeout.as_secs()),
-                    timed_out: true,
-                });
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let output = child.wait_with_output().map_err(failed)?;
         if output.status.success() {
             return Ok(Fetched::Ok);
         }
