@@ -968,19 +968,12 @@ impl super::Worker<'_> {
             };
             offline = None;
             waits = 0;
-            let kept = format!("refs/ralph/landing/{what}");
             if refused >= attempts {
-                self.base().set_ref(&kept, &landing)?;
-                return Err(RemoteError::Landing {
-                    task: what,
-                    remote: label,
-                    why: format!(
-                        "refused {refused} times in a row (last: {})",
-                        crate::redact::redact(&said)
-                    ),
-                    kept,
-                }
-                .into());
+                let why = format!(
+                    "refused {refused} times in a row (last: {})",
+                    crate::redact::redact(&said)
+                );
+                return Err(self.stop_landing(what, label, &landing, why));
             }
             let wait = back_off(REFUSED_FIRST, refused);
             let detail = format!(
@@ -1013,27 +1006,15 @@ impl super::Worker<'_> {
                     self.base().commit_queue_files(&message)?;
                 }
                 Squash::Conflict(paths) => {
-                    self.base().set_ref(&kept, &landing)?;
-                    return Err(RemoteError::Landing {
-                        task: what,
-                        remote: label,
-                        why: format!(
-                            "it conflicts with what landed meanwhile ({})",
-                            crate::git::list_paths(&paths)
-                        ),
-                        kept,
-                    }
-                    .into());
+                    let why = format!(
+                        "it conflicts with what landed meanwhile ({})",
+                        crate::git::list_paths(&paths)
+                    );
+                    return Err(self.stop_landing(what, label, &landing, why));
                 }
                 Squash::Rejected(said) => {
-                    self.base().set_ref(&kept, &landing)?;
-                    return Err(RemoteError::Landing {
-                        task: what,
-                        remote: label,
-                        why: format!("a git hook refused it on the new tip: {said}"),
-                        kept,
-                    }
-                    .into());
+                    let why = format!("a git hook refused it on the new tip: {said}");
+                    return Err(self.stop_landing(what, label, &landing, why));
                 }
             }
         }
@@ -1113,6 +1094,22 @@ impl super::Worker<'_> {
                 Pick::Offline
             }
         })
+    }
+
+    /// A landing that cannot go on: kept under `refs/ralph/landing/<what>`,
+    /// the run stopped with `why`.
+    fn stop_landing(&self, what: String, remote: String, landing: &str, why: String) -> Error {
+        let kept = format!("refs/ralph/landing/{what}");
+        if let Err(err) = self.base().set_ref(&kept, landing) {
+            return err.into();
+        }
+        RemoteError::Landing {
+            task: what,
+            remote,
+            why,
+            kept,
+        }
+        .into()
     }
 
     /// At the start of a run sharing its queue: the remote answers, the
@@ -1295,6 +1292,59 @@ mod tests {
                 let base = (first.as_secs_f64() * f64::from(1u32 << (n - 1).min(12))).min(30.0);
                 assert!(wait >= base * 0.5 && wait <= base * 1.5, "{n}: {wait}");
             }
+        }
+    }
+
+    #[test]
+    fn each_stop_says_what_and_the_way_out_with_its_exit_code() {
+        use crate::exit::Reportable;
+        let remote = || "origin/main".to_owned();
+        let cases = [
+            (
+                RemoteError::Collision {
+                    remote: remote(),
+                    ids: vec!["C".into()],
+                },
+                "tasks.jsonl: C added here and on origin/main as different tasks",
+                "give your task another id (`ralph task validate` checks the file), then run again",
+                Exit::InvalidInput,
+            ),
+            (
+                RemoteError::Landing {
+                    task: "A".into(),
+                    remote: remote(),
+                    why: "refused 8 times in a row (last: x)".into(),
+                    kept: "refs/ralph/landing/A".into(),
+                },
+                "the landing of A did not reach origin/main: refused 8 times in a row (last: x)",
+                "the squash is kept under refs/ralph/landing/A and the work on its task branch; merge the base into the branch, then run again",
+                Exit::NeedsPerson,
+            ),
+            (
+                RemoteError::Waiting {
+                    task: "A".into(),
+                    remote: remote(),
+                    said: "ssh: connect to host fake port 22: Network is unreachable".into(),
+                    kept: "refs/ralph/landing/A".into(),
+                },
+                "the landing of A waits for origin/main, which cannot be reached: ssh: connect to host fake port 22: Network is unreachable",
+                "nothing is lost: the landing is kept under refs/ralph/landing/A, and the next `ralph run` pushes it once the remote answers",
+                Exit::Transient,
+            ),
+            (
+                RemoteError::Unreachable {
+                    remote: remote(),
+                    said: "fatal: no such repository".into(),
+                },
+                "remote.enabled: origin/main cannot be reached: fatal: no such repository",
+                "check the remote (`git fetch`) and run again; nothing local was changed",
+                Exit::Transient,
+            ),
+        ];
+        for (err, message, hint, exit) in cases {
+            assert_eq!(err.to_string(), message);
+            assert_eq!(err.hint().as_deref(), Some(hint));
+            assert_eq!(err.exit(), exit);
         }
     }
 
