@@ -330,12 +330,35 @@ fn three_machines_with_two_workers_each_land_thirty_tasks_once() {
     }
 }
 
+/// Waits, at most `seconds`, until `done` holds while `child` runs. A
+/// child that ends first, or a wait that runs out, fails the test with
+/// `what` and what the child printed.
+fn wait_until(
+    child: &mut std::process::Child,
+    seconds: u64,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) {
+    let started = std::time::Instant::now();
+    while !done() {
+        if started.elapsed().as_secs() > seconds || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut said = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut stderr, &mut said);
+            }
+            panic!("{what}: {said}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Machine 1 starts on six tasks with a slow agent and is killed with -9
-/// once it holds two claims; the tasks it held are what `then` is about.
+/// once it holds two claims; returns the ids it held.
 fn killed_holding_two_claims(fleet: &Fleet) -> Vec<String> {
     std::fs::write(fleet.machines[0].aux().join("rec/slow"), "").unwrap();
     let mut child = fleet.start(0, &[]);
-    let started = std::time::Instant::now();
     // Both claims on the remote, and known here (the kill comes after
     // the push, not between it and the local ref).
     let known = || {
@@ -351,10 +374,9 @@ fn killed_holding_two_claims(fleet: &Fleet) -> Vec<String> {
             .lines()
             .count()
     };
-    while fleet.claims().len() < 2 || known() < 2 || pushed() < 2 {
-        assert!(started.elapsed().as_secs() < 30, "no claims made");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(&mut child, 30, "no two claims made", || {
+        fleet.claims().len() >= 2 && known() >= 2 && pushed() >= 2
+    });
     let held = fleet.claims();
     child.kill().unwrap();
     child.wait().unwrap();
@@ -489,30 +511,19 @@ fn a_partitioned_machine_finishes_its_tasks_offline_and_lands_them_after() {
     let mut stale = env.clone();
     stale.push(("RALPH_REMOTE_STALE_AFTER", "60s"));
     let mut one = fleet.start(0, &stale);
-    let started = std::time::Instant::now();
-    while fleet.claims().is_empty() {
-        if started.elapsed().as_secs() > 30 || one.try_wait().unwrap().is_some() {
-            let _ = one.kill();
-            panic!("no claims made: {:#?}", wait_for(one, 10));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_until(&mut one, 30, "no claims made", || {
+        !fleet.claims().is_empty()
+    });
     std::fs::write(&partition, "").unwrap();
     let held = fleet.claims();
     let two = fleet.start(1, &[("RALPH_REMOTE_STALE_AFTER", "60s")]);
     // Cut off long enough to finish its work and wait to land it.
     let log = fleet.machines[0].path().join(".ralph/events.ndjson");
-    let started = std::time::Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("\"unreachable\"")
-    {
-        if started.elapsed().as_secs() > 60 {
-            let _ = one.kill();
-            panic!("no landing waited: {:#?}", wait_for(one, 10));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until(&mut one, 60, "no landing waited", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("\"unreachable\"")
+    });
     std::fs::remove_file(&partition).unwrap();
     let (one, two) = (wait_for(one, 120), wait_for(two, 120));
     assert_eq!(one.code, 0, "{one:#?}");
@@ -537,14 +548,9 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
     env.push(("RALPH_REMOTE_STALE_AFTER", "1s"));
     let partition = fleet.machines[0].aux().join("partition");
     let mut one = fleet.start(0, &env);
-    let started = std::time::Instant::now();
-    while fleet.claims().is_empty() {
-        if started.elapsed().as_secs() > 30 || one.try_wait().unwrap().is_some() {
-            let _ = one.kill();
-            panic!("no claims made: {:#?}", wait_for(one, 10));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until(&mut one, 30, "no claims made", || {
+        !fleet.claims().is_empty()
+    });
     std::fs::write(&partition, "").unwrap();
     let held = fleet.claims();
     // Machine 2 sees those claims go unrenewed, takes them over and lands
@@ -652,12 +658,10 @@ fn two_machines_racing_to_land_both_land_once_the_later_on_the_new_tip() {
 fn a_persons_queue_edits_pushed_from_another_clone_are_worked_with_the_rest() {
     let (tasks, ids) = six();
     let fleet = Fleet::new(&tasks, 2);
-    let children: Vec<_> = (0..2).map(|n| fleet.start(n, &[])).collect();
-    let started = std::time::Instant::now();
-    while fleet.claims().is_empty() {
-        assert!(started.elapsed().as_secs() < 30, "no claims made");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let mut children: Vec<_> = (0..2).map(|n| fleet.start(n, &[])).collect();
+    wait_until(&mut children[0], 30, "no claims made", || {
+        !fleet.claims().is_empty()
+    });
     // A fourth clone, without ralph, adds two tasks by hand and pushes,
     // fetching again until the push goes through.
     let person = TestProject::new();
@@ -838,4 +842,41 @@ fn a_split_whose_landing_was_refused_is_made_again_and_never_claimed_twice() {
         })
         .sum();
     assert_eq!(splits, 1, "S was split more than once: {runs:#?}");
+}
+
+#[test]
+fn a_run_refuses_a_base_with_a_persons_unpushed_commit_or_a_remote_it_cannot_reach() {
+    let (tasks, _) = six();
+    let fleet = Fleet::new(&tasks, 1);
+    let machine = &fleet.machines[0];
+    // A commit of a person's on main that origin lacks: ralph shares
+    // only what the remote has, and changes nothing.
+    std::fs::write(machine.path().join("notes.txt"), "mine\n").unwrap();
+    machine.git(&["add", "notes.txt"]);
+    machine.git(&["commit", "-q", "-m", "a note of mine"]);
+    let tip = machine.git(&["rev-parse", "main"]);
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.contains("error: remote.enabled: the base main has commits origin/main lacks\nhint: push them (`git push`), or move them to a branch and reset main to origin/main; ralph shares only what the remote has"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(machine.git(&["rev-parse", "main"]), tip);
+    assert_eq!(machine.rec("worked"), "");
+    // A remote that is not there.
+    machine.git(&["reset", "-q", "--hard", "origin/main"]);
+    machine.git(&["remote", "set-url", "origin", "/nonexistent/remote.git"]);
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("error: remote.enabled: origin/main cannot be reached: ")
+            && run.stderr.contains(
+                "hint: check the remote (`git fetch`) and run again; nothing local was changed"
+            ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(machine.rec("worked"), "");
 }
