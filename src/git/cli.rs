@@ -128,25 +128,6 @@ impl Repo {
         })
     }
 
-    /// Stages `paths` (modified, deleted or new files) through the user's
-    /// git, so its filters, LFS and `core.autocrlf`
-    /// apply and a submodule is staged as its commit.
-    pub(super) fn stage(&self, paths: &[Vec<u8>]) -> Result<()> {
-        // `git status` names a repository inside the tree (a clone the
-        // agent made) `dir/`, which `update-index` ignores; `dir` stages
-        // its commit, as `git add` does.
-        let list = nul_separated(
-            paths
-                .iter()
-                .map(|path| path.strip_suffix(b"/").unwrap_or(path)),
-        );
-        // `git add --all` of a tracked file in an ignored folder stages it
-        // but fails; `update-index` stages exactly the paths given.
-        let args = ["update-index", "--add", "--remove", "-z", "--stdin"];
-        self.git_ok(&args, &list, "stage the leftovers")?;
-        Ok(())
-    }
-
     /// Whether a commit must be made by the user's `git commit`: git
     /// signs it (`commit.gpgsign`), or it `runs_hooks` and the repository
     /// has a commit hook (in `core.hooksPath` or the git folder's

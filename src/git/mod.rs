@@ -23,6 +23,7 @@ mod revert;
 mod slug;
 mod squash;
 mod ssh;
+mod stage;
 mod timing;
 mod tree;
 mod watch;

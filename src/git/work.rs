@@ -204,6 +204,7 @@ impl Repo {
             staged,
             own_staged,
             unmerged,
+            tracked,
         } = self.uncommitted_paths()?;
         if !unmerged.is_empty() {
             return Err(Error::Unmerged { paths: unmerged });
@@ -222,7 +223,9 @@ impl Repo {
             // The agent committed everything.
             return Ok((None, Clean::new()));
         }
-        if !paths.is_empty() {
+        if tracked && !paths.is_empty() {
+            self.stage_tracked(&paths)?;
+        } else if !paths.is_empty() {
             self.stage(&paths)?;
         }
         // Nothing staged differs from HEAD (an edit undone): no commit.

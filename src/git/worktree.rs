@@ -34,6 +34,9 @@ pub(super) struct Uncommitted {
     pub own_staged: Vec<String>,
     /// Paths with a conflict in the index: nothing can be committed.
     pub unmerged: Vec<String>,
+    /// Every path of `paths` is a plain tracked file or link, as the watch
+    /// found them without asking `git status` (see [`Repo::stage_tracked`]).
+    pub tracked: bool,
 }
 
 /// The watch of the working tree, and HEAD's tree when it last settled: a
@@ -104,7 +107,7 @@ impl Entry {
 const MAX_SCANNED_PATHS: usize = 2000;
 
 /// A repository-relative path git gave as bytes.
-fn bytes_path(path: &[u8]) -> &Path {
+pub(super) fn bytes_path(path: &[u8]) -> &Path {
     Path::new(std::ffi::OsStr::from_bytes(path))
 }
 
@@ -380,22 +383,23 @@ impl Repo {
     /// against the index, and whether anything is staged. Only the paths the
     /// watch saw change are looked at, when it can vouch for the rest.
     pub(super) fn uncommitted_paths(&self) -> Result<Uncommitted> {
-        let entries = match self.watched_changes()? {
+        let (entries, tracked) = match self.watched_changes()? {
             Some(paths) => match self.maybe_changed(paths)? {
-                paths if paths.is_empty() => Vec::new(),
+                paths if paths.is_empty() => (Vec::new(), true),
                 paths if paths.len() <= MAX_SCANNED_PATHS => match self.plain_tracked(&paths)? {
-                    Some(entries) => entries,
-                    None => self.scan(&paths)?,
+                    Some(entries) => (entries, true),
+                    None => (self.scan(&paths)?, false),
                 },
-                _ => self.scan(&[])?,
+                _ => (self.scan(&[])?, false),
             },
-            None => self.scan(&[])?,
+            None => (self.scan(&[])?, false),
         };
         let mut uncommitted = Uncommitted {
             paths: Vec::new(),
             staged: false,
             own_staged: Vec::new(),
             unmerged: Vec::new(),
+            tracked,
         };
         for entry in entries {
             let path = entry.path();

@@ -615,6 +615,45 @@ fn lfs_tracked_files_reach_the_base_as_lfs_pointers() {
     assert_eq!(project.git(&["status", "--porcelain"]), "");
 }
 
+/// A tracked LFS file the agent changes and leaves (the watch's fast
+/// path: staged without `git status`) is committed as its pointer, its
+/// content in the LFS store, as `git add` would have it.
+#[test]
+fn a_tracked_lfs_file_left_changed_reaches_the_base_as_its_pointer() {
+    if skip_without(Tool::GitLfs) {
+        return;
+    }
+    let project = one_task("assets");
+    with_lfs(&project);
+    std::fs::write(project.path().join("model.bin"), "old weights\n").unwrap();
+    project.git(&["add", "model.bin"]);
+    project.git(&["commit", "-q", "-m", "weights"]);
+    project.script(
+        "agent.sh",
+        "echo new weights > model.bin\nralph task complete A > /dev/null\n",
+    );
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let stored = project.git(&["cat-file", "-p", "main:model.bin"]);
+    assert!(
+        stored.starts_with("version https://git-lfs.github.com/spec/v1"),
+        "{stored}"
+    );
+    let oid = stored
+        .lines()
+        .find_map(|line| line.strip_prefix("oid sha256:"))
+        .expect("an oid line")
+        .to_owned();
+    let object = project.path().join(format!(
+        ".git/lfs/objects/{}/{}/{oid}",
+        &oid[..2],
+        &oid[2..4]
+    ));
+    assert_eq!(std::fs::read_to_string(object).unwrap(), "new weights\n");
+    assert_eq!(project.read("model.bin"), "new weights\n");
+    assert_eq!(project.git(&["status", "--porcelain"]), "");
+}
+
 /// Files ralph itself checks out go through the user's smudge filter: an
 /// LFS file of a resumed task's branch, and one somebody else committed on
 /// the base while the task worked, are their contents on disk, not their

@@ -311,3 +311,77 @@ fn a_tree_commits_moves_index_only_changes_and_revealed_files() {
     assert_eq!(wip_files(&repo), "M\t.gitignore\nA\tbuild/was-ignored.txt");
     assert!(repo.status().is_empty());
 }
+
+/// Whether the index file holds the extension with `signature`.
+fn index_has(repo: &GitRepo, signature: &[u8; 4]) -> bool {
+    let index = std::fs::read(repo.path().join(".git/index")).unwrap();
+    index.windows(4).any(|window| window == signature)
+}
+
+#[test]
+fn a_tree_stages_tracked_edits_through_gits_filters_with_their_stat_data() {
+    use std::os::unix::fs::PermissionsExt;
+    let (repo, git) = layout();
+    // A rot13 clean/smudge filter, as git-crypt sets one up.
+    let rot13 = "tr A-Za-z N-ZA-Mn-za-m";
+    repo.git(&["config", "filter.rot13.clean", rot13]);
+    repo.git(&["config", "filter.rot13.smudge", rot13]);
+    repo.write(".gitattributes", "secret/** filter=rot13\n");
+    repo.write("secret/plan.txt", "Attack\n");
+    repo.write("tool.sh", "echo hi\n");
+    git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    // Tracked now: what the watch sees next are plain tracked files, an
+    // edit, an edit under a filter, one in an ignored folder, a mode
+    // change and a deletion.
+    repo.write("secret/plan.txt", "Retreat\n");
+    repo.write("src/a/one.txt", "changed\n");
+    repo.write("build/kept.txt", "changed too\n");
+    let tool = repo.path().join("tool.sh");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(repo.path().join("src/b/two.txt")).unwrap();
+    git.commit_leftovers(BRANCH, &id("A"), 2).unwrap();
+    assert_eq!(
+        wip_files(&repo),
+        "M\tbuild/kept.txt\nM\tsecret/plan.txt\nM\tsrc/a/one.txt\nD\tsrc/b/two.txt\nM\ttool.sh"
+    );
+    assert_eq!(
+        repo.git(&["cat-file", "-p", "HEAD:secret/plan.txt"]),
+        "Ergerng"
+    );
+    assert!(
+        repo.git(&["ls-tree", "HEAD", "tool.sh"])
+            .starts_with("100755 "),
+    );
+    // The index is HEAD's tree, and each plain file's entry carries its
+    // stat data: git, without refreshing, finds nothing changed (an entry
+    // under a filter libgit2 cannot run may be marked for git to look at
+    // again).
+    assert_eq!(
+        repo.git(&["diff-index", "--cached", "--name-only", "HEAD"]),
+        ""
+    );
+    let stale = repo.git(&["diff-files", "--name-only"]);
+    assert!(
+        stale.lines().all(|path| path == "secret/plan.txt"),
+        "{stale}"
+    );
+    assert!(repo.status().is_empty());
+    // Undone edits stage nothing and commit nothing.
+    repo.write("src/a/one.txt", "changed\n");
+    let again = git.commit_leftovers(BRANCH, &id("A"), 3).unwrap();
+    assert_eq!(again.wip_commit, None);
+}
+
+#[test]
+fn a_tree_whose_index_keeps_an_untracked_cache_keeps_it() {
+    let (repo, git) = layout();
+    repo.git(&["config", "core.untrackedCache", "true"]);
+    repo.git(&["status", "--porcelain"]);
+    assert!(index_has(&repo, b"UNTR"), "git wrote no untracked cache");
+    repo.write("src/a/one.txt", "changed\n");
+    git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
+    assert_eq!(wip_files(&repo), "M\tsrc/a/one.txt");
+    // The user's git staged it, keeping what libgit2 would have dropped.
+    assert!(index_has(&repo, b"UNTR"), "the untracked cache is gone");
+    assert!(repo.status().is_empty());
+}
