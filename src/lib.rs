@@ -32,6 +32,7 @@ pub(crate) mod project;
 pub mod prompt;
 pub(crate) mod redact;
 pub(crate) mod report;
+pub(crate) mod result;
 pub mod roles;
 pub(crate) mod runner;
 pub(crate) mod state;

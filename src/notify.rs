@@ -13,52 +13,15 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::NotifySettings;
 use crate::paths::Paths;
 
-/// What happened, as `RALPH_EVENT` and the event's `event` field say it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Kind {
-    /// A task's work reached the base (or the pull request's branch).
-    TaskMerged,
-    /// A task was blocked: it waits for a person.
-    TaskBlocked,
-    /// A PRD became tasks.
-    PrdPlanned,
-    /// A PRD was refused (too large, or not a document ralph can plan).
-    PrdRefused,
-    /// A pull request was opened or updated, or `gh` failed to.
-    PullRequest,
-    /// The agent hit its usage limit and the run waits.
-    UsageLimit,
-    /// A run's spending cap was reached: it takes no more work.
-    CapReached,
-    /// The run ended.
-    RunEnded,
-    /// A polling run found nothing workable and waits.
-    RunIdle,
-}
-
-impl Kind {
-    /// Its name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Kind::TaskMerged => "task_merged",
-            Kind::TaskBlocked => "task_blocked",
-            Kind::PrdPlanned => "prd_planned",
-            Kind::PrdRefused => "prd_refused",
-            Kind::PullRequest => "pull_request",
-            Kind::UsageLimit => "usage_limit",
-            Kind::CapReached => "cap_reached",
-            Kind::RunEnded => "run_ended",
-            Kind::RunIdle => "run_idle",
-        }
-    }
-}
+/// What happened, as `RALPH_EVENT` and the event's `event` field say it
+/// (declared with the settings that name the kinds to tell).
+pub(crate) use crate::config::NotifyKind as Kind;
 
 /// One event for the command: `event`, `time`, `run_id`, `project`,
 /// `task` (when it is a task's), `message`, then what the kind adds.

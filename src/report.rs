@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::events::{Event, EventLog};
 use crate::paths::Paths;
-use crate::runner::RunResult;
+use crate::result::RunResult;
 
 /// Most bytes of a task's failure evidence the page quotes.
 const EVIDENCE_BYTES: usize = 8 * 1024;

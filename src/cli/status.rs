@@ -8,8 +8,8 @@ use serde_json::json;
 use super::{Context, Outcome, to_json};
 use crate::error::Error;
 use crate::events::EventLog;
+use crate::result::RunResult;
 use crate::runner::lock;
-use crate::runner::result::RunResult;
 use crate::task::Store;
 use crate::text::safe;
 

@@ -81,7 +81,7 @@ const MODE: Type<Mode> = Type("ralph_fresh, session_loop or single_pass", |text|
 /// Glob patterns, written in the file only.
 const GLOBS: Type<Vec<String>> = Type("list of glob patterns", |_| Err(String::new()));
 /// Kinds of events, written in the file only.
-const KINDS: Type<Vec<crate::notify::Kind>> = Type("list of event kinds", |_| Err(String::new()));
+const KINDS: Type<Vec<super::NotifyKind>> = Type("list of event kinds", |_| Err(String::new()));
 const DOLLARS: Type<Option<f64>> = Type("US dollars, or null", |text| {
     or_null(text, |text| {
         super::check_cap(

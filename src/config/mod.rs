@@ -213,6 +213,47 @@ impl Default for WatchSettings {
     }
 }
 
+/// What happened, as `RALPH_EVENT` and the event's `event` field say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum NotifyKind {
+    /// A task's work reached the base (or the pull request's branch).
+    TaskMerged,
+    /// A task was blocked: it waits for a person.
+    TaskBlocked,
+    /// A PRD became tasks.
+    PrdPlanned,
+    /// A PRD was refused (too large, or not a document ralph can plan).
+    PrdRefused,
+    /// A pull request was opened or updated, or `gh` failed to.
+    PullRequest,
+    /// The agent hit its usage limit and the run waits.
+    UsageLimit,
+    /// A run's spending cap was reached: it takes no more work.
+    CapReached,
+    /// The run ended.
+    RunEnded,
+    /// A polling run found nothing workable and waits.
+    RunIdle,
+}
+
+impl NotifyKind {
+    /// Its name.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            NotifyKind::TaskMerged => "task_merged",
+            NotifyKind::TaskBlocked => "task_blocked",
+            NotifyKind::PrdPlanned => "prd_planned",
+            NotifyKind::PrdRefused => "prd_refused",
+            NotifyKind::PullRequest => "pull_request",
+            NotifyKind::UsageLimit => "usage_limit",
+            NotifyKind::CapReached => "cap_reached",
+            NotifyKind::RunEnded => "run_ended",
+            NotifyKind::RunIdle => "run_idle",
+        }
+    }
+}
+
 /// The `notify:` section (docs/NOTIFY.md).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -221,7 +262,7 @@ pub(crate) struct NotifySettings {
     /// `None` tells nobody.
     pub command: Option<String>,
     /// The kinds of events it runs for; empty: all of them.
-    pub on: Vec<crate::notify::Kind>,
+    pub on: Vec<NotifyKind>,
     /// Longest the command may run before it is stopped.
     #[serde(deserialize_with = "time_limit")]
     pub timeout: Duration,

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) use input::{CONTRACT_VERSION, RunInput};
 
 use crate::error::Error;
+pub use crate::files::sha256_hex;
 use crate::plan::Plan;
 use output::{PLAN_FILE, PROGRESS_FILE, Progress, RESULT_FILE, ResultFile};
 
@@ -250,15 +251,6 @@ pub(crate) fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanF
     .append(out_dir)
     .map_err(io(out_dir.join(PROGRESS_FILE)))?;
     Ok(file)
-}
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use serde_json::Map;
 
-use super::result::{PrAction, PullRequest};
 use super::worker::Worker;
 use crate::error::Error;
 use crate::git::{PUSH_TIMEOUT, Pushed};
+use crate::result::{PrAction, PullRequest};
 
 /// The waits before the second and third push attempts.
 const PUSH_RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(4)];
@@ -285,7 +285,7 @@ impl Worker<'_> {
         &mut self,
         status: super::RunStatus,
         reason: &str,
-        verify_run: &[super::result::CommandResult],
+        verify_run: &[crate::result::CommandResult],
     ) -> Result<Option<PullRequest>, Error> {
         use crate::delivery::body::{self, Ending};
         use crate::delivery::gh::{self, Gh};

@@ -4,12 +4,12 @@
 use serde_json::{Map, Value};
 
 use super::RunError;
-use super::result::{TaskEnd, TaskOutcome};
 use super::worker::{Worker, now};
 use crate::agent::FailureClass;
 use crate::error::Error;
 use crate::git::{self, Squash, SquashPreview};
 use crate::prompt::Evidence;
+use crate::result::{TaskEnd, TaskOutcome};
 use crate::state::Phase;
 use crate::task::{Change, Patch, Queue, Status, Task, TaskId};
 

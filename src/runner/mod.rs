@@ -14,7 +14,6 @@ pub(crate) mod planner;
 mod pool;
 mod record;
 pub(crate) mod remote;
-pub(crate) mod result;
 mod revert;
 pub(crate) mod review;
 mod seat;
@@ -31,7 +30,7 @@ use std::sync::atomic::AtomicBool;
 use crate::error::Error;
 use crate::exit::Exit;
 
-pub(crate) use result::{RunResult, RunStatus};
+pub(crate) use crate::result::{RunResult, RunStatus};
 pub(crate) use worker::{RunOptions, Worker};
 
 /// Failures of the loop itself.

@@ -12,7 +12,6 @@ use serde_json::Map;
 
 use super::decide::Budgets;
 use super::iteration::Next;
-use super::result::{RunStatus, TaskEnd, TaskOutcome};
 use super::seat::{Counts, Hub, Pooled, Seat};
 use super::step::Stepped;
 use super::ui::Ui;
@@ -22,6 +21,7 @@ use crate::error::Error;
 use crate::events::EventLog;
 use crate::git::{Identity, Repo, TaskTree};
 use crate::paths::Paths;
+use crate::result::{RunStatus, TaskEnd, TaskOutcome};
 use crate::state::StateFile;
 use crate::task::{Patch, Status, Store, TaskId};
 

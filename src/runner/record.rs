@@ -6,13 +6,13 @@ use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value};
 
-use super::result::{CommandResult, RunResult, RunStatus};
 use super::verify;
 use super::worker::{Worker, now, seconds};
 use crate::error::Error;
 use crate::events::Event;
 use crate::paths::Paths;
 use crate::prompt::Evidence;
+use crate::result::{CommandResult, RunResult, RunStatus};
 use crate::state::Phase;
 use crate::task::TaskId;
 

@@ -10,9 +10,9 @@ use std::sync::atomic::Ordering;
 use serde_json::Map;
 
 use super::decide::{self, Before, Ending, Step};
-use super::result::RunStatus;
 use super::worker::{Worker, first_complete_where, interrupted};
 use crate::error::Error;
+use crate::result::RunStatus;
 use crate::task::{Queue, Status, TaskId};
 
 /// Where a step leaves the worker.

@@ -5,9 +5,9 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use super::result::CommandResult;
 use crate::agent;
 use crate::error::Error;
+use crate::result::CommandResult;
 
 /// Runs `command` in `dir` with a time limit; a signal stops it.
 pub(crate) fn run(

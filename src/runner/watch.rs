@@ -108,7 +108,7 @@ impl Seen {
 /// SHA-256 of the three, each ended by a NUL so they cannot run into
 /// each other.
 pub(crate) fn key(path: &str, commit: &str, head: &str) -> String {
-    crate::contract::sha256_hex(format!("{path}\0{commit}\0{head}\0").as_bytes())
+    crate::files::sha256_hex(format!("{path}\0{commit}\0{head}\0").as_bytes())
 }
 
 /// Whether `path` matches the glob `pattern`: `*` is any run of

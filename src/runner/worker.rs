@@ -13,7 +13,6 @@ use super::RunError;
 use super::decide::{self, Budgets, Candidate, Ending};
 use super::iteration::Next;
 use super::lock::{LockError, RunLock};
-use super::result::{RunResult, RunStatus, TaskOutcome};
 use super::seat::Seat;
 use super::ui::Ui;
 use crate::agent::{self, Backend, Host};
@@ -22,6 +21,7 @@ use crate::error::Error;
 use crate::events::EventLog;
 use crate::git::{self, Head, Repo};
 use crate::paths::STOP_FILE;
+use crate::result::{RunResult, RunStatus, TaskOutcome};
 use crate::roles::{self, Triggers};
 use crate::state::{Loaded, Phase, State, StateFile, TaskProgress};
 use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
@@ -90,7 +90,7 @@ pub(crate) struct Worker<'a> {
     /// Why the run must stop: a push of the base failed for good.
     pub(super) push_failure: Option<String>,
     /// With `delivery: pr`: the pull request the run ends with.
-    pub(super) pull_request: Option<super::result::PullRequest>,
+    pub(super) pull_request: Option<crate::result::PullRequest>,
     /// Tells people of the events worth their attention.
     pub(super) notifier: crate::notify::Notifier,
     /// The last problem watching for PRDs said, so it is said once.
@@ -393,7 +393,7 @@ impl<'a> Worker<'a> {
     #[allow(clippy::type_complexity)]
     fn stretch(
         &mut self,
-    ) -> Result<Result<(RunStatus, String, Vec<super::result::CommandResult>), RunResult>, Error>
+    ) -> Result<Result<(RunStatus, String, Vec<crate::result::CommandResult>), RunResult>, Error>
     {
         let ending = match self.options.settings.workers {
             Some(workers) => self.run_pool(workers as u32),

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use chrono::{DateTime, Utc};
 
 use super::digest::Digest;
-use crate::runner::RunResult;
+use crate::result::RunResult;
 use crate::state::{Phase, State, WaitReason};
 use crate::task::{Queue, Status, TreeNode};
 use crate::text::safe;

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use super::digest::Digest;
 use super::model::{QueueRow, Sources, WorkerSource};
 use crate::paths::Paths;
-use crate::runner::RunResult;
+use crate::result::RunResult;
 use crate::runner::lock::Holder;
 use crate::state::{State, StateFile};
 use crate::task::{Queue, Store};

@@ -20,6 +20,7 @@ mod git;
 mod hostile;
 mod init;
 mod kept;
+mod layers;
 mod manual;
 mod merge_queue;
 mod messages;
