@@ -102,6 +102,15 @@ fn ends_with_newline(path: &Path) -> std::io::Result<bool> {
     Ok(last[0] == b'\n')
 }
 
+/// An event's extra fields from a JSON object (`json!({..})`), in the
+/// order written; anything but an object gives none.
+pub(crate) fn fields(object: Value) -> Map<String, Value> {
+    match object {
+        Value::Object(fields) => fields,
+        _ => Map::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,8 +32,6 @@ pub enum Echo {
     /// Nowhere: the log file only.
     #[default]
     Off,
-    /// To ralph's stdout.
-    Stdout,
     /// To ralph's stderr.
     Stderr,
 }
@@ -202,7 +200,6 @@ impl Capture {
         // A closed terminal must not stop the agent.
         let _ = match self.echo {
             Echo::Off => Ok(()),
-            Echo::Stdout => io::stdout().lock().write_all(chunk),
             Echo::Stderr => io::stderr().lock().write_all(chunk),
         };
     }

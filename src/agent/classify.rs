@@ -26,6 +26,17 @@ pub struct Failure {
     pub resets_at: Option<DateTime<Utc>>,
 }
 
+impl Failure {
+    /// A failure of `class` for `reason`, with no reset time.
+    pub(crate) fn new(class: FailureClass, reason: impl Into<String>) -> Failure {
+        Failure {
+            class,
+            reason: reason.into(),
+            resets_at: None,
+        }
+    }
+}
+
 /// How the agent's process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,14 +85,13 @@ pub fn judge(
         return matched(
             "login_prompt",
             None,
-            Failure {
-                class: FailureClass::Auth,
-                reason: format!(
+            Failure::new(
+                FailureClass::Auth,
+                format!(
                     "{name} started an interactive login nobody can answer in a loop ({}); stopped at once",
                     one_line(&prompt)
                 ),
-                resets_at: None,
-            },
+            ),
         );
     }
     let Some(limit) = timed_out else {
@@ -95,11 +105,7 @@ pub fn judge(
             reason: format!("{} ({after}, still retrying)", cause.reason),
             ..cause
         },
-        None => Failure {
-            class: FailureClass::Timeout,
-            reason: after,
-            resets_at: None,
-        },
+        None => Failure::new(FailureClass::Timeout, after),
     })
 }
 
@@ -119,11 +125,10 @@ pub fn classify(
             return matched(
                 "auth_exit_code",
                 None,
-                Failure {
-                    class: FailureClass::Auth,
-                    reason: format!("{dialect} reported no authentication configured ({status})"),
-                    resets_at: None,
-                },
+                Failure::new(
+                    FailureClass::Auth,
+                    format!("{dialect} reported no authentication configured ({status})"),
+                ),
             );
         }
         // What the tool says of the model API's error, structured, before
@@ -181,14 +186,13 @@ pub fn classify(
             return matched(
                 "permission_denials",
                 None,
-                Failure {
-                    class: FailureClass::Permission,
-                    reason: format!(
+                Failure::new(
+                    FailureClass::Permission,
+                    format!(
                         "{dialect} failed after {} permission denial(s)",
                         transcript.denials
                     ),
-                    resets_at: None,
-                },
+                ),
             );
         }
     }
@@ -197,22 +201,17 @@ pub fn classify(
         return matched(
             "error_result",
             None,
-            Failure {
-                class: FailureClass::Exit,
-                reason: format!("{name} reported an error ({status}): {}", one_line(text)),
-                resets_at: None,
-            },
+            Failure::new(
+                FailureClass::Exit,
+                format!("{name} reported an error ({status}): {}", one_line(text)),
+            ),
         );
     }
     if !status.success() {
         return matched(
             "exit_status",
             None,
-            Failure {
-                class: FailureClass::Exit,
-                reason: format!("{name} failed with {status}"),
-                resets_at: None,
-            },
+            Failure::new(FailureClass::Exit, format!("{name} failed with {status}")),
         );
     }
     tracing::debug!(%status, "classified: no failure rule matched");

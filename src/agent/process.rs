@@ -58,15 +58,6 @@ impl Limits {
     pub const DEFAULT_GRACE: Duration = Duration::from_secs(5);
     /// Default size limit of a log file.
     pub const DEFAULT_LOG_BYTES: u64 = 8 * 1024 * 1024;
-
-    /// Limits with this timeout and the default grace and log size.
-    pub fn new(timeout: Duration) -> Limits {
-        Limits {
-            timeout,
-            grace: Limits::DEFAULT_GRACE,
-            log_bytes: Limits::DEFAULT_LOG_BYTES,
-        }
-    }
 }
 
 /// One iteration's agent run, as the loop asks for it.

@@ -235,15 +235,22 @@ fn current_task<'q>(
     id: Option<&crate::task::TaskId>,
 ) -> Result<Option<&'q crate::task::Task>, Error> {
     match id {
-        Some(id) => queue.get(id.as_str()).map(Some).ok_or_else(|| {
-            crate::task::Error::NotFound {
-                id: id.to_string(),
-                place: crate::paths::TASKS_FILE,
-            }
-            .into()
-        }),
+        Some(id) => Ok(Some(live_task(queue, id)?)),
         None => Ok(queue.next()),
     }
+}
+
+/// Task `id` of `tasks.jsonl`, or the error that names it missing there.
+fn live_task<'q>(
+    queue: &'q crate::task::Queue,
+    id: &crate::task::TaskId,
+) -> Result<&'q crate::task::Task, crate::task::Error> {
+    queue
+        .get(id.as_str())
+        .ok_or_else(|| crate::task::Error::NotFound {
+            id: id.to_string(),
+            place: crate::paths::TASKS_FILE,
+        })
 }
 
 /// One JSON value on a line.

@@ -55,14 +55,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
                 "task": w.task, "iteration": w.iteration, "role": w.role,
                 "phase": w.phase, "since": w.since,
             })).collect::<Vec<_>>(),
-            "counts": queue_error.is_none().then(|| json!({
-                "pending": counts.with(crate::task::Status::Pending),
-                "active": counts.with(crate::task::Status::Active),
-                "ready": counts.with(crate::task::Status::Ready),
-                "complete": counts.with(crate::task::Status::Complete),
-                "blocked": counts.with(crate::task::Status::Blocked),
-                "archived": counts.archived,
-            })),
+            "counts": queue_error.is_none().then(|| super::task::counts_json(&counts)),
             "queue_error": queue_error,
             "shared": shared.as_ref().map(|shared| json!({
                 "machine": shared.machine,

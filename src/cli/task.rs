@@ -355,7 +355,7 @@ fn mark(status: Option<Status>) -> &'static str {
     }
 }
 
-fn counts_json(counts: &Counts) -> Value {
+pub(super) fn counts_json(counts: &Counts) -> Value {
     let mut object = Map::new();
     for status in Status::ALL {
         object.insert(status.as_str().into(), counts.with(status).into());
@@ -686,12 +686,7 @@ fn review(
 ) -> Result<Outcome, Error> {
     use crate::notes::{Review, Verdict};
     let id = &args.id;
-    let task = queue
-        .get(id.as_str())
-        .ok_or_else(|| crate::task::Error::NotFound {
-            id: id.to_string(),
-            place: "tasks.jsonl",
-        })?;
+    let task = super::live_task(queue, id)?;
     if task.status != Status::Ready {
         return Err(crate::task::Error::Refused {
             message: format!(
@@ -780,13 +775,7 @@ fn note(
     context: &Context,
     json: bool,
 ) -> Result<Outcome, Error> {
-    if queue.get(id.as_str()).is_none() {
-        return Err(crate::task::Error::NotFound {
-            id: id.to_string(),
-            place: "tasks.jsonl",
-        }
-        .into());
-    }
+    super::live_task(queue, id)?;
     if text.trim().is_empty() {
         return Err(crate::task::Error::refused(
             "the note is empty; write what was learned, what is left or what failed",

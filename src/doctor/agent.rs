@@ -12,26 +12,17 @@ pub(super) fn agent(found: &mut Findings, paths: &Paths, options: &RunOptions) -
     if options.settings.agent.preset.as_deref() == Some(agent::APP_SERVER) {
         return app_server(found, paths, options);
     }
-    let spec = match Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), None) {
-        Ok(spec) => spec,
-        Err(err) => {
-            found.failed("agent", err);
-            return false;
-        }
+    let Some(spec) = found.check(
+        "agent",
+        Spec::new(&options.settings.agent, options.agent_cmd.as_deref(), None),
+    ) else {
+        return false;
     };
-    let host = match Host::from_process(paths.project()) {
-        Ok(host) => host,
-        Err(err) => {
-            found.failed("agent", err);
-            return false;
-        }
+    let Some(host) = found.check("agent", Host::from_process(paths.project())) else {
+        return false;
     };
-    let program = match agent::resolve(&spec, &host) {
-        Ok(program) => program,
-        Err(err) => {
-            found.failed("agent", err);
-            return false;
-        }
+    let Some(program) = found.check("agent", agent::resolve(&spec, &host)) else {
+        return false;
     };
     if let Err(err) = agent::preflight(&spec, &host) {
         found.failed("agent", err);

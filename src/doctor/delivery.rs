@@ -173,16 +173,8 @@ pub(super) fn shared(
         Ok(commit) => commit,
         Err(err) => return found.failed("remote", err),
     };
-    let create = RefUpdate {
-        name: probe.clone(),
-        to: Some(commit.clone()),
-        lease: Lease::Absent,
-    };
-    let delete = RefUpdate {
-        name: probe.clone(),
-        to: None,
-        lease: Lease::At(commit),
-    };
+    let create = RefUpdate::new(probe.clone(), Some(commit.clone()), Lease::Absent);
+    let delete = RefUpdate::new(probe.clone(), None, Lease::At(commit));
     let fix = "a remote that refuses refs/ralph/* cannot share a queue (docs/SCALE.md says how to check a host); use another remote, or remote.enabled: false";
     let pushed = repo
         .push_atomic(&upstream.remote, &[create], false)

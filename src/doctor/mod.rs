@@ -163,6 +163,16 @@ impl Findings {
         let hint = err.hint();
         self.add(check, Level::Error, &err.to_string(), hint.as_deref());
     }
+
+    /// The value `result` holds, or `None` with its error recorded as
+    /// [`Findings::failed`] does.
+    fn check<T, E: Into<crate::Error>>(
+        &mut self,
+        check: &'static str,
+        result: Result<T, E>,
+    ) -> Option<T> {
+        result.map_err(|err| self.failed(check, err)).ok()
+    }
 }
 
 /// Text on one line: each line trimmed, empty ones dropped, joined by ` / `

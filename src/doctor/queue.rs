@@ -9,13 +9,7 @@ use crate::text::count;
 
 /// Both task files, as every command reads them.
 pub(super) fn queue(found: &mut Findings, paths: &Paths, watching: bool) -> Option<Queue> {
-    let queue = match Store::open(paths).load() {
-        Ok(queue) => queue,
-        Err(err) => {
-            found.failed("queue", err);
-            return None;
-        }
-    };
+    let queue = found.check("queue", Store::open(paths).load())?;
     let counts = queue.counts();
     let statuses: Vec<String> = Status::ALL
         .iter()
@@ -109,12 +103,8 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths, watching: bool) -> Opti
 /// The triggers of `config/roles.yaml`, as `ralph roles check` reads
 /// them. Whether they loaded.
 pub(super) fn triggers(found: &mut Findings, paths: &Paths, settings: &Settings) -> bool {
-    let triggers = match crate::roles::load(paths) {
-        Ok(triggers) => triggers,
-        Err(err) => {
-            found.failed("triggers", err);
-            return false;
-        }
+    let Some(triggers) = found.check("triggers", crate::roles::load(paths)) else {
+        return false;
     };
     if paths.roles_config().exists() {
         found.ok(

@@ -190,11 +190,7 @@ impl Repo {
         if !self.commits_through_git(runs_hooks) {
             let tree = self.index()?.write_tree().doing("write the index's tree")?;
             let tree = self.git.find_tree(tree).doing("read the index's tree")?;
-            let head = self
-                .git
-                .head()
-                .and_then(|head| head.peel_to_commit())
-                .doing("read HEAD's commit")?;
+            let head = self.head_commit("read HEAD's commit")?;
             let signature = self.identity.signature()?;
             self.wait_for_head_locks()?;
             let commit = self
@@ -246,11 +242,7 @@ impl Repo {
         if !ran.success {
             return Ok(Err(ran.said));
         }
-        let head = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_commit())
-            .doing("read the new commit")?;
+        let head = self.head_commit("read the new commit")?;
         Ok(Ok(head.id().into()))
     }
 

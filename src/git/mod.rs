@@ -411,6 +411,16 @@ impl Repo {
         }
     }
 
+    /// HEAD's commit; `action` says what the read was for in an error.
+    fn head_commit(&self, action: &str) -> Result<git2::Commit<'_>> {
+        (self.git.head().and_then(|head| head.peel_to_commit())).doing(action)
+    }
+
+    /// HEAD's tree.
+    fn head_tree(&self) -> Result<git2::Tree<'_>> {
+        (self.git.head().and_then(|head| head.peel_to_tree())).doing("read HEAD's tree")
+    }
+
     fn tip(&self, branch: &str) -> Result<git2::Commit<'_>> {
         let found = self.git.find_branch(branch, BranchType::Local);
         let branch_ref = match found {

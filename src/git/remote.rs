@@ -45,6 +45,17 @@ pub struct RefUpdate {
     pub lease: Lease,
 }
 
+impl RefUpdate {
+    /// Ref `name` set to `to` (`None` deletes it) if it holds `lease`.
+    pub fn new(name: impl Into<String>, to: Option<String>, lease: Lease) -> RefUpdate {
+        RefUpdate {
+            name: name.into(),
+            to,
+            lease,
+        }
+    }
+}
+
 /// How an atomic push went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pushed {

@@ -382,11 +382,7 @@ impl Repo {
         // A note of an older ralph names no branch commit: the base's.
         let from = ids.next().and_then(|id| id.ok()).unwrap_or(base);
         let head = self.head()?;
-        let head_tip = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_commit())
-            .doing("read HEAD's commit")?;
+        let head_tip = self.head_commit("read HEAD's commit")?;
         let back_to = match &head {
             Head::Branch(branch) if *branch == self.base && head_tip.id() == base => {
                 Some(branch.clone())
@@ -409,11 +405,7 @@ impl Repo {
     /// which passed that commit already; signs when the user signs.
     pub fn amend_with_queue_files(&self, trailers: &[String]) -> Result<CommitId> {
         let _timed = super::timing::timed("amend_squash", &self.base);
-        let head = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_commit())
-            .doing("read the squash commit")?;
+        let head = self.head_commit("read the squash commit")?;
         let mut message = String::from_utf8_lossy(head.message_bytes()).into_owned();
         for trailer in trailers {
             if !message.lines().any(|line| line == trailer) {

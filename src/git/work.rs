@@ -126,12 +126,7 @@ impl Repo {
                 dirty,
             });
         }
-        let head = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_commit())
-            .doing("read HEAD's commit")?
-            .id();
+        let head = self.head_commit("read HEAD's commit")?.id();
         // Work committed on top of the task branch elsewhere (detached, or a
         // branch of the agent's own) belongs to the task; the base's history
         // is never taken over.
@@ -192,11 +187,7 @@ impl Repo {
     /// a `git commit --no-verify`: an agent's work is never lost to a hook
     /// (the squash commit on the base runs them).
     fn commit_wip_once(&self, message: &str) -> Result<(Option<CommitId>, Clean)> {
-        let head_tree = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_tree())
-            .doing("read HEAD's tree")?;
+        let head_tree = self.head_tree()?;
         // One scan of the tree finds what to stage and what to drop; ralph's
         // own files and ignored paths stay out.
         let Uncommitted {

@@ -242,11 +242,7 @@ impl Repo {
         if index.has_conflicts() {
             return Ok(None);
         }
-        let head_tree = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_tree())
-            .doing("read HEAD's tree")?;
+        let head_tree = self.head_tree()?;
         let index_tree = index.write_tree().doing("compare the index with HEAD")?;
         if index_tree != head_tree.id() {
             return Ok(None);
@@ -451,11 +447,7 @@ impl Repo {
         let _timed = super::timing::timed("checkout", branch);
         let target = self.tip(branch)?;
         let target_tree = target.tree().doing(&format!("read the tree of {branch}"))?;
-        let current_tree = self
-            .git
-            .head()
-            .and_then(|head| head.peel_to_tree())
-            .doing("read HEAD's tree")?;
+        let current_tree = self.head_tree()?;
         self.switch_tree(&current_tree, &target_tree, false)?;
         self.point_head_at(branch)
     }

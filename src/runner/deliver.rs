@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use serde_json::Map;
+use serde_json::{Map, json};
+
+use crate::events::fields;
 
 use super::worker::Worker;
 use crate::error::Error;
@@ -38,7 +40,7 @@ impl Worker<'_> {
                             "pushed to"
                         }
                     );
-                    self.ui.log(&super::worker::now(), &detail);
+                    self.ui.log(&detail);
                     self.record(None, "push", "ok", &detail, Map::new())?;
                     return Ok(None);
                 }
@@ -416,11 +418,8 @@ impl Worker<'_> {
     ) -> Result<(), Error> {
         let status = action.as_str();
         self.record(None, "pull_request", status, detail, Map::new())?;
-        let mut extra = Map::new();
-        extra.insert("action".into(), status.into());
-        extra.insert(key.into(), value.into());
-        extra.insert("draft".into(), draft.into());
-        self.notify(crate::notify::Kind::PullRequest, None, told, extra);
+        let extra = json!({"action": status, key: value, "draft": draft});
+        self.notify(crate::notify::Kind::PullRequest, None, told, fields(extra));
         Ok(())
     }
 

@@ -1,7 +1,9 @@
 //! Ending a task's stay on its branch: verify and squash-merge a finished
 //! task, merge a split one, block one, and recover a merge a crash cut short.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use crate::events::fields;
 
 use super::RunError;
 use super::worker::{Worker, now};
@@ -90,10 +92,8 @@ impl Worker<'_> {
         match squash {
             Squash::Merged(_) => {}
             Squash::Rejected(said) => {
-                self.ui.log(
-                    &now(),
-                    &format!("{id}: a git hook refused the squash commit"),
-                );
+                self.ui
+                    .log(&format!("{id}: a git hook refused the squash commit"));
                 let summary = format!(
                     "a git hook of the repository refused the squash commit on {} (its output is below); make the work pass it, commit, then mark the task complete again",
                     self.repo.base()
@@ -194,10 +194,10 @@ impl Worker<'_> {
                 return Ok(false);
             }
             if !result.passed {
-                self.ui.log(
-                    &now(),
-                    &format!("{id}: verify failed: {command}: {}", result.status),
-                );
+                self.ui.log(&format!(
+                    "{id}: verify failed: {command}: {}",
+                    result.status
+                ));
                 let summary = format!("{what} `{command}` failed ({})", result.status);
                 self.task_failed(
                     id,
@@ -225,10 +225,10 @@ impl Worker<'_> {
         let Some(task) = queue.emptied_containers().first().map(|&task| task.clone()) else {
             return Ok(false);
         };
-        self.ui.log(
-            &now(),
-            &format!("{}: all its tasks are archived; archiving it too", task.id),
-        );
+        self.ui.log(&format!(
+            "{}: all its tasks are archived; archiving it too",
+            task.id
+        ));
         // As in `finish_task`: a crash after the archive finds the task
         // here and lands it (`recover_archived_task`).
         self.state.current_task = Some(task.id.to_string());
@@ -529,7 +529,7 @@ impl Worker<'_> {
                 "nothing to merge yet"
             }
         );
-        self.ui.log(&now(), &format!("{id} {detail}"));
+        self.ui.log(&format!("{id} {detail}"));
         self.record(Some(id), "split", "ok", &detail, Map::new())?;
         self.state.tasks.remove(id.as_str());
         self.task_ended(id, TaskEnd::Split, commit, &detail)
@@ -541,13 +541,10 @@ impl Worker<'_> {
     /// for it, leaving only the task's own conflicts.
     fn conflicted(&mut self, id: &TaskId, paths: &[String]) -> Result<(), Error> {
         let base = self.repo.base().to_owned();
-        self.ui.log(
-            &now(),
-            &format!(
-                "{id}: the squash into {base} conflicts in {}",
-                crate::git::list_paths(paths)
-            ),
-        );
+        self.ui.log(&format!(
+            "{id}: the squash into {base} conflicts in {}",
+            crate::git::list_paths(paths)
+        ));
         let summary = if self.seat.pooled().is_some() {
             let left = self
                 .repo
@@ -635,7 +632,7 @@ impl Worker<'_> {
         )?;
         // Recorded before the bookkeeping commit, which a hook may refuse:
         // the task is blocked on disk either way.
-        self.ui.log(&now(), &format!("{id} blocked: {reason}"));
+        self.ui.log(&format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
         {
             let _turn = self.merge_turn();
@@ -660,16 +657,13 @@ impl Worker<'_> {
         detail: &str,
     ) -> Result<(), Error> {
         self.merged += 1;
-        self.ui.log(
-            &now(),
-            &format!(
-                "{id} done: {detail}{}",
-                commit
-                    .as_deref()
-                    .map(|c| format!(" ({})", &c[..c.len().min(10)]))
-                    .unwrap_or_default()
-            ),
-        );
+        self.ui.log(&format!(
+            "{id} done: {detail}{}",
+            commit
+                .as_deref()
+                .map(|c| format!(" ({})", &c[..c.len().min(10)]))
+                .unwrap_or_default()
+        ));
         let verified = self
             .state
             .tasks
@@ -715,13 +709,13 @@ impl Worker<'_> {
         detail: &str,
     ) -> Result<(), Error> {
         if outcome == TaskEnd::Blocked {
-            let mut extra = Map::new();
-            extra.insert("reason".to_owned(), crate::redact::redact(detail).into());
+            let extra = json!({"reason": crate::redact::redact(detail)});
+            let told = format!("{id} blocked: {detail}");
             self.notify(
                 crate::notify::Kind::TaskBlocked,
                 Some(id),
-                &format!("{id} blocked: {detail}"),
-                extra,
+                &told,
+                fields(extra),
             );
         }
         self.end_task(TaskOutcome {

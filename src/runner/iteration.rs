@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, json};
 
+use crate::events::fields;
+
 use super::RunError;
 use super::context::{self, Measures};
 use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
@@ -454,11 +456,15 @@ impl Worker<'_> {
                 them = if dropped.commits == 1 { "it" } else { "them" },
                 kept = dropped.kept_under,
             );
-            self.ui.log(&now(), &format!("warning: {id}: {detail}"));
-            let mut extra = Map::new();
-            extra.insert("commits".into(), json!(dropped.commits));
-            extra.insert("kept_under".into(), json!(dropped.kept_under));
-            self.record(Some(id), "branch", "dropped_commits", &detail, extra)?;
+            self.ui.log(&format!("warning: {id}: {detail}"));
+            let extra = json!({"commits": dropped.commits, "kept_under": dropped.kept_under});
+            self.record(
+                Some(id),
+                "branch",
+                "dropped_commits",
+                &detail,
+                fields(extra),
+            )?;
         }
         if let Some(progress) = self.state.tasks.get_mut(id.as_str()) {
             progress.tip = Some(tip.to_string());
@@ -521,42 +527,34 @@ impl Worker<'_> {
             Verdict::Interrupted => (None, "interrupted".to_owned()),
             _ => (None, after_word(task)),
         };
-        let mut receipt = Map::new();
-        receipt.insert(
-            "trigger".into(),
-            json!(turn.fired.as_ref().map(|f| f.number)),
-        );
-        receipt.insert("task_iteration".into(), json!(turn.task_iteration));
-        receipt.insert("agent".into(), json!(self.agent.label()));
-        receipt.insert("model".into(), json!(turn.model().or(self.agent.model())));
-        receipt.insert("prompt_bytes".into(), json!(turn.prompt.len()));
-        receipt.insert(
-            "duration_ms".into(),
-            json!(outcome.duration.as_millis() as u64),
-        );
-        receipt.insert("exit".into(), json!(outcome.status.to_string()));
-        receipt.insert("output_bytes".into(), json!(outcome.output_bytes));
-        receipt.insert("log".into(), json!(transcript_name(outcome, &self.paths)));
         let commits = self
             .repo
             .commits_since_base(&turn.branch)
             .map_or(0, |c| c.len());
         let files = self.repo.files_changed(&turn.branch).map_or(0, |f| f.len());
-        receipt.insert("branch_commits".into(), json!(commits));
-        receipt.insert("files_changed".into(), json!(files));
+        let mut receipt = fields(json!({
+            "trigger": turn.fired.as_ref().map(|f| f.number),
+            "task_iteration": turn.task_iteration,
+            "agent": self.agent.label(),
+            "model": turn.model().or(self.agent.model()),
+            "prompt_bytes": turn.prompt.len(),
+            "duration_ms": outcome.duration.as_millis() as u64,
+            "exit": outcome.status.to_string(),
+            "output_bytes": outcome.output_bytes,
+            "log": transcript_name(outcome, &self.paths),
+            "branch_commits": commits,
+            "files_changed": files,
+        }));
         if let Some(usage) = &outcome.usage {
             self.spend(&turn.id, usage);
-            receipt.insert("input_tokens".into(), json!(usage.input_tokens));
-            receipt.insert(
-                "cached_input_tokens".into(),
-                json!(usage.cached_input_tokens),
-            );
-            receipt.insert("output_tokens".into(), json!(usage.output_tokens));
-            receipt.insert("cost_usd".into(), json!(usage.cost_usd));
+            receipt.extend(fields(json!({
+                "input_tokens": usage.input_tokens,
+                "cached_input_tokens": usage.cached_input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cost_usd": usage.cost_usd,
+            })));
         }
-        for (key, value) in &outcome.receipt {
-            receipt.insert(key.clone(), value.clone());
-        }
+        receipt.extend(outcome.receipt.clone());
         if let Some(refused) = refused_writes(outcome) {
             self.ui.line(&format!("{}: {refused}", turn.id));
         }
@@ -575,17 +573,14 @@ impl Worker<'_> {
         progress.rejections = (reviews.iter())
             .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
             .count() as u64;
-        self.ui.log(
-            &now(),
-            &format!(
-                "#{} {} [{}] {} {} -> {result}",
-                turn.iteration,
-                turn.id,
-                turn.role().as_deref().unwrap_or("-"),
-                outcome.status,
-                seconds(outcome.duration),
-            ),
-        );
+        self.ui.log(&format!(
+            "#{} {} [{}] {} {} -> {result}",
+            turn.iteration,
+            turn.id,
+            turn.role().as_deref().unwrap_or("-"),
+            outcome.status,
+            seconds(outcome.duration),
+        ));
         self.last_result = Some(format!("{} {result}", turn.id));
         if let Some(class) = class {
             *self.state.failures.entry(class).or_default() += 1;
@@ -644,10 +639,16 @@ impl Worker<'_> {
                 // The other workers run the same agent: they wait too.
                 self.seat.pause_all(duration);
                 let line = format!("usage limit: waiting {} before retrying", seconds(duration));
-                let mut extra = Map::new();
-                extra.insert("wait_seconds".into(), json!(duration.as_secs()));
-                extra.insert("reason".into(), json!(crate::redact::redact(reason)));
-                self.notify(crate::notify::Kind::UsageLimit, Some(id), &line, extra);
+                let extra = json!({
+                    "wait_seconds": duration.as_secs(),
+                    "reason": crate::redact::redact(reason),
+                });
+                self.notify(
+                    crate::notify::Kind::UsageLimit,
+                    Some(id),
+                    &line,
+                    fields(extra),
+                );
                 return self.wait_logged(WaitReason::UsageLimit, id, &line, duration);
             }
             Verdict::Failed {

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde_json::Map;
+use serde_json::json;
+
+use crate::events::fields;
 
 use super::decide::Budgets;
 use super::iteration::Next;
@@ -281,8 +283,7 @@ impl<'a> Worker<'a> {
                     held.push((task.id.clone(), number));
                     if !tree.resumed {
                         // The claim, as the worker alone records it.
-                        let mut extra = Map::new();
-                        extra.insert("worker".into(), number.into());
+                        let extra = fields(json!({"worker": number}));
                         let detail = format!("created branch {}", tree.branch);
                         self.record(Some(&task.id), "claim", "ok", &detail, extra)?;
                     }

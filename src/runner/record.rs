@@ -166,15 +166,12 @@ impl Worker<'_> {
         if left.is_empty() {
             return;
         }
-        self.ui.log(
-            &now(),
-            &format!(
-                "warning: ralph leaves {} that no commit took: {}; `git status` shows {}",
-                crate::text::count(left.len(), "uncommitted change"),
-                crate::text::safe(&crate::text::named(&left, SHOWN_LEFT)),
-                if left.len() == 1 { "it" } else { "them" },
-            ),
-        );
+        self.ui.log(&format!(
+            "warning: ralph leaves {} that no commit took: {}; `git status` shows {}",
+            crate::text::count(left.len(), "uncommitted change"),
+            crate::text::safe(&crate::text::named(&left, SHOWN_LEFT)),
+            if left.len() == 1 { "it" } else { "them" },
+        ));
     }
 
     /// Keeps the evidence of a failure on task `id`: appended to the

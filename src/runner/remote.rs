@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+
+use crate::events::fields;
 
 use crate::config::RemoteSettings;
 use crate::error::Error;
@@ -33,16 +35,10 @@ pub(crate) struct Machine {
 impl Machine {
     /// This clone's machine, from `.ralph/machine`, made the first time.
     pub(crate) fn of(paths: &Paths) -> Result<Machine, Error> {
-        let path = paths.machine();
-        let read = std::fs::read(&path).ok();
-        if let Some(object) = read.and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
-            && let Some(id) = object["id"].as_str().filter(|id| !id.is_empty())
-        {
-            return Ok(Machine {
-                id: id.to_owned(),
-                host: object["host"].as_str().unwrap_or_default().to_owned(),
-            });
+        if let Some(machine) = Machine::known(paths).filter(|machine| !machine.id.is_empty()) {
+            return Ok(machine);
         }
+        let path = paths.machine();
         let machine = Machine {
             id: random_id(),
             host: nix::unistd::gethostname()
@@ -441,21 +437,14 @@ impl Remote {
         // gone, with a lease on its value (any machine may).
         let archived = task_ids(&b_done);
         for claim in claims.iter().filter(|claim| archived.contains(&claim.id)) {
-            let update = RefUpdate {
-                name: claim_ref(&claim.id),
-                to: None,
-                lease: Lease::At(claim.commit.clone()),
-            };
+            let update =
+                RefUpdate::new(claim_ref(&claim.id), None, Lease::At(claim.commit.clone()));
             let _ = repo.push_atomic(&self.name, &[update], false)?;
         }
         claims.retain(|claim| !archived.contains(&claim.id));
         for (id, commit) in repo.refs_under(crate::git::remote::SEEN_WIP)? {
             if archived.contains(&id) && !self.seen().held.contains_key(&id) {
-                let update = RefUpdate {
-                    name: wip_ref(&id),
-                    to: None,
-                    lease: Lease::At(commit),
-                };
+                let update = RefUpdate::new(wip_ref(&id), None, Lease::At(commit));
                 let _ = repo.push_atomic(&self.name, &[update], false)?;
             }
         }
@@ -557,11 +546,7 @@ impl Remote {
             wip: None,
         };
         let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
-        let update = RefUpdate {
-            name: claim_ref(id),
-            to: Some(commit.clone()),
-            lease: Lease::Absent,
-        };
+        let update = RefUpdate::new(claim_ref(id), Some(commit.clone()), Lease::Absent);
         Ok(match repo.push_atomic(&self.name, &[update], false)? {
             Pushed::Accepted => {
                 repo.set_ref(&seen_ref(id), &commit)?;
@@ -598,11 +583,11 @@ impl Remote {
         };
         let message = self.claim_message(&claim.id, &held);
         let commit = repo.claim_commit(&message, Some(&claim.commit))?;
-        let update = RefUpdate {
-            name: claim_ref(&claim.id),
-            to: Some(commit.clone()),
-            lease: Lease::At(claim.commit.clone()),
-        };
+        let update = RefUpdate::new(
+            claim_ref(&claim.id),
+            Some(commit.clone()),
+            Lease::At(claim.commit.clone()),
+        );
         Ok(match repo.push_atomic(&self.name, &[update], false)? {
             Pushed::Accepted => {
                 repo.set_ref(&seen_ref(&claim.id), &commit)?;
@@ -676,20 +661,20 @@ impl Remote {
                 ..held.clone()
             };
             let commit = repo.claim_commit(&self.claim_message(&id, &next), Some(&held.commit))?;
-            let mut updates = vec![RefUpdate {
-                name: claim_ref(&id),
-                to: Some(commit.clone()),
-                lease: Lease::At(held.commit.clone()),
-            }];
+            let mut updates = vec![RefUpdate::new(
+                claim_ref(&id),
+                Some(commit.clone()),
+                Lease::At(held.commit.clone()),
+            )];
             // The task branch's tip goes with the beat when it moved: a
             // machine that takes the task over goes on from it.
             let tip = repo.commit_of(&format!("refs/heads/{}", held.branch));
             if let Some(tip) = tip.as_ref().filter(|tip| held.wip.as_ref() != Some(*tip)) {
-                updates.push(RefUpdate {
-                    name: wip_ref(&id),
-                    to: Some(tip.clone()),
-                    lease: held.wip.clone().map_or(Lease::Absent, Lease::At),
-                });
+                updates.push(RefUpdate::new(
+                    wip_ref(&id),
+                    Some(tip.clone()),
+                    held.wip.clone().map_or(Lease::Absent, Lease::At),
+                ));
             }
             match repo.push_atomic(&self.name, &updates, false)? {
                 Pushed::Accepted => {
@@ -722,17 +707,13 @@ impl Remote {
         let Some(held) = seen.held.get(id) else {
             return Vec::new();
         };
-        let mut updates = vec![RefUpdate {
-            name: claim_ref(id),
-            to: None,
-            lease: Lease::At(held.commit.clone()),
-        }];
+        let mut updates = vec![RefUpdate::new(
+            claim_ref(id),
+            None,
+            Lease::At(held.commit.clone()),
+        )];
         if let Some(wip) = &held.wip {
-            updates.push(RefUpdate {
-                name: wip_ref(id),
-                to: None,
-                lease: Lease::At(wip.clone()),
-            });
+            updates.push(RefUpdate::new(wip_ref(id), None, Lease::At(wip.clone())));
         }
         updates
     }
@@ -760,21 +741,21 @@ impl Remote {
         task: Option<(&str, Option<&str>)>,
         release: bool,
     ) -> Result<Pushed, Error> {
-        let mut updates = vec![RefUpdate {
-            name: format!("refs/heads/{}", self.branch),
-            to: Some(landing.to_owned()),
-            lease: Lease::At(on.to_owned()),
-        }];
+        let mut updates = vec![RefUpdate::new(
+            format!("refs/heads/{}", self.branch),
+            Some(landing.to_owned()),
+            Lease::At(on.to_owned()),
+        )];
         if let Some((id, tip)) = task {
             if let Some(tip) = tip {
                 // The task's history, replacing an older landing's of the
                 // same id (a base rewound and the task worked again): the
                 // archive check before each push keeps a landing unique.
-                updates.push(RefUpdate {
-                    name: crate::git::Repo::preserved_ref(id),
-                    to: Some(tip.to_owned()),
-                    lease: Lease::Replace,
-                });
+                updates.push(RefUpdate::new(
+                    crate::git::Repo::preserved_ref(id),
+                    Some(tip.to_owned()),
+                    Lease::Replace,
+                ));
             }
             if release {
                 updates.extend(self.release(id));
@@ -909,10 +890,8 @@ impl super::Worker<'_> {
                         "{what} landed on {label} at {}",
                         &landing[..landing.len().min(10)]
                     );
-                    self.ui.log(&super::worker::now(), &detail);
-                    let mut extra = Map::new();
-                    extra.insert("commit".into(), landing.clone().into());
-                    extra.insert("refused".into(), refused.into());
+                    self.ui.log(&detail);
+                    let extra = fields(json!({"commit": landing, "refused": refused}));
                     let id = task.as_ref().map(|(id, _)| (*id).clone());
                     self.record(id.as_ref(), "push", "ok", &detail, extra)?;
                     return Ok(None);
@@ -948,7 +927,7 @@ impl super::Worker<'_> {
                             "{what} waits for {label} ({said}); trying again in {}ms",
                             wait.as_millis()
                         );
-                        self.ui.log(&super::worker::now(), &detail);
+                        self.ui.log(&detail);
                         self.record(None, "push", "unreachable", &detail, Map::new())?;
                     }
                     if waited_enough
@@ -981,7 +960,7 @@ impl super::Worker<'_> {
                 crate::redact::redact(&said),
                 wait.as_millis()
             );
-            self.ui.log(&super::worker::now(), &detail);
+            self.ui.log(&detail);
             self.record(None, "push", "retry", &detail, Map::new())?;
             std::thread::sleep(wait);
             self.catch_up()?;
@@ -1041,13 +1020,11 @@ impl super::Worker<'_> {
             remote.label(),
             remote.name
         );
-        self.ui
-            .log(&super::worker::now(), &format!("warning: {detail}"));
-        let mut extra = Map::new();
-        extra.insert("ref".into(), kept.into());
+        self.ui.log(&format!("warning: {detail}"));
         let task = crate::task::TaskId::parse(id).ok();
-        self.record(task.as_ref(), "orphaned", "kept", &detail, extra.clone())?;
-        Ok(extra["ref"].as_str().unwrap_or_default().to_owned())
+        let extra = fields(json!({"ref": kept}));
+        self.record(task.as_ref(), "orphaned", "kept", &detail, extra)?;
+        Ok(kept)
     }
 
     /// Claims `task` on the remote for pooled worker `number` before it
@@ -1253,11 +1230,7 @@ impl Remote {
         let mut last = String::new();
         for n in 1..=20 {
             let name = format!("refs/ralph/orphans/{id}/{}-{n}", &self.machine.id[..8]);
-            let update = RefUpdate {
-                name: name.clone(),
-                to: Some(commit.to_owned()),
-                lease: Lease::Absent,
-            };
+            let update = RefUpdate::new(name.clone(), Some(commit.to_owned()), Lease::Absent);
             match repo.push_atomic(&self.name, &[update], false)? {
                 Pushed::Accepted => {
                     self.forget(id);

@@ -88,7 +88,7 @@ impl Worker<'_> {
             scope.reviews.len()
         );
         self.save_state()?;
-        self.ui.log(&now(), &format!("{id} added: {detail}"));
+        self.ui.log(&format!("{id} added: {detail}"));
         self.record(Some(&id), "final_review", "added", &detail, Map::new())?;
         Ok(true)
     }

@@ -74,11 +74,11 @@ impl Ui {
     }
 
     /// A line for `ralph.log` (and the person), stamped with the time.
-    pub(crate) fn log(&self, now: &str, text: &str) {
+    pub(crate) fn log(&self, text: &str) {
         let text = format!("{}{text}", self.prefix);
         let text = &redact(&text);
         self.show(text);
-        let line = format!("{now} {text}\n");
+        let line = format!("{} {text}\n", crate::clock::now());
         // The human log is best effort: a full disk must not stop the loop.
         let _ = crate::files::append_durable(&self.log, line.as_bytes());
     }

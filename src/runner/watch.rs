@@ -186,9 +186,7 @@ impl Worker<'_> {
             // The first look, or history rewritten under the last commit
             // seen: PRDs already there are not new. Candidates found
             // before stay.
-            self.ui.log(
-                &now(),
-                &format!(
+            self.ui.log(&format!(
                     "watch: watching {} from {}; PRDs already on it are not planned (`ralph plan` plans one by hand)",
                     short_ref(&reference),
                     head.get(..10).unwrap_or(&head)
@@ -274,14 +272,11 @@ impl Worker<'_> {
             FastForward::Moved => {
                 // The tree changed under ralph's scans.
                 self.clean = None;
-                self.ui.log(
-                    &now(),
-                    &format!(
-                        "watch: {} fast-forwarded to {shown} ({})",
-                        self.repo.base(),
-                        &head[..head.len().min(10)]
-                    ),
-                );
+                self.ui.log(&format!(
+                    "watch: {} fast-forwarded to {shown} ({})",
+                    self.repo.base(),
+                    &head[..head.len().min(10)]
+                ));
                 true
             }
             FastForward::Diverged { ahead, behind } => {
@@ -368,7 +363,7 @@ impl Worker<'_> {
                 crate::text::count(added, "task")
             ),
         };
-        self.ui.log(&now(), &format!("watch: {detail}"));
+        self.ui.log(&format!("watch: {detail}"));
         let mut extra = Map::new();
         extra.insert("path".into(), path.into());
         extra.insert("commit".into(), candidate.commit.as_str().into());
@@ -398,7 +393,7 @@ impl Worker<'_> {
         entry.detail = Some(detail.to_owned());
         entry.container = None;
         let line = format!("{} refused ({reason}): {detail}", candidate.path);
-        self.ui.log(&now(), &format!("warning: watch: {line}"));
+        self.ui.log(&format!("warning: watch: {line}"));
         let mut extra = Map::new();
         extra.insert("path".into(), candidate.path.as_str().into());
         extra.insert("commit".into(), candidate.commit.as_str().into());
@@ -414,7 +409,7 @@ impl Worker<'_> {
         if self.watch_problem.as_deref() == Some(line) {
             return;
         }
-        self.ui.log(&now(), line);
+        self.ui.log(line);
         self.watch_problem = Some(line.to_owned());
     }
 }

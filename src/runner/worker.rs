@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::Map;
+use serde_json::{Map, json};
+
+use crate::events::fields;
 
 use super::RunError;
 use super::decide::{self, Budgets, Candidate, Ending};
@@ -352,11 +354,12 @@ impl<'a> Worker<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         );
         // What a look from outside (`ralph top`) shows of the run.
-        let mut extra = Map::new();
-        extra.insert("base".into(), self.repo.base().into());
-        extra.insert("agent".into(), self.agent.label().into());
-        extra.insert("max_iterations".into(), self.budgets.max_iterations.into());
-        self.record(None, "run", "started", &started, extra)?;
+        let extra = json!({
+            "base": self.repo.base(),
+            "agent": self.agent.label(),
+            "max_iterations": self.budgets.max_iterations,
+        });
+        self.record(None, "run", "started", &started, fields(extra))?;
         // A task a stopped run left under way is resumed before new PRDs.
         if self.state.current_task.is_none() {
             self.look_for_prds()?;
@@ -463,18 +466,11 @@ impl<'a> Worker<'a> {
     fn idle(&mut self, every: Duration, why: &str) -> Result<Next, Error> {
         let every_text = crate::config::ShowDuration(every).to_string();
         self.record(None, "run", "idle", why, Map::new())?;
-        let mut extra = Map::new();
-        extra.insert("poll_interval".into(), every_text.as_str().into());
-        self.notify(
-            crate::notify::Kind::RunIdle,
-            None,
-            &format!("ralph is idle: {why}; looking again every {every_text}"),
-            extra,
-        );
-        self.ui.log(
-            &now(),
-            &format!("idle: {why}; looking again every {every_text}"),
-        );
+        let told = format!("ralph is idle: {why}; looking again every {every_text}");
+        let extra = fields(json!({"poll_interval": every_text}));
+        self.notify(crate::notify::Kind::RunIdle, None, &told, extra);
+        self.ui
+            .log(&format!("idle: {why}; looking again every {every_text}"));
         loop {
             let next = chrono::Duration::from_std(every)
                 .ok()
@@ -508,7 +504,7 @@ impl<'a> Worker<'a> {
                 self.run_started = crate::clock::now_utc();
                 self.limit_waits = 0;
                 self.save_state()?;
-                self.ui.log(&now(), "work found: the run goes on");
+                self.ui.log("work found: the run goes on");
                 self.record(None, "run", "resumed", "work found", Map::new())?;
                 return Ok(None);
             }
@@ -524,9 +520,7 @@ impl<'a> Worker<'a> {
             return;
         }
         self.settings_text = now_text;
-        self.ui.log(
-            &now(),
-            &format!(
+        self.ui.log(&format!(
                 "{} changed: its spending caps apply from this look on; the other settings when the run starts again (`ralph stop`, then `ralph run --poll`)",
                 crate::paths::SETTINGS_FILE
             ),
@@ -542,11 +536,8 @@ impl<'a> Worker<'a> {
         let Some(reached) = self.budgets.caps.run_reached(&self.run_spent()) else {
             return false;
         };
-        let mut extra = Map::new();
-        extra.insert("cap".into(), reached.cap.into());
-        extra.insert("limit".into(), reached.limit.into());
-        extra.insert("spent".into(), reached.spent.into());
-        self.notify(crate::notify::Kind::CapReached, None, reason, extra);
+        let extra = json!({"cap": reached.cap, "limit": reached.limit, "spent": reached.spent});
+        self.notify(crate::notify::Kind::CapReached, None, reason, fields(extra));
         true
     }
 
@@ -789,7 +780,7 @@ impl<'a> Worker<'a> {
         };
         if duration.is_zero() {
             // No wait to see: only the line.
-            self.ui.log(&now(), &line);
+            self.ui.log(&line);
             return self.wait(duration);
         }
         let mut extra = Map::new();
@@ -800,7 +791,7 @@ impl<'a> Worker<'a> {
             extra.insert("until".into(), until.clone().into());
         }
         self.record(Some(task), "wait", why.as_str(), &line, extra)?;
-        self.ui.log(&now(), &line);
+        self.ui.log(&line);
         self.state.waiting = until.map(|until| crate::state::Waiting {
             why,
             task: task.to_string(),

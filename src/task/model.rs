@@ -184,24 +184,6 @@ enum Raw<'a> {
     Other(Value),
 }
 
-impl Raw<'_> {
-    /// The value as JSON text, for messages.
-    fn to_json(&self) -> String {
-        match self {
-            Raw::Bool(value) => value.to_string(),
-            Raw::Str(text) => Value::from(text.as_ref()).to_string(),
-            Raw::Strs(items) => Value::from(
-                items
-                    .iter()
-                    .map(|item| Value::from(item.as_ref()))
-                    .collect::<Vec<_>>(),
-            )
-            .to_string(),
-            Raw::Other(value) => value.to_string(),
-        }
-    }
-}
-
 impl<'de: 'a, 'a> Deserialize<'de> for Raw<'a> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(RawVisitor(std::marker::PhantomData))
@@ -416,16 +398,16 @@ impl Task {
         let raw: RawTask = parse_object(text)?;
         let id = match required(raw.id, "id")? {
             Raw::Str(id) => TaskId::parse(&id)?,
-            other => return Err(mistyped("id", "a string", &other)),
+            other => return Err(mistyped("id", "a string", other)),
         };
         let title = required_string(raw.title, "title")?.into_owned();
         let status = match required(raw.status, "status")? {
             Raw::Str(status) => Status::parse(&status).ok_or_else(|| unknown_status(&status))?,
-            other => return Err(mistyped("status", "a string", &other)),
+            other => return Err(mistyped("status", "a string", other)),
         };
         let leaf = match required(raw.leaf, "leaf")? {
             Raw::Bool(leaf) => leaf,
-            other => return Err(mistyped("leaf", "true or false", &other)),
+            other => return Err(mistyped("leaf", "true or false", other)),
         };
         let deps: Vec<TaskId> = match raw.deps {
             None => Vec::new(),
@@ -443,13 +425,13 @@ impl Task {
                             deps.push(TaskId::parse(&dep).map_err(|e| format!("in \"deps\": {e}"))?)
                         }
                         other => {
-                            return Err(mistyped("deps", "an array of id strings", &other.into()));
+                            return Err(mistyped("deps", "an array of id strings", other.into()));
                         }
                     }
                 }
                 deps
             }
-            Some(other) => return Err(mistyped("deps", "an array of id strings", &other)),
+            Some(other) => return Err(mistyped("deps", "an array of id strings", other)),
         };
         for (value, name) in [
             (raw.body, "body"),
@@ -474,7 +456,7 @@ impl Task {
         match raw.attempts {
             None => {}
             Some(Raw::Other(Value::Number(n))) if n.is_u64() => {}
-            Some(other) => return Err(mistyped("attempts", "a whole number", &other)),
+            Some(other) => return Err(mistyped("attempts", "a whole number", other)),
         }
         Ok(Task {
             id,
@@ -568,7 +550,7 @@ fn required<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Raw<'a>, String> {
 fn required_string<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Cow<'a, str>, String> {
     match required(value, name)? {
         Raw::Str(text) => Ok(text),
-        other => Err(mistyped(name, "a string", &other)),
+        other => Err(mistyped(name, "a string", other)),
     }
 }
 
@@ -576,7 +558,7 @@ fn optional_str<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Option<Cow<'a,
     match value {
         None | Some(Raw::Other(Value::Null)) => Ok(None),
         Some(Raw::Str(text)) => Ok(Some(text)),
-        Some(other) => Err(mistyped(name, "a string", &other)),
+        Some(other) => Err(mistyped(name, "a string", other)),
     }
 }
 
@@ -584,12 +566,12 @@ fn optional_str<'a>(value: Option<Raw<'a>>, name: &str) -> Result<Option<Cow<'a,
 fn optional_strs(value: Option<Raw<'_>>, name: &str) -> Result<(), String> {
     match value {
         None | Some(Raw::Other(Value::Null)) | Some(Raw::Strs(_)) => Ok(()),
-        Some(other) => Err(mistyped(name, "an array of strings", &other)),
+        Some(other) => Err(mistyped(name, "an array of strings", other)),
     }
 }
 
-fn mistyped(name: &str, expected: &str, found: &Raw<'_>) -> String {
-    let mut shown = found.to_json();
+fn mistyped(name: &str, expected: &str, found: Raw<'_>) -> String {
+    let mut shown = found.into_value().to_string();
     if shown.len() > 40 {
         let cut = (0..=37)
             .rev()

@@ -95,8 +95,6 @@ pub(super) struct Server {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     next_id: u64,
-    /// Lines of output read so far (garbage included), for the transcript.
-    pub(super) lines_read: u64,
     _registered: Registered,
 }
 
@@ -162,7 +160,6 @@ impl Server {
             group,
             lines,
             next_id: 0,
-            lines_read: 0,
             _registered: registered,
         })
     }
@@ -203,22 +200,19 @@ impl Server {
     }
 
     /// The next message, waiting at most `wait`; lines that are no message
-    /// are skipped (they count in `lines_read`).
+    /// are skipped.
     pub(super) fn receive(&mut self, wait: Duration) -> Received {
         let until = Instant::now() + wait;
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.lines_read += 1;
-                    match classify(&line) {
-                        Some(message) => return Received::Message(message),
-                        None => {
-                            tracing::debug!(line = %crate::text::safe(&line), "app-server line skipped");
-                            continue;
-                        }
+                Ok(line) => match classify(&line) {
+                    Some(message) => return Received::Message(message),
+                    None => {
+                        tracing::debug!(line = %crate::text::safe(&line), "app-server line skipped");
+                        continue;
                     }
-                }
+                },
                 Err(RecvTimeoutError::Timeout) => return Received::Nothing,
                 Err(RecvTimeoutError::Disconnected) => return Received::Closed,
             }

@@ -199,7 +199,7 @@ impl Turning<'_> {
         };
         let thread_id = started["thread"]["id"]
             .as_str()
-            .ok_or_else(|| failure("the app-server started a thread without an id".to_owned()))?
+            .ok_or_else(|| failure("the app-server started a thread without an id"))?
             .to_owned();
         let mut turn = Map::new();
         turn.insert("threadId".into(), json!(thread_id));
@@ -225,7 +225,7 @@ impl Turning<'_> {
         let started = self.call(server, "turn/start", Value::Object(turn), transcript)?;
         let turn_id = started["turn"]["id"]
             .as_str()
-            .ok_or_else(|| failure("the app-server started a turn without an id".to_owned()))?;
+            .ok_or_else(|| failure("the app-server started a turn without an id"))?;
         transcript.line(&format!("ralph: turn {turn_id}"));
         self.turn_id = Some(turn_id.to_owned());
         Ok(())
@@ -546,15 +546,14 @@ impl Turning<'_> {
             return self.turned;
         }
         self.turned.failure = match (self.turned.status, self.turned.timed_out) {
-            (_, true) => Some(Failure {
-                class: FailureClass::Timeout,
-                reason: "the turn ran past the iteration's timeout; ralph interrupted it and shut the app-server down".to_owned(),
-                resets_at: None,
-            }),
+            (_, true) => Some(Failure::new(
+                FailureClass::Timeout,
+                "the turn ran past the iteration's timeout; ralph interrupted it and shut the app-server down",
+            )),
             (Some("completed"), false) => None,
             (Some(_), false) => Some(classify(self.error.as_ref())),
             (None, false) => Some(failure(
-                "the app-server went away before the turn completed".to_owned(),
+                "the app-server went away before the turn completed",
             )),
         };
         self.turned
@@ -562,12 +561,8 @@ impl Turning<'_> {
 }
 
 /// A failure of class `exit` with `reason`.
-fn failure(reason: String) -> Failure {
-    Failure {
-        class: FailureClass::Exit,
-        reason,
-        resets_at: None,
-    }
+fn failure(reason: impl Into<String>) -> Failure {
+    Failure::new(FailureClass::Exit, reason)
 }
 
 /// The class of a failed turn, from its error: the HTTP status the server
@@ -575,7 +570,7 @@ fn failure(reason: String) -> Failure {
 /// object), then the message's words.
 fn classify(error: Option<&Value>) -> Failure {
     let Some(error) = error else {
-        return failure("the turn failed without saying why".to_owned());
+        return failure("the turn failed without saying why");
     };
     let message = error["message"]
         .as_str()
@@ -595,11 +590,7 @@ fn classify(error: Option<&Value>) -> Failure {
         || words.contains("unauthorized")
         || words.contains("incorrect api key")
     {
-        return Failure {
-            class: FailureClass::Auth,
-            reason,
-            resets_at: None,
-        };
+        return Failure::new(FailureClass::Auth, reason);
     }
     if status == Some(429)
         || words.contains("429")
