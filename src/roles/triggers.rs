@@ -291,61 +291,32 @@ fn distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-/// A value type known without evaluating, for the comparison check.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
-    Text,
-    Number,
-    Bool,
-    Unknown,
-}
-
-impl Kind {
-    fn name(self) -> &'static str {
-        match self {
-            Kind::Text => "a string",
-            Kind::Number => "a number",
-            Kind::Bool => "true or false",
-            Kind::Unknown => "a value",
-        }
-    }
-}
-
-/// Infers the kind of `node`, refusing comparisons of different kinds
-/// (evalexpr would quietly answer `false` for `task_title == 5`).
-fn infer(node: &Node) -> Result<Kind, String> {
+/// Infers the type of `node` where it is known without evaluating (a
+/// float counts as [`VarType::Int`]), refusing comparisons of different
+/// types (evalexpr would quietly answer `false` for `task_title == 5`).
+fn infer(node: &Node) -> Result<Option<VarType>, String> {
     let children = node.children();
-    let kinds = children.iter().map(infer).collect::<Result<Vec<_>, _>>()?;
+    let types = children.iter().map(infer).collect::<Result<Vec<_>, _>>()?;
     Ok(match node.operator() {
         Operator::Const { value } => match value {
-            Value::String(_) => Kind::Text,
-            Value::Int(_) | Value::Float(_) => Kind::Number,
-            Value::Boolean(_) => Kind::Bool,
-            _ => Kind::Unknown,
+            Value::String(_) => Some(VarType::String),
+            Value::Int(_) | Value::Float(_) => Some(VarType::Int),
+            Value::Boolean(_) => Some(VarType::Bool),
+            _ => None,
         },
-        Operator::VariableIdentifierRead { identifier } => match var_type(identifier) {
-            Some(VarType::String) => Kind::Text,
-            Some(VarType::Int) => Kind::Number,
-            Some(VarType::Bool) => Kind::Bool,
-            None => Kind::Unknown,
-        },
-        Operator::FunctionIdentifier { identifier } => {
-            if identifier == "iterations_since_role" {
-                Kind::Number
-            } else {
-                Kind::Bool
-            }
-        }
+        Operator::VariableIdentifierRead { identifier } => var_type(identifier),
+        Operator::FunctionIdentifier { identifier } => Some(match identifier.as_str() {
+            "iterations_since_role" => VarType::Int,
+            _ => VarType::Bool,
+        }),
         Operator::Eq
         | Operator::Neq
         | Operator::Gt
         | Operator::Lt
         | Operator::Geq
         | Operator::Leq => {
-            if let [left, right] = kinds[..]
+            if let [Some(left), Some(right)] = types[..]
                 && left != right
-                && left != Kind::Unknown
-                && right != Kind::Unknown
             {
                 return Err(format!(
                     "compares {} with {}; both sides must be the same type",
@@ -353,24 +324,21 @@ fn infer(node: &Node) -> Result<Kind, String> {
                     right.name()
                 ));
             }
-            Kind::Bool
+            Some(VarType::Bool)
         }
-        Operator::And | Operator::Or | Operator::Not => Kind::Bool,
+        Operator::And | Operator::Or | Operator::Not => Some(VarType::Bool),
         Operator::Add
         | Operator::Sub
         | Operator::Neg
         | Operator::Mul
         | Operator::Div
         | Operator::Mod
-        | Operator::Exp => {
-            if kinds.contains(&Kind::Text) {
-                Kind::Text
-            } else {
-                Kind::Number
-            }
-        }
-        Operator::RootNode => kinds.first().copied().unwrap_or(Kind::Unknown),
-        _ => Kind::Unknown,
+        | Operator::Exp => Some(match types.contains(&Some(VarType::String)) {
+            true => VarType::String,
+            false => VarType::Int,
+        }),
+        Operator::RootNode => types.first().copied().flatten(),
+        _ => None,
     })
 }
 

@@ -30,74 +30,122 @@ impl VarType {
     }
 }
 
-/// Every variable a condition may read, with its type and meaning.
-pub const VARIABLES: &[(&str, VarType, &str)] = &[
-    ("task_id", VarType::String, "the current task's id"),
-    ("task_title", VarType::String, "the current task's title"),
-    ("task_status", VarType::String, "the current task's status"),
-    (
-        "task_kind",
-        VarType::String,
-        "the current task's kind (empty when it has none)",
-    ),
-    ("task_depth", VarType::Int, "1 for A, 2 for A.1, ..."),
-    ("iteration", VarType::Int, "iterations in this run so far"),
-    (
-        "task_iteration",
-        VarType::Int,
-        "iterations spent on the current task",
-    ),
-    (
-        "branch_commits",
-        VarType::Int,
-        "commits on the task branch since it left the base",
-    ),
-    (
-        "files_changed",
-        VarType::Int,
-        "files changed on the branch against the base",
-    ),
-    (
-        "last_iteration_failed",
-        VarType::Bool,
-        "the last agent run failed, timed out or failed verification",
-    ),
-    (
-        "consecutive_failures",
-        VarType::Int,
-        "failed iterations in a row on this task",
-    ),
-    (
-        "task_marked_ready_to_complete",
-        VarType::Bool,
-        "the task's status is ready",
-    ),
-    (
-        "elapsed_minutes",
-        VarType::Int,
-        "minutes since the task was claimed",
-    ),
-    (
-        "last_review",
-        VarType::String,
-        "the task's last review verdict: \"\", \"passed\" or \"rejected\" (`ralph task review`)",
-    ),
-    (
-        "review_rejections",
-        VarType::Int,
-        "reviews that rejected the task so far",
-    ),
-    (
-        "task_notes",
-        VarType::Int,
-        "notes on the task so far (`ralph task note`, and each verdict's notes)",
-    ),
-    (
-        "iterations_since_review",
-        VarType::Int,
-        "iterations on the task since its last verdict (all of them when it has none)",
-    ),
-];
+/// The Rust type of a variable's field: its [`VarType`], its value in a
+/// condition and how `--var` text is read into it.
+trait Variable: Sized {
+    const TYPE: VarType;
+    fn value(&self) -> Value;
+    /// The field from `--var` text, or what the text is not.
+    fn parse(text: &str) -> Result<Self, &'static str>;
+}
+
+impl Variable for String {
+    const TYPE: VarType = VarType::String;
+    fn value(&self) -> Value {
+        Value::String(self.clone())
+    }
+    fn parse(text: &str) -> Result<Self, &'static str> {
+        Ok(text.to_owned())
+    }
+}
+
+impl Variable for i64 {
+    const TYPE: VarType = VarType::Int;
+    fn value(&self) -> Value {
+        Value::Int(*self)
+    }
+    fn parse(text: &str) -> Result<Self, &'static str> {
+        text.parse().map_err(|_| "is not a whole number")
+    }
+}
+
+impl Variable for bool {
+    const TYPE: VarType = VarType::Bool;
+    fn value(&self) -> Value {
+        Value::Boolean(*self)
+    }
+    fn parse(text: &str) -> Result<Self, &'static str> {
+        match text {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err("is not true or false"),
+        }
+    }
+}
+
+/// The value of `--var name=text`, or a message saying why it is not one.
+fn parse<T: Variable>(name: &str, text: &str) -> Result<T, String> {
+    T::parse(text).map_err(|not| format!("--var {name}: {text:?} {not}"))
+}
+
+/// Declares every variable once, as `name: Type, "meaning";`: a field of
+/// [`TriggerContext`] documented by its meaning (and any `///` lines before
+/// it), a row of [`VARIABLES`], and its case in `get` and `assign`.
+macro_rules! variables {
+    ($($(#[$extra:meta])* $name:ident: $type:ty, $doc:literal;)*) => {
+        /// Every variable a condition may read, with its type and meaning.
+        pub const VARIABLES: &[(&str, VarType, &str)] =
+            &[$((stringify!($name), <$type as Variable>::TYPE, $doc)),*];
+
+        /// What the triggers see before an iteration: the values of the
+        /// variables and the role history behind `iterations_since_role`.
+        #[derive(Clone, Debug, Default, PartialEq)]
+        pub struct TriggerContext {
+            $(#[doc = $doc] $(#[$extra])* pub $name: $type,)*
+            /// Iterations since each role last ran; a role missing here has
+            /// not run in this run, and counts `iteration` (iterations since
+            /// the start).
+            pub iterations_since_role: BTreeMap<String, i64>,
+        }
+
+        impl TriggerContext {
+            /// The value of variable `name`.
+            pub fn get(&self, name: &str) -> Option<Value> {
+                match name {
+                    $(stringify!($name) => Some(self.$name.value()),)*
+                    _ => None,
+                }
+            }
+
+            /// Sets variable `name` from `--var` text.
+            fn assign(&mut self, name: &str, text: &str) -> Result<(), String> {
+                match name {
+                    $(stringify!($name) => self.$name = parse(name, text)?,)*
+                    _ => {
+                        return Err(format!(
+                            "--var {name}: unknown variable; known: {}",
+                            known_variables()
+                        ));
+                    }
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+variables! {
+    task_id: String, "the current task's id";
+    task_title: String, "the current task's title";
+    task_status: String, "the current task's status";
+    /// `final_review` marks the run's final review.
+    task_kind: String, "the current task's kind (empty when it has none)";
+    task_depth: i64, "1 for A, 2 for A.1, ...";
+    iteration: i64, "iterations in this run so far";
+    task_iteration: i64, "iterations spent on the current task";
+    branch_commits: i64, "commits on the task branch since it left the base";
+    files_changed: i64, "files changed on the branch against the base";
+    last_iteration_failed: bool, "the last agent run failed, timed out or failed verification";
+    consecutive_failures: i64, "failed iterations in a row on this task";
+    task_marked_ready_to_complete: bool, "the task's status is ready";
+    elapsed_minutes: i64, "minutes since the task was claimed";
+    last_review: String,
+        "the task's last review verdict: \"\", \"passed\" or \"rejected\" (`ralph task review`)";
+    review_rejections: i64, "reviews that rejected the task so far";
+    task_notes: i64, "notes on the task so far (`ralph task note`, and each verdict's notes)";
+    iterations_since_review: i64,
+        "iterations on the task since its last verdict (all of them when it has none)";
+}
 
 /// Every function a condition may call.
 pub const FUNCTIONS: &[(&str, &str)] = &[
@@ -124,50 +172,6 @@ pub(super) fn var_type(name: &str) -> Option<VarType> {
         .map(|(_, t, _)| *t)
 }
 
-/// What the triggers see before an iteration: the values of the variables
-/// and the role history behind `iterations_since_role`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TriggerContext {
-    /// The current task's id.
-    pub task_id: String,
-    /// The current task's title.
-    pub task_title: String,
-    /// The current task's status.
-    pub task_status: String,
-    /// The current task's `kind` field, empty when it has none
-    /// (`final_review` for the run's final review).
-    pub task_kind: String,
-    /// Depth of the task id.
-    pub task_depth: i64,
-    /// Iterations in this run so far.
-    pub iteration: i64,
-    /// Iterations spent on the current task.
-    pub task_iteration: i64,
-    /// Commits on the task branch since it left the base.
-    pub branch_commits: i64,
-    /// Files changed on the branch against the base.
-    pub files_changed: i64,
-    /// Whether the last iteration failed.
-    pub last_iteration_failed: bool,
-    /// Failed iterations in a row on this task.
-    pub consecutive_failures: i64,
-    /// Whether the task's status is `ready`.
-    pub task_marked_ready_to_complete: bool,
-    /// Minutes since the task was claimed.
-    pub elapsed_minutes: i64,
-    /// The last review verdict: empty, `passed` or `rejected`.
-    pub last_review: String,
-    /// Reviews that rejected the task so far.
-    pub review_rejections: i64,
-    /// Notes on the task so far.
-    pub task_notes: i64,
-    /// Iterations on the task since its last verdict.
-    pub iterations_since_review: i64,
-    /// Iterations since each role last ran; a role missing here has not run
-    /// in this run, and counts `iteration` (iterations since the start).
-    pub iterations_since_role: BTreeMap<String, i64>,
-}
-
 impl TriggerContext {
     /// A context for `task` with every counter at zero.
     pub fn for_task(task: &crate::task::Task) -> TriggerContext {
@@ -179,30 +183,6 @@ impl TriggerContext {
             task_marked_ready_to_complete: task.status == crate::task::Status::Ready,
             ..TriggerContext::default()
         }
-    }
-
-    /// The value of variable `name`.
-    pub fn get(&self, name: &str) -> Option<Value> {
-        Some(match name {
-            "task_id" => Value::String(self.task_id.clone()),
-            "task_title" => Value::String(self.task_title.clone()),
-            "task_status" => Value::String(self.task_status.clone()),
-            "task_kind" => Value::String(self.task_kind.clone()),
-            "task_depth" => Value::Int(self.task_depth),
-            "iteration" => Value::Int(self.iteration),
-            "task_iteration" => Value::Int(self.task_iteration),
-            "branch_commits" => Value::Int(self.branch_commits),
-            "files_changed" => Value::Int(self.files_changed),
-            "last_iteration_failed" => Value::Boolean(self.last_iteration_failed),
-            "consecutive_failures" => Value::Int(self.consecutive_failures),
-            "task_marked_ready_to_complete" => Value::Boolean(self.task_marked_ready_to_complete),
-            "elapsed_minutes" => Value::Int(self.elapsed_minutes),
-            "last_review" => Value::String(self.last_review.clone()),
-            "review_rejections" => Value::Int(self.review_rejections),
-            "task_notes" => Value::Int(self.task_notes),
-            "iterations_since_review" => Value::Int(self.iterations_since_review),
-            _ => return None,
-        })
     }
 
     /// Iterations since `role` last ran.
@@ -226,49 +206,11 @@ impl TriggerContext {
             .and_then(|r| r.strip_suffix(')'))
         {
             let role = role.trim().trim_matches(|c| c == '\'' || c == '"');
-            let count = value
-                .parse()
-                .map_err(|_| format!("--var {name}: {value:?} is not a whole number"))?;
+            let count = parse::<i64>(name, value)?;
             self.iterations_since_role.insert(role.to_owned(), count);
             return Ok(());
         }
-        let Some(kind) = var_type(name) else {
-            return Err(format!(
-                "--var {name}: unknown variable; known: {}",
-                known_variables()
-            ));
-        };
-        let int = || {
-            value
-                .parse::<i64>()
-                .map_err(|_| format!("--var {name}: {value:?} is not a whole number"))
-        };
-        let boolean = || match value {
-            "true" => Ok(true),
-            "false" => Ok(false),
-            _ => Err(format!("--var {name}: {value:?} is not true or false")),
-        };
-        match name {
-            "task_id" => self.task_id = value.to_owned(),
-            "task_title" => self.task_title = value.to_owned(),
-            "task_status" => self.task_status = value.to_owned(),
-            "task_kind" => self.task_kind = value.to_owned(),
-            "task_depth" => self.task_depth = int()?,
-            "iteration" => self.iteration = int()?,
-            "task_iteration" => self.task_iteration = int()?,
-            "branch_commits" => self.branch_commits = int()?,
-            "files_changed" => self.files_changed = int()?,
-            "last_iteration_failed" => self.last_iteration_failed = boolean()?,
-            "consecutive_failures" => self.consecutive_failures = int()?,
-            "task_marked_ready_to_complete" => self.task_marked_ready_to_complete = boolean()?,
-            "elapsed_minutes" => self.elapsed_minutes = int()?,
-            "last_review" => self.last_review = value.to_owned(),
-            "review_rejections" => self.review_rejections = int()?,
-            "task_notes" => self.task_notes = int()?,
-            "iterations_since_review" => self.iterations_since_review = int()?,
-            _ => unreachable!("var_type({name}) is {kind:?} but set() does not handle it"),
-        }
-        Ok(())
+        self.assign(name, value)
     }
 
     /// An evalexpr context holding these values and ralph's functions.
