@@ -74,16 +74,7 @@ impl super::Repo {
     /// parents only, like `git log --oneline --first-parent`).
     pub fn base_log(&self, limit: usize) -> Result<Vec<BranchCommit>> {
         self.base_commits(limit)?
-            .map(|commit| {
-                let commit = commit?;
-                Ok(BranchCommit {
-                    id: commit.id().into(),
-                    subject: commit
-                        .summary_bytes()
-                        .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                        .unwrap_or_default(),
-                })
-            })
+            .map(|commit| Ok(BranchCommit::from(&commit?)))
             .collect()
     }
 
@@ -119,13 +110,7 @@ impl super::Repo {
             let commit = (self.git)
                 .find_commit(oid.doing("walk the history")?)
                 .doing("read a commit")?;
-            commits.push(BranchCommit {
-                id: commit.id().into(),
-                subject: commit
-                    .summary_bytes()
-                    .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                    .unwrap_or_default(),
-            });
+            commits.push(BranchCommit::from(&commit));
         }
         commits.reverse();
         let old_tree = old.tree().doing("read the run's start tree")?;

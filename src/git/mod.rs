@@ -138,6 +138,16 @@ pub struct BranchCommit {
     pub subject: String,
 }
 
+impl From<&git2::Commit<'_>> for BranchCommit {
+    fn from(commit: &git2::Commit<'_>) -> BranchCommit {
+        let subject = commit.summary_bytes().unwrap_or_default();
+        BranchCommit {
+            id: commit.id().into(),
+            subject: String::from_utf8_lossy(subject).into_owned(),
+        }
+    }
+}
+
 /// Where HEAD points.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Head {

@@ -248,14 +248,7 @@ impl Repo {
         for oid in walk {
             let oid = oid.doing("walk the history")?;
             let commit = self.git.find_commit(oid).doing("read a commit")?;
-            let subject = commit
-                .summary_bytes()
-                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
-                .unwrap_or_default();
-            commits.push(BranchCommit {
-                id: oid.into(),
-                subject,
-            });
+            commits.push(BranchCommit::from(&commit));
         }
         Ok(commits)
     }
