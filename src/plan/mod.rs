@@ -172,38 +172,7 @@ fn depend(nodes: &mut [Node], ids: &Ids, node: usize, id: &str) -> Result<(), Un
 
 /// A dependency cycle among the nodes, if any, in dependency order.
 fn find_cycle(nodes: &[Node]) -> Option<Vec<usize>> {
-    // 0 unvisited, 1 on the path, 2 done.
-    let mut state = vec![0u8; nodes.len()];
-    for start in 0..nodes.len() {
-        if state[start] != 0 {
-            continue;
-        }
-        let mut path: Vec<(usize, usize)> = vec![(start, 0)];
-        state[start] = 1;
-        while let Some(&mut (node, ref mut next)) = path.last_mut() {
-            if let Some(&dep) = nodes[node].deps.get(*next) {
-                *next += 1;
-                match state[dep] {
-                    0 => {
-                        state[dep] = 1;
-                        path.push((dep, 0));
-                    }
-                    1 => {
-                        let from = path
-                            .iter()
-                            .position(|(n, _)| *n == dep)
-                            .expect("on the path");
-                        return Some(path[from..].iter().map(|(n, _)| *n).collect());
-                    }
-                    _ => {}
-                }
-            } else {
-                state[node] = 2;
-                path.pop();
-            }
-        }
-    }
-    None
+    crate::task::find_cycle(nodes.len(), |node| nodes[node].deps.iter().copied())
 }
 
 /// The key a task without a requirement id has in its `source`

@@ -26,6 +26,6 @@ pub use idle::{childless_message, emptied_message};
 pub use model::{KNOWN_FIELDS, Status, Task, string_list};
 pub use patch::{NewTask, Patch};
 pub use planned::PlannedTask;
-pub use queue::{Counts, Queue, TreeNode};
+pub use queue::{Counts, Queue, TreeNode, find_cycle};
 pub use store::Store;
 pub use watch::{ArchiveRestored, Known, Restored, TasksRestored};

@@ -158,75 +158,26 @@ impl Queue {
     }
 
     fn check_cycles(&self) -> Result<()> {
-        #[derive(Clone, Copy, PartialEq)]
-        enum Mark {
-            New,
-            Open,
-            Closed,
-        }
-        let mut marks = vec![Mark::New; self.tasks.lines().len()];
-        // The line of the first live dep of task `index` at position `n` or
-        // later, moving `n` past it (`None`: no more). Live deps only: an
-        // archived dep is satisfied and ends every path.
-        let dep_from = |index: usize, n: &mut usize| -> Option<usize> {
-            let deps = &self.task_at(index).deps;
-            while let Some(dep) = deps.get(*n) {
-                *n += 1;
-                if !self.done.contains(dep.as_str())
-                    && let Some(line) = self.tasks.position(dep.as_str())
-                {
-                    return Some(line);
-                }
-            }
-            None
+        let (tasks, done) = (&self.tasks, &self.done);
+        // The lines of a line's live deps: an archived dep is satisfied and
+        // ends every path.
+        let live_deps = |index: usize| {
+            let deps = tasks.lines()[index].task.iter().flat_map(|task| &task.deps);
+            deps.filter(|dep| !done.contains(dep.as_str()))
+                .filter_map(|dep| tasks.position(dep.as_str()))
         };
-        let mut stack: Vec<(usize, usize)> = Vec::new();
-        for (start, task) in self.tasks.tasks() {
-            if marks[start] != Mark::New {
-                continue;
-            }
-            if task.deps.is_empty() {
-                // Nothing to follow: no cycle passes through it.
-                marks[start] = Mark::Closed;
-                continue;
-            }
-            stack.clear();
-            stack.push((start, 0));
-            marks[start] = Mark::Open;
-            while let Some((node, next)) = stack.last_mut() {
-                if let Some(dep) = dep_from(*node, next) {
-                    match marks[dep] {
-                        Mark::New => {
-                            marks[dep] = Mark::Open;
-                            stack.push((dep, 0));
-                        }
-                        Mark::Open => {
-                            let from = stack
-                                .iter()
-                                .position(|(n, _)| *n == dep)
-                                .expect("open nodes are on the stack");
-                            let mut path: Vec<&str> = stack[from..]
-                                .iter()
-                                .map(|(n, _)| self.task_at(*n).id.as_str())
-                                .collect();
-                            path.push(self.task_at(dep).id.as_str());
-                            return Err(self.malformed(
-                                dep,
-                                format!(
-                                    "dependency cycle {}; remove one of these deps",
-                                    path.join(" -> ")
-                                ),
-                            ));
-                        }
-                        Mark::Closed => {}
-                    }
-                } else {
-                    marks[*node] = Mark::Closed;
-                    stack.pop();
-                }
-            }
-        }
-        Ok(())
+        let Some(cycle) = find_cycle(tasks.lines().len(), live_deps) else {
+            return Ok(());
+        };
+        let mut path: Vec<&str> = cycle.iter().map(|&n| self.task_at(n).id.as_str()).collect();
+        path.push(path[0]);
+        Err(self.malformed(
+            cycle[0],
+            format!(
+                "dependency cycle {}; remove one of these deps",
+                path.join(" -> ")
+            ),
+        ))
     }
 
     pub(super) fn task_at(&self, index: usize) -> &Task {
@@ -468,6 +419,50 @@ pub(super) fn numbered(parent: Option<&TaskId>, n: u64) -> TaskId {
         Some(parent) => parent.child(n),
         None => TaskId::parse(&id::letters_name(n)).expect("letter ids are valid"),
     }
+}
+
+/// The first dependency cycle among nodes `0..len`, where `deps(node)`
+/// lists a node's dependencies: its nodes in dependency order, from the
+/// first one met again. Nodes are started from in index order and deps
+/// followed in the order `deps` gives them, so the same graph always
+/// reports the same cycle. Depth-first with its own stack: a long chain
+/// cannot overflow the thread's.
+pub fn find_cycle<I: IntoIterator<Item = usize>>(
+    len: usize,
+    deps: impl Fn(usize) -> I,
+) -> Option<Vec<usize>> {
+    // 0 unvisited, 1 on the path, 2 done.
+    let mut state = vec![0u8; len];
+    let mut path = Vec::new();
+    for start in 0..len {
+        if state[start] != 0 {
+            continue;
+        }
+        state[start] = 1;
+        path.push((start, deps(start).into_iter()));
+        while let Some((node, next)) = path.last_mut() {
+            let Some(dep) = next.next() else {
+                state[*node] = 2;
+                path.pop();
+                continue;
+            };
+            match state[dep] {
+                0 => {
+                    state[dep] = 1;
+                    path.push((dep, deps(dep).into_iter()));
+                }
+                1 => {
+                    let from = path
+                        .iter()
+                        .position(|(n, _)| *n == dep)
+                        .expect("on the path");
+                    return Some(path[from..].iter().map(|(n, _)| *n).collect());
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
