@@ -385,37 +385,29 @@ pub fn read_or_empty(path: &Path) -> io::Result<Vec<u8>> {
     }
 }
 
-/// Why a text file could not be read.
-#[derive(Debug)]
-pub enum TextError {
-    /// The file does not exist.
-    Missing,
-    /// It is not UTF-8; the message names the line, column and byte.
-    NotUtf8 {
-        /// 1-based line of the first bad byte.
-        line: usize,
-        /// What is wrong and how to fix it.
-        message: String,
-    },
-    /// Reading failed.
-    Io(io::Error),
-}
-
-/// Reads a UTF-8 text file (a leading BOM is dropped).
-pub fn read_text(path: &Path) -> Result<String, TextError> {
+/// Reads a UTF-8 text file (a leading BOM is dropped); `None` when it does
+/// not exist. Bytes that are not UTF-8 give the caller's error from
+/// `invalid(line, message)` (the 1-based line of the first bad byte, and a
+/// message naming its column and the fix); a failed read, a [`PathError`]
+/// at `path`.
+pub fn read_text<E: From<PathError>>(
+    path: &Path,
+    invalid: impl FnOnce(usize, String) -> E,
+) -> Result<Option<String>, E> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => return Err(TextError::Missing),
-        Err(err) => return Err(TextError::Io(err)),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(E::from(PathError::new(path, err))),
     };
     match String::from_utf8(bytes) {
-        Ok(text) => Ok(text
-            .strip_prefix('\u{feff}')
-            .map(str::to_owned)
-            .unwrap_or(text)),
+        Ok(text) => Ok(Some(
+            text.strip_prefix('\u{feff}')
+                .map(str::to_owned)
+                .unwrap_or(text),
+        )),
         Err(err) => {
             let (line, message) = not_utf8(err.as_bytes(), err.utf8_error());
-            Err(TextError::NotUtf8 { line, message })
+            Err(invalid(line, message))
         }
     }
 }

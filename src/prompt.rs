@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::exit::Exit;
-use crate::files::{self, TextError};
+use crate::files;
 use crate::roles::{self, Decision};
 use crate::task::{KNOWN_FIELDS, Queue, Task, TaskId, string_list};
 
@@ -282,20 +282,18 @@ pub fn bounded_tail(text: &str, max: usize) -> &str {
 
 /// The project's context template, or the shipped one: (name, text).
 pub fn context_template(paths: &Paths) -> Result<(String, String), Error> {
-    let path = paths.context_template();
-    match files::read_text(&path) {
-        Ok(text) => Ok((CONTEXT_TEMPLATE.to_owned(), text)),
-        Err(TextError::Missing) => Ok((
+    let text = files::read_text(&paths.context_template(), |line, message| Error::Template {
+        file: CONTEXT_TEMPLATE.to_owned(),
+        line: Some(line),
+        message,
+    })?;
+    Ok(match text {
+        Some(text) => (CONTEXT_TEMPLATE.to_owned(), text),
+        None => (
             "the default context template".to_owned(),
             DEFAULT_CONTEXT_TEMPLATE.to_owned(),
-        )),
-        Err(TextError::NotUtf8 { line, message }) => Err(Error::Template {
-            file: CONTEXT_TEMPLATE.to_owned(),
-            line: Some(line),
-            message,
-        }),
-        Err(TextError::Io(source)) => Err(Error::from(crate::files::PathError::new(path, source))),
-    }
+        ),
+    })
 }
 
 /// The template variables for `task`, its ancestors looked up in `queue`.
@@ -352,24 +350,12 @@ pub fn context_for(queue: &Queue, task: &Task, decision: &Decision) -> PromptCon
 
 /// Builds the whole prompt for `context` in the project at `root`.
 pub fn build(paths: &Paths, decision: &Decision, context: &PromptContext) -> Result<String, Error> {
-    let working_path = paths.working();
-    let working = match files::read_text(&working_path) {
-        Ok(text) => text,
-        Err(TextError::Missing) => return Err(Error::NoWorkingFile(paths.root().to_owned())),
-        Err(TextError::NotUtf8 { line, message }) => {
-            return Err(Error::Template {
-                file: WORKING_FILE.to_owned(),
-                line: Some(line),
-                message,
-            });
-        }
-        Err(TextError::Io(source)) => {
-            return Err(Error::from(crate::files::PathError::new(
-                working_path,
-                source,
-            )));
-        }
-    };
+    let working = files::read_text(&paths.working(), |line, message| Error::Template {
+        file: WORKING_FILE.to_owned(),
+        line: Some(line),
+        message,
+    })?
+    .ok_or_else(|| Error::NoWorkingFile(paths.root().to_owned()))?;
     let role_text = match &decision.fired {
         Some(fired) => Some(roles::read_role(paths, &fired.role)?),
         None => None,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::exit::Exit;
-use crate::files::{self, TextError};
+use crate::files;
 use crate::paths::SETTINGS_FILE;
 pub(crate) use keys::{KEYS, env_vars};
 use place::{line_of_check, value_line};
@@ -688,18 +688,11 @@ impl Settings {
 
     /// Loads the project's settings; a missing file gives the defaults.
     pub(crate) fn load(paths: &crate::paths::Paths) -> Result<Settings, Error> {
-        let path = paths.settings();
-        match files::read_text(&path) {
-            Ok(text) => Settings::parse(&text),
-            Err(TextError::Missing) => Ok(Settings::default()),
-            Err(TextError::NotUtf8 { line, message }) => Err(Error::Invalid {
-                line: Some(line),
-                message,
-            }),
-            Err(TextError::Io(source)) => {
-                Err(Error::from(crate::files::PathError::new(path, source)))
-            }
-        }
+        let text = files::read_text(&paths.settings(), |line, message| Error::Invalid {
+            line: Some(line),
+            message,
+        })?;
+        text.map_or_else(|| Ok(Settings::default()), |text| Settings::parse(&text))
     }
 }
 

@@ -6,9 +6,8 @@ mod normalize;
 mod triggers;
 mod vars;
 
+use crate::files::read_text;
 use crate::paths::Paths;
-
-use crate::files::TextError;
 
 pub use error::Error;
 pub use normalize::normalize;
@@ -19,38 +18,22 @@ use crate::paths::ROLES_DIR;
 
 /// Loads the project's triggers; a missing `config/roles.yaml` means none.
 pub fn load(paths: &Paths) -> Result<Triggers, Error> {
-    let path = paths.roles_config();
-    let yaml = match crate::files::read_text(&path) {
-        Ok(text) => text,
-        Err(TextError::Missing) => String::new(),
-        Err(TextError::NotUtf8 { line, message }) => {
-            return Err(Error::Yaml {
-                line: Some(line),
-                message,
-            });
-        }
-        Err(TextError::Io(source)) => {
-            return Err(Error::from(crate::files::PathError::new(path, source)));
-        }
-    };
-    Triggers::parse(&yaml, |role| paths.role(role).is_file())
+    let yaml = read_text(&paths.roles_config(), |line, message| Error::Yaml {
+        line: Some(line),
+        message,
+    })?;
+    Triggers::parse(&yaml.unwrap_or_default(), |role| paths.role(role).is_file())
 }
 
 /// Reads the text of `role`.
 pub fn read_role(paths: &Paths, role: &str) -> Result<String, Error> {
-    let path = paths.role(role);
-    match crate::files::read_text(&path) {
-        Ok(text) => Ok(text),
-        Err(TextError::NotUtf8 { line, message }) => Err(Error::File {
-            file: format!("{ROLES_DIR}/{role}.md"),
-            line,
-            message,
-        }),
-        Err(TextError::Missing) => Err(Error::Missing {
-            file: format!("{ROLES_DIR}/{role}.md"),
-        }),
-        Err(TextError::Io(source)) => Err(Error::from(crate::files::PathError::new(path, source))),
-    }
+    let file = || format!("{ROLES_DIR}/{role}.md");
+    let text = read_text(&paths.role(role), |line, message| Error::File {
+        file: file(),
+        line,
+        message,
+    })?;
+    text.ok_or_else(|| Error::Missing { file: file() })
 }
 
 #[cfg(test)]
