@@ -33,6 +33,28 @@ pub(crate) struct Event {
     pub extra: Map<String, Value>,
 }
 
+impl Event {
+    /// The extra field `key` as a whole number, if it is one.
+    pub(crate) fn number(&self, key: &str) -> Option<u64> {
+        self.extra.get(key).and_then(Value::as_u64)
+    }
+
+    /// The extra field `key` as a number with a fraction, if it is a number.
+    pub(crate) fn float(&self, key: &str) -> Option<f64> {
+        self.extra.get(key).and_then(Value::as_f64)
+    }
+
+    /// The extra field `key` as a string, if it is one.
+    pub(crate) fn text(&self, key: &str) -> Option<&str> {
+        self.extra.get(key).and_then(Value::as_str)
+    }
+
+    /// The extra field `key` as a boolean, if it is one.
+    pub(crate) fn flag(&self, key: &str) -> Option<bool> {
+        self.extra.get(key).and_then(Value::as_bool)
+    }
+}
+
 /// The event log of one project.
 #[derive(Clone, Debug)]
 pub(crate) struct EventLog {

@@ -8,8 +8,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::Value;
-
 use crate::events::{Event, EventLog};
 use crate::paths::Paths;
 use crate::result::RunResult;
@@ -65,9 +63,7 @@ pub(crate) fn write(
 /// Reads what the page of run `run` (default: the last one) is made of;
 /// `None` when the project has no run of that id.
 pub(crate) fn source(paths: &Paths, run: Option<&str>) -> std::io::Result<Option<Source>> {
-    let result: Option<RunResult> = std::fs::read(paths.result())
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let result = RunResult::read(paths);
     let (events, _) = EventLog::open(paths).tail(usize::MAX)?;
     let run_id = match (run, &result) {
         (Some(run), _) => run.to_owned(),
@@ -127,7 +123,7 @@ pub(crate) fn html(
         let Some(id) = event.task_id.as_deref() else {
             continue;
         };
-        let number = |key: &str| event.extra.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let number = |key: &str| event.number(key).unwrap_or(0);
         match event.phase.as_str() {
             "iteration" => {
                 let task = row(&mut rows, &mut order, id);
@@ -135,19 +131,13 @@ pub(crate) fn html(
                 task.millis += number("duration_ms");
                 task.input_tokens += number("input_tokens");
                 task.output_tokens += number("output_tokens");
-                task.cost_usd += event
-                    .extra
-                    .get("cost_usd")
-                    .and_then(Value::as_f64)
-                    .unwrap_or(0.0);
+                task.cost_usd += event.float("cost_usd").unwrap_or(0.0);
                 if event.status != "ok" {
                     *task.failures.entry(event.status.clone()).or_default() += 1;
                 }
             }
             "verify" => {
-                let command = (event.extra.get("command").and_then(Value::as_str))
-                    .unwrap_or(&event.detail)
-                    .to_owned();
+                let command = event.text("command").unwrap_or(&event.detail).to_owned();
                 row(&mut rows, &mut order, id).checks.push((
                     command,
                     event.status == "ok",
@@ -334,13 +324,7 @@ fn timeline(source: &Source) -> String {
     let Some(start) = source.events.first().and_then(|e| parse(&e.timestamp)) else {
         return String::new();
     };
-    let lane = |event: &Event| {
-        event
-            .extra
-            .get("worker")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let lane = |event: &Event| event.number("worker").unwrap_or(0);
     // Where each event goes, in ms from the start: the files stamp whole
     // seconds, so within a lane each mark starts no earlier than the one
     // before it ended, and an iteration ends no earlier than its start
@@ -350,16 +334,15 @@ fn timeline(source: &Source) -> String {
         .map(|event| {
             let at = (parse(&event.timestamp)? - start).num_milliseconds() as f64;
             let cursor = cursors.entry(lane(event)).or_insert(0.0);
-            let number = |key: &str| event.extra.get(key).and_then(Value::as_u64);
             let (from, to) = match event.phase.as_str() {
                 "iteration" => {
-                    let took = number("duration_ms").unwrap_or(0) as f64;
+                    let took = event.number("duration_ms").unwrap_or(0) as f64;
                     let to = at.max(*cursor + took);
                     (to - took, to)
                 }
                 "wait" => {
-                    let took = (number("wait_ms"))
-                        .unwrap_or(1000 * number("wait_seconds").unwrap_or(0))
+                    let took = (event.number("wait_ms"))
+                        .unwrap_or(1000 * event.number("wait_seconds").unwrap_or(0))
                         as f64;
                     let from = at.max(*cursor);
                     (from, from + took)

@@ -189,6 +189,13 @@ impl RunResult {
         }
     }
 
+    /// Reads `result.json`; `None` when it is missing, unreadable or not
+    /// a result (torn, or from another version).
+    pub(crate) fn read(paths: &Paths) -> Option<RunResult> {
+        let bytes = std::fs::read(paths.result()).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
     /// Writes `result.json` atomically.
     pub(crate) fn save(&self, paths: &Paths) -> std::io::Result<()> {
         let path = paths.result();

@@ -37,9 +37,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let (events, _) = EventLog::open(paths)
         .tail(RECENT)
         .map_err(io(crate::paths::EVENTS_FILE))?;
-    let result: Option<RunResult> = std::fs::read(paths.result())
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let result = RunResult::read(paths);
     let current = state.current_task.as_deref().and_then(|id| queue.get(id));
     let workers = workers(paths);
     let shared = shared(paths);

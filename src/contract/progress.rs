@@ -191,7 +191,7 @@ impl Tail {
         }
         // An attempt that failed in the agent (not in a check) is
         // critiqued in the same breath.
-        let failed_class = event.extra.get("class").and_then(Value::as_str);
+        let failed_class = event.text("class");
         if let (true, Some(class)) = (event.phase == "iteration", failed_class) {
             let critique = Progress {
                 phase: "critique",
@@ -227,7 +227,7 @@ impl Tail {
                 .iter()
                 .find(|(story, _)| story == id)
                 .map_or("", |(_, title)| title.as_str());
-            let log = event.extra.get("log").and_then(Value::as_str).unwrap_or("");
+            let log = event.text("log").unwrap_or("");
             let task = self.task_section(log);
             let field = |key: &str| {
                 event

@@ -476,16 +476,12 @@ impl Worker<'_> {
                 ("iteration", "usage_limit" | "interrupted") => {}
                 ("iteration", _) => {
                     *attempts.entry(task).or_default() += 1;
-                    if let Some(log) = event.extra.get("log").and_then(serde_json::Value::as_str) {
+                    if let Some(log) = event.text("log") {
                         last_log.insert(task, log);
                     }
                 }
                 ("merge", "ok") => {
-                    let checked = event
-                        .extra
-                        .get("verified")
-                        .and_then(serde_json::Value::as_bool);
-                    verified.insert(task, checked.unwrap_or(false));
+                    verified.insert(task, event.flag("verified").unwrap_or(false));
                 }
                 _ => {}
             }
@@ -554,30 +550,18 @@ impl Worker<'_> {
             }
         };
         for event in events.iter().filter(|e| e.run_id == self.state.run_id) {
-            let number = |key: &str| event.extra.get(key).and_then(serde_json::Value::as_u64);
             match event.phase.as_str() {
                 "verify" | "verify_run" if event.status != "interrupted" => checks.push(Check {
                     task: event.task_id.clone(),
-                    command: event
-                        .extra
-                        .get("command")
-                        .and_then(serde_json::Value::as_str)
-                        .unwrap_or(&event.detail)
-                        .to_owned(),
+                    command: event.text("command").unwrap_or(&event.detail).to_owned(),
                     passed: event.status == "ok",
-                    duration_ms: number("duration_ms").unwrap_or(0),
-                    tail: (event.extra.get("output_tail"))
-                        .and_then(serde_json::Value::as_str)
-                        .map(str::to_owned),
+                    duration_ms: event.number("duration_ms").unwrap_or(0),
+                    tail: event.text("output_tail").map(str::to_owned),
                 }),
                 "iteration" => {
-                    add(&mut totals.input_tokens, number("input_tokens"));
-                    add(&mut totals.output_tokens, number("output_tokens"));
-                    if let Some(cost) = event
-                        .extra
-                        .get("cost_usd")
-                        .and_then(serde_json::Value::as_f64)
-                    {
+                    add(&mut totals.input_tokens, event.number("input_tokens"));
+                    add(&mut totals.output_tokens, event.number("output_tokens"));
+                    if let Some(cost) = event.float("cost_usd") {
                         totals.cost_usd = Some(totals.cost_usd.unwrap_or(0.0) + cost);
                     }
                 }

@@ -4,8 +4,6 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use serde_json::Value;
-
 use crate::events::Event;
 
 /// How many recent events are kept for the view.
@@ -51,7 +49,6 @@ impl Digest {
         }
         self.last_seen = Some(event.timestamp.clone());
         let task = event.task_id.clone().unwrap_or_default();
-        let number = |key: &str| event.extra.get(key).and_then(Value::as_u64);
         match (event.phase.as_str(), event.status.as_str()) {
             ("agent", _) => {
                 self.doing.insert(task, (event.iteration, event.detail));
@@ -62,10 +59,9 @@ impl Digest {
                 if status != "usage_limit" {
                     self.iterations += 1;
                 }
-                self.tokens += number("input_tokens").unwrap_or(0);
-                self.tokens += number("output_tokens").unwrap_or(0);
-                let cost = event.extra.get("cost_usd").and_then(Value::as_f64);
-                self.cost_usd += cost.unwrap_or(0.0);
+                self.tokens += event.number("input_tokens").unwrap_or(0);
+                self.tokens += event.number("output_tokens").unwrap_or(0);
+                self.cost_usd += event.float("cost_usd").unwrap_or(0.0);
                 if status != "ok" {
                     self.failed
                         .insert(task, format!("{status}: {}", event.detail));
@@ -90,20 +86,14 @@ impl Digest {
 
     /// Starts the totals of the run `event` belongs to.
     fn start(&mut self, event: &Event) {
-        let text = |key: &str| {
-            event
-                .extra
-                .get(key)
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        };
+        let text = |key: &str| event.text(key).map(str::to_owned);
         let started = event.phase == "run" && event.status == "started";
         *self = Digest {
             run_id: event.run_id.clone(),
             started: started.then(|| event.timestamp.clone()),
             base: text("base"),
             agent: text("agent"),
-            max_iterations: event.extra.get("max_iterations").and_then(Value::as_u64),
+            max_iterations: event.number("max_iterations"),
             recent: std::mem::take(&mut self.recent),
             ..Digest::default()
         };
@@ -112,6 +102,8 @@ impl Digest {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     fn event(run: &str, task: Option<&str>, phase: &str, status: &str, extra: Value) -> Event {

@@ -113,9 +113,7 @@ impl Reader {
         }
         if self.changed(&paths.result()) {
             changed = true;
-            self.result = std::fs::read(paths.result())
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+            self.result = RunResult::read(&paths);
         }
         changed |= self.changed(&paths.stop()) | self.changed(&paths.run_lock());
         let mut workers = Vec::new();
