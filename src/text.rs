@@ -59,6 +59,29 @@ pub(crate) fn count(count: usize, noun: &str) -> String {
     }
 }
 
+/// `items` joined by `separator` into lines of at most `width` characters:
+/// a new line where the next item would not fit, and a line of its own for
+/// an item wider than `width`.
+pub(crate) fn pack<S: Into<String>>(
+    items: impl IntoIterator<Item = S>,
+    separator: &str,
+    width: usize,
+) -> Vec<String> {
+    let gap = separator.chars().count();
+    let mut lines: Vec<String> = Vec::new();
+    for item in items {
+        let item = item.into();
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + gap + item.chars().count() <= width => {
+                line.push_str(separator);
+                line.push_str(&item);
+            }
+            _ => lines.push(item),
+        }
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -71,6 +94,13 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn items_are_packed_into_lines_of_a_width() {
+        assert_eq!(pack(["ab", "cd", "ef"], " · ", 7), ["ab · cd", "ef"]);
+        assert_eq!(pack(["abcdef", "g"], " ", 3), ["abcdef", "g"]);
+        assert!(pack(Vec::<String>::new(), " ", 3).is_empty());
+    }
 
     #[test]
     fn counts_are_pluralised() {

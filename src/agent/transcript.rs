@@ -104,7 +104,7 @@ impl Transcript {
             "assistant" => {
                 let error = event
                     .get("error")
-                    .or_else(|| event.get("message").and_then(|m| m.get("error")))
+                    .or_else(|| event.pointer("/message/error"))
                     .and_then(Value::as_str);
                 if let Some(error) = error {
                     self.api_error = Some(error.to_owned());
@@ -119,13 +119,12 @@ impl Transcript {
                 }
             }
             "step_finish" => {
-                let part = event.get("part").unwrap_or(&Value::Null);
-                if let Some(tokens) = part.get("tokens") {
+                if let Some(tokens) = event.pointer("/part/tokens") {
                     let cache = tokens.get("cache").unwrap_or(&Value::Null);
                     let read = number(cache, "read");
                     let input = number(tokens, "input") + read + number(cache, "write");
                     let output = number(tokens, "output") + number(tokens, "reasoning");
-                    let cost = part.get("cost").and_then(Value::as_f64);
+                    let cost = event.pointer("/part/cost").and_then(Value::as_f64);
                     self.add(input, read, output, cost);
                 }
             }
@@ -305,44 +304,41 @@ fn number(value: &Value, key: &str) -> u64 {
 /// The HTTP status an error event states as a number (opencode's
 /// `error.data.statusCode`, a `status` or `code` of the error).
 fn error_status(event: &Value) -> Option<u64> {
-    let paths: [&[&str]; 6] = [
-        &["error", "data", "statusCode"],
-        &["properties", "error", "data", "statusCode"],
-        &["error", "statusCode"],
-        &["error", "status"],
-        &["error", "code"],
-        &["status"],
-    ];
-    paths.into_iter().find_map(|path| {
-        let mut value = event;
-        for key in path {
-            value = value.get(key)?;
-        }
-        value.as_u64().filter(|status| (400..600).contains(status))
+    [
+        "/error/data/statusCode",
+        "/properties/error/data/statusCode",
+        "/error/statusCode",
+        "/error/status",
+        "/error/code",
+        "/status",
+    ]
+    .into_iter()
+    .find_map(|path| {
+        let status = event.pointer(path)?.as_u64()?;
+        (400..600).contains(&status).then_some(status)
     })
 }
 
 /// The message of an error event, wherever the tool puts it, after the
 /// error's name when there is one (`ProviderAuthError: ...`).
 fn error_text(event: &Value) -> Option<String> {
-    let at = |path: &[&str]| {
-        let mut value = event;
-        for key in path {
-            value = value.get(key).unwrap_or(&Value::Null);
-        }
-        value.as_str().map(str::to_owned)
+    let at = |path| {
+        event
+            .pointer(path)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     };
     let message = [
-        &["message"][..],
-        &["error", "message"],
-        &["error", "data", "message"],
-        &["properties", "error", "message"],
-        &["properties", "error", "data", "message"],
-        &["error"],
+        "/message",
+        "/error/message",
+        "/error/data/message",
+        "/properties/error/message",
+        "/properties/error/data/message",
+        "/error",
     ]
     .into_iter()
     .find_map(at);
-    let name = [&["error", "name"][..], &["properties", "error", "name"]]
+    let name = ["/error/name", "/properties/error/name"]
         .into_iter()
         .find_map(at);
     match (name, message) {

@@ -14,21 +14,13 @@ use crate::error::Error;
 use crate::exit::Exit;
 use crate::runner::{self, RunOptions};
 
-/// Where settings come from, then each default from [`KEYS`], then the
-/// exit codes: the text after `ralph run --help`'s options.
+/// Where settings come from, then each default from [`KEYS`] in lines of
+/// 75 characters, then the exit codes: the text after `ralph run --help`'s
+/// options.
 fn after_help() -> String {
-    let mut defaults = vec![String::new()];
-    for key in KEYS {
-        let item = format!("{} {}", key.path, key.default);
-        let line = defaults.last_mut().expect("one line at least");
-        if line.is_empty() {
-            *line = item;
-        } else if line.chars().count() + " · ".len() + item.len() <= 76 {
-            *line = format!("{line} · {item}");
-        } else {
-            defaults.push(item);
-        }
-    }
+    let defaults = KEYS
+        .iter()
+        .map(|key| format!("{} {}", key.path, key.default));
     format!(
         "\
 Settings come from config/ralph.yaml, then RALPH_<KEY> environment variables
@@ -38,7 +30,7 @@ Exit codes: 0 drained or stopped, 10 work needs a person (blocked, budget
 spent, verify.run failed), 20 transient failure (lock held, agent not
 authenticated), 30 invalid input (tasks, roles, config, missing agent), 130
 interrupted.",
-        defaults.join("\n  ")
+        crate::text::pack(defaults, " · ", 75).join("\n  ")
     )
 }
 

@@ -24,8 +24,10 @@ pub(super) fn agent(found: &mut Findings, paths: &Paths, options: &RunOptions) -
     let Some(program) = found.check("agent", agent::resolve(&spec, &host)) else {
         return false;
     };
-    if let Err(err) = agent::preflight(&spec, &host) {
-        found.failed("agent", err);
+    if found
+        .check("agent", agent::preflight(&spec, &host))
+        .is_none()
+    {
         return false;
     }
     let login = match (spec.dialect(), spec.named_preset()) {
@@ -48,15 +50,13 @@ fn app_server(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool
     let backend = Host::from_process(paths.project()).and_then(|host| {
         agent::AppServer::new(&options.settings.agent, options.agent_cmd.as_deref(), host)
     });
-    let backend = match backend {
-        Ok(backend) => backend,
-        Err(err) => {
-            found.failed("agent", err);
-            return false;
-        }
+    let Some(backend) = found.check("agent", backend) else {
+        return false;
     };
-    if let Err(err) = agent::Backend::preflight(&backend) {
-        found.failed("agent", err);
+    if found
+        .check("agent", agent::Backend::preflight(&backend))
+        .is_none()
+    {
         return false;
     }
     let label = agent::Backend::label(&backend);

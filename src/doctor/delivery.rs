@@ -83,12 +83,9 @@ pub(super) fn delivery(
     let preview = if pr && !has_task {
         None
     } else {
-        match runner::deliver::preview(paths, options) {
-            Ok(preview) => preview.push,
-            Err(err) => {
-                found.failed("push", err);
-                return;
-            }
+        match found.check("push", runner::deliver::preview(paths, options)) {
+            Some(preview) => preview.push,
+            None => return,
         }
     };
     let message = match preview {

@@ -17,24 +17,21 @@ pub(super) fn git(
     state: &State,
     live: bool,
 ) -> Option<Repo> {
-    let repo = match runner::worker::open_repo(paths, settings, state.base.as_deref()) {
-        Ok(repo) => repo,
-        Err(err) => {
-            found.failed("git", err);
-            // No base (a detached HEAD, a bad branch_prefix): what needs
-            // none is still checked.
-            let options = git::Options {
-                base_branch: None,
-                branch_prefix: Settings::default().branch_prefix,
-                ssh_key: None,
-            };
-            if let Ok(repo) = Repo::open_without_base(paths, &options) {
-                identity(found, &repo);
-                hooks(found, &repo);
-                signing(found, &repo);
-            }
-            return None;
+    let repo = runner::worker::open_repo(paths, settings, state.base.as_deref());
+    let Some(repo) = found.check("git", repo) else {
+        // No base (a detached HEAD, a bad branch_prefix): what needs none
+        // is still checked.
+        let options = git::Options {
+            base_branch: None,
+            branch_prefix: Settings::default().branch_prefix,
+            ssh_key: None,
+        };
+        if let Ok(repo) = Repo::open_without_base(paths, &options) {
+            identity(found, &repo);
+            hooks(found, &repo);
+            signing(found, &repo);
         }
+        return None;
     };
     let head = repo.head().ok();
     let base = repo.base();
@@ -103,10 +100,8 @@ pub(super) fn git(
             );
         }
     }
-    if settings.workers.is_some()
-        && let Err(err) = repo.check_queue_on_base()
-    {
-        found.failed("git", err);
+    if settings.workers.is_some() {
+        found.check("git", repo.check_queue_on_base());
     }
     identity(found, &repo);
     for (file, rule) in repo.ignored_queue_files() {

@@ -193,17 +193,9 @@ fn named(items: &[String]) -> String {
 /// Whether a run is live (as `ralph status` tells, without disturbing
 /// it), and `.stop`.
 fn run(found: &mut Findings, paths: &Paths) -> bool {
-    let holder = match runner::lock::live_holder(paths) {
-        Ok(holder) => holder,
-        Err(source) => {
-            let path = paths.run_lock();
-            found.failed(
-                "run",
-                crate::Error::from(crate::files::PathError::new(path, source)),
-            );
-            None
-        }
-    };
+    let holder = runner::lock::live_holder(paths)
+        .map_err(|source| crate::files::PathError::new(paths.run_lock(), source));
+    let holder = found.check("run", holder).flatten();
     let stop = paths.join(STOP_FILE).exists();
     match &holder {
         Some(holder) => {

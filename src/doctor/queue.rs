@@ -129,25 +129,20 @@ pub(super) fn triggers(found: &mut Findings, paths: &Paths, settings: &Settings)
 /// The task the next iteration works on, its branch and role, with its
 /// prompt composed as the run composes it. Whether there is one.
 pub(super) fn next(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
-    match runner::plan::plan(paths, options) {
-        Ok(plan) => {
-            let Some(task) = &plan.task else {
-                return false;
-            };
-            found.ok(
-                "next",
-                &format!(
-                    "{task} {}: branch {}, role {}",
-                    crate::text::safe(&plan.title),
-                    plan.branch.as_deref().unwrap_or("-"),
-                    plan.role_why
-                ),
-            );
-            true
-        }
-        Err(err) => {
-            found.failed("next", err);
-            false
-        }
-    }
+    let Some(plan) = found.check("next", runner::plan::plan(paths, options)) else {
+        return false;
+    };
+    let Some(task) = &plan.task else {
+        return false;
+    };
+    found.ok(
+        "next",
+        &format!(
+            "{task} {}: branch {}, role {}",
+            crate::text::safe(&plan.title),
+            plan.branch.as_deref().unwrap_or("-"),
+            plan.role_why
+        ),
+    );
+    true
 }

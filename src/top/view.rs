@@ -13,6 +13,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 use super::model::{RunState, Snapshot, Tone, span};
 use super::read::Details;
 use crate::task::Status;
+use crate::text::pack;
 
 /// The panels the arrows move in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,9 +114,14 @@ pub(crate) const KEYS: &[(&str, &str)] = &[
 
 /// Draws `snapshot` as `ui` has it into `buf` over `area`.
 pub(crate) fn draw(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
+    // What the run does on two lines at most, its facts on four.
+    let width = usize::from(area.width.saturating_sub(2));
     let (state, colour) = state_line(&snapshot.state);
-    let state = wrap(&state, area.width.saturating_sub(2), 2);
-    let facts = fact_lines(snapshot, area.width.saturating_sub(2));
+    let mut state = pack(state.split(' '), " ", width.max(1));
+    state.truncate(2);
+    let facts = (snapshot.facts.iter()).map(|(label, value)| format!("{label} {value}"));
+    let mut facts = pack(facts, " · ", width);
+    facts.truncate(4);
     let header = 2 + (state.len() + facts.len()) as u16;
     let workers = 3 + snapshot.workers.len().clamp(1, 8) as u16;
     let [top, middle, rest, footer] = Layout::vertical([
@@ -141,39 +147,18 @@ pub(crate) fn draw(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
         Layout::horizontal([Constraint::Percentage(45), Constraint::Percentage(55)]).areas(rest);
     draw_queue(left, buf, snapshot, ui);
     draw_events(right, buf, snapshot, ui);
-    let keys = Line::from(vec![
-        Span::styled(" q", Style::new().bold()),
-        Span::raw(" quit  "),
-        Span::styled("↑↓", Style::new().bold()),
-        Span::raw(" move  "),
-        Span::styled("Tab", Style::new().bold()),
-        Span::raw(" panel  "),
-        Span::styled("Enter", Style::new().bold()),
-        Span::raw(" details  "),
-        Span::styled("s", Style::new().bold()),
-        Span::raw(" stop  "),
-        Span::styled("?", Style::new().bold()),
-        Span::raw(" keys"),
-    ]);
+    let keys = [
+        (" q", " quit  "),
+        ("↑↓", " move  "),
+        ("Tab", " panel  "),
+        ("Enter", " details  "),
+        ("s", " stop  "),
+        ("?", " keys"),
+    ];
+    let keys = keys.map(|(key, word)| [Span::styled(key, Style::new().bold()), Span::raw(word)]);
+    let keys = Line::from_iter(keys.into_iter().flatten());
     Paragraph::new(keys).render(footer, buf);
     draw_overlay(area, buf, &ui.overlay);
-}
-
-/// The run's facts packed into lines of at most `width` columns.
-fn fact_lines(snapshot: &Snapshot, width: u16) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for (label, value) in &snapshot.facts {
-        let item = format!("{label} {value}");
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 3 + item.chars().count() <= width as usize => {
-                line.push_str(" · ");
-                line.push_str(&item);
-            }
-            _ => lines.push(item),
-        }
-    }
-    lines.truncate(4);
-    lines
 }
 
 /// What the run does, in words and colour.
@@ -206,24 +191,6 @@ fn state_line(state: &RunState) -> (String, Color) {
             Color::Yellow,
         ),
     }
-}
-
-/// `text` cut into at most `lines` lines of `width` characters, at spaces
-/// where it can.
-fn wrap(text: &str, width: u16, lines: usize) -> Vec<String> {
-    let width = usize::from(width.max(1));
-    let mut out: Vec<String> = Vec::new();
-    for word in text.split(' ') {
-        match out.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => out.push(word.to_owned()),
-        }
-    }
-    out.truncate(lines);
-    out
 }
 
 /// The block of a panel, its border bright when it has the focus.
