@@ -188,18 +188,10 @@ impl Repo {
 
     /// The claims as the last fetch saw them, by task id.
     pub fn seen_claims(&self) -> Result<Vec<Claim>> {
-        let action = "read the fetched claims";
         let mut claims = Vec::new();
-        for reference in self
-            .git
-            .references_glob(&format!("{SEEN_CLAIMS}*"))
-            .doing(action)?
-        {
-            let reference = reference.doing(action)?;
-            let (Ok(name), Ok(commit)) = (reference.name(), reference.peel_to_commit()) else {
-                continue;
-            };
-            let Some(id) = name.strip_prefix(SEEN_CLAIMS) else {
+        for (id, target) in self.refs_under(SEEN_CLAIMS)? {
+            let Ok(commit) = git2::Oid::from_str(&target).and_then(|oid| self.git.find_commit(oid))
+            else {
                 continue;
             };
             let message = commit.message().unwrap_or_default();
@@ -217,15 +209,15 @@ impl Repo {
                 None => (field("Machine:"), String::new()),
             };
             claims.push(Claim {
-                id: id.to_owned(),
-                commit: commit.id().to_string(),
+                id,
+                commit: target,
                 machine,
                 host,
                 beat: field("Beat:").parse().unwrap_or(0),
                 interval: field("Interval:"),
                 worker: field("Worker:"),
                 written: chrono::DateTime::from_timestamp(commit.time().seconds(), 0)
-                    .map(|at| at.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                    .map(crate::clock::stamp)
                     .unwrap_or_default(),
             });
         }
