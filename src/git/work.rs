@@ -214,10 +214,10 @@ impl Repo {
             // The agent committed everything.
             return Ok((None, Clean::new()));
         }
-        if tracked && !paths.is_empty() {
-            self.stage_tracked(&paths)?;
-        } else if !paths.is_empty() {
-            self.stage(&paths)?;
+        match (paths.is_empty(), tracked) {
+            (true, _) => {}
+            (false, true) => self.stage_tracked(&paths)?,
+            (false, false) => self.stage(&paths)?,
         }
         // Nothing staged differs from HEAD (an edit undone): no commit.
         let staged_tree = self.index()?.write_tree().doing("write the index's tree")?;
