@@ -23,8 +23,9 @@ const HEADING: &str = "### ";
 const REJECTED: &str = "· review rejected";
 
 /// A reviewer's verdict on a `ready` task.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum Verdict {
     /// The work is done: the task is `complete`.
     Passed,
@@ -35,10 +36,7 @@ pub(crate) enum Verdict {
 impl Verdict {
     /// Its name, as the trigger variable `last_review` has it.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Passed => "passed",
-            Verdict::Rejected => "rejected",
-        }
+        self.into()
     }
 }
 

@@ -5,13 +5,15 @@ use crate::paths::Paths;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use strum::IntoStaticStr;
 
 use crate::exit::Exit;
 use crate::files;
 
 /// How a run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum RunStatus {
     /// Nothing workable is left and nothing is blocked.
     Drained,
@@ -40,14 +42,7 @@ impl RunStatus {
 
     /// The name used in `result.json` and summaries.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Drained => "drained",
-            RunStatus::Stopped => "stopped",
-            RunStatus::BudgetExhausted => "budget_exhausted",
-            RunStatus::Blocked => "blocked",
-            RunStatus::Failed => "failed",
-            RunStatus::Interrupted => "interrupted",
-        }
+        self.into()
     }
 }
 
@@ -69,8 +64,9 @@ pub(crate) struct TaskOutcome {
 }
 
 /// How a task's stay in a run ended (`outcome` in `result.json`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum TaskEnd {
     /// Squash-merged into the base and archived.
     Merged,
@@ -88,13 +84,7 @@ pub(crate) enum TaskEnd {
 impl TaskEnd {
     /// Its name in `result.json`.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            TaskEnd::Merged => "merged",
-            TaskEnd::Split => "split",
-            TaskEnd::Blocked => "blocked",
-            TaskEnd::Vanished => "vanished",
-            TaskEnd::Orphaned => "orphaned",
-        }
+        self.into()
     }
 }
 
@@ -225,8 +215,9 @@ pub(crate) struct PullRequest {
 
 /// What a run did with its pull request (`action` in `result.json`, and
 /// the status of its `pull_request` event).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum PrAction {
     /// `gh pr create` opened it.
     Opened,
@@ -240,10 +231,106 @@ pub(crate) enum PrAction {
 impl PrAction {
     /// The name events and `result.json` use.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            PrAction::Opened => "opened",
-            PrAction::Updated => "updated",
-            PrAction::Failed => "failed",
+        self.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+
+    use super::*;
+    use crate::config::{Mode, NotifyKind};
+    use crate::contract::output::{NextAction, Reason, ResultStatus};
+    use crate::doctor::Level;
+    use crate::notes::Verdict;
+    use crate::state::{Phase, WaitReason};
+
+    /// The word serde writes for `value` in a file, as text.
+    fn written<T: Serialize>(value: T) -> String {
+        match serde_json::to_value(value).unwrap() {
+            serde_json::Value::String(word) => word,
+            other => panic!("not a word: {other}"),
         }
+    }
+
+    /// The words in messages and events (`as_str`, `Display`) are the ones
+    /// the files have: strum and serde derive both from the variant's name,
+    /// and this holds them together.
+    #[test]
+    fn each_vocabulary_says_in_messages_what_its_files_say() {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let mut add = |file: String, said: &str| pairs.push((file, said.to_string()));
+        for status in [
+            RunStatus::Drained,
+            RunStatus::Stopped,
+            RunStatus::BudgetExhausted,
+            RunStatus::Blocked,
+            RunStatus::Failed,
+            RunStatus::Interrupted,
+        ] {
+            add(written(status), status.as_str());
+        }
+        for end in [
+            TaskEnd::Merged,
+            TaskEnd::Split,
+            TaskEnd::Blocked,
+            TaskEnd::Vanished,
+            TaskEnd::Orphaned,
+        ] {
+            add(written(end), end.as_str());
+        }
+        for action in [PrAction::Opened, PrAction::Updated, PrAction::Failed] {
+            add(written(action), action.as_str());
+        }
+        for class in FailureClass::ALL.into_iter().chain(FailureClass::LOOP) {
+            add(written(class), class.as_str());
+            add(written(class), &class.to_string());
+        }
+        for phase in [Phase::Between, Phase::Agent, Phase::Squash, Phase::Idle] {
+            add(written(phase), phase.as_str());
+            assert_eq!(Phase::from(phase.as_str().to_string()), phase);
+        }
+        for why in [WaitReason::UsageLimit, WaitReason::Retry] {
+            add(written(why), why.as_str());
+        }
+        for verdict in [Verdict::Passed, Verdict::Rejected] {
+            add(written(verdict), verdict.as_str());
+        }
+        for level in [Level::Ok, Level::Warning, Level::Error] {
+            add(written(level), level.as_str());
+        }
+        for kind in [
+            NotifyKind::TaskMerged,
+            NotifyKind::PrdRefused,
+            NotifyKind::RunIdle,
+        ] {
+            add(written(kind), kind.as_str());
+        }
+        for mode in Mode::ALL {
+            add(written(mode), mode.as_str());
+            add(written(mode), &mode.to_string());
+        }
+        add(
+            written(Reason::AgentExitNonzero),
+            &Reason::AgentExitNonzero.to_string(),
+        );
+        add(
+            written(NextAction::OpenDraftPr),
+            &NextAction::OpenDraftPr.to_string(),
+        );
+        add(
+            written(ResultStatus::Success),
+            &ResultStatus::Success.to_string(),
+        );
+        let differing: Vec<_> = pairs.iter().filter(|(file, said)| file != said).collect();
+        assert!(differing.is_empty(), "{differing:?}");
+        assert!(
+            pairs
+                .iter()
+                .any(|(file, _)| file == "cherry_pick_in_progress")
+        );
+        assert_eq!(Phase::Between.as_str(), "");
+        assert_eq!(Phase::from("reviewing".to_string()), Phase::Between);
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use strum::{EnumString, IntoStaticStr};
 
 use crate::files;
 use crate::prompt::Evidence;
@@ -115,8 +116,9 @@ pub(crate) struct Waiting {
 }
 
 /// What a wait between iterations is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum WaitReason {
     /// A usage limit of the agent's account, this worker's or another's.
     UsageLimit,
@@ -127,10 +129,7 @@ pub(crate) enum WaitReason {
 impl WaitReason {
     /// The name `state.json` and the `wait` event use.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            WaitReason::UsageLimit => "usage_limit",
-            WaitReason::Retry => "retry",
-        }
+        self.into()
     }
 }
 
@@ -145,12 +144,16 @@ pub(crate) struct Polling {
 
 /// What the loop was doing when the state was written (`phase` in
 /// `state.json`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr, EnumString,
+)]
 #[serde(from = "String", into = "&'static str")]
+#[strum(serialize_all = "snake_case")]
 pub enum Phase {
     /// Between iterations, or before the first (written as `""`); a
     /// phase this ralph does not know reads as this too.
     #[default]
+    #[strum(serialize = "")]
     Between,
     /// The agent is at work.
     Agent,
@@ -170,24 +173,7 @@ pub enum Phase {
 
 impl From<String> for Phase {
     fn from(name: String) -> Phase {
-        [
-            Phase::Agent,
-            Phase::Judge,
-            Phase::Verify,
-            Phase::Merge,
-            Phase::Squash,
-            Phase::Ended,
-            Phase::Idle,
-        ]
-        .into_iter()
-        .find(|phase| phase.as_str() == name)
-        .unwrap_or_default()
-    }
-}
-
-impl From<Phase> for &'static str {
-    fn from(phase: Phase) -> &'static str {
-        phase.as_str()
+        name.parse().unwrap_or_default()
     }
 }
 
@@ -195,16 +181,7 @@ impl Phase {
     /// The name `state.json` and `ralph status` use (empty between
     /// iterations).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Between => "",
-            Phase::Agent => "agent",
-            Phase::Judge => "judge",
-            Phase::Verify => "verify",
-            Phase::Merge => "merge",
-            Phase::Squash => "squash",
-            Phase::Ended => "ended",
-            Phase::Idle => "idle",
-        }
+        self.into()
     }
 }
 

@@ -1,17 +1,19 @@
 //! The classes of failed iterations: the agent's own, and those the loop
 //! gives what it finds after an iteration.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
+use strum::{Display, IntoStaticStr};
 
 /// The kind of a failed iteration; events, `state.json`, `result.json`
 /// and summaries use [`as_str`](Self::as_str). The agent's own classes
 /// (the design's ten, [`FailureClass::ALL`]) come from its exit and
 /// output; the loop adds what it finds after the iteration
 /// ([`FailureClass::LOOP`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, IntoStaticStr, Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum FailureClass {
     /// The agent failed without a more specific reason.
     Exit,
@@ -106,30 +108,7 @@ impl FailureClass {
 
     /// The name used in events, state and summaries.
     pub fn as_str(self) -> &'static str {
-        match self {
-            FailureClass::Exit => "exit",
-            FailureClass::Timeout => "timeout",
-            FailureClass::Auth => "auth",
-            FailureClass::UsageLimit => "usage_limit",
-            FailureClass::Permission => "permission",
-            FailureClass::MissingBinary => "missing_binary",
-            FailureClass::InvalidQueue => "invalid_queue",
-            FailureClass::LeftBranch => "left_branch",
-            FailureClass::VerifyFailed => "verify_failed",
-            FailureClass::NoProgress => "no_progress",
-            FailureClass::QueueReverted => "queue_reverted",
-            FailureClass::ArchiveEdited => "archive_edited",
-            FailureClass::MergeConflict => "merge_conflict",
-            FailureClass::HookRejected => "hook_rejected",
-            FailureClass::UnmergedIndex => "unmerged_index",
-            FailureClass::MergeInProgress => "merge_in_progress",
-            FailureClass::RevertInProgress => "revert_in_progress",
-            FailureClass::CherryPickInProgress => "cherry_pick_in_progress",
-            FailureClass::BisectInProgress => "bisect_in_progress",
-            FailureClass::RebaseInProgress => "rebase_in_progress",
-            FailureClass::GitAmInProgress => "git_am_in_progress",
-            FailureClass::NoVerdict => "no_verdict",
-        }
+        self.into()
     }
 }
 
@@ -144,12 +123,6 @@ impl Ord for FailureClass {
 impl PartialOrd for FailureClass {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
-    }
-}
-
-impl fmt::Display for FailureClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

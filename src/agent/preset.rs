@@ -1,10 +1,9 @@
 //! The agent tools ralph knows by name: their binary, non-interactive
 //! command line, model flag and how to install them.
 
-use std::fmt;
-
 /// A coding agent ralph knows how to drive non-interactively.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr, strum::Display)]
+#[strum(serialize_all = "lowercase")]
 pub enum Preset {
     /// Anthropic's Claude Code (`claude`).
     Claude,
@@ -75,16 +74,7 @@ impl Preset {
 
     /// The name used in settings (`agent.preset`) and messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Preset::Claude => "claude",
-            Preset::Codex => "codex",
-            Preset::Opencode => "opencode",
-            Preset::Amp => "amp",
-            Preset::Gemini => "gemini",
-            Preset::Qwen => "qwen",
-            Preset::Aider => "aider",
-            Preset::Cursor => "cursor",
-        }
+        self.into()
     }
 
     /// The executable looked up on `PATH`.
@@ -187,12 +177,6 @@ impl Preset {
             Preset::Aider => "set the model provider's API key (e.g. ANTHROPIC_API_KEY)",
             Preset::Cursor => "run `cursor-agent login`, or set CURSOR_API_KEY",
         }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

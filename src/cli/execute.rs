@@ -40,19 +40,19 @@ pub(super) fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Erro
         let summary = &result.summary;
         let reason = result
             .reason
-            .map(|reason| format!(" ({})", word(reason)))
+            .map(|reason| format!(" ({reason})"))
             .unwrap_or_default();
         outcome.stdout = format!(
             "{}: {}{reason}: {} of {} stories done, {} failed, {} skipped; next: {}\n",
             args.out_dir
                 .join(crate::contract::output::RESULT_FILE)
                 .display(),
-            word(result.status),
+            result.status,
             summary.completed,
             result.stories.len(),
             summary.failed,
             summary.skipped,
-            word(result.next_action),
+            result.next_action,
         );
     }
     // Why it did not succeed, as ralph words its errors.
@@ -63,12 +63,4 @@ pub(super) fn run(args: &ExecuteArgs, context: &Context) -> Result<Outcome, Erro
     };
     outcome.exit = Some(finished.exit);
     Ok(outcome)
-}
-
-/// The JSON word of a unit enum (`open_draft_pr`).
-fn word(value: impl serde::Serialize) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(word)) => word,
-        other => format!("{other:?}"),
-    }
 }

@@ -9,6 +9,7 @@ mod value;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use strum::{Display, IntoStaticStr};
 
 use crate::exit::Exit;
 use crate::files;
@@ -214,8 +215,9 @@ impl Default for WatchSettings {
 }
 
 /// What happened, as `RALPH_EVENT` and the event's `event` field say it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum NotifyKind {
     /// A task's work reached the base (or the pull request's branch).
     TaskMerged,
@@ -240,17 +242,7 @@ pub(crate) enum NotifyKind {
 impl NotifyKind {
     /// Its name.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            NotifyKind::TaskMerged => "task_merged",
-            NotifyKind::TaskBlocked => "task_blocked",
-            NotifyKind::PrdPlanned => "prd_planned",
-            NotifyKind::PrdRefused => "prd_refused",
-            NotifyKind::PullRequest => "pull_request",
-            NotifyKind::UsageLimit => "usage_limit",
-            NotifyKind::CapReached => "cap_reached",
-            NotifyKind::RunEnded => "run_ended",
-            NotifyKind::RunIdle => "run_idle",
-        }
+        self.into()
     }
 }
 
@@ -351,8 +343,9 @@ pub struct AgentSettings {
 
 /// `agent.server_sandbox`: where the Codex app-server lets the agent's
 /// commands write (docs/AGENT.md).
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq, IntoStaticStr)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum ServerSandbox {
     /// The task's checkout, the queue and `.ralph/`; `.git` is read-only,
     /// so ralph commits the agent's work.
@@ -364,8 +357,11 @@ pub enum ServerSandbox {
 
 /// How an agent carries a task across iterations (the worker contract's
 /// `agent.mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr, Display,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Mode {
     /// A fresh context every iteration: the files and the prompt are the
     /// memory (ralph's loop).
@@ -383,22 +379,12 @@ impl Mode {
 
     /// The mode's name in the contract.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::RalphFresh => "ralph_fresh",
-            Mode::SessionLoop => "session_loop",
-            Mode::SinglePass => "single_pass",
-        }
+        self.into()
     }
 
     /// The mode named `name`, if any.
     pub fn named(name: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|mode| mode.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

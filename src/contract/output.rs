@@ -18,8 +18,9 @@ pub(crate) const PROGRESS_FILE: &str = "progress.ndjson";
 pub(crate) const RESULT_FILE: &str = "result.json";
 
 /// Why a run did not succeed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum Reason {
     /// The input or the PRD could not be planned.
     PlanGenerationFailed,
@@ -65,8 +66,9 @@ impl Reason {
 }
 
 /// `next_action` of `result.json`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum NextAction {
     /// Everything passed: open the pull request.
     OpenPr,
@@ -101,8 +103,9 @@ pub(crate) struct ResultFile {
 }
 
 /// `status` of `result.json`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, strum::Display)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub(crate) enum ResultStatus {
     /// Every story done, every check passed.
     Success,

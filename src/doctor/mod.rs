@@ -27,8 +27,9 @@ use crate::state::StateFile;
 const NAMED: usize = 5;
 
 /// How a finding stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "lowercase")]
+#[strum(serialize_all = "lowercase")]
 pub(crate) enum Level {
     /// As it should be; said for the record.
     Ok,
@@ -41,11 +42,7 @@ pub(crate) enum Level {
 impl Level {
     /// The word that starts the finding's line.
     pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Level::Ok => "ok",
-            Level::Warning => "warning",
-            Level::Error => "error",
-        }
+        self.into()
     }
 }
 

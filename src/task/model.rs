@@ -9,7 +9,10 @@ use std::fmt;
 use super::id::TaskId;
 
 /// Where a task stands. `in_progress` and `done` are read as aliases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, strum::IntoStaticStr, strum::Display,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Status {
     /// Not started.
     Pending,
@@ -47,19 +50,7 @@ impl Status {
 
     /// The canonical name ralph writes.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Active => "active",
-            Status::Ready => "ready",
-            Status::Complete => "complete",
-            Status::Blocked => "blocked",
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.into()
     }
 }
 

@@ -27,7 +27,7 @@ use super::error::Error;
 use super::preset::Preset;
 use super::process::{Outcome, Request};
 use super::{FailureClass, PromptPassing, Status};
-use crate::config::{AgentSettings, ServerSandbox};
+use crate::config::AgentSettings;
 
 /// The preset's name.
 pub const PRESET: &str = "codex-app-server";
@@ -272,16 +272,12 @@ impl Backend for AppServer {
         if session && thread.is_none() && request.context.task_iteration > 1 {
             transcript.line("ralph: the task's thread is not known to this run; a new thread");
         }
-        let sandbox = match self.settings.server_sandbox {
-            ServerSandbox::WorkspaceWrite => "workspace-write",
-            ServerSandbox::DangerFullAccess => "danger-full-access",
-        };
         let cwd = checkout.display().to_string();
         let ask = turn::Ask {
             cwd: &cwd,
             prompt: request.prompt,
             model: request.model.or(self.settings.model.as_deref()),
-            sandbox,
+            sandbox: self.settings.server_sandbox.into(),
             writable: self.writable(&checkout, &tmp),
             thread: thread.as_deref(),
             deadline: started + request.limits.timeout,
