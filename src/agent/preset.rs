@@ -130,15 +130,6 @@ impl Preset {
         }
     }
 
-    /// How the prompt reaches the tool.
-    pub fn prompt_passing(self) -> PromptPassing {
-        match self {
-            Preset::Amp | Preset::Cursor => PromptPassing::Argv,
-            Preset::Aider => PromptPassing::File,
-            _ => PromptPassing::Stdin,
-        }
-    }
-
     /// Arguments after the model flag: codex reads its prompt from `-`,
     /// cursor takes it as the last argument.
     pub fn trailing_args(self) -> &'static [&'static str] {
@@ -205,18 +196,4 @@ mod tests {
         assert_eq!(Preset::from_program("./my-agent"), None);
     }
 
-    #[test]
-    fn placeholders_agree_with_prompt_passing() {
-        for preset in Preset::ALL {
-            let args: Vec<&str> = [preset.base_args(), preset.trailing_args()].concat();
-            let passing = if args.contains(&"{prompt}") {
-                PromptPassing::Argv
-            } else if args.contains(&"{prompt_file}") {
-                PromptPassing::File
-            } else {
-                PromptPassing::Stdin
-            };
-            assert_eq!(passing, preset.prompt_passing(), "{preset}");
-        }
-    }
 }
