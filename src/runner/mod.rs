@@ -167,13 +167,7 @@ pub(crate) fn take_run_lock(
             std::process::id()
         ),
     };
-    match lock::RunLock::acquire(paths, &holder) {
-        Ok(lock) => Ok((lock, holder)),
-        Err(lock::LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
-        Err(lock::LockError::Io(path, source)) => {
-            Err(Error::from(crate::files::PathError::new(path, source)))
-        }
-    }
+    Ok((lock::RunLock::acquire(paths, &holder)?, holder))
 }
 
 /// Runs the loop in the project at `paths` under the run lock.

@@ -11,10 +11,9 @@ use serde_json::{Map, json};
 
 use crate::events::fields;
 
-use super::RunError;
 use super::decide::{self, Budgets, Candidate, Ending};
 use super::iteration::Next;
-use super::lock::{LockError, RunLock};
+use super::lock::RunLock;
 use super::seat::Seat;
 use super::ui::Ui;
 use crate::agent::{self, Backend, Host};
@@ -581,18 +580,11 @@ impl<'a> Worker<'a> {
         let Seat::Alone(lock) = &mut self.seat else {
             return Ok(());
         };
-        match lock.reassert(&self.paths) {
-            Ok(false) => Ok(()),
-            Ok(true) => {
-                self.ui
-                    .line("warning: .ralph/lock was deleted during the run; ralph took it again");
-                Ok(())
-            }
-            Err(LockError::Held(holder)) => Err(RunError::Locked(holder).into()),
-            Err(LockError::Io(path, source)) => {
-                Err(Error::from(crate::files::PathError::new(path, source)))
-            }
+        if lock.reassert(&self.paths)? {
+            self.ui
+                .line("warning: .ralph/lock was deleted during the run; ralph took it again");
         }
+        Ok(())
     }
 
     /// The checkout on the base where merges and bookkeeping commits are
