@@ -177,24 +177,19 @@ pub(crate) fn run(
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
     let (lock, holder) = take_run_lock(paths, "")?;
-    let (run_id, started) = (holder.run_id, holder.since);
-    let options = &match deliver::prepare(paths, options) {
-        Ok(options) => options,
-        Err(err) => {
-            let _ = RunResult::not_started(paths, run_id, started, err.to_string()).save(paths);
-            return Err(err);
-        }
+    // A run that cannot start still says why in result.json; the error
+    // itself is what the person sees, so a failure to write the result
+    // must not hide it.
+    let not_started = |err: Error| {
+        let reason = err.to_string();
+        let result =
+            RunResult::not_started(paths, holder.run_id.clone(), holder.since.clone(), reason);
+        let _ = result.save(paths);
+        err
     };
-    match Worker::prepare(paths, options, interrupted, run_id.clone(), lock) {
-        Ok(engine) => engine.run(),
-        Err(err) => {
-            // A run that cannot start still says why in result.json; the
-            // error itself is what the person sees, so a failure to write
-            // the result must not hide it.
-            let _ = RunResult::not_started(paths, run_id, started, err.to_string()).save(paths);
-            Err(err)
-        }
-    }
+    let options = &deliver::prepare(paths, options).map_err(not_started)?;
+    let worker = Worker::prepare(paths, options, interrupted, holder.run_id.clone(), lock);
+    worker.map_err(not_started)?.run()
 }
 
 #[cfg(test)]
