@@ -389,10 +389,7 @@ impl Worker<'_> {
                 "ralph: archive with {id}\n\nIts squash commit landed before ralph stopped.\n\n{}\n",
                 missing.join("\n")
             );
-            let _turn = self.merge_turn();
-            self.catch_up()?;
-            self.base().commit_queue_files(&message)?;
-            let _ = self.publish(Some((id, None)), true)?;
+            self.commit_queue(id, &message)?;
         }
         if let Some(branch) = &branch {
             self.base().preserve_and_delete_branch(branch, id)?;
@@ -634,13 +631,7 @@ impl Worker<'_> {
         // the task is blocked on disk either way.
         self.ui.log(&format!("{id} blocked: {reason}"));
         self.record(Some(id), "block", "blocked", reason, Map::new())?;
-        {
-            let _turn = self.merge_turn();
-            self.catch_up()?;
-            self.base()
-                .commit_queue_files(&format!("ralph: {id} blocked\n\n{reason}\n"))?;
-            let _ = self.publish(Some((id, None)), true)?;
-        }
+        self.commit_queue(id, &format!("ralph: {id} blocked\n\n{reason}\n"))?;
         // A person who sets the task going again starts a new count (its
         // last failure stays the next prompt's evidence).
         if let Some(entry) = self.state.tasks.get_mut(id.as_str()) {
@@ -648,6 +639,17 @@ impl Worker<'_> {
             entry.no_progress = 0;
         }
         self.task_ended(id, TaskEnd::Blocked, None, reason)
+    }
+
+    /// Commits the queue files on the base for task `id`: on the shared
+    /// remote's tip, and pushed there with the task's claim released, when
+    /// the queue is shared.
+    pub(super) fn commit_queue(&mut self, id: &TaskId, message: &str) -> Result<(), Error> {
+        let _turn = self.merge_turn();
+        self.catch_up()?;
+        self.base().commit_queue_files(message)?;
+        let _ = self.publish(Some((id, None)), true)?;
+        Ok(())
     }
 
     pub(super) fn merged_task(

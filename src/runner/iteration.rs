@@ -716,13 +716,7 @@ impl Worker<'_> {
             }
             Verdict::MergeSplit => self.merge_split(id)?,
             Verdict::Blocked => {
-                {
-                    let _turn = self.merge_turn();
-                    self.catch_up()?;
-                    self.base()
-                        .commit_queue_files(&format!("ralph: {id} blocked"))?;
-                    let _ = self.publish(Some((id, None)), true)?;
-                }
+                self.commit_queue(id, &format!("ralph: {id} blocked"))?;
                 self.task_ended(
                     id,
                     TaskEnd::Blocked,
