@@ -361,20 +361,16 @@ impl Worker<'_> {
         let text = |key: &str| record.get(key).and_then(Value::as_str).map(str::to_owned);
         let title = text("title").unwrap_or_default();
         // The tasks archived with it (its parents) carry the same commit.
-        let trailers: Vec<String> =
-            match text("commit") {
-                Some(tip) => queue
-                    .done
-                    .ids()
-                    .filter(|other| {
-                        queue.done.record(other).and_then(|r| {
-                            r.get("commit").and_then(Value::as_str).map(str::to_owned)
-                        }) == Some(tip.clone())
-                    })
-                    .map(|other| format!("Completes: {other}"))
-                    .collect(),
-                None => vec![format!("Completes: {id}")],
-            };
+        let trailers: Vec<String> = match text("commit") {
+            Some(tip) => (queue.done.ids())
+                .filter(|other| {
+                    let record = queue.done.record(other).unwrap_or_default();
+                    record.get("commit").and_then(Value::as_str) == Some(tip.as_str())
+                })
+                .map(|other| format!("Completes: {other}"))
+                .collect(),
+            None => vec![format!("Completes: {id}")],
+        };
         let branch = self.task_branch(id, &title)?;
         let own = format!("Completes: {id}");
         let missing = self.missing_trailers(trailers)?;
