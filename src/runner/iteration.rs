@@ -106,6 +106,7 @@ impl Worker<'_> {
         );
         let task = match task {
             Some(task) => {
+                let mut task = task.clone();
                 if task.status == Status::Pending {
                     let active = Patch::SetStatus {
                         id: id.clone(),
@@ -113,15 +114,9 @@ impl Worker<'_> {
                     };
                     self.store.apply(&active, &now())?;
                     crate::fault::crash_at("after_claim");
+                    task.status = Status::Active;
                 }
-                Task {
-                    status: if task.status == Status::Pending {
-                        Status::Active
-                    } else {
-                        task.status
-                    },
-                    ..task.clone()
-                }
+                task
             }
             // tasks.jsonl is broken: the task as the state remembers it.
             None => Task {
