@@ -184,7 +184,7 @@ impl Worker<'_> {
         // Prompts and logs are the project's, a worker's too: they outlive
         // its worktree.
         let log_file = self.paths.project().join(log_file);
-        self.save_file(&prompt_file, text.as_bytes())?;
+        super::record::save_project_file(&self.paths, &prompt_file, text.as_bytes())?;
         self.save_state()?;
         // From here until `observe`, queue writes also update ralph's copies.
         // A pooled worker's queue files are links git cannot revert: no

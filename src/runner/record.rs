@@ -249,11 +249,6 @@ impl Worker<'_> {
             .save(&self.state)
             .map_err(crate::files::at::<Error>(self.paths.state()))
     }
-
-    /// Saves `bytes` at `relative` in the project (a prompt).
-    pub(super) fn save_file(&self, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
-        save_project_file(&self.paths, relative, bytes)
-    }
 }
 
 /// Saves `bytes` at `relative` in the project, folders made as needed.

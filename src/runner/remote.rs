@@ -861,7 +861,7 @@ impl super::Worker<'_> {
                     && remote.holds(id)
                 {
                     let updates = remote.release(id);
-                    if remote.push_claims(self.base(), &updates)? {
+                    if self.base().push_atomic(&remote.name, &updates, false)? == Pushed::Accepted {
                         remote.forget(id);
                         self.base().delete_ref(&seen_ref(id))?;
                         self.base().delete_ref(&seen_wip_ref(id))?;
@@ -1245,11 +1245,6 @@ impl Remote {
         repo.set_ref(&name, commit)?;
         tracing::warn!(%last, "an orphan kept locally only");
         Ok(name)
-    }
-
-    /// Pushes one claim update alone; whether the remote took it.
-    fn push_claims(&self, repo: &Repo, updates: &[RefUpdate]) -> Result<bool, Error> {
-        Ok(repo.push_atomic(&self.name, updates, false)? == Pushed::Accepted)
     }
 }
 
