@@ -749,7 +749,6 @@ impl Worker<'_> {
     }
 }
 
-/// The iteration's transcript, relative to the project.
 /// The sentence naming the writes the sandbox refused the agent, if any.
 fn refused_writes(outcome: &Outcome) -> Option<String> {
     let refused = outcome.receipt.get("refused_writes")?.as_array()?;
@@ -762,6 +761,7 @@ fn refused_writes(outcome: &Outcome) -> Option<String> {
     })
 }
 
+/// The iteration's transcript, relative to the project.
 fn transcript_name(outcome: &Outcome, paths: &Paths) -> String {
     let transcript = &outcome.transcript;
     let name = transcript
