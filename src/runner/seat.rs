@@ -151,18 +151,12 @@ impl<'a> Seat<'a> {
     /// at a time. Alone there is nothing to take; a worker that holds the
     /// turn already (a failed merge that blocks the task) keeps it.
     pub(super) fn merge_turn(&self) -> MergeTurn<'a> {
-        let Some(pooled) = self.pooled() else {
+        let Some(pooled) = self.pooled().filter(|pooled| !pooled.turn_held.get()) else {
             return MergeTurn {
                 _guard: None,
                 held: None,
             };
         };
-        if pooled.turn_held.get() {
-            return MergeTurn {
-                _guard: None,
-                held: None,
-            };
-        }
         let hub: &'a Hub = pooled.hub;
         let guard = locked(&hub.merging);
         pooled.turn_held.set(true);
