@@ -97,30 +97,19 @@ pub(crate) fn plan_with_agent(
             .load()
             .map_err(|err| RunError::PlannerBrokeQueue(err.to_string()))?;
         let reviewing = turn % 2 == 0;
-        let (name, prompt) = if reviewing {
-            (
-                PLAN_REVIEWER,
-                compose(
-                    PLAN_REVIEWER_ROLE,
-                    request.document,
-                    request.text,
-                    &queue,
-                    None,
-                ),
-            )
+        let (name, instructions, notes) = if reviewing {
+            (PLAN_REVIEWER, PLAN_REVIEWER_ROLE, None)
         } else {
             let notes = (turn > 1).then(|| notes_on(paths, &queue, &known));
-            (
-                PLANNER,
-                compose(
-                    &role,
-                    request.document,
-                    request.text,
-                    &queue,
-                    notes.as_deref(),
-                ),
-            )
+            (PLANNER, role.as_str(), notes)
         };
+        let prompt = compose(
+            instructions,
+            request.document,
+            request.text,
+            &queue,
+            notes.as_deref(),
+        );
         let suffix = if turns == 1 {
             String::new()
         } else {
