@@ -736,8 +736,6 @@ fn review(
             .map_err(crate::files::at::<Error>(file))?;
     }
     let state = crate::state::StateFile::open(paths).peek();
-    let mut extra = Map::new();
-    extra.insert("notes".into(), notes.clone().into());
     let event = crate::events::Event {
         timestamp: context.now.clone(),
         run_id: state.run_id,
@@ -747,7 +745,7 @@ fn review(
         phase: "review".into(),
         status: verdict.as_str().into(),
         detail: notes.lines().next().unwrap_or_default().to_owned(),
-        extra,
+        extra: crate::events::fields(json!({"notes": notes})),
     };
     crate::events::EventLog::open(paths)
         .append(&event)

@@ -667,8 +667,7 @@ impl Worker<'_> {
             .tasks
             .get(id.as_str())
             .is_some_and(|progress| progress.checked > 0);
-        let mut extra = Map::new();
-        extra.insert("verified".to_owned(), verified.into());
+        let mut extra = fields(json!({"verified": verified}));
         self.record(Some(id), "merge", "ok", detail, extra.clone())?;
         if let Some(commit) = &commit {
             extra.insert("commit".to_owned(), commit.as_str().into());

@@ -4,12 +4,12 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::verify;
 use super::worker::{Worker, now, seconds};
 use crate::error::Error;
-use crate::events::Event;
+use crate::events::{Event, fields};
 use crate::paths::Paths;
 use crate::prompt::Evidence;
 use crate::result::{CommandResult, RunResult, RunStatus};
@@ -59,12 +59,8 @@ impl Worker<'_> {
             (false, false) => failed,
         };
         let detail = format!("{command}: {}", result.status);
-        let mut extra = Map::new();
-        extra.insert("command".into(), command.into());
-        extra.insert(
-            "duration_ms".into(),
-            (started.elapsed().as_millis() as u64).into(),
-        );
+        let duration_ms = started.elapsed().as_millis() as u64;
+        let mut extra = fields(json!({"command": command, "duration_ms": duration_ms}));
         if !result.passed && !result.output_tail.trim().is_empty() {
             // The end of what it printed, for a pull request's body.
             let tail = result.output_tail.trim_end();

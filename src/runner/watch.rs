@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Map;
+use serde_json::json;
 
 use super::RunError;
 use super::worker::{Worker, now};
 use crate::error::Error;
+use crate::events::fields;
 use crate::git::{FastForward, Fetched};
 use crate::notify::Kind;
 use crate::paths::Paths;
@@ -364,10 +365,7 @@ impl Worker<'_> {
             ),
         };
         self.ui.log(&format!("watch: {detail}"));
-        let mut extra = Map::new();
-        extra.insert("path".into(), path.into());
-        extra.insert("commit".into(), candidate.commit.as_str().into());
-        extra.insert("tasks".into(), added.into());
+        let mut extra = fields(json!({"path": path, "commit": candidate.commit, "tasks": added}));
         if let Some(container) = &container {
             extra.insert("container".into(), container.as_str().into());
         }
@@ -394,10 +392,11 @@ impl Worker<'_> {
         entry.container = None;
         let line = format!("{} refused ({reason}): {detail}", candidate.path);
         self.ui.log(&format!("warning: watch: {line}"));
-        let mut extra = Map::new();
-        extra.insert("path".into(), candidate.path.as_str().into());
-        extra.insert("commit".into(), candidate.commit.as_str().into());
-        extra.insert("reason".into(), reason.into());
+        let extra = fields(json!({
+            "path": candidate.path,
+            "commit": candidate.commit,
+            "reason": reason,
+        }));
         self.record(None, "prd", "refused", &line, extra.clone())?;
         self.notify(Kind::PrdRefused, None, &line, extra);
         Ok(())

@@ -775,10 +775,8 @@ impl<'a> Worker<'a> {
             self.ui.log(&line);
             return self.wait(duration);
         }
-        let mut extra = Map::new();
-        extra.insert("wait_seconds".into(), duration.as_secs().into());
         let millis = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-        extra.insert("wait_ms".into(), millis.into());
+        let mut extra = fields(json!({"wait_seconds": duration.as_secs(), "wait_ms": millis}));
         if let Some(until) = &until {
             extra.insert("until".into(), until.clone().into());
         }
