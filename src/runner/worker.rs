@@ -666,10 +666,9 @@ impl<'a> Worker<'a> {
             Ending::BudgetSpent => (
                 RunStatus::BudgetExhausted,
                 format!(
-                    "max_iterations ({}) spent with {} task{} left",
+                    "max_iterations ({}) spent with {} left",
                     self.budgets.max_iterations,
-                    counts.active_total(),
-                    if counts.active_total() == 1 { "" } else { "s" }
+                    count(counts.active_total(), "task")
                 ),
             ),
             Ending::RunTimeSpent => (
