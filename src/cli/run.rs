@@ -188,13 +188,12 @@ pub(super) fn kill_grace() -> Duration {
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     let plan = runner::plan::plan(&context.paths, options)?;
-    let delivery = match plan.task {
-        Some(_) => runner::deliver::preview(&context.paths, options)?,
-        None => runner::deliver::Preview::default(),
-    };
-    let refused = match plan.task {
-        Some(_) => runner::plan::refusals(&context.paths, options, plan.model.as_deref()),
-        None => Vec::new(),
+    let (delivery, refused) = match plan.task {
+        Some(_) => (
+            runner::deliver::preview(&context.paths, options)?,
+            runner::plan::refusals(&context.paths, options, plan.model.as_deref()),
+        ),
+        None => Default::default(),
     };
     let exit = (!refused.is_empty()).then_some(Exit::InvalidInput);
     if context.json {
