@@ -19,10 +19,7 @@ const RECENT: usize = 5;
 /// Runs `ralph status`.
 pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let paths = &context.paths;
-    let io = |path: &str| {
-        let path = paths.join(path);
-        move |source| Error::from(crate::files::PathError::new(path, source))
-    };
+    let io = |path| crate::files::at::<Error>(paths.join(path));
     let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
     let state = crate::state::StateFile::open(paths).peek();
     // A hand edit that broke the queue is no reason to hide the live run.
