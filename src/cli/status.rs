@@ -119,11 +119,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             worker.since.as_deref().unwrap_or("-"),
         );
     }
-    let statuses: Vec<String> = crate::task::Status::ALL
-        .iter()
-        .filter(|s| counts.with(**s) > 0)
-        .map(|s| format!("{} {s}", counts.with(*s)))
-        .collect();
+    let statuses = super::task::statuses(&counts);
     if let Some(error) = &queue_error {
         let _ = writeln!(out, "queue: cannot be read: {}", safe(error));
     } else {

@@ -364,6 +364,14 @@ pub(super) fn counts_json(counts: &Counts) -> Value {
     Value::Object(object)
 }
 
+/// Each status some tasks have, with their count: `2 pending`.
+pub(super) fn statuses(counts: &Counts) -> Vec<String> {
+    (Status::ALL.iter())
+        .filter(|status| counts.with(**status) > 0)
+        .map(|status| format!("{} {status}", counts.with(*status)))
+        .collect()
+}
+
 fn counts_line(counts: &Counts) -> String {
     let statuses: Vec<String> = Status::ALL
         .iter()
@@ -448,12 +456,7 @@ fn next(queue: &Queue, json: bool) -> Result<Outcome, Error> {
             let why = if counts.active_total() == 0 {
                 "tasks.jsonl has no tasks".to_owned()
             } else {
-                let parts: Vec<String> = Status::ALL
-                    .iter()
-                    .filter(|status| counts.with(**status) > 0)
-                    .map(|status| format!("{} {status}", counts.with(*status)))
-                    .collect();
-                let mut why = vec![parts.join(", ")];
+                let mut why = vec![statuses(&counts).join(", ")];
                 why.extend(idle_reasons(queue, &counts));
                 why.join("; ")
             };
