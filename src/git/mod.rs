@@ -48,9 +48,7 @@ pub use large::{LARGE_BLOB, MAX_DIFF_LINES};
 pub use push::{PUSH_TIMEOUT, Pushed, Target};
 pub use revert::Stash;
 pub use slug::{MAX_SLUG_LEN, branch_name, slug};
-pub use squash::{
-    Merged, Squash, SquashPreview, squash_message, squash_message_with, squash_subject,
-};
+pub use squash::{Merged, Squash, SquashPreview, squash_message, squash_subject};
 pub use ssh::{check_key, key_path};
 pub use watch::{FastForward, Fetched, Touched};
 pub use work::{LeftBranch, Leftovers};

@@ -45,13 +45,6 @@ pub struct Merged {
     pub preserved_ref: String,
 }
 
-/// The squash commit's message (DESIGN.md section 6): the subject
-/// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
-/// own wip commits left out), then the trailer `Completes: <id>`.
-pub fn squash_message(id: &str, title: &str, subjects: &[String]) -> String {
-    squash_message_with(id, title, subjects, &[format!("Completes: {id}")])
-}
-
 /// The task id and title a squash commit's subject names (`[A.1] title`,
 /// or `[A.1]` for a task without a title), as [`squash_message`] writes
 /// it; `None` for any other commit.
@@ -64,15 +57,12 @@ pub fn squash_subject(subject: &str) -> Option<(&str, &str)> {
     (!id.is_empty() && !id.contains(' ')).then_some((id, title))
 }
 
-/// [`squash_message`] with other trailer lines: `Completes:` for each task
-/// the commit finishes (a parent archived with its last child), or
-/// `Split-into:` when a task became a container.
-pub fn squash_message_with(
-    id: &str,
-    title: &str,
-    subjects: &[String],
-    trailers: &[String],
-) -> String {
+/// The squash commit's message (DESIGN.md section 6): the subject
+/// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
+/// own wip commits left out), then the `trailers`, a line each:
+/// `Completes: <id>` for each task the commit finishes (a parent archived
+/// with its last child), or `Split-into:` when a task became a container.
+pub fn squash_message(id: &str, title: &str, subjects: &[String], trailers: &[String]) -> String {
     let title = subject_text(title);
     let mut message = if title.is_empty() {
         format!("[{id}]\n\n")
@@ -150,18 +140,12 @@ impl Repo {
     /// Squashes task `id`'s `branch` into the base: ONE commit on the base,
     /// its single parent the base tip, with the tree of `git merge --squash`
     /// plus the queue files' bytes on disk, and the message of
-    /// [`squash_message`], made by the user's `git commit` (hooks, signing).
-    /// Then keeps the branch tip under `refs/ralph/tasks/<id>` and deletes
-    /// the branch, with the base checked out. A conflict, an empty branch or
-    /// a hook's refusal changes nothing (see [`Squash`]). Refuses a dirty
-    /// working tree.
-    pub fn squash_into_base(&self, branch: &str, id: &str, title: &str) -> Result<Squash> {
-        self.squash_into_base_with(branch, id, title, &[format!("Completes: {id}")])
-    }
-
-    /// [`Repo::squash_into_base`] with the commit's trailer lines given
-    /// (see [`squash_message_with`]).
-    pub fn squash_into_base_with(
+    /// [`squash_message`] with `trailers`, made by the user's `git commit`
+    /// (hooks, signing). Then keeps the branch tip under
+    /// `refs/ralph/tasks/<id>` and deletes the branch, with the base checked
+    /// out. A conflict, an empty branch or a hook's refusal changes nothing
+    /// (see [`Squash`]). Refuses a dirty working tree.
+    pub fn squash_into_base(
         &self,
         branch: &str,
         id: &str,
@@ -173,7 +157,7 @@ impl Repo {
         Ok(self.squash_clean(branch, id, title, trailers, clean)?.0)
     }
 
-    /// [`Repo::squash_into_base_with`] from a tree known to be clean: no
+    /// [`Repo::squash_into_base`] from a tree known to be clean: no
     /// scan. Hands the tree's cleanliness back unless a hook ran in it (a
     /// hook may write files).
     pub fn squash_clean(
@@ -196,8 +180,9 @@ impl Repo {
     /// [`Squash::Merged`], the base is checked out at the new commit and the
     /// task branch still exists (its tip preserved): the caller archives
     /// the task, then [`Repo::amend_with_queue_files`] and
-    /// [`Repo::preserve_and_delete_branch`]. Takes the tree's cleanliness
-    /// and hands it back unless a hook ran.
+    /// [`Repo::preserve_and_delete_branch`]. A refused commit puts the
+    /// branch back. Takes the tree's cleanliness and hands it back unless a
+    /// hook ran.
     pub fn squash_commit(
         &self,
         branch: &str,
@@ -207,25 +192,13 @@ impl Repo {
         clean: Clean,
     ) -> Result<(Squash, Option<Clean>)> {
         let hooks = self.has_commit_hooks();
-        let squash = self.commit_merge(branch, id, title, trailers)?;
+        let message = |subjects: &[String]| squash_message(id, title, subjects, trailers);
+        let squash = self.merge_and_commit(branch, Some(&Repo::preserved_ref(id)), message)?;
         let clean = match squash {
             Squash::Merged(_) | Squash::Rejected(_) if hooks => None,
             _ => Some(clean),
         };
         Ok((squash, clean))
-    }
-
-    /// Merges `branch` into the base and commits it there (see
-    /// [`Repo::squash_commit`]); a refused commit puts the branch back.
-    fn commit_merge(
-        &self,
-        branch: &str,
-        id: &str,
-        title: &str,
-        trailers: &[String],
-    ) -> Result<Squash> {
-        let message = |subjects: &[String]| squash_message_with(id, title, subjects, trailers);
-        self.merge_and_commit(branch, Some(&Repo::preserved_ref(id)), message)
     }
 
     /// Lands commit `landing` (a landing the shared remote refused: one
@@ -591,6 +564,11 @@ fn conflict_paths(index: &Index) -> Result<Vec<String>> {
 mod tests {
     use super::*;
 
+    /// The message of a squash that completes task `id` alone.
+    fn completing(id: &str, title: &str, subjects: &[String]) -> String {
+        squash_message(id, title, subjects, &[format!("Completes: {id}")])
+    }
+
     #[test]
     fn the_message_lists_subjects_without_wip_commits() {
         let subjects = [
@@ -599,7 +577,7 @@ mod tests {
             "Wire sessions".to_owned(),
         ];
         assert_eq!(
-            squash_message("A.1.1", "choose session library", &subjects),
+            completing("A.1.1", "choose session library", &subjects),
             "[A.1.1] choose session library\n\n- Add session module\n- Wire sessions\n\nCompletes: A.1.1\n"
         );
     }
@@ -608,15 +586,15 @@ mod tests {
     fn a_message_without_subjects_has_only_the_trailer_after_the_title() {
         let wip = ["ralph: wip B iteration 1".to_owned()];
         assert_eq!(
-            squash_message("B", "  multi\nline   title ", &wip),
+            completing("B", "  multi\nline   title ", &wip),
             "[B] multi line title\n\nCompletes: B\n"
         );
-        assert_eq!(squash_message("C", "", &[]), "[C]\n\nCompletes: C\n");
+        assert_eq!(completing("C", "", &[]), "[C]\n\nCompletes: C\n");
         assert_eq!(
-            squash_message("D", "evil\u{1b}[31m\ttitle", &[]),
+            completing("D", "evil\u{1b}[31m\ttitle", &[]),
             "[D] evil\\u{1b}[31m title\n\nCompletes: D\n"
         );
-        let long = squash_message("E", &"x".repeat(100_000), &[]);
+        let long = completing("E", &"x".repeat(100_000), &[]);
         assert_eq!(
             long.lines().next().unwrap().len(),
             "[E] ".len() + MAX_SUBJECT_TITLE + 3
@@ -626,7 +604,7 @@ mod tests {
     #[test]
     fn a_squash_subject_names_its_task() {
         for (id, title) in [("A.1", "login form"), ("B", "")] {
-            let message = squash_message(id, title, &[]);
+            let message = completing(id, title, &[]);
             let subject = message.lines().next().unwrap();
             assert_eq!(squash_subject(subject), Some((id, title)));
         }

@@ -162,9 +162,7 @@ impl Worker<'_> {
                 self.clean = clean;
                 squash
             }
-            None => self
-                .base()
-                .squash_into_base_with(branch, id, title, trailers)?,
+            None => self.base().squash_into_base(branch, id, title, trailers)?,
         })
     }
 
@@ -261,7 +259,7 @@ impl Worker<'_> {
         let _turn = self.merge_turn();
         self.catch_up()?;
         let bookkeeping = |engine: &mut Self| -> Result<Option<String>, Error> {
-            let message = git::squash_message_with(id, title, &[], trailers);
+            let message = git::squash_message(id, title, &[], trailers);
             Ok(engine
                 .base()
                 .commit_queue_files(&message)?

@@ -77,6 +77,11 @@ fn archive_a(repo: &GitRepo, tip: &str) {
     );
 }
 
+/// The trailers of a squash that completes task `id` alone.
+fn completes(id: &str) -> [String; 1] {
+    [format!("Completes: {id}")]
+}
+
 fn current_branch(repo: &GitRepo) -> String {
     repo.git(&["symbolic-ref", "--short", "HEAD"])
 }

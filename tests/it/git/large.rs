@@ -47,7 +47,9 @@ fn a_large_file_renamed_unchanged_is_one_file_and_binary_in_the_runs_diff() {
 
     let tip = git.branch_tip(BRANCH).unwrap();
     archive_a(&repo, tip.as_str());
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert!(matches!(squash, Squash::Merged(_)));
     let files: Vec<(String, usize, usize, bool)> = (git.base_changes_since(&start).unwrap())
         .files
@@ -113,7 +115,9 @@ fn a_large_file_merges_over_a_moved_base_as_git_merges_it() {
     archive_a(&repo, tip.as_str());
     let expected = squash_by_hand(&repo);
 
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert!(matches!(squash, Squash::Merged(_)));
     assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
     assert!(is_large(&repo, "big.bin", 3));
@@ -139,7 +143,9 @@ fn a_large_file_both_sides_changed_is_a_conflict() {
         git.preview_squash(BRANCH).unwrap(),
         SquashPreview::Conflict(conflict.clone())
     );
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert_eq!(squash, Squash::Conflict(conflict));
     assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
     assert_eq!(current_branch(&repo), BRANCH);

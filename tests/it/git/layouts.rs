@@ -59,7 +59,8 @@ fn a_linked_worktree_with_a_master_base_works_like_a_checkout() {
     std::fs::write(wt.join("tasks.jsonl"), "").unwrap();
     git.commit_leftovers(BRANCH, &id("A"), 1).unwrap();
     assert!(matches!(
-        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        git.squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+            .unwrap(),
         Squash::Merged(_)
     ));
     assert_eq!(

@@ -22,7 +22,10 @@ fn squash_writes_one_commit_with_the_archive_and_keeps_the_tip() {
     let tip = finished_task(&repo, &git);
     assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
 
-    let Squash::Merged(merged) = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() else {
+    let Squash::Merged(merged) = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap()
+    else {
         panic!("expected a merge");
     };
     assert_eq!(merged.tip.as_str(), tip);
@@ -108,7 +111,9 @@ fn squash_gives_the_tree_of_git_merge_squash() {
 
     let expected = squash_by_hand(&repo);
 
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert!(matches!(squash, Squash::Merged(_)));
     assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
     assert_eq!(repo.read("README.md"), "# moved\n");
@@ -133,7 +138,9 @@ fn queue_files_never_conflict_their_bytes_on_disk_win() {
     );
     repo.write("tasks.jsonl", "{\"disk\":\"version\"}\n");
     assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert!(matches!(squash, Squash::Merged(_)));
     assert_eq!(
         repo.git(&["show", "main:tasks.jsonl"]),
@@ -156,7 +163,9 @@ fn a_conflicting_squash_commits_nothing_and_returns_to_the_branch() {
         git.preview_squash(BRANCH).unwrap(),
         SquashPreview::Conflict(vec!["README.md".to_owned()])
     );
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert_eq!(squash, Squash::Conflict(vec!["README.md".to_owned()]));
     assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
     assert_eq!(current_branch(&repo), BRANCH);
@@ -184,7 +193,8 @@ fn a_branch_with_nothing_but_queue_changes_is_reported_empty() {
     let base_before = repo.git(&["rev-parse", "main"]);
     assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Empty);
     assert_eq!(
-        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        git.squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+            .unwrap(),
         Squash::Empty
     );
     assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
@@ -197,7 +207,9 @@ fn squash_refuses_a_dirty_tree() {
     let git = open(&repo);
     finished_task(&repo, &git);
     repo.write("stray.txt", "stray\n");
-    let err = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap_err();
+    let err = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap_err();
     assert!(matches!(err, Error::Dirty { ref paths } if paths == &["stray.txt"]));
     assert_eq!(current_branch(&repo), BRANCH);
 }
@@ -248,7 +260,8 @@ fn ignored_untracked_queue_files_stay_out_of_commits() {
     repo.commit_file("work.txt", "work\n", "Work");
     repo.write("tasks.jsonl", "");
     assert!(matches!(
-        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        git.squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+            .unwrap(),
         Squash::Merged(_)
     ));
     assert_eq!(
@@ -267,7 +280,8 @@ fn an_empty_branch_can_be_closed_keeping_its_tip() {
     repo.git(&["commit", "-q", "-am", "Only the queue"]);
     let tip = git.branch_tip(BRANCH).unwrap();
     assert_eq!(
-        git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap(),
+        git.squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+            .unwrap(),
         Squash::Empty
     );
     assert_eq!(
@@ -294,7 +308,10 @@ fn the_same_work_gives_the_same_commit_ids() {
             let repo = project();
             let git = open(&repo);
             finished_task(&repo, &git);
-            match git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() {
+            match git
+                .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+                .unwrap()
+            {
                 Squash::Merged(merged) => merged.commit.to_string(),
                 other => panic!("expected a merge, got {other:?}"),
             }
@@ -336,7 +353,9 @@ fn a_branch_on_an_unmoved_base_squashes_to_the_tree_of_git_merge_squash() {
     let expected = squash_by_hand(&repo);
 
     assert_eq!(git.preview_squash(BRANCH).unwrap(), SquashPreview::Clean);
-    let squash = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap();
+    let squash = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap();
     assert!(matches!(squash, Squash::Merged(_)));
     assert_eq!(repo.git(&["rev-parse", "main^{tree}"]), expected);
     assert_eq!(current_branch(&repo), "main");
@@ -378,7 +397,10 @@ fn an_index_lock_another_git_holds_for_a_moment_is_waited_out() {
     let repo = project();
     let git = open(&repo);
     finished_task(&repo, &git);
-    let Squash::Merged(_) = git.squash_into_base(BRANCH, &id("A"), TITLE).unwrap() else {
+    let Squash::Merged(_) = git
+        .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+        .unwrap()
+    else {
         panic!("expected a merge");
     };
     // The archive changes again, and its record goes into the squash
