@@ -142,10 +142,7 @@ impl Repo {
         let _timed = super::timing::timed("preserve_branch", branch);
         let tip = self.tip(branch)?.id();
         let preserved = Repo::preserved_ref(id);
-        self.wait_for_ref_locks(&[&preserved])?;
-        self.git
-            .reference(&preserved, tip, true, "ralph: preserve the task branch")
-            .doing(&format!("create {preserved}"))?;
+        self.write_ref(&preserved, tip, "ralph: preserve the task branch")?;
         if self.is_on(branch)? {
             self.checkout_base()?;
         }
@@ -174,17 +171,8 @@ impl Repo {
     /// so a branch the agent deletes can be put back.
     pub fn keep_resume_point(&self, branch: &str, id: &str) -> Result<()> {
         let tip = self.tip(branch)?.id();
-        let name = Repo::resume_ref(id);
-        self.wait_for_ref_locks(&[&name])?;
-        self.git
-            .reference(
-                &name,
-                tip,
-                true,
-                "ralph: the task branch before an iteration",
-            )
-            .doing(&format!("create {name}"))?;
-        Ok(())
+        let why = "ralph: the task branch before an iteration";
+        self.write_ref(&Repo::resume_ref(id), tip, why)
     }
 
     /// Recreates `branch` at its resume point when it no longer exists (the
@@ -204,6 +192,16 @@ impl Repo {
             .branch(branch, &point, false)
             .doing(&format!("recreate branch {branch}"))?;
         Ok(true)
+    }
+
+    /// Points ref `name` at `target`, replacing it, with `why` in its
+    /// reflog, once no other git holds its lock.
+    pub(super) fn write_ref(&self, name: &str, target: git2::Oid, why: &str) -> Result<()> {
+        self.wait_for_ref_locks(&[name])?;
+        self.git
+            .reference(name, target, true, why)
+            .doing(&format!("create {name}"))?;
+        Ok(())
     }
 
     fn delete_branch(&self, branch: &str) -> Result<()> {

@@ -75,10 +75,7 @@ impl Repo {
             return Ok(None);
         }
         let name = Repo::dropped_ref(id, n);
-        self.wait_for_ref_locks(&[&name])?;
-        self.git
-            .reference(&name, old, true, "ralph: commits the task branch dropped")
-            .doing(&format!("create {name}"))?;
+        self.write_ref(&name, old, "ralph: commits the task branch dropped")?;
         Ok(Some(Dropped {
             commits: lost,
             kept_under: name,

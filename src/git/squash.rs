@@ -260,12 +260,8 @@ impl Repo {
             .collect();
         let message = message(&subjects);
         // The tip is preserved before anything else, so no crash loses it.
-        let preserved_ref = preserve.unwrap_or_default().to_owned();
-        if preserve.is_some() {
-            self.wait_for_ref_locks(&[&preserved_ref])?;
-            self.git
-                .reference(&preserved_ref, tip, true, "ralph: preserve the task branch")
-                .doing(&format!("create {preserved_ref}"))?;
+        if let Some(name) = preserve {
+            self.write_ref(name, tip, "ralph: preserve the task branch")?;
         }
         let from = if on_base { self.base.as_str() } else { branch };
         if !on_base && !self.is_on(branch)? {
@@ -301,7 +297,7 @@ impl Repo {
             Ok(commit) => Ok(Squash::Merged(Merged {
                 commit,
                 tip: tip.into(),
-                preserved_ref,
+                preserved_ref: preserve.unwrap_or_default().to_owned(),
             })),
             Err(said) => {
                 // Back to where it was: the task branch, or the base.
