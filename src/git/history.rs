@@ -98,12 +98,11 @@ impl super::Repo {
     /// oldest first) and the files changed between the two trees, with
     /// their line counts, the queue files left out.
     pub fn base_changes_since(&self, start: &str) -> Result<BaseChanges> {
-        let from = git2::Oid::from_str(start).doing("read the run's start")?;
-        let old = self.git.find_commit(from).doing("read the run's start")?;
+        let old = self.find_commit(start, "read the run's start")?;
         let tip = self.tip(&self.base)?;
         let mut walk = self.git.revwalk().doing("walk the history")?;
         walk.push(tip.id()).doing("walk the history")?;
-        walk.hide(from).doing("walk the history")?;
+        walk.hide(old.id()).doing("walk the history")?;
         walk.simplify_first_parent().doing("follow first parents")?;
         let mut commits = Vec::new();
         for oid in walk {

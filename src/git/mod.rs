@@ -424,6 +424,13 @@ impl Repo {
         (self.git.head().and_then(|head| head.peel_to_commit())).doing(action)
     }
 
+    /// The commit of hexadecimal id `id`; `action` says what the read was
+    /// for in an error.
+    fn find_commit(&self, id: &str, action: &str) -> Result<git2::Commit<'_>> {
+        let oid = git2::Oid::from_str(id).doing(action)?;
+        self.git.find_commit(oid).doing(action)
+    }
+
     /// HEAD's tree.
     fn head_tree(&self) -> Result<git2::Tree<'_>> {
         (self.git.head().and_then(|head| head.peel_to_tree())).doing("read HEAD's tree")

@@ -255,10 +255,7 @@ impl Repo {
 
     /// The whole message of `commit`.
     pub fn message_of(&self, commit: &str) -> Result<String> {
-        let action = "read a landing's message";
-        let commit = (self.git)
-            .find_commit(git2::Oid::from_str(commit).doing(action)?)
-            .doing(action)?;
+        let commit = self.find_commit(commit, "read a landing's message")?;
         Ok(String::from_utf8_lossy(commit.message_bytes()).into_owned())
     }
 
@@ -283,10 +280,7 @@ impl Repo {
     /// The bytes of `path` at `commit` (empty when it has none).
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>> {
         let action = "read a queue file of the shared base";
-        let commit = (self.git)
-            .find_commit(git2::Oid::from_str(commit).doing(action)?)
-            .doing(action)?;
-        let tree = commit.tree().doing(action)?;
+        let tree = self.find_commit(commit, action)?.tree().doing(action)?;
         let Ok(entry) = tree.get_path(std::path::Path::new(path)) else {
             return Ok(Vec::new());
         };

@@ -208,9 +208,7 @@ impl Repo {
     pub fn replay_landing(&self, landing: &str) -> Result<Squash> {
         let branch = "ralph-replay";
         let action = "mark the landing to land again";
-        let commit = (self.git)
-            .find_commit(Oid::from_str(landing).doing(action)?)
-            .doing(action)?;
+        let commit = self.find_commit(landing, action)?;
         let message = String::from_utf8_lossy(commit.message_bytes()).into_owned();
         self.git
             .reference(

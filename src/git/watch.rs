@@ -106,9 +106,7 @@ impl Repo {
     /// are never read.
     pub fn files_touched(&self, commit: &str) -> Result<Vec<Touched>> {
         let action = "list the files a watched commit changed";
-        let commit = (self.git)
-            .find_commit(git2::Oid::from_str(commit).doing(action)?)
-            .doing(action)?;
+        let commit = self.find_commit(commit, action)?;
         let tree = commit.tree().doing(action)?;
         let parent = match commit.parent(0) {
             Ok(parent) => Some(parent.tree().doing(action)?),
