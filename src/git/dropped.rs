@@ -85,22 +85,9 @@ impl Repo {
     /// The commits reachable from `from` and from none of `hidden`,
     /// merges left out (they carry no change of their own).
     fn commits_only_in(&self, from: Oid, hidden: &[Oid]) -> Result<Vec<Oid>> {
-        let mut walk = self.git.revwalk().doing("walk the history")?;
-        walk.set_sorting(Sort::TOPOLOGICAL)
-            .doing("walk the history")?;
-        walk.push(from).doing("walk the history")?;
-        for oid in hidden {
-            walk.hide(*oid).doing("walk the history")?;
-        }
-        let mut commits = Vec::new();
-        for oid in walk {
-            let oid = oid.doing("walk the history")?;
-            let commit = self.git.find_commit(oid).doing("read a commit")?;
-            if commit.parent_count() <= 1 {
-                commits.push(oid);
-            }
-        }
-        Ok(commits)
+        let commits = self.walk(from, hidden, Sort::TOPOLOGICAL)?;
+        let single = commits.iter().filter(|commit| commit.parent_count() <= 1);
+        Ok(single.map(|commit| commit.id()).collect())
     }
 
     fn patch_ids(&self, commits: &[Oid]) -> Result<HashSet<Oid>> {

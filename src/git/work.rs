@@ -2,7 +2,7 @@
 //! commits after an iteration, and getting back to the branch when the
 //! agent left it.
 
-use git2::{Delta, DiffOptions, Sort};
+use git2::{Commit, Delta, DiffOptions, Oid, Sort};
 
 use super::error::{Context, Error, Result};
 use super::worktree::Uncommitted;
@@ -116,7 +116,7 @@ impl Repo {
         Ok(self.commit_wip(message)?.0)
     }
 
-    fn return_to(&self, branch: &str, task_tip: git2::Oid, found: Head) -> Result<LeftBranch> {
+    fn return_to(&self, branch: &str, task_tip: Oid, found: Head) -> Result<LeftBranch> {
         let dirty = self.uncommitted_changes()?;
         if !dirty.is_empty() {
             return Ok(LeftBranch {
@@ -234,23 +234,25 @@ impl Repo {
     }
 
     /// Commits reachable from `to` but not from `from`, oldest first.
-    pub(super) fn commits_between(
-        &self,
-        from: git2::Oid,
-        to: git2::Oid,
-    ) -> Result<Vec<BranchCommit>> {
+    pub(super) fn commits_between(&self, from: Oid, to: Oid) -> Result<Vec<BranchCommit>> {
+        let commits = self.walk(to, &[from], Sort::TOPOLOGICAL | Sort::REVERSE)?;
+        Ok(commits.iter().map(BranchCommit::from).collect())
+    }
+
+    /// The commits reachable from `from` and from none of `hidden`, in
+    /// `order`.
+    pub(super) fn walk(&self, from: Oid, hidden: &[Oid], order: Sort) -> Result<Vec<Commit<'_>>> {
         let mut walk = self.git.revwalk().doing("walk the history")?;
-        walk.push(to).doing("walk the history")?;
-        walk.hide(from).doing("walk the history")?;
-        walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)
-            .doing("walk the history")?;
-        let mut commits = Vec::new();
-        for oid in walk {
-            let oid = oid.doing("walk the history")?;
-            let commit = self.git.find_commit(oid).doing("read a commit")?;
-            commits.push(BranchCommit::from(&commit));
+        walk.set_sorting(order).doing("walk the history")?;
+        walk.push(from).doing("walk the history")?;
+        for oid in hidden {
+            walk.hide(*oid).doing("walk the history")?;
         }
-        Ok(commits)
+        walk.map(|oid| {
+            let oid = oid.doing("walk the history")?;
+            self.git.find_commit(oid).doing("read a commit")
+        })
+        .collect()
     }
 }
 
