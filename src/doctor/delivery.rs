@@ -154,7 +154,7 @@ pub(super) fn shared(
         );
         return;
     }
-    let Some(upstream) = repo.upstream() else {
+    let Some(upstream) = repo.upstream(repo.base()) else {
         found.error(
             "remote",
             &format!(

@@ -51,21 +51,22 @@ pub enum Pushed {
 }
 
 impl Repo {
-    /// Where `branch` is pushed: its upstream when it has one
-    /// (`branch.<name>.remote` and `.merge`), otherwise `remote` (the
-    /// setting `git.remote`, `origin` when unset) under the same name.
+    /// `branch`'s upstream (`branch.<name>.remote` and `.merge`), if it
+    /// has one on a remote.
+    pub fn upstream(&self, branch: &str) -> Option<Target> {
+        let config = self.git.config().ok()?;
+        let remote = config.get_string(&format!("branch.{branch}.remote")).ok()?;
+        let merge = config.get_string(&format!("branch.{branch}.merge")).ok()?;
+        let branch = merge.strip_prefix("refs/heads/")?.to_owned();
+        (remote != ".").then_some(Target { remote, branch })
+    }
+
+    /// Where `branch` is pushed: its [`Repo::upstream`] when it has one,
+    /// otherwise `remote` (the setting `git.remote`, `origin` when unset)
+    /// under the same name.
     pub fn push_target(&self, branch: &str, remote: Option<&str>) -> Target {
-        let config = self.git.config().ok();
-        let read = |key: String| config.as_ref().and_then(|c| c.get_string(&key).ok());
-        let upstream = read(format!("branch.{branch}.remote")).zip(
-            read(format!("branch.{branch}.merge"))
-                .and_then(|merge| merge.strip_prefix("refs/heads/").map(str::to_owned)),
-        );
-        match (remote, upstream) {
-            (None, Some((remote, merge))) if remote != "." => Target {
-                remote,
-                branch: merge,
-            },
+        match (remote, self.upstream(branch)) {
+            (None, Some(upstream)) => upstream,
             (remote, _) => Target {
                 remote: remote.unwrap_or("origin").to_owned(),
                 branch: branch.to_owned(),

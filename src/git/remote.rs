@@ -357,20 +357,6 @@ impl Repo {
         Ok(())
     }
 
-    /// The base's upstream (`branch.<base>.remote` and `.merge`), if it
-    /// has one on a remote.
-    pub fn upstream(&self) -> Option<super::Target> {
-        let config = self.git.config().ok()?;
-        let remote = config
-            .get_string(&format!("branch.{}.remote", self.base))
-            .ok()?;
-        let merge = config
-            .get_string(&format!("branch.{}.merge", self.base))
-            .ok()?;
-        let branch = merge.strip_prefix("refs/heads/")?.to_owned();
-        (remote != ".").then_some(super::Target { remote, branch })
-    }
-
     /// Runs `git args` against a remote (the user's credentials, the
     /// run's ssh key), in C's locale (its porcelain lines are read),
     /// timed as `op`, stopped after `timeout`: `None` then.

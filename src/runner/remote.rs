@@ -309,7 +309,7 @@ impl Remote {
     ) -> Result<Remote, Error> {
         let not_ready = |problem: String, fix: String| RemoteError::NotReady { problem, fix };
         let base = repo.base().to_owned();
-        let Some(upstream) = repo.upstream() else {
+        let Some(upstream) = repo.upstream(repo.base()) else {
             return Err(not_ready(
                 format!("the base {base} has no upstream to share the queue through"),
                 format!("set one (`git push -u origin {base}`, or `git branch --set-upstream-to=origin/{base} {base}`), then run again"),
