@@ -56,9 +56,10 @@ impl Repo {
     /// keeps. A link, a path with a line break (`--stdin-paths` reads
     /// lines) or a setting of [`KEPT_BY_GIT`] leaves it all to `stage`.
     pub(super) fn stage_tracked(&self, paths: &[Vec<u8>]) -> Result<()> {
-        if paths.iter().any(|path| path.contains(&b'\n')) || self.git_keeps_index_extras() {
+        let newline = paths.iter().any(|path| path.contains(&b'\n'));
+        let Some(config) = self.config().filter(|c| !newline && !keeps_index_extras(c)) else {
             return self.stage(paths);
-        }
+        };
         // Stat before hashing: a file written in between then differs
         // from its entry, and git looks at it again.
         let index = self.index()?;
@@ -80,9 +81,7 @@ impl Repo {
             .map(|(path, _)| *path)
             .collect();
         let ids = self.hash_files(&files)?;
-        let file_mode = self
-            .config()
-            .is_none_or(|config| config.get_bool("core.fileMode").unwrap_or(true));
+        let file_mode = config.get_bool("core.fileMode").unwrap_or(true);
         self.update_index(|index| {
             let mut ids = ids.iter();
             for (path, meta) in &found {
@@ -107,21 +106,6 @@ impl Repo {
                     .doing("stage a file")?;
             }
             Ok(true)
-        })
-    }
-
-    /// Whether git is set to keep something in the index that libgit2
-    /// would drop (see [`KEPT_BY_GIT`]).
-    fn git_keeps_index_extras(&self) -> bool {
-        let Some(config) = self.config() else {
-            return true;
-        };
-        KEPT_BY_GIT.iter().any(|key| match config.get_bool(key) {
-            Ok(set) => set,
-            // `core.fsmonitor` may name a hook; `core.untrackedCache` may say `keep`.
-            Err(_) => config
-                .get_string(key)
-                .is_ok_and(|value| !value.is_empty() && value != "keep"),
         })
     }
 
@@ -154,6 +138,18 @@ impl Repo {
         }
         Ok(ids)
     }
+}
+
+/// Whether `config` sets git to keep something in the index that libgit2
+/// would drop (see [`KEPT_BY_GIT`]).
+fn keeps_index_extras(config: &git2::Config) -> bool {
+    KEPT_BY_GIT.iter().any(|key| match config.get_bool(key) {
+        Ok(set) => set,
+        // `core.fsmonitor` may name a hook; `core.untrackedCache` may say `keep`.
+        Err(_) => config
+            .get_string(key)
+            .is_ok_and(|value| !value.is_empty() && value != "keep"),
+    })
 }
 
 /// The index entry of a regular file at `path` with blob `id`, carrying
