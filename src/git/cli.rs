@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::error::{Context, Error, Result};
-use super::{CommitId, Repo};
+use super::{COMMIT_HOOKS, CommitId, Repo};
 
 /// How long a lock another git process holds (an IDE's `git status`) is
 /// waited for before the run stops.
@@ -157,14 +157,9 @@ impl Repo {
             Some(dir) => dir,
             None => self.git.commondir().join("hooks"),
         };
-        [
-            "pre-commit",
-            "prepare-commit-msg",
-            "commit-msg",
-            "post-commit",
-        ]
-        .iter()
-        .any(|name| is_executable(&hooks.join(name)))
+        COMMIT_HOOKS
+            .iter()
+            .any(|name| is_executable(&hooks.join(name)))
     }
 
     /// git's configuration as it is now (read afresh: a person or an agent

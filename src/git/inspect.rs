@@ -125,11 +125,8 @@ impl Repo {
     /// or of the git folder's `hooks/`, apart from `*.sample`.
     pub fn hooks(&self) -> Hooks {
         let configured = self
-            .git
             .config()
-            .and_then(|mut config| config.snapshot())
-            .ok()
-            .and_then(|config| config.get_string("core.hooksPath").ok());
+            .and_then(|c| c.get_string("core.hooksPath").ok());
         let folder = match &configured {
             Some(dir) if std::path::Path::new(dir).is_relative() => self.workdir().join(dir),
             Some(dir) => PathBuf::from(dir),
