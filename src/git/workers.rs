@@ -38,6 +38,13 @@ fn remove_folder(folder: &Path) -> Result<()> {
     }
 }
 
+/// Forgets git's record of `worktree`, whatever its state, leaving its
+/// folder alone.
+fn forget(worktree: &git2::Worktree) -> std::result::Result<(), git2::Error> {
+    let mut options = git2::WorktreePruneOptions::new();
+    worktree.prune(Some(options.valid(true).locked(false).working_tree(false)))
+}
+
 /// The index mode of a gitlink: a commit of another repository.
 const GITLINK: u32 = 0o160000;
 
@@ -90,29 +97,21 @@ impl Repo {
             let where_ = path.to_string_lossy().into_owned();
             let action = format!("add the worktree of task {id}");
             let base = self.tip(&self.base)?.id().to_string();
-            let add = |args: &[&str]| -> Result<bool> {
-                let mut full = vec!["worktree", "add", "--quiet"];
-                full.extend_from_slice(args);
-                Ok(self.run_git(&full, b"", &action)?.success)
+            // `git worktree add` of the existing branch, or of a new one.
+            let add = |existing: bool| -> Vec<&str> {
+                if existing {
+                    vec!["worktree", "add", "--quiet", &where_, &branch]
+                } else {
+                    vec!["worktree", "add", "--quiet", "-b", &branch, &where_, &base]
+                }
             };
-            let args: Vec<&str> = if resumed {
-                vec![&where_, &branch]
-            } else {
-                vec!["-b", &branch, &where_, &base]
-            };
-            if !add(&args)? {
+            if !self.run_git(&add(resumed), b"", &action)?.success {
                 // A worktree whose folder was deleted by hand is still
                 // registered: forget it, then try again (the branch may
                 // have been made by the failed attempt).
                 self.git_ok(&["worktree", "prune"], b"", &action)?;
-                let args: Vec<&str> = if self.branch_exists(&branch)? {
-                    vec![&where_, &branch]
-                } else {
-                    args
-                };
-                let mut full = vec!["worktree", "add", "--quiet"];
-                full.extend_from_slice(&args);
-                self.git_ok(&full, b"", &action)?;
+                let existing = resumed || self.branch_exists(&branch)?;
+                self.git_ok(&add(existing), b"", &action)?;
             }
         }
         self.link_queue_files(project, &path)?;
@@ -200,12 +199,8 @@ impl Repo {
         // is left the next run's `remove_removed_task_trees` clears.
         let same =
             |path: &Path| path.canonicalize().ok() == tree.canonicalize().ok() || path == tree;
-        let names = self.git.worktrees().map_err(failed)?;
-        let found = names
-            .iter()
-            .filter_map(|name| name.ok().flatten())
-            .filter_map(|name| self.git.find_worktree(name).ok())
-            .find(|worktree| same(worktree.path()));
+        let worktrees = self.worktrees().map_err(failed)?;
+        let found = worktrees.into_iter().find(|worktree| same(worktree.path()));
         let aside = removed_name(tree);
         remove_folder(&aside)?;
         match std::fs::rename(tree, &aside) {
@@ -215,14 +210,7 @@ impl Repo {
             _ => {}
         }
         if let Some(worktree) = found {
-            worktree
-                .prune(Some(
-                    git2::WorktreePruneOptions::new()
-                        .valid(true)
-                        .locked(false)
-                        .working_tree(false),
-                ))
-                .map_err(failed)?;
+            forget(&worktree).map_err(failed)?;
         }
         remove_folder(&aside)?;
         Ok(kept)
@@ -283,27 +271,26 @@ impl Repo {
             source,
         };
         let ours = folder.canonicalize().ok();
-        let names = self.git.worktrees().map_err(failed)?;
-        for worktree in names
-            .iter()
-            .filter_map(|name| name.ok().flatten())
-            .filter_map(|name| self.git.find_worktree(name).ok())
-        {
+        for worktree in self.worktrees().map_err(failed)? {
             let path = worktree.path();
             let under = path.parent().is_some_and(|parent| {
                 parent == folder || (ours.is_some() && parent.canonicalize().ok() == ours)
             });
             if under && !path.exists() {
                 // Best effort: a record git keeps locked stays, harmless.
-                let _ = worktree.prune(Some(
-                    git2::WorktreePruneOptions::new()
-                        .valid(true)
-                        .locked(false)
-                        .working_tree(false),
-                ));
+                let _ = forget(&worktree);
             }
         }
         Ok(())
+    }
+
+    /// The linked worktrees git has a record of.
+    fn worktrees(&self) -> std::result::Result<Vec<git2::Worktree>, git2::Error> {
+        let names = self.git.worktrees()?;
+        let names = names.iter().filter_map(|name| name.ok().flatten());
+        Ok(names
+            .filter_map(|name| self.git.find_worktree(name).ok())
+            .collect())
     }
 
     /// The project's folder inside worktree `tree`: its root, unless the
