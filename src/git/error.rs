@@ -204,7 +204,7 @@ impl crate::exit::Reportable for Error {
             Error::NoCommits => {
                 "make an initial commit: `git add -A && git commit -m \"initial commit\"`".to_owned()
             }
-            Error::DetachedHead { .. } => {
+            Error::DetachedHead { .. } | Error::OnTaskBranch { .. } => {
                 "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
             }
             Error::SplitIndex => {
@@ -220,9 +220,6 @@ impl crate::exit::Reportable for Error {
             ),
             Error::NoSuchBase { .. } => {
                 "create that branch, or set base_branch in config/ralph.yaml to an existing one".to_owned()
-            }
-            Error::OnTaskBranch { .. } => {
-                "check out the branch tasks should merge into (`git switch main`), or set base_branch in config/ralph.yaml".to_owned()
             }
             Error::NoRemote {
                 remote,

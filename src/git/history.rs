@@ -87,11 +87,7 @@ impl super::Repo {
         let Ok(tip) = self.tip(&self.base) else {
             return false;
         };
-        tip.id() == from
-            || self
-                .git
-                .graph_descendant_of(tip.id(), from)
-                .unwrap_or(false)
+        self.is_ancestor(from, tip.id()).unwrap_or(false)
     }
 
     /// What the base gained since `start`: its commits (first parents,

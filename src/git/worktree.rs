@@ -154,7 +154,6 @@ impl Repo {
     /// `git status` as [`Repo::scan`] runs it, with `submodules` saying
     /// what of a submodule counts.
     fn status(&self, paths: &[Vec<u8>], submodules: &str) -> Result<Vec<Entry>> {
-        use std::os::unix::ffi::OsStrExt;
         let fixed = [
             "--literal-pathspecs",
             "status",
