@@ -195,5 +195,4 @@ mod tests {
         );
         assert_eq!(Preset::from_program("./my-agent"), None);
     }
-
 }
