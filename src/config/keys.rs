@@ -243,7 +243,7 @@ pub(crate) const KEYS: &[Key] = keys! {
     remote.stale_after: DURATION = "10m", RALPH_REMOTE_STALE_AFTER, -,
         "With remote.enabled, how long another machine's claim must stay unchanged (at least 3 heartbeats seen) before this one takes it over";
     remote.land_attempts: COUNT = "8", RALPH_REMOTE_LAND_ATTEMPTS, -,
-        "With remote.enabled, pushes of a landing refused in a row (other machines landed first), each made again on the new tip, before the run stops with the landing kept under refs/ralph/landing/";
+        "With remote.enabled, pushes of a landing refused in a row with nothing landed in between (a hook or a protected branch) before the run stops with the landing kept under refs/ralph/landing/; a refusal because another machine landed first is not counted: the landing is made again on the new tip";
 };
 
 /// The environment variables that override settings.

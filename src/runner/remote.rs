@@ -829,7 +829,9 @@ impl super::Worker<'_> {
     /// After a commit on the base (a landing, a block): pushes the base's
     /// tip to the remote with a lease on the tip it was built on. When
     /// another machine landed first, reads the remote again and makes the
-    /// commit again on its new tip, up to `remote.land_attempts` times.
+    /// commit again on its new tip, as long as the remote moves between
+    /// two refusals (someone landed): `remote.land_attempts` refusals on
+    /// the same tip stop it.
     /// `task` is the task and its branch tip (kept under
     /// `refs/ralph/tasks/<id>`); `release` deletes its claim with it.
     pub(super) fn publish(
@@ -841,6 +843,10 @@ impl super::Worker<'_> {
             return Ok(None);
         }
         let mut refused = 0u32;
+        // Refusals in a row on one tip of the remote, and that tip: a
+        // refusal because another machine landed first moves the tip and
+        // starts the count again; a hook or a protected branch does not.
+        let (mut stuck, mut refused_on) = (0u32, String::new());
         // Since when the remote could not be reached, and how many waits.
         let mut offline: Option<std::time::Instant> = None;
         let mut waits = 0u32;
@@ -898,6 +904,8 @@ impl super::Worker<'_> {
                 }
                 Pushed::Rejected(refs) => {
                     refused += 1;
+                    stuck = if refused_on == on { stuck + 1 } else { 1 };
+                    refused_on.clone_from(&on);
                     // The claim was taken over while this machine was cut
                     // off: a finished task still lands, without it.
                     if let Some((id, _)) = task_ref
@@ -947,9 +955,9 @@ impl super::Worker<'_> {
             };
             offline = None;
             waits = 0;
-            if refused >= attempts {
+            if stuck >= attempts {
                 let why = format!(
-                    "refused {refused} times in a row (last: {})",
+                    "refused {stuck} times in a row with nothing landed in between (last: {})",
                     crate::redact::redact(&said)
                 );
                 return Err(self.stop_landing(what, label, &landing, why));
@@ -1281,10 +1289,10 @@ mod tests {
                 RemoteError::Landing {
                     task: "A".into(),
                     remote: remote(),
-                    why: "refused 8 times in a row (last: x)".into(),
+                    why: "refused 8 times in a row with nothing landed in between (last: x)".into(),
                     kept: "refs/ralph/landing/A".into(),
                 },
-                "the landing of A did not reach origin/main: refused 8 times in a row (last: x)",
+                "the landing of A did not reach origin/main: refused 8 times in a row with nothing landed in between (last: x)",
                 "the squash is kept under refs/ralph/landing/A and the work on its task branch; merge the base into the branch, then run again",
                 Exit::NeedsPerson,
             ),

@@ -654,6 +654,93 @@ fn two_machines_racing_to_land_both_land_once_the_later_on_the_new_tip() {
     assert_eq!(retried, 1, "{runs:#?}");
 }
 
+/// Installs `script` as the remote's pre-receive hook, run once for each
+/// push with the pushed ref updates on stdin.
+fn remote_hook(fleet: &Fleet, script: &str) {
+    let hook = fleet.remote().join("hooks/pre-receive");
+    std::fs::write(&hook, format!("#!/bin/sh\n{script}")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn landings_refused_because_others_landed_first_go_on_past_land_attempts() {
+    let fleet = Fleet::new(&[task("A", &[])], 1);
+    // Three landings of "other machines", a chain on main, kept aside.
+    for n in 1..=3 {
+        let file = fleet.origin.path().join(format!("other-{n}.txt"));
+        std::fs::write(file, "landed elsewhere\n").unwrap();
+        fleet.origin.git(&["add", "-A"]);
+        fleet
+            .origin
+            .git(&["commit", "-q", "-m", &format!("other {n}")]);
+        let remote = fleet.remote();
+        let to = format!("HEAD:refs/other/{n}");
+        fleet
+            .origin
+            .git(&["push", "-q", remote.to_str().unwrap(), &to]);
+    }
+    // Each of the first three pushes to main finds that another machine
+    // landed first: the hook moves main on, and git refuses the push's
+    // lease, as it does when two machines race.
+    remote_hook(
+        &fleet,
+        r#"while read old new ref; do
+  n=$(cat "$GIT_DIR/moved" 2>/dev/null || echo 0)
+  if [ "$ref" = refs/heads/main ] && [ "$n" -lt 3 ]; then
+    n=$((n+1)); echo $n > "$GIT_DIR/moved"
+    env -u GIT_QUARANTINE_PATH git update-ref refs/heads/main refs/other/$n
+  fi
+done
+exit 0
+"#,
+    );
+    let run = wait_for(fleet.start(0, &[("RALPH_REMOTE_LAND_ATTEMPTS", "2")]), 180);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.stderr.matches("landing again on its new tip").count(),
+        3,
+        "{run:#?}"
+    );
+    fleet.check_remote(&["A"]);
+    let files = fleet.at_remote(&["ls-tree", "--name-only", "main"]);
+    for file in ["other-1.txt", "other-2.txt", "other-3.txt", "A.txt"] {
+        assert!(files.lines().any(|line| line == file), "{file}: {files}");
+    }
+}
+
+#[test]
+fn a_remote_refusing_a_landing_with_nothing_landed_stops_after_land_attempts() {
+    let fleet = Fleet::new(&[task("A", &[])], 1);
+    // A protected branch: every push to main refused, nothing else lands.
+    remote_hook(
+        &fleet,
+        r#"while read old new ref; do
+  if [ "$ref" = refs/heads/main ]; then echo "main is protected" >&2; exit 1; fi
+done
+exit 0
+"#,
+    );
+    let before = fleet.at_remote(&["rev-parse", "main"]);
+    let run = wait_for(fleet.start(0, &[("RALPH_REMOTE_LAND_ATTEMPTS", "2")]), 180);
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert!(
+        run.stderr
+            .contains("refused 2 times in a row with nothing landed in between"),
+        "{run:#?}"
+    );
+    assert_eq!(
+        run.stderr.matches("landing again on its new tip").count(),
+        1,
+        "{run:#?}"
+    );
+    assert_eq!(fleet.at_remote(&["rev-parse", "main"]), before);
+    // Nothing lost: the landing is kept, and A's work on it.
+    let machine = &fleet.machines[0];
+    let kept = machine.git(&["ls-tree", "--name-only", "refs/ralph/landing/A"]);
+    assert!(kept.lines().any(|line| line == "A.txt"), "{kept}");
+}
+
 #[test]
 fn a_persons_queue_edits_pushed_from_another_clone_are_worked_with_the_rest() {
     let (tasks, ids) = six();
