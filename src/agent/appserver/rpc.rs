@@ -279,17 +279,13 @@ impl Server {
 /// moment for them to go.
 fn sweep(marker: &[u8]) {
     let me = std::process::id();
-    let left = |pids: Vec<u32>| -> Vec<u32> {
-        pids.into_iter()
-            .filter(|pid| {
-                *pid != me && crate::platform::environment_has(*pid, marker) == Some(true)
-            })
-            .collect()
-    };
     let Some(pids) = crate::platform::processes() else {
         return;
     };
-    let found = left(pids);
+    let found: Vec<u32> = pids
+        .into_iter()
+        .filter(|&pid| pid != me && crate::platform::environment_has(pid, marker) == Some(true))
+        .collect();
     for pid in &found {
         tracing::debug!(pid, "killing a process the app-server's turn left");
         let _ = nix::sys::signal::kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
