@@ -14,7 +14,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -717,17 +716,15 @@ fn stop_group_of_project(text: &str, project_dir: &Path, grace: Duration) -> boo
 /// an orphan killed with the group waits for an init that may never reap it.
 pub(super) fn group_alive(group: Pid) -> bool {
     match killpg(group, None) {
-        Err(Errno::ESRCH) => false,
-        // EPERM: a member we may not signal; nothing more we can do.
+        // ESRCH: no such group; EPERM: a member we may not signal, nothing
+        // more we can do.
         Err(_) => false,
-        Ok(()) => live_member(group),
+        // When the system cannot tell, the group is taken as alive (it is
+        // signalled again).
+        Ok(()) => {
+            crate::platform::group_members(group.as_raw()).is_none_or(|members| !members.is_empty())
+        }
     }
-}
-
-/// Whether a member of the group is still running; when the system
-/// cannot tell, the group is taken as alive (it is signalled again).
-fn live_member(group: Pid) -> bool {
-    crate::platform::group_members(group.as_raw()).is_none_or(|members| !members.is_empty())
 }
 
 /// The processes of `group` that are not zombies (none when the system
