@@ -407,13 +407,8 @@ impl Turning<'_> {
                         );
                     }
                     Some("fileChange") => {
-                        let paths: Vec<String> = item["changes"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|change| change["path"].as_str().map(str::to_owned))
-                            .collect();
                         if let Some(id) = item["id"].as_str() {
+                            let paths = changed_paths(item).map(str::to_owned).collect();
                             self.files.insert(id.to_owned(), paths);
                         }
                     }
@@ -493,12 +488,7 @@ impl Turning<'_> {
                 }
             }
             Some("fileChange") => {
-                let paths: Vec<String> = item["changes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|change| change["path"].as_str().map(|path| self.shown(path)))
-                    .collect();
+                let paths: Vec<String> = changed_paths(item).map(|path| self.shown(path)).collect();
                 let status = item["status"].as_str().unwrap_or("completed");
                 if status == "completed" {
                     self.turned.files_changed += paths.len() as u64;
@@ -558,6 +548,12 @@ impl Turning<'_> {
         };
         self.turned
     }
+}
+
+/// The paths a `fileChange` item names.
+fn changed_paths(item: &Value) -> impl Iterator<Item = &str> {
+    let changes = item["changes"].as_array().into_iter().flatten();
+    changes.filter_map(|change| change["path"].as_str())
 }
 
 /// A failure of class `exit` with `reason`.
