@@ -15,7 +15,7 @@ use crate::exit::Exit;
 use crate::files;
 use crate::paths::SETTINGS_FILE;
 pub(crate) use keys::{KEYS, env_vars};
-use place::{line_of_check, value_line};
+use place::{line_of_check, line_starting, value_line};
 pub(crate) use value::{ShowDuration, parse_duration, parse_minutes, parse_time_limit};
 use value::{duration, minutes, time_limit};
 
@@ -391,7 +391,6 @@ impl Mode {
 /// Most parallel workers (`--workers` takes as many).
 pub(crate) const MAX_WORKERS: u64 = 64;
 
-/// `workers` when it is a number of agents ralph runs side by side.
 /// A spending cap: a number above 0.
 fn check_cap(dollars: f64) -> Result<f64, String> {
     match dollars > 0.0 && dollars.is_finite() {
@@ -402,6 +401,7 @@ fn check_cap(dollars: f64) -> Result<f64, String> {
     }
 }
 
+/// `workers` when it is a number of agents ralph runs side by side.
 fn check_workers(workers: u64) -> Result<u64, String> {
     if (1..=MAX_WORKERS).contains(&workers) {
         Ok(workers)
@@ -434,10 +434,8 @@ fn parse_labels(text: &str) -> Result<Vec<String>, String> {
         return Ok(Vec::new());
     }
     let labels: Vec<String> = text.split(',').map(|l| l.trim().to_owned()).collect();
-    match labels.iter().map(|l| check_label(l)).find(Result::is_err) {
-        Some(Err(message)) => Err(message),
-        _ => Ok(labels),
-    }
+    labels.iter().try_for_each(|l| check_label(l))?;
+    Ok(labels)
 }
 
 /// Whether a verify command is one of the obvious non-checks: nothing at
@@ -590,8 +588,7 @@ impl Settings {
         }
         if let Some(Err(message)) = settings.workers.map(check_workers) {
             return Err(Error::Invalid {
-                line: (yaml.lines().position(|line| line.starts_with("workers:")))
-                    .map(|index| index + 1),
+                line: line_starting(yaml, "workers:"),
                 message: format!("workers: {message}"),
             });
         }
@@ -601,8 +598,7 @@ impl Settings {
         ] {
             if let Some(Err(message)) = cap.map(check_cap) {
                 return Err(Error::Invalid {
-                    line: (yaml.lines().position(|line| line.starts_with(key)))
-                        .map(|index| index + 1),
+                    line: line_starting(yaml, key),
                     message: format!("{key}: {message}"),
                 });
             }
@@ -629,17 +625,13 @@ impl Settings {
                 });
             }
         }
-        if let Some(Err(message)) = settings
+        if let Err(message) = settings
             .delivery_labels
             .iter()
-            .map(|l| check_label(l))
-            .find(Result::is_err)
+            .try_for_each(|l| check_label(l))
         {
             return Err(Error::Invalid {
-                line: (yaml
-                    .lines()
-                    .position(|line| line.starts_with("delivery_labels:")))
-                .map(|index| index + 1),
+                line: line_starting(yaml, "delivery_labels:"),
                 message: format!("delivery_labels: {message}"),
             });
         }

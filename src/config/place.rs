@@ -36,6 +36,12 @@ pub(super) fn line_of_check(yaml: &str, key: &str, command: &str) -> Option<usiz
     Some(item.unwrap_or(key_line) + 1)
 }
 
+/// The line (1-based) that starts with `start`: a top-level key's.
+pub(super) fn line_starting(yaml: &str, start: &str) -> Option<usize> {
+    let index = yaml.lines().position(|line| line.starts_with(start))?;
+    Some(index + 1)
+}
+
 /// Where a value's own check failed: serde_yaml places such an error at
 /// the start of the mapping holding it (the file's first key, or
 /// `agent:`), and names the section at most. The one line that holds the
