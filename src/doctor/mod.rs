@@ -182,11 +182,6 @@ fn one_line(text: &str) -> String {
         .join(" / ")
 }
 
-/// `items` joined by `, `, the first [`NAMED`] of them, then how many more.
-fn named(items: &[String]) -> String {
-    crate::text::named(items, NAMED)
-}
-
 /// Whether a run is live (as `ralph status` tells, without disturbing
 /// it), and `.stop`.
 fn run(found: &mut Findings, paths: &Paths) -> bool {
@@ -295,8 +290,8 @@ mod tests {
             .iter()
             .map(|id| (*id).to_owned())
             .collect();
-        assert_eq!(named(&ids[..2]), "A, B");
-        assert_eq!(named(&ids), "A, B, C, D, E and 2 more");
+        assert_eq!(crate::text::named(&ids[..2], NAMED), "A, B");
+        assert_eq!(crate::text::named(&ids, NAMED), "A, B, C, D, E and 2 more");
     }
 
     #[test]

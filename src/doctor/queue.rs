@@ -1,11 +1,11 @@
 //! The queue, the triggers, and the task the next iteration works on.
 
-use super::{Findings, named};
+use super::{Findings, NAMED};
 use crate::config::Settings;
 use crate::paths::{Paths, ROLES_FILE};
 use crate::runner::{self, RunOptions};
 use crate::task::{Queue, Status, Store};
-use crate::text::count;
+use crate::text::{count, named};
 
 /// Both task files, as every command reads them.
 pub(super) fn queue(found: &mut Findings, paths: &Paths, watching: bool) -> Option<Queue> {
@@ -57,7 +57,7 @@ pub(super) fn queue(found: &mut Findings, paths: &Paths, watching: bool) -> Opti
             &format!(
                 "{}: {}; runs leave {} and {} subtasks alone",
                 count(blocked.len(), "blocked task"),
-                named(&blocked),
+                named(&blocked, NAMED),
                 if blocked.len() == 1 { "it" } else { "them" },
                 if blocked.len() == 1 { "its" } else { "their" },
             ),
