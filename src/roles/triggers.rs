@@ -141,11 +141,7 @@ impl Triggers {
             reads: Vec::new(),
         };
         for trigger in &self.list {
-            for (name, value) in reads(&trigger.node, context) {
-                if !decision.reads.iter().any(|(n, _)| *n == name) {
-                    decision.reads.push((name, value));
-                }
-            }
+            collect_reads(&trigger.node, context, &mut decision.reads);
             let result = trigger
                 .node
                 .eval_boolean_with_context(&env)
@@ -342,30 +338,26 @@ fn infer(node: &Node) -> Result<Option<VarType>, String> {
     })
 }
 
-/// The variables and role counts `node` reads, with their values.
-fn reads(node: &Node, context: &TriggerContext) -> Vec<(String, Value)> {
-    let mut found = Vec::new();
-    collect_reads(node, context, &mut found);
-    found
-}
-
+/// Adds the variables and role counts `node` reads, with their values,
+/// to `found`, each once.
 fn collect_reads(node: &Node, context: &TriggerContext, found: &mut Vec<(String, Value)>) {
-    match node.operator() {
-        Operator::VariableIdentifierRead { identifier } => {
-            if let Some(value) = context.get(identifier) {
-                found.push((identifier.clone(), value));
-            }
-        }
+    let read = match node.operator() {
+        Operator::VariableIdentifierRead { identifier } => context
+            .get(identifier)
+            .map(|value| (identifier.clone(), value)),
         Operator::FunctionIdentifier { identifier } if identifier == "iterations_since_role" => {
             let argument = node.children().first().and_then(constant_text);
-            if let Some(role) = argument {
-                found.push((
-                    format!("iterations_since_role('{role}')"),
-                    Value::Int(context.since_role(&role)),
-                ));
-            }
+            argument.map(|role| {
+                let value = Value::Int(context.since_role(&role));
+                (format!("iterations_since_role('{role}')"), value)
+            })
         }
-        _ => {}
+        _ => None,
+    };
+    if let Some((name, value)) = read
+        && !found.iter().any(|(seen, _)| *seen == name)
+    {
+        found.push((name, value));
     }
     for child in node.children() {
         collect_reads(child, context, found);
