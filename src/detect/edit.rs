@@ -26,8 +26,6 @@ pub enum WriteError {
     Settings(#[from] config::Error),
 }
 
-impl WriteError {}
-
 /// The settings `text` with `verify.task` and `verify.run` set to the
 /// lists of `checks`, each command followed by a comment naming its
 /// source; every other byte is kept. The result is parsed again, and
