@@ -87,19 +87,19 @@ impl Transcript {
     }
 
     fn event(&mut self, event: &Value) {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        let kind = event["type"].as_str().unwrap_or("");
         match kind {
             "result" => self.result(event),
             // claude says each retry of the model API: what failed, and
             // how long it waits (the API's retry-after).
-            "system" if event.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
-                if let Some(status) = event.get("error_status").and_then(Value::as_u64) {
+            "system" if event["subtype"].as_str() == Some("api_retry") => {
+                if let Some(status) = event["error_status"].as_u64() {
                     self.api_status = Some(status);
                 }
-                if let Some(error) = event.get("error").and_then(Value::as_str) {
+                if let Some(error) = event["error"].as_str() {
                     self.api_error = Some(error.to_owned());
                 }
-                self.retry_delay_ms = event.get("retry_delay_ms").and_then(Value::as_u64);
+                self.retry_delay_ms = event["retry_delay_ms"].as_u64();
             }
             "assistant" => {
                 let error = event
@@ -120,7 +120,7 @@ impl Transcript {
             }
             "step_finish" => {
                 if let Some(tokens) = event.pointer("/part/tokens") {
-                    let cache = tokens.get("cache").unwrap_or(&Value::Null);
+                    let cache = &tokens["cache"];
                     let read = number(cache, "read");
                     let input = number(tokens, "input") + read + number(cache, "write");
                     let output = number(tokens, "output") + number(tokens, "reasoning");
@@ -147,39 +147,29 @@ impl Transcript {
     /// A final result event: claude, amp, cursor and qwen say `is_error`,
     /// gemini says `status`.
     fn result(&mut self, event: &Value) {
-        let is_error = match event.get("is_error").and_then(Value::as_bool) {
+        let is_error = match event["is_error"].as_bool() {
             Some(flag) => flag,
-            None => match event.get("status").and_then(Value::as_str) {
+            None => match event["status"].as_str() {
                 Some(status) => status != "success",
-                None => event
-                    .get("subtype")
-                    .and_then(Value::as_str)
+                None => event["subtype"]
+                    .as_str()
                     .is_some_and(|subtype| subtype.starts_with("error")),
             },
         };
         if is_error {
-            let text = event
-                .get("result")
-                .and_then(Value::as_str)
+            let text = event["result"]
+                .as_str()
                 .map(str::to_owned)
                 .or_else(|| error_text(event))
-                .or_else(|| {
-                    event
-                        .get("subtype")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned)
-                })
+                .or_else(|| event["subtype"].as_str().map(str::to_owned))
                 .unwrap_or_else(|| "error".to_owned());
             self.evidence.extend(text.lines().map(str::to_owned));
             self.error_result = Some(text);
         }
-        if let Some(status) = event.get("api_error_status").and_then(Value::as_u64) {
+        if let Some(status) = event["api_error_status"].as_u64() {
             self.api_status = Some(status);
         }
-        self.denials = event
-            .get("permission_denials")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+        self.denials = event["permission_denials"].as_array().map_or(0, Vec::len);
         let cost = event
             .get("total_cost_usd")
             .or_else(|| event.get("cost_usd"))
@@ -269,11 +259,7 @@ fn aider_amount(text: &str) -> u64 {
 
 /// Gemini's result `stats`: flat counters, or per-model `tokens`.
 fn gemini_stats(stats: &Value) -> Usage {
-    let flat = |names: [&str; 2]| {
-        names
-            .iter()
-            .find_map(|name| stats.get(*name).and_then(Value::as_u64))
-    };
+    let flat = |names: [&str; 2]| names.iter().find_map(|name| stats[*name].as_u64());
     if let Some(input) = flat(["input_tokens", "inputTokens"]) {
         // gemini's `output_tokens` leave the thinking out; the total has it.
         let output = flat(["output_tokens", "outputTokens"]).unwrap_or(0);
@@ -286,9 +272,9 @@ fn gemini_stats(stats: &Value) -> Usage {
         };
     }
     let mut usage = Usage::default();
-    if let Some(models) = stats.get("models").and_then(Value::as_object) {
+    if let Some(models) = stats["models"].as_object() {
         for model in models.values() {
-            let tokens = model.get("tokens").unwrap_or(&Value::Null);
+            let tokens = &model["tokens"];
             usage.input_tokens += number(tokens, "prompt");
             usage.cached_input_tokens += number(tokens, "cached");
             usage.output_tokens += number(tokens, "candidates") + number(tokens, "thoughts");
@@ -298,7 +284,7 @@ fn gemini_stats(stats: &Value) -> Usage {
 }
 
 fn number(value: &Value, key: &str) -> u64 {
-    value.get(key).and_then(Value::as_u64).unwrap_or(0)
+    value[key].as_u64().unwrap_or(0)
 }
 
 /// The HTTP status an error event states as a number (opencode's
