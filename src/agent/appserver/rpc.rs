@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::super::process::{Registered, child_notes_its_group, group_alive, signal_group};
 
@@ -317,11 +317,6 @@ fn drain(mut stderr: impl Read, path: &PathBuf) {
             }
         }
     }
-}
-
-/// `params` as an object (an empty one for anything else).
-pub(super) fn object(params: &Value) -> Map<String, Value> {
-    params.as_object().cloned().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::policy::{Decision, Policy};
-use super::rpc::{Message, Received, Server, object};
+use super::rpc::{Message, Received, Server};
 use crate::agent::{Activity, Failure, FailureClass, Usage};
 
 /// How long the server may take to answer `initialize`, a thread's start
@@ -453,19 +453,12 @@ impl Turning<'_> {
         match item["type"].as_str() {
             Some("commandExecution") => {
                 self.turned.commands += 1;
-                let item = object(item);
-                let command = item
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let status = item
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .unwrap_or("completed");
-                let exit = item.get("exitCode").and_then(Value::as_i64);
+                let command = item["command"].as_str().unwrap_or_default();
+                let status = item["status"].as_str().unwrap_or("completed");
+                let exit = item["exitCode"].as_i64();
                 // codex 0.169 sends `durationMs: 0`; its start and end say
                 // how long the command took.
-                let ms = |key: &str| item.get(key).and_then(Value::as_u64);
+                let ms = |key: &str| item[key].as_u64();
                 let took = match (ms("startedAtMs"), ms("completedAtMs"), ms("durationMs")) {
                     (Some(start), Some(end), _) if end >= start => Some(end - start),
                     (_, _, duration) => duration,
@@ -477,7 +470,7 @@ impl Turning<'_> {
                     None => status.to_owned(),
                 };
                 transcript.line(&format!("$ {command}  ({ended}{took})"));
-                if let Some(output) = item.get("aggregatedOutput").and_then(Value::as_str) {
+                if let Some(output) = item["aggregatedOutput"].as_str() {
                     let start = output.len().saturating_sub(COMMAND_OUTPUT_BYTES);
                     let start = (start..=output.len())
                         .find(|&at| output.is_char_boundary(at))
