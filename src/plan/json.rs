@@ -23,56 +23,31 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
             ),
         )
     })?;
-    let string =
-        |object: &Map<String, Value>, key: &str, at: &str| -> Result<Option<String>, Failure> {
-            match object.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
-                Some(other) => Err((None, format!("{at}\"{key}\" must be a string, not {other}"))),
-            }
-        };
-    let strings =
-        |object: &Map<String, Value>, key: &str, at: &str| -> Result<Vec<String>, Failure> {
-            match object.get(key) {
-                None | Some(Value::Null) => Ok(Vec::new()),
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .map(|item| match item {
-                        Value::String(text) => Ok(text.trim().to_owned()),
-                        other => Err((
-                            None,
-                            format!("{at}\"{key}\" must hold strings, not {other}"),
-                        )),
-                    })
-                    .collect(),
-                Some(other) => Err((
-                    None,
-                    format!("{at}\"{key}\" must be an array of strings, not {other}"),
-                )),
-            }
-        };
+    // Past the syntax, no problem has a line of its own.
+    read_object(document, &root).map_err(|message| (None, message))
+}
+
+/// Reads the document's object, `root`.
+fn read_object(document: &str, root: &Map<String, Value>) -> Result<Draft, String> {
     let stem = document.rsplit('/').next().unwrap_or(document);
-    let title = match string(&root, "project", "")? {
+    let title = match string(root, "project", "")? {
         Some(title) if !title.is_empty() => title,
-        _ => string(&root, "name", "")?
+        _ => string(root, "name", "")?
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| stem.trim_end_matches(".json").to_owned()),
     };
     let mut nodes = vec![Node {
         title,
-        body: string(&root, "description", "")?.filter(|d| !d.is_empty()),
+        body: string(root, "description", "")?.filter(|d| !d.is_empty()),
         line: 1,
         ..Node::default()
     }];
     let stories = match root.get("userStories") {
         Some(Value::Array(stories)) => stories,
         Some(other) => {
-            return Err((
-                None,
-                format!(
-                    "\"userStories\" must be an array of stories, not {}",
-                    kind(other)
-                ),
+            return Err(format!(
+                "\"userStories\" must be an array of stories, not {}",
+                kind(other)
             ));
         }
         None => {
@@ -88,47 +63,35 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
     for (position, story) in stories.iter().enumerate() {
         let at = format!("userStories[{position}]: ");
         let Value::Object(story) = story else {
-            return Err((
-                None,
-                format!("{at}a story must be an object, not {}", kind(story)),
+            return Err(format!(
+                "{at}a story must be an object, not {}",
+                kind(story)
             ));
         };
         let id = string(story, "id", &at)?
             .filter(|id| !id.is_empty())
-            .ok_or_else(|| {
-                (
-                    None,
-                    format!("{at}a story needs an \"id\" (like \"US-001\")"),
-                )
-            })?;
+            .ok_or_else(|| format!("{at}a story needs an \"id\" (like \"US-001\")"))?;
         let heading = string(story, "title", &at)?
             .filter(|title| !title.is_empty())
-            .ok_or_else(|| (None, format!("{at}story {id} needs a \"title\"")))?;
+            .ok_or_else(|| format!("{at}story {id} needs a \"title\""))?;
         if let Some((_, first)) = ids.get(&id) {
-            return Err((
-                None,
-                format!(
-                    "{at}story id {id} is used twice (first by userStories[{first}]); give each story its own id"
-                ),
+            return Err(format!(
+                "{at}story id {id} is used twice (first by userStories[{first}]); give each story its own id"
             ));
         }
         let passes = match story.get("passes") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(passes)) => *passes,
             Some(other) => {
-                return Err((
-                    None,
-                    format!("{at}\"passes\" must be true or false, not {other}"),
-                ));
+                return Err(format!("{at}\"passes\" must be true or false, not {other}"));
             }
         };
         let priority = match story.get("priority") {
             None | Some(Value::Null) => None,
             Some(Value::Number(n)) if n.is_i64() => n.as_i64(),
             Some(other) => {
-                return Err((
-                    None,
-                    format!("{at}\"priority\" must be a whole number, not {other}"),
+                return Err(format!(
+                    "{at}\"priority\" must be a whole number, not {other}"
                 ));
             }
         };
@@ -176,19 +139,13 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
             match super::depend(&mut nodes, &ids, index, &dep) {
                 Ok(()) => {}
                 Err(super::Unresolved::Itself) => {
-                    return Err((
-                        None,
-                        format!(
-                            "userStories[{position}]: story depends on itself ({dep}); remove it"
-                        ),
+                    return Err(format!(
+                        "userStories[{position}]: story depends on itself ({dep}); remove it"
                     ));
                 }
                 Err(super::Unresolved::Unknown) => {
-                    return Err((
-                        None,
-                        format!(
-                            "userStories[{position}]: depends on {dep}, which no story has as its id; fix or remove it"
-                        ),
+                    return Err(format!(
+                        "userStories[{position}]: depends on {dep}, which no story has as its id; fix or remove it"
                     ));
                 }
             }
@@ -199,16 +156,39 @@ pub(super) fn read(document: &str, text: &str) -> Result<Draft, Failure> {
             .iter()
             .filter_map(|&i| nodes[i].requirement.as_deref())
             .collect();
-        return Err((
-            None,
-            format!(
-                "stories depend on each other in a circle ({} -> {}); remove one of these dependencies",
-                names.join(" -> "),
-                names[0]
-            ),
+        return Err(format!(
+            "stories depend on each other in a circle ({} -> {}); remove one of these dependencies",
+            names.join(" -> "),
+            names[0]
         ));
     }
     Ok(Draft { nodes, skipped })
+}
+
+/// The string at `key` of `object` (`at` names the object), trimmed.
+fn string(object: &Map<String, Value>, key: &str, at: &str) -> Result<Option<String>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
+        Some(other) => Err(format!("{at}\"{key}\" must be a string, not {other}")),
+    }
+}
+
+/// The strings at `key` of `object` (`at` names the object), trimmed.
+fn strings(object: &Map<String, Value>, key: &str, at: &str) -> Result<Vec<String>, String> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(text) => Ok(text.trim().to_owned()),
+                other => Err(format!("{at}\"{key}\" must hold strings, not {other}")),
+            })
+            .collect(),
+        Some(other) => Err(format!(
+            "{at}\"{key}\" must be an array of strings, not {other}"
+        )),
+    }
 }
 
 fn kind(value: &Value) -> &'static str {
