@@ -99,6 +99,13 @@ struct Node {
     priority: Option<i64>,
 }
 
+impl Node {
+    /// Its requirement id, or its title when it has none.
+    fn name(&self) -> &str {
+        self.requirement.as_deref().unwrap_or(&self.title)
+    }
+}
+
 /// What a reader makes of a document.
 #[derive(Debug, Default)]
 struct Draft {
@@ -116,11 +123,7 @@ pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
         message,
     };
     let text = std::str::from_utf8(bytes).map_err(|err| {
-        let line = bytes[..err.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
+        let (line, _) = crate::files::not_utf8(bytes, err);
         error(
             Some(line),
             "not UTF-8 text; save the document as UTF-8".to_owned(),

@@ -477,10 +477,7 @@ impl Reader<'_> {
             match super::depend(&mut self.nodes, &self.ids, node, &id) {
                 Ok(()) => {}
                 Err(super::Unresolved::Unknown) => {
-                    let this = self.nodes[node]
-                        .requirement
-                        .clone()
-                        .unwrap_or_else(|| self.nodes[node].title.clone());
+                    let this = self.nodes[node].name();
                     return Err((
                         number,
                         format!(
@@ -497,14 +494,9 @@ impl Reader<'_> {
             }
         }
         if let Some(cycle) = super::find_cycle(&self.nodes) {
-            let names: Vec<String> = cycle
+            let names: Vec<&str> = cycle
                 .iter()
-                .map(|&index| {
-                    self.nodes[index]
-                        .requirement
-                        .clone()
-                        .unwrap_or_else(|| self.nodes[index].title.clone())
-                })
+                .map(|&index| self.nodes[index].name())
                 .collect();
             return Err((
                 self.nodes[cycle[0]].line,
