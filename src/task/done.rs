@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::error::{Error, Result};
 use super::file::{is_blank, split_lines, utf8_error};
-use super::model::{parse_map, parse_object};
+use super::model::parse_object;
 
 /// Where an archived id sits in `tasks-done.jsonl`.
 #[derive(Clone, Copy, Debug)]
@@ -165,12 +165,12 @@ impl DoneLog {
     /// The archived record of `id` with all its fields.
     pub fn record(&self, id: &str) -> Option<Map<String, Value>> {
         if let Some(entry) = self.ids.get(id) {
-            return parse_map(&self.text[entry.start..entry.end]).ok();
+            return parse_object(&self.text[entry.start..entry.end]).ok();
         }
         self.appended
             .iter()
             .find(|(appended, _)| appended == id)
-            .and_then(|(_, line)| parse_map(line).ok())
+            .and_then(|(_, line)| parse_object(line).ok())
     }
 
     /// The 1-based line of `id` in the file, when it was read from there.
@@ -230,7 +230,7 @@ mod tests {
         assert!(done.contains("A.1.1") && done.contains("B") && !done.contains("A"));
         assert_eq!(done.line_of("B"), Some(3));
         assert_eq!(done.record("A.1.1").unwrap()["commit"], "abc123");
-        done.append("C", &parse_map(r#"{"id":"C","title":"c"}"#).unwrap());
+        done.append("C", &parse_object(r#"{"id":"C","title":"c"}"#).unwrap());
         assert!(done.contains("C"));
         assert_eq!(done.pending_text(), "\n{\"id\":\"C\",\"title\":\"c\"}\n");
         assert_eq!(done.ids().collect::<Vec<_>>(), ["A.1.1", "B", "C"]);

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::error::{Error, Result};
 use super::id::TaskId;
-use super::model::{Task, parse_map};
+use super::model::{Task, parse_object};
 use std::collections::hash_map::Entry;
 
 /// How a line ends; kept so untouched lines are written back as they were.
@@ -232,7 +232,7 @@ impl TaskFile {
 
     /// The full JSON object on line `index`, unknown fields and key order kept.
     pub fn object(&self, index: usize) -> Result<Map<String, Value>> {
-        parse_map(self.line_text(index)).map_err(|message| Error::Malformed {
+        parse_object(self.line_text(index)).map_err(|message| Error::Malformed {
             file: self.name.clone(),
             line: index + 1,
             message,
@@ -391,7 +391,7 @@ mod tests {
         // Inserts at the end and in the middle, an edit of a title and one
         // of an id, and a repeated id appended.
         let task = |id: &str| {
-            parse_map(&format!(
+            parse_object(&format!(
                 "{{\"id\":\"{id}\",\"title\":\"t\",\"status\":\"pending\",\"leaf\":true}}"
             ))
             .unwrap()
@@ -523,7 +523,8 @@ mod tests {
     #[test]
     fn appending_to_a_file_without_final_newline_starts_a_line() {
         let mut file = TaskFile::parse("tasks.jsonl", ODD.as_bytes()).unwrap();
-        let object = parse_map(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#).unwrap();
+        let object =
+            parse_object(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#).unwrap();
         file.insert(file.lines().len(), object).unwrap();
         let out = file.render();
         assert!(out.starts_with(ODD));

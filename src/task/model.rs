@@ -387,15 +387,10 @@ impl Task {
             ));
         }
         let raw: RawTask = parse_object(text)?;
-        let id = match required(raw.id, "id")? {
-            Raw::Str(id) => TaskId::parse(&id)?,
-            other => return Err(mistyped("id", "a string", other)),
-        };
+        let id = TaskId::parse(&required_string(raw.id, "id")?)?;
         let title = required_string(raw.title, "title")?.into_owned();
-        let status = match required(raw.status, "status")? {
-            Raw::Str(status) => Status::parse(&status).ok_or_else(|| unknown_status(&status))?,
-            other => return Err(mistyped("status", "a string", other)),
-        };
+        let status = required_string(raw.status, "status")?;
+        let status = Status::parse(&status).ok_or_else(|| unknown_status(&status))?;
         let leaf = match required(raw.leaf, "leaf")? {
             Raw::Bool(leaf) => leaf,
             other => return Err(mistyped("leaf", "true or false", other)),
@@ -511,11 +506,6 @@ fn nesting_depth(text: &str) -> usize {
         }
     }
     deepest
-}
-
-/// Reads a whole line as a JSON object map, keeping key order.
-pub(super) fn parse_map(text: &str) -> Result<Map<String, Value>, String> {
-    parse_object(text)
 }
 
 fn invalid_json(err: serde_json::Error) -> String {
