@@ -7,6 +7,7 @@ use super::id::TaskId;
 use super::model::Status;
 
 /// The fields of a task line a person or a document writes.
+#[derive(Default)]
 pub(super) struct TaskText<'a> {
     pub title: &'a str,
     pub body: Option<&'a str>,

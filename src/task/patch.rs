@@ -1,8 +1,6 @@
 //! Changes to the queue, expressed by task id so they apply to whatever the
 //! files hold when the lock is taken (a hand edit made meanwhile is kept).
 
-use serde_json::Map;
-
 use super::change::Change;
 use super::error::{Error, Result};
 use super::id::TaskId;
@@ -334,17 +332,14 @@ impl Queue {
         let mut children = Vec::new();
         for (n, title) in titles.iter().enumerate() {
             let child = self.next_child_id(id);
-            let mut object = Map::new();
-            object.insert("id".into(), child.as_str().into());
-            object.insert("title".into(), title.trim().into());
-            let status = if n == 0 {
-                first_status
-            } else {
-                Status::Pending
+            let text = TaskText {
+                title: title.trim(),
+                ..TaskText::default()
             };
-            object.insert("status".into(), status.as_str().into());
-            object.insert("leaf".into(), true.into());
-            object.insert("created".into(), now.into());
+            let mut object = new_line(&child, true, text, &[], now);
+            if n == 0 {
+                object.insert("status".into(), first_status.as_str().into());
+            }
             self.tasks.insert(index + 1 + n, object)?;
             children.push(child);
         }
