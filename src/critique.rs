@@ -66,9 +66,7 @@ pub(crate) fn entry(
 /// a fence an entry cut short by a crash left open, so the new entry reads
 /// as its own.
 pub(crate) fn append(path: &Path, entry: &str) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    files::create_parent(path)?;
     let before = files::read_or_empty(path)?;
     let before = String::from_utf8_lossy(&before);
     let mut text = String::new();

@@ -73,9 +73,7 @@ impl EventLog {
     /// terminated first, so it stays one unreadable line instead of
     /// swallowing this record.
     pub(crate) fn append(&self, event: &Event) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+        files::create_parent(&self.path)?;
         let mut line = String::new();
         if !ends_with_newline(&self.path)? {
             line.push('\n');

@@ -325,6 +325,14 @@ pub fn remove_stale_temps(path: &Path) -> io::Result<usize> {
     Ok(removed)
 }
 
+/// Creates the folder of `path`, with its parents, where missing.
+pub fn create_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(dir) => fs::create_dir_all(dir),
+        None => Ok(()),
+    }
+}
+
 /// Appends `bytes` to `path` (creating it) and fsyncs before returning.
 pub fn append_durable(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let existed = path.exists();
@@ -362,9 +370,7 @@ pub fn append_patterns<T: AsRef<str>>(
 /// missing), waiting for the holder; released when the returned file is
 /// dropped, and by the system if the process dies.
 pub fn lock(path: &Path) -> io::Result<File> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir)?;
-    }
+    create_parent(path)?;
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -58,9 +58,7 @@ pub(crate) struct Review {
 /// Appends a dated note, `kind` saying whose (`note`, `review passed`,
 /// `review rejected`).
 pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    files::create_parent(path)?;
     let mut entry = format!("{HEADING}{time} · {kind}\n\n");
     // A line that looks like an entry's heading would split the entry when
     // the file is read back: indented, it does not.
@@ -77,9 +75,7 @@ pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io
 
 /// Appends a verdict.
 pub(crate) fn append_review(path: &Path, review: &Review) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+    files::create_parent(path)?;
     let mut line = serde_json::to_string(review).expect("plain data serialises");
     line.push('\n');
     files::append_durable(path, line.as_bytes())

@@ -251,23 +251,20 @@ pub(crate) struct TaskProgress {
     pub cost_usd: f64,
     /// Tokens (input and output) its iterations took, across runs, for
     /// `max_task_tokens`.
-    #[serde(skip_serializing_if = "is_zero_count")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub tokens: u64,
     /// Review verdicts given on it (`.ralph/reviews/<id>.jsonl` has them),
     /// as of its last iteration.
-    #[serde(skip_serializing_if = "is_zero_count")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub reviews: u64,
     /// Of those, the rejections.
-    #[serde(skip_serializing_if = "is_zero_count")]
+    #[serde(skip_serializing_if = "is_zero")]
     pub rejections: u64,
 }
 
-fn is_zero(value: &f64) -> bool {
-    *value == 0.0
-}
-
-fn is_zero_count(value: &u64) -> bool {
-    *value == 0
+/// Whether `value` is zero, for the fields left out then.
+fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 impl TaskProgress {
@@ -391,9 +388,7 @@ impl StateFile {
 
     /// Writes the state atomically.
     pub(crate) fn save(&self, state: &State) -> std::io::Result<()> {
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
+        files::create_parent(&self.path)?;
         let mut text = serde_json::to_string_pretty(state).expect("the state serializes");
         text.push('\n');
         let write = |file: &mut std::fs::File| {

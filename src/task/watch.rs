@@ -366,9 +366,7 @@ impl Store {
         if copy.exists() && files::read_or_empty(copy).map_err(io_error(copy))? == bytes {
             return Ok(());
         }
-        if let Some(dir) = copy.parent() {
-            fs::create_dir_all(dir).map_err(io_error(copy))?;
-        }
+        files::create_parent(copy).map_err(io_error(copy))?;
         files::write_atomic(copy, bytes).map_err(io_error(copy))
     }
 }
