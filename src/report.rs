@@ -245,16 +245,8 @@ fn summary(source: &Source, rows: &BTreeMap<String, TaskRow>) -> String {
     let mut item = |term: &str, value: String| {
         let _ = writeln!(out, "<dt>{}</dt><dd>{value}</dd>", esc(term));
     };
-    let first = source
-        .events
-        .first()
-        .map(|e| e.timestamp.as_str())
-        .unwrap_or("");
-    let last = source
-        .events
-        .last()
-        .map(|e| e.timestamp.as_str())
-        .unwrap_or("");
+    let [first, last] = [source.events.first(), source.events.last()]
+        .map(|event| event.map_or("", |event| event.timestamp.as_str()));
     item("time", format!("{} – {}", esc(first), esc(last)));
     match &source.result {
         Some(result) => {
