@@ -160,8 +160,6 @@ pub enum Error {
     Io(#[from] crate::files::PathError),
 }
 
-impl Error {}
-
 /// Adds what ralph was doing to a libgit2 error.
 pub(crate) trait Context<T> {
     /// Maps the error into [`Error::Git`] naming `action`.
