@@ -190,9 +190,9 @@ impl Gh {
         }
     }
 
-    fn run(&self, args: &[&str], input: Option<&str>) -> Result<String, Failure> {
+    fn run(&self, args: &[impl AsRef<str>], input: Option<&str>) -> Result<String, Failure> {
         let mut child = Command::new("gh")
-            .args(args)
+            .args(args.iter().map(AsRef::as_ref))
             .current_dir(&self.dir)
             .env("GH_PROMPT_DISABLED", "1")
             .stdin(if input.is_some() {
@@ -225,8 +225,8 @@ impl Gh {
             let said = if said.is_empty() { stdout } else { said };
             // Named by its command and subcommand: `gh pr create`.
             let named: Vec<&str> = (args.iter().take(2))
+                .map(AsRef::as_ref)
                 .take_while(|arg| !arg.starts_with('-'))
-                .copied()
                 .collect();
             Err(Failure {
                 kind: kind(&said),
@@ -235,13 +235,9 @@ impl Gh {
         }
     }
 
-    /// Checks `gh` is installed and logged in, before any agent runs.
-    pub(crate) fn preflight(&self) -> Result<(), String> {
-        self.preflight_once().map_err(|failure| failure.said)
-    }
-
-    /// [`Gh::preflight`] once, its failure sorted: `gh auth status` asks
-    /// GitHub, so a server or network error there may pass.
+    /// Checks `gh` is installed and logged in, before any agent runs, its
+    /// failure sorted: `gh auth status` asks GitHub, so a server or network
+    /// error there may pass.
     pub(crate) fn preflight_once(&self) -> Result<(), Failure> {
         self.run(&["--version"], None)?;
         self.run(&["auth", "status"], None)
@@ -285,18 +281,15 @@ impl Gh {
 
     /// Opens the pull request; returns its address (what `gh` prints).
     pub(crate) fn create(&self, request: &Request<'_>) -> Result<String, Failure> {
-        let args = create_args(request, "-");
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let printed = self.run(&args, Some(request.body))?;
+        let printed = self.run(&create_args(request, "-"), Some(request.body))?;
         Ok(printed.lines().last().unwrap_or_default().to_owned())
     }
 
     /// Updates pull request `number`'s title and body, and adds its
     /// labels.
     pub(crate) fn edit(&self, number: u64, request: &Request<'_>) -> Result<(), Failure> {
-        let args = edit_args(number, request, "-");
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.run(&args, Some(request.body)).map(|_| ())
+        self.run(&edit_args(number, request, "-"), Some(request.body))
+            .map(|_| ())
     }
 }
 

@@ -19,7 +19,7 @@ pub(super) fn delivery(
     let pr = settings.delivery == Delivery::Pr;
     let base = repo.map_or("the base branch", Repo::base);
     if pr {
-        match crate::delivery::gh::Gh::new(paths.root()).preflight() {
+        match crate::delivery::gh::Gh::new(paths.root()).preflight_once() {
             Ok(()) if !settings.watch.prds.is_empty() => found.ok(
                 "delivery",
                 &format!("pr: gh is installed and logged in; each watched PRD is worked on a branch ralph/<prd-name> with its own pull request into {base}, other tasks on ralph/<name>"),
@@ -28,9 +28,9 @@ pub(super) fn delivery(
                 "delivery",
                 &format!("pr: gh is installed and logged in; the run works on a branch ralph/<name> and opens a pull request into {base}"),
             ),
-            Err(said) => found.error(
+            Err(failure) => found.error(
                 "delivery",
-                &format!("pr: {said}"),
+                &format!("pr: {failure}"),
                 "fix that, or set delivery: local in config/ralph.yaml to keep the work on the base",
             ),
         }
