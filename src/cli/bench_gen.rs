@@ -32,8 +32,7 @@ pub(super) fn run(args: &BenchGenArgs, context: &Context) -> Result<Outcome, Err
     };
     for (name, bytes) in [(TASKS_FILE, tasks_jsonl(&spec)), (DONE_FILE, String::new())] {
         let path = context.paths.join(name);
-        std::fs::write(&path, bytes)
-            .map_err(|source| Error::from(crate::files::PathError::new(path, source)))?;
+        std::fs::write(&path, bytes).map_err(crate::files::at::<Error>(path))?;
     }
     Ok(Outcome::default())
 }

@@ -185,7 +185,7 @@ fn compare(args: &InitArgs, context: &Context) -> Result<Outcome, Error> {
         let edited = format!("{bom}{}", detect::with_checks(body, &checks)?);
         let path = context.paths.settings();
         crate::files::write_atomic(&path, edited.as_bytes())
-            .map_err(|source| Error::from(crate::files::PathError::new(path, source)))?;
+            .map_err(crate::files::at::<Error>(path))?;
         written = true;
     }
     if context.json {
@@ -236,7 +236,7 @@ fn configured(context: &Context) -> Result<Option<(String, Settings)>, Error> {
     let bytes = match std::fs::read(&path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => return Err(Error::from(crate::files::PathError::new(path, source))),
+        Err(source) => return Err(crate::files::at(path)(source)),
     };
     let text = String::from_utf8(bytes).map_err(|err| {
         let (line, message) = crate::files::not_utf8(err.as_bytes(), err.utf8_error());

@@ -87,7 +87,7 @@ pub(crate) fn execute(request: &Request<'_>, interrupted: &AtomicBool) -> Result
 
     // Until the run writes its own, result.json says a run is under way, so
     // an execute killed outright (SIGKILL) still leaves one to read.
-    let io = |path: PathBuf| move |source| Error::from(crate::files::PathError::new(path, source));
+    let io = crate::files::at::<Error>;
     let under_way = ResultFile::new(
         Some(input.run_id.clone()),
         ResultStatus::Failed,

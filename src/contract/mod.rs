@@ -8,7 +8,7 @@ pub(crate) mod input;
 pub(crate) mod output;
 pub(crate) mod progress;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -147,10 +147,7 @@ pub(crate) fn refuse(out_dir: &Path, run_id: Option<String>, message: String) ->
     }
     match ResultFile::plan_failed(run_id, message.clone()).save(out_dir) {
         Ok(()) => Error::Contract(message),
-        Err(source) => Error::from(crate::files::PathError::new(
-            out_dir.join(RESULT_FILE),
-            source,
-        )),
+        Err(source) => crate::files::at(out_dir.join(RESULT_FILE))(source),
     }
 }
 
@@ -230,7 +227,7 @@ pub(crate) fn plan(input_path: &Path, out_dir: &Path, now: &str) -> Result<PlanF
             input.prd_path
         )));
     }
-    let io = |path: PathBuf| move |source| Error::from(crate::files::PathError::new(path, source));
+    let io = crate::files::at::<Error>;
     std::fs::create_dir_all(out_dir).map_err(io(out_dir.to_owned()))?;
     let plan_path = out_dir.join(PLAN_FILE);
     crate::files::write_atomic(&plan_path, file.to_text().as_bytes()).map_err(io(plan_path))?;
