@@ -175,11 +175,8 @@ pub(crate) fn press(ui: &mut Ui, snapshot: &Snapshot, key: KeyEvent) -> Action {
             ui.overlay = Overlay::None;
             return Action::Stop;
         }
-        (Overlay::ConfirmStop | Overlay::Said(_), _) => {
-            ui.overlay = Overlay::None;
-            return Action::Stay;
-        }
-        (
+        (Overlay::ConfirmStop | Overlay::Said(_), _)
+        | (
             Overlay::Help | Overlay::Details(_),
             KeyCode::Esc | KeyCode::Enter | KeyCode::Char('?'),
         ) => {

@@ -84,10 +84,7 @@ impl Reader {
     /// Whether `path` changed since this asked last (or is asked first).
     fn changed(&mut self, path: &Path) -> bool {
         let now = signature(path);
-        match self.seen.insert(path.to_owned(), now) {
-            Some(before) => before != now,
-            None => true,
-        }
+        self.seen.insert(path.to_owned(), now) != Some(now)
     }
 
     /// Reads what changed and returns everything for a frame, with

@@ -193,16 +193,21 @@ fn state_line(state: &RunState) -> (String, Color) {
     }
 }
 
-/// The block of a panel, its border bright when it has the focus.
-fn panel(title: String, focused: bool) -> Block<'static> {
+/// Draws the block of panel `which` over `area`, its border bright when it
+/// has the focus; returns the area inside it and whether it has the focus.
+fn panel(area: Rect, buf: &mut Buffer, which: Panel, title: String, ui: &Ui) -> (Rect, bool) {
+    let focused = ui.focus == which;
     let style = match focused {
         true => Style::new().fg(Color::Cyan),
         false => Style::new().fg(Color::DarkGray),
     };
-    Block::new()
+    let block = Block::new()
         .borders(Borders::ALL)
         .border_style(style)
-        .title(Span::styled(title, Style::new().bold()))
+        .title(Span::styled(title, Style::new().bold()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    (inner, focused)
 }
 
 /// The first row to show of `rows` so that `selected` is in a window of
@@ -212,10 +217,8 @@ fn scroll(selected: usize, height: usize) -> usize {
 }
 
 fn draw_workers(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
-    let focused = ui.focus == Panel::Workers;
-    let block = panel(format!(" workers ({}) ", snapshot.workers.len()), focused);
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let heading = format!(" workers ({}) ", snapshot.workers.len());
+    let (inner, focused) = panel(area, buf, Panel::Workers, heading, ui);
     // The title takes two fifths of what the fixed columns leave, what
     // the agent does the rest.
     let rest = usize::from(inner.width).saturating_sub(39);
@@ -293,10 +296,8 @@ fn mark(status: Option<Status>) -> (&'static str, Color) {
 }
 
 fn draw_queue(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
-    let focused = ui.focus == Panel::Queue;
-    let block = panel(format!(" queue ({}) ", snapshot.queue_size), focused);
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let heading = format!(" queue ({}) ", snapshot.queue_size);
+    let (inner, focused) = panel(area, buf, Panel::Queue, heading, ui);
     if let Some(error) = &snapshot.queue_error {
         Paragraph::new(format!("cannot be read: {error}"))
             .style(Style::new().fg(Color::Red))
@@ -334,10 +335,7 @@ fn draw_queue(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
 }
 
 fn draw_events(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
-    let focused = ui.focus == Panel::Events;
-    let block = panel(" recent events ".to_owned(), focused);
-    let inner = block.inner(area);
-    block.render(area, buf);
+    let (inner, focused) = panel(area, buf, Panel::Events, " recent events ".to_owned(), ui);
     let height = inner.height as usize;
     let selected = ui.selected[Panel::Events as usize];
     let first = scroll(selected, height);
