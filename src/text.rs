@@ -21,6 +21,12 @@ pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` quoted for a POSIX shell; as it is where it cannot be (only a
+/// NUL cannot, and no path or argument holds one).
+pub(crate) fn shell_quoted(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| text.to_owned(), Cow::into_owned)
+}
+
 /// A serde error message without the ` at line L column C` its library
 /// appends: ralph names the file and line itself.
 pub(crate) fn without_position(message: &str) -> &str {

@@ -317,8 +317,7 @@ fn remote(context: &Context, in_git: bool) -> Result<Vec<String>, Error> {
     };
     let ralph = match (&me, &on_path) {
         (Some(me), Some(found)) if same(me, found) => "ralph".to_owned(),
-        (Some(me), _) => shlex::try_quote(&me.display().to_string())
-            .map_or_else(|_| me.display().to_string(), |quoted| quoted.into_owned()),
+        (Some(me), _) => crate::text::shell_quoted(&me.display().to_string()),
         (None, _) => "ralph".to_owned(),
     };
     crate::init::queue_merge_driver(&context.paths, &repo, &ralph)

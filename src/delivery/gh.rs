@@ -340,7 +340,7 @@ pub(crate) fn by_hand(request: &Request<'_>, body_file: &str, open: Option<u64>)
     };
     let quoted: Vec<String> = args
         .iter()
-        .map(|arg| shlex::try_quote(arg).map_or_else(|_| arg.clone(), |q| q.into_owned()))
+        .map(|arg| crate::text::shell_quoted(arg))
         .collect();
     format!("gh {}", quoted.join(" "))
 }

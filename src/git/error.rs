@@ -232,10 +232,7 @@ impl crate::exit::Reportable for Error {
             ),
             Error::SshKey { path, .. } => format!(
                 "point git.ssh_key at the private key file, readable by you alone (`chmod 600 {}`), or set it to null to push with your own ssh setup",
-                {
-                    let path = path.to_string_lossy();
-                    shlex::try_quote(&path).map_or_else(|_| path.to_string(), |q| q.into_owned())
-                }
+                crate::text::shell_quoted(&path.to_string_lossy())
             ),
             Error::InvalidPrefix { .. } => {
                 "use letters, digits, `-` and `/` (the default is `task/`)".to_owned()

@@ -25,9 +25,7 @@ impl Repo {
 /// The `GIT_SSH_COMMAND` that makes ssh offer only `key`; git runs it
 /// through a shell, so the path is quoted for one.
 pub(super) fn ssh_command(key: &Path) -> String {
-    let key = key.to_string_lossy();
-    // Only a NUL cannot be quoted, and no path holds one.
-    let quoted = shlex::try_quote(&key).unwrap_or_else(|_| key.clone());
+    let quoted = crate::text::shell_quoted(&key.to_string_lossy());
     format!("ssh -i {quoted} -o IdentitiesOnly=yes")
 }
 
