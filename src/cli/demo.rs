@@ -102,23 +102,16 @@ pub(super) fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> 
         folder.root().display(),
         bin.display()
     );
-    Ok(Outcome {
-        stdout: out,
-        stderr: String::new(),
-        exit: Some(result.status.exit()),
-    })
+    Ok(Outcome::print(out).with_exit(Some(result.status.exit())))
 }
 
 /// Runs one iteration of the scripted demo agent in the current project.
 pub(super) fn agent(context: &Context) -> Result<Outcome, Error> {
     let (said, code) = demo::agent(&context.paths, &demo::AgentTurn::from_env())?;
-    Ok(Outcome {
-        stdout: said,
-        stderr: String::new(),
-        exit: Some(if code == 0 {
-            Exit::Success
-        } else {
-            Exit::NothingToDo
-        }),
-    })
+    let exit = if code == 0 {
+        Exit::Success
+    } else {
+        Exit::NothingToDo
+    };
+    Ok(Outcome::print(said).with_exit(Some(exit)))
 }

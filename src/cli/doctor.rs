@@ -59,11 +59,8 @@ pub(super) fn run(args: &DoctorArgs, context: &Context) -> Result<Outcome, Error
     } else {
         lines(&findings)
     };
-    Ok(Outcome {
-        stdout,
-        exit: doctor::has_error(&findings).then_some(Exit::NeedsPerson),
-        ..Outcome::default()
-    })
+    let exit = doctor::has_error(&findings).then_some(Exit::NeedsPerson);
+    Ok(Outcome::print(stdout).with_exit(exit))
 }
 
 /// The findings as text, one line each.

@@ -78,8 +78,7 @@ pub(super) fn run(args: &PromptArgs, context: &Context) -> Result<Outcome, Error
     let _ = writeln!(stderr, "{why}");
     let _ = writeln!(stderr, "prompt: {} bytes", text.len());
     Ok(Outcome {
-        stdout: text,
         stderr,
-        exit: None,
+        ..Outcome::print(text)
     })
 }
