@@ -525,20 +525,11 @@ fn seconds(ms: u64) -> String {
 /// (newlines among them) becomes one space.
 fn one_line(text: &str) -> String {
     let text = redact(text);
-    let mut out = String::with_capacity(text.len());
-    let mut in_run = false;
-    for c in text.chars() {
-        if c.is_control() {
-            if !in_run {
-                out.push(' ');
-            }
-            in_run = true;
-        } else {
-            out.push(c);
-            in_run = false;
-        }
-    }
-    out.trim().to_owned()
+    let parts: Vec<&str> = text
+        .split(char::is_control)
+        .filter(|part| !part.is_empty())
+        .collect();
+    parts.join(" ").trim().to_owned()
 }
 
 /// `text` for running Markdown: one line, and `<` escaped so it cannot open
