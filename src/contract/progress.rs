@@ -152,9 +152,7 @@ impl Tail {
                 ("execute", status.to_owned())
             }
             ("iteration", status) => {
-                for (key, value) in &event.extra {
-                    context.insert(key.clone(), value.clone());
-                }
+                context.extend(event.extra.clone());
                 if let (Some(id), Some(n)) = (&task, event.extra.get("task_iteration")) {
                     self.attempt.insert(id.clone(), n.as_u64().unwrap_or(0));
                 }
