@@ -289,6 +289,11 @@ impl TaskProgress {
 }
 
 impl State {
+    /// What is known of task `id`'s progress (nothing yet: the defaults).
+    pub(crate) fn progress(&self, id: &str) -> TaskProgress {
+        self.tasks.get(id).cloned().unwrap_or_default()
+    }
+
     /// Iterations since `role` last ran; this run's iterations if it never did.
     pub(crate) fn iterations_since_role(&self, role: &str) -> u64 {
         match self.roles.get(role) {

@@ -56,10 +56,7 @@ pub(crate) fn observe(
     let live = super::lock::live_holder(paths).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
     let settings = crate::config::Settings::load(paths)?;
-    let branch = state
-        .tasks
-        .get(task.id.as_str())
-        .and_then(|p| p.branch.clone());
+    let branch = state.progress(task.id.as_str()).branch;
     let measures = match super::worker::open_repo(paths, &settings, state.base.as_deref()) {
         Ok(repo) => Measures::of(&repo, task, branch.as_deref())?,
         // Not a repository (yet): no branch work to measure.
@@ -78,11 +75,7 @@ pub(crate) fn trigger_context(
     run_iterations: u64,
     measures: &Measures,
 ) -> TriggerContext {
-    let progress = state
-        .tasks
-        .get(task.id.as_str())
-        .cloned()
-        .unwrap_or_default();
+    let progress = state.progress(task.id.as_str());
     let mut context = TriggerContext::for_task(task);
     context.task_kind = task_kind(queue, task).unwrap_or_default();
     context.iteration = run_iterations as i64;
@@ -138,11 +131,7 @@ pub(crate) fn prompt_context(
     run_iterations: u64,
     branch: Option<&str>,
 ) -> PromptContext {
-    let progress = state
-        .tasks
-        .get(task.id.as_str())
-        .cloned()
-        .unwrap_or_default();
+    let progress = state.progress(task.id.as_str());
     let mut variables = prompt::context_for(queue, task, decision);
     variables.iteration = run_iterations + 1;
     variables.task_iteration = progress.iterations + 1;

@@ -168,7 +168,7 @@ impl Worker<'_> {
 
     /// The task's branch, if it still exists.
     fn task_branch(&self, id: &TaskId, title: &str) -> Result<Option<String>, Error> {
-        Ok(match self.progress(id.as_str()).branch {
+        Ok(match self.state.progress(id.as_str()).branch {
             Some(branch) if self.repo.branch_tip(&branch).is_ok() => Some(branch),
             _ => self.repo.find_task_branch(id, title)?,
         })
@@ -460,7 +460,7 @@ impl Worker<'_> {
                     .map(|t| t.id.to_string())
             })
             .collect();
-        let Some(branch) = self.progress(id.as_str()).branch else {
+        let Some(branch) = self.state.progress(id.as_str()).branch else {
             return Ok(());
         };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
@@ -660,11 +660,7 @@ impl Worker<'_> {
                 .map(|c| format!(" ({})", &c[..c.len().min(10)]))
                 .unwrap_or_default()
         ));
-        let verified = self
-            .state
-            .tasks
-            .get(id.as_str())
-            .is_some_and(|progress| progress.checked > 0);
+        let verified = self.state.progress(id.as_str()).checked > 0;
         let mut extra = fields(json!({"verified": verified}));
         self.record(Some(id), "merge", "ok", detail, extra.clone())?;
         if let Some(commit) = &commit {

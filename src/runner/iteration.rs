@@ -101,7 +101,7 @@ impl Worker<'_> {
     /// it for free).
     fn begin(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Turn, Error> {
         let title = task.map_or_else(
-            || self.progress(id.as_str()).title.unwrap_or_default(),
+            || self.state.progress(id.as_str()).title.unwrap_or_default(),
             |t| t.title.to_string(),
         );
         let task = match task {
@@ -402,7 +402,7 @@ impl Worker<'_> {
             }
             _ => true,
         };
-        let progress = self.progress(id.as_str());
+        let progress = self.state.progress(id.as_str());
         // A reviewer's turn on a ready task ends in a verdict.
         let no_verdict = (turn.role().as_deref() == Some("reviewer")
             && turn.task.status == Status::Ready
@@ -434,7 +434,7 @@ impl Worker<'_> {
     /// as the one the next iteration is compared with.
     fn keep_dropped_commits(&mut self, turn: &Turn, tip: &CommitId) -> Result<(), Error> {
         let id = &turn.id;
-        let noted = (self.progress(id.as_str()).tip)
+        let noted = (self.state.progress(id.as_str()).tip)
             .and_then(|noted| CommitId::parse(&noted))
             .unwrap_or_else(|| turn.tip_before.clone());
         let dropped = self
@@ -478,7 +478,7 @@ impl Worker<'_> {
         else {
             return;
         };
-        let next = self.progress(task.id.as_str()).iterations + 1;
+        let next = self.state.progress(task.id.as_str()).iterations + 1;
         let final_review =
             context::task_kind(queue, task).as_deref() == Some(context::FINAL_REVIEW_KIND);
         if !next.is_multiple_of(every) || final_review {

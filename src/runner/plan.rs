@@ -48,11 +48,8 @@ pub(crate) fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     let repo = open_repo(paths, &options.settings, state.base.as_deref()).ok();
     let measures = match &repo {
         Some(repo) => {
-            let recorded = state
-                .tasks
-                .get(task.id.as_str())
-                .and_then(|p| p.branch.as_deref());
-            Measures::of(repo, task, recorded)?
+            let recorded = state.progress(task.id.as_str()).branch;
+            Measures::of(repo, task, recorded.as_deref())?
         }
         None => Measures::default(),
     };

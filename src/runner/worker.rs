@@ -24,7 +24,7 @@ use crate::git::{self, Head, Repo};
 use crate::paths::STOP_FILE;
 use crate::result::{RunResult, RunStatus, TaskOutcome};
 use crate::roles::{self, Triggers};
-use crate::state::{Loaded, Phase, State, StateFile, TaskProgress};
+use crate::state::{Loaded, Phase, State, StateFile};
 use crate::task::{Patch, Queue, Status, Store, Task, TaskId};
 use crate::text::count;
 
@@ -620,7 +620,7 @@ impl<'a> Worker<'a> {
     }
 
     pub(super) fn candidate(&self, task: &Task) -> Candidate {
-        let progress = self.progress(task.id.as_str());
+        let progress = self.state.progress(task.id.as_str());
         Candidate {
             id: task.id.clone(),
             status: task.status,
@@ -645,10 +645,6 @@ impl<'a> Worker<'a> {
     /// Whether `max_run_minutes` is spent.
     pub(super) fn run_time_spent(&self) -> bool {
         decide::run_time_spent(self.run_seconds(), &self.budgets)
-    }
-
-    pub(super) fn progress(&self, id: &str) -> TaskProgress {
-        self.state.tasks.get(id).cloned().unwrap_or_default()
     }
 
     pub(super) fn ending(
