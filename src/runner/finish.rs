@@ -48,7 +48,7 @@ impl Worker<'_> {
         }
         // Parallel workers merge one at a time, each against the base as
         // the others left it.
-        let _turn = self.merge_turn();
+        let _turn = self.seat.merge_turn();
         // Sharing the queue: the squash builds on the remote's tip.
         self.catch_up()?;
         self.state.phase = Phase::Merge;
@@ -112,7 +112,7 @@ impl Worker<'_> {
         let changes = self.archive(id, Some(tip.to_string()))?;
         crate::fault::crash_at("after_archive");
         let mut commit = self.base().amend_with_queue_files(&completes(&changes))?;
-        if self.shared_remote().is_some() {
+        if self.remote.is_some() {
             if let Some(kept) = self.publish(Some((id, Some(tip.to_string()))), true)? {
                 self.leave_worktree()?;
                 self.base().preserve_and_delete_branch(&branch, id)?;
@@ -256,7 +256,7 @@ impl Worker<'_> {
         branch: Option<&str>,
         trailers: &[String],
     ) -> Result<(), Error> {
-        let _turn = self.merge_turn();
+        let _turn = self.seat.merge_turn();
         self.catch_up()?;
         let bookkeeping = |engine: &mut Self| -> Result<Option<String>, Error> {
             let message = git::squash_message(id, title, &[], trailers);
@@ -300,7 +300,7 @@ impl Worker<'_> {
                 }
             },
         };
-        if self.shared_remote().is_some() {
+        if self.remote.is_some() {
             if let Some(kept) = self.publish(Some((id, tip)), true)? {
                 return self.orphaned(id, &kept);
             }
@@ -415,7 +415,7 @@ impl Worker<'_> {
             "{id}: its squash commit landed before ralph stopped; archiving it"
         ));
         let branch = self.task_branch(id, &title)?;
-        let _turn = self.merge_turn();
+        let _turn = self.seat.merge_turn();
         let tip = match &branch {
             Some(branch) => Some(self.repo.branch_tip(branch)?),
             None => None,
@@ -464,7 +464,7 @@ impl Worker<'_> {
             return Ok(());
         };
         let trailers = vec![format!("Split-into: {}", children.join(", "))];
-        let _turn = self.merge_turn();
+        let _turn = self.seat.merge_turn();
         self.catch_up()?;
         let mut tip = None;
         let mut commit = match self.squash(&branch, id, &task.title, &trailers)? {
@@ -476,7 +476,7 @@ impl Worker<'_> {
                 self.base().preserve_and_delete_branch(&branch, id)?;
                 // Sharing the queue: the children reach the other
                 // machines in a commit of their own.
-                if self.shared_remote().is_some() {
+                if self.remote.is_some() {
                     let message = format!("ralph: {id} split\n\n{}\n", trailers.join("\n"));
                     self.base().commit_queue_files(&message)?;
                 }
@@ -505,7 +505,7 @@ impl Worker<'_> {
                 return self.block(id, &reason);
             }
         };
-        if self.shared_remote().is_some() {
+        if self.remote.is_some() {
             let _ = self.publish(Some((id, tip)), true)?;
             if commit.is_some() {
                 commit = Some(self.base().branch_tip(self.base().base())?.to_string());
@@ -639,7 +639,7 @@ impl Worker<'_> {
     /// remote's tip, and pushed there with the task's claim released, when
     /// the queue is shared.
     pub(super) fn commit_queue(&mut self, id: &TaskId, message: &str) -> Result<(), Error> {
-        let _turn = self.merge_turn();
+        let _turn = self.seat.merge_turn();
         self.catch_up()?;
         self.base().commit_queue_files(message)?;
         let _ = self.publish(Some((id, None)), true)?;
@@ -683,7 +683,7 @@ impl Worker<'_> {
             verified: Some(verified),
         })?;
         if squashed && self.options.settings.git.push == crate::config::Push::OnMerge {
-            let _turn = self.merge_turn();
+            let _turn = self.seat.merge_turn();
             // The run stops before its next iteration (see `main_loop`).
             self.push_failure = self.push_base()?;
         }

@@ -809,11 +809,6 @@ const REFUSED_FIRST: Duration = Duration::from_millis(100);
 const UNREACHABLE_FIRST: Duration = Duration::from_secs(1);
 
 impl super::Worker<'_> {
-    /// The shared remote, when the run shares its queue.
-    pub(super) fn shared_remote(&self) -> Option<&Remote> {
-        self.remote.as_deref()
-    }
-
     /// Before a commit on the base: reads the remote and moves the base
     /// to its tip, so the commit builds on it. Nothing without a remote.
     pub(super) fn catch_up(&mut self) -> Result<(), Error> {
@@ -839,7 +834,7 @@ impl super::Worker<'_> {
         task: Option<(&crate::task::TaskId, Option<String>)>,
         release: bool,
     ) -> Result<Option<String>, Error> {
-        if self.shared_remote().is_none() {
+        if self.remote.is_none() {
             return Ok(None);
         }
         let mut refused = 0u32;

@@ -613,12 +613,6 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// Holds the merge turn while the worker changes the base (see
-    /// [`Seat::merge_turn`]).
-    pub(super) fn merge_turn(&self) -> super::seat::MergeTurn<'a> {
-        self.seat.merge_turn()
-    }
-
     pub(super) fn candidate(&self, task: &Task) -> Candidate {
         let progress = self.state.progress(task.id.as_str());
         Candidate {
