@@ -53,9 +53,7 @@ impl RunLock {
     pub(crate) fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
         let path = paths.run_lock();
         let io = |err| LockError::Io(path.clone(), err);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
+        crate::files::create_parent(&path).map_err(io)?;
         let mut file = OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -250,9 +250,7 @@ impl Worker<'_> {
 /// Saves `bytes` at `relative` in the project, folders made as needed.
 pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
     let path = paths.project().join(relative);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(crate::files::at::<Error>(&path))?;
-    }
+    crate::files::create_parent(&path).map_err(crate::files::at::<Error>(&path))?;
     crate::files::write_atomic(&path, bytes).map_err(crate::files::at(&path))
 }
 
