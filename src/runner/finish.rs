@@ -453,12 +453,8 @@ impl Worker<'_> {
         let children: Vec<String> = queue
             .children(id.as_str())
             .into_iter()
-            .filter_map(|i| {
-                queue.tasks.lines()[i]
-                    .task
-                    .as_ref()
-                    .map(|t| t.id.to_string())
-            })
+            .filter_map(|index| queue.tasks.lines()[index].task.as_ref())
+            .map(|task| task.id.to_string())
             .collect();
         let Some(branch) = self.state.progress(id.as_str()).branch else {
             return Ok(());
