@@ -515,27 +515,6 @@ impl Remote {
             .iter()
             .find(|claim| claim.id == id)
             .cloned();
-        if let Some(claim) = found {
-            if claim.machine != self.machine.id {
-                if !self.stale(id) {
-                    return Ok(Claimed::Taken(claim.host));
-                }
-                return self.take_over(repo, &claim, worker, branch);
-            }
-            self.seen().held.insert(
-                id.to_owned(),
-                Held {
-                    commit: claim.commit,
-                    beat: claim.beat,
-                    worker,
-                    branch: branch.to_owned(),
-                    renewed: Instant::now(),
-                    taken_from: None,
-                    wip: repo.commit_of(&seen_wip_ref(id)),
-                },
-            );
-            return Ok(Claimed::Held);
-        }
         let held = Held {
             commit: String::new(),
             beat: 0,
@@ -545,6 +524,22 @@ impl Remote {
             taken_from: None,
             wip: None,
         };
+        if let Some(claim) = found {
+            if claim.machine != self.machine.id {
+                if !self.stale(id) {
+                    return Ok(Claimed::Taken(claim.host));
+                }
+                return self.take_over(repo, &claim, worker, branch);
+            }
+            let taken_up = Held {
+                commit: claim.commit,
+                beat: claim.beat,
+                wip: repo.commit_of(&seen_wip_ref(id)),
+                ..held
+            };
+            self.seen().held.insert(id.to_owned(), taken_up);
+            return Ok(Claimed::Held);
+        }
         let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
         let update = RefUpdate::new(claim_ref(id), Some(commit.clone()), Lease::Absent);
         Ok(match repo.push_atomic(&self.name, &[update], false)? {
