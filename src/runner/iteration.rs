@@ -743,7 +743,7 @@ impl Worker<'_> {
 
     /// Whether `max_iterations` (one with `--once`) or `max_run_minutes`
     /// is spent.
-    fn budget_spent(&self) -> bool {
+    pub(super) fn budget_spent(&self) -> bool {
         self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
             || self.run_time_spent()
     }

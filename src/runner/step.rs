@@ -180,10 +180,8 @@ impl Worker<'_> {
         if let Some(end) = self.stop_or_interrupt()? {
             return Ok(Stepped::End(end));
         }
-        let spent = self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
-            || self.run_time_spent()
-            || self.seat.stop_handed_out()
-            || !self.seat.reserve(&self.budgets);
+        let spent =
+            self.budget_spent() || self.seat.stop_handed_out() || !self.seat.reserve(&self.budgets);
         if spent {
             return match self.seat.task() {
                 Some(_) => Ok(Stepped::Done),
