@@ -168,7 +168,9 @@ impl Worker<'_> {
             self.state.iteration,
             Some(&claim.branch),
         );
-        variables.review = self.review_view(&queue, &task)?;
+        // What the prompt shows of the run, when the task is a final review.
+        let scope = self.seat.scope(&self.state);
+        variables.review = context::review_view(&self.repo, &queue, &task, scope.as_ref())?;
         let text = prompt::build(&self.paths, &decision, &variables)?;
         let fired = decision.fired;
 

@@ -6,16 +6,15 @@
 
 use serde_json::Map;
 
-use super::context::{self, FINAL_REVIEW_KIND};
+use super::context::FINAL_REVIEW_KIND;
 use super::decide::{self, MAX_FINAL_REVIEWS};
 use super::worker::{Worker, now};
 use crate::error::Error;
 use crate::git::Repo;
 use crate::paths::ROLES_FILE;
-use crate::prompt::ReviewView;
 use crate::roles::Triggers;
 use crate::state::{RunScope, State};
-use crate::task::{Change, NewTask, Patch, Queue, Task};
+use crate::task::{Change, NewTask, Patch};
 
 /// The title of a final review task.
 pub(crate) const FINAL_REVIEW_TITLE: &str = "Final review of the run";
@@ -101,21 +100,5 @@ impl Worker<'_> {
         {
             scope.merged.push(id.to_owned());
         }
-    }
-
-    /// What the prompt of `task` shows of the run, when it is a final
-    /// review.
-    pub(super) fn review_view(
-        &self,
-        queue: &Queue,
-        task: &Task,
-    ) -> Result<Option<ReviewView>, Error> {
-        let scope = self.seat.scope(&self.state);
-        Ok(context::review_view(
-            &self.repo,
-            queue,
-            task,
-            scope.as_ref(),
-        )?)
     }
 }
