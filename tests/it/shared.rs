@@ -609,11 +609,9 @@ fn work_a_machine_finished_while_its_claim_was_taken_over_is_kept_not_landed_twi
 /// moved main (at most 30 s), then go on with it; the held push's new
 /// value is written to `held` in the bare repository.
 fn hold_first_push_to_main(fleet: &Fleet) {
-    let hook = fleet.remote().join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        r#"#!/bin/sh
-while read old new ref; do
+    remote_hook(
+        fleet,
+        r#"while read old new ref; do
   if [ "$ref" = refs/heads/main ] && mv "$GIT_DIR/hold" "$GIT_DIR/holding" 2>/dev/null; then
     i=0
     while [ "$(git rev-parse refs/heads/main)" = "$old" ] && [ $i -lt 600 ]; do
@@ -624,10 +622,7 @@ while read old new ref; do
 done
 exit 0
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     std::fs::write(fleet.remote().join("hold"), "").unwrap();
 }
 
