@@ -25,12 +25,12 @@ pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
 pub use classify::{Failure, FailureClass, Status, classify, judge};
 pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
-pub use preset::{Preset, PromptPassing};
+pub use preset::Preset;
 pub use process::{
     Activity, Confinement, Limits, Outcome, Request, kill_live_groups, preflight, resolve, run,
     stop_leftover_group,
 };
 pub use reset::reset_time;
 pub use shell::{ShellRun, run_shell, run_shell_with};
-pub use spec::{Invocation, MAX_ARG_BYTES, Spec};
+pub use spec::{Invocation, MAX_ARG_BYTES, PromptPassing, Spec};
 pub use transcript::{Usage, usage};

@@ -23,17 +23,6 @@ pub enum Preset {
     Cursor,
 }
 
-/// How a preset takes the prompt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PromptPassing {
-    /// Written to the agent's stdin, which is then closed.
-    Stdin,
-    /// Appended to the command line as the last argument.
-    Argv,
-    /// Named by a `{prompt_file}` argument of the command line.
-    File,
-}
-
 impl Preset {
     /// What its output reports of its spending: (cost, tokens)
     /// (docs/AGENT.md, "Classification", its tokens and cost).

@@ -5,8 +5,19 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use super::Error;
-use super::preset::{Preset, PromptPassing};
+use super::preset::Preset;
 use crate::config::AgentSettings;
+
+/// How a command takes the prompt, as its placeholders say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptPassing {
+    /// Written to the agent's stdin, which is then closed.
+    Stdin,
+    /// Appended to the command line as the last argument.
+    Argv,
+    /// Named by a `{prompt_file}` argument of the command line.
+    File,
+}
 
 /// The longest single argument Linux accepts is 131072 bytes including the
 /// terminating NUL; a prompt argument must stay below this.
