@@ -102,6 +102,8 @@ const CONFINE: Type<SandboxMode> = Type("auto, on or off", |text| {
 });
 /// Paths, written in the file only.
 const PATHS: Type<Vec<String>> = Type("list of paths", |_| Err(String::new()));
+/// Names of environment variables, written in the file only.
+const NAMES: Type<Vec<String>> = Type("list of variable names", |_| Err(String::new()));
 
 /// `null` (or nothing) is none; any other text is `parse`d.
 fn or_null<T>(text: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
@@ -234,6 +236,10 @@ pub(crate) const KEYS: &[Key] = keys! {
         "More paths a confined agent may write, beside its checkout, the git folder, the queue, its own state and the caches (`~/` and paths from the project allowed)";
     sandbox.hidden: PATHS = "[]", -, -,
         "More paths a confined agent sees as empty, beside ~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, ~/.netrc and ~/.docker";
+    sandbox.protected: PATHS = "[]", -, -,
+        "More paths of the project a confined agent may not change, beside config/, roles/, working.md, .gitattributes, a tracked hooks folder and .ralph/; a task whose squash changes one is blocked for a person (docs/SECURITY.md)";
+    sandbox.pass_env: NAMES = "[]", -, -,
+        "More environment variables a confined agent gets, beside PATH, HOME, the locale, TERM, TMPDIR, its preset's own (API keys) and RALPH_* (docs/AGENT.md)";
     sandbox.network: SWITCH = "true", RALPH_SANDBOX_NETWORK, -,
         "Whether a confined agent reaches the network (its model's API needs it); false for an agent against a local model";
     remote.enabled: SWITCH = "false", RALPH_REMOTE_ENABLED, "--remote",
@@ -351,7 +357,9 @@ mod tests {
                 "notify.on",
                 "watch.prds",
                 "sandbox.writable",
-                "sandbox.hidden"
+                "sandbox.hidden",
+                "sandbox.protected",
+                "sandbox.pass_env"
             ]
         );
     }

@@ -159,6 +159,10 @@ pub(crate) struct SandboxSettings {
     pub writable: Vec<String>,
     /// More paths hidden from agents.
     pub hidden: Vec<String>,
+    /// More paths of the project agents may not change.
+    pub protected: Vec<String>,
+    /// More environment variables agents get.
+    pub pass_env: Vec<String>,
     /// Whether confined agents reach the network.
     pub network: bool,
 }
@@ -169,6 +173,8 @@ impl Default for SandboxSettings {
             mode: SandboxMode::Auto,
             writable: Vec::new(),
             hidden: Vec::new(),
+            protected: Vec::new(),
+            pass_env: Vec::new(),
             network: true,
         }
     }
