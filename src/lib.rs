@@ -30,6 +30,7 @@ pub mod plan;
 pub(crate) mod platform;
 pub(crate) mod project;
 pub mod prompt;
+mod protected;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod result;

@@ -10,10 +10,14 @@ pub const TASKS_FILE: &str = "tasks.jsonl";
 pub const DONE_FILE: &str = "tasks-done.jsonl";
 /// Folder for ralph's runtime files, relative to the project root.
 pub const RUNTIME_DIR: &str = ".ralph";
+/// What `ralph task` keeps of the queue: its lock and the copies below,
+/// the one folder of `.ralph/` besides notes, reviews and events that a
+/// confined agent's `ralph task` may write (docs/SECURITY.md).
+pub const QUEUE_DIR: &str = ".ralph/queue";
 /// The short lock every queue write holds.
-pub const LOCK_FILE: &str = ".ralph/tasks.lock";
+pub const LOCK_FILE: &str = ".ralph/queue/tasks.lock";
 /// Where torn lines cut off the archive are kept.
-pub const QUARANTINE_DIR: &str = ".ralph/quarantine";
+pub const QUARANTINE_DIR: &str = ".ralph/queue/quarantine";
 /// The lock a running `ralph run` holds.
 pub const RUN_LOCK: &str = ".ralph/lock";
 /// The loop's state.
@@ -27,23 +31,26 @@ pub const RESULT_FILE: &str = ".ralph/result.json";
 /// `tasks.jsonl` as ralph last knew it: its last valid bytes before an
 /// iteration, plus what `ralph task` changed during it. Put back when an
 /// agent deletes the file or git reverts it.
-pub const VALID_QUEUE: &str = ".ralph/tasks.jsonl.valid";
+pub const VALID_QUEUE: &str = ".ralph/queue/tasks.jsonl.valid";
 /// `tasks-done.jsonl` as ralph last knew it, kept the same way: the
 /// archive's records stay as ralph wrote them.
-pub const VALID_ARCHIVE: &str = ".ralph/tasks-done.jsonl.valid";
+pub const VALID_ARCHIVE: &str = ".ralph/queue/tasks-done.jsonl.valid";
 /// Present while an agent runs: every queue write then also updates the
 /// copies above (see `Store::watch`).
-pub const QUEUE_WATCH: &str = ".ralph/queue.watch";
+pub const QUEUE_WATCH: &str = ".ralph/queue/queue.watch";
 /// While an agent runs: what a `ralph task` write found in `tasks.jsonl`
 /// when it was not ralph's copy (git may have reverted it), and what that
 /// write left there; see `Store::follow`.
-pub const QUEUE_FOUND: &str = ".ralph/tasks.jsonl.found";
+pub const QUEUE_FOUND: &str = ".ralph/queue/tasks.jsonl.found";
 /// See [`QUEUE_FOUND`].
-pub const QUEUE_WROTE: &str = ".ralph/tasks.jsonl.wrote";
+pub const QUEUE_WROTE: &str = ".ralph/queue/tasks.jsonl.wrote";
 /// Parallel workers' task worktrees, one folder per task id.
 pub const WORKTREES_DIR: &str = ".ralph/worktrees";
 /// The process group of the agent at work.
 pub const AGENT_GROUP_FILE: &str = ".ralph/agent.pgid";
+/// Temporary files of ralph's agents that must live in the project (the
+/// app-server's), writable to them.
+pub const TMP_DIR: &str = ".ralph/tmp";
 /// Each iteration's prompt.
 pub const PROMPTS_DIR: &str = ".ralph/prompts";
 /// Each iteration's agent output.

@@ -20,6 +20,116 @@ pub const NESTED_SESSION_VARS: [&str; 8] = [
     "OPENCODE",
 ];
 
+/// Variables of ralph's environment a confined command keeps, whatever
+/// its agent: where things are, the locale and terminal, the proxy and
+/// certificates the network needs, and the usual tool homes.
+const KEPT: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TZ",
+    "TMPDIR",
+    "IS_SANDBOX",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "GOPATH",
+    "JAVA_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// Beginnings of the names a confined command keeps, whatever its agent:
+/// the locale's, and ralph's own.
+const KEPT_PREFIXES: &[&str] = &["LC_", "RALPH_"];
+
+/// Beginnings of the names of the variables each preset's agent reads
+/// (its API keys, endpoints and own settings), kept for it when
+/// confined. A custom command gets those of the preset whose binary it
+/// runs, else none (`sandbox.pass_env` names more).
+pub(crate) fn preset_variables(preset: Option<Preset>) -> &'static [&'static str] {
+    match preset {
+        Some(Preset::Claude) => &["ANTHROPIC_", "CLAUDE_"],
+        Some(Preset::Codex) => &["OPENAI_", "CODEX_", "AZURE_OPENAI_"],
+        Some(Preset::Opencode) => &[
+            "OPENCODE_",
+            "ANTHROPIC_",
+            "OPENAI_",
+            "OPENROUTER_",
+            "GEMINI_",
+            "GOOGLE_",
+            "GROQ_",
+            "DEEPSEEK_",
+            "MISTRAL_",
+            "XAI_",
+        ],
+        Some(Preset::Amp) => &["AMP_"],
+        Some(Preset::Gemini) => &["GEMINI_", "GOOGLE_"],
+        Some(Preset::Qwen) => &["QWEN_", "DASHSCOPE_", "OPENAI_"],
+        Some(Preset::Aider) => &[
+            "AIDER_",
+            "OPENAI_",
+            "ANTHROPIC_",
+            "OPENROUTER_",
+            "GEMINI_",
+            "DEEPSEEK_",
+            "GROQ_",
+            "MISTRAL_",
+            "XAI_",
+        ],
+        Some(Preset::Cursor) => &["CURSOR_"],
+        None => &[],
+    }
+}
+
+/// Whether a confined command of `preset`'s agent (a check: none) keeps
+/// the variable `name`: the ones every command keeps, the preset's own,
+/// and those `pass` (`sandbox.pass_env`) names. Nothing else: not
+/// `SSH_AUTH_SOCK`, `TMUX`, `GITHUB_TOKEN` or any other secret of
+/// ralph's, whose pushes and `gh` calls run outside.
+pub(crate) fn kept_when_confined(name: &str, preset: Option<Preset>, pass: &[String]) -> bool {
+    KEPT.contains(&name)
+        || pass.iter().any(|kept| kept == name)
+        || (KEPT_PREFIXES.iter())
+            .chain(preset_variables(preset))
+            .any(|prefix| name.starts_with(prefix))
+            && !NESTED_SESSION_VARS.contains(&name)
+}
+
+/// `env` with only what a confined command keeps ([`kept_when_confined`]).
+pub(crate) fn confined(
+    env: Vec<(OsString, OsString)>,
+    preset: Option<Preset>,
+    pass: &[String],
+) -> Vec<(OsString, OsString)> {
+    env.into_iter()
+        .filter(|(name, _)| {
+            name.to_str()
+                .is_some_and(|name| kept_when_confined(name, preset, pass))
+        })
+        .collect()
+}
+
 /// Facts about the machine agents run on, read once at the edge.
 #[derive(Clone, Debug)]
 pub struct Host {
@@ -184,6 +294,75 @@ mod tests {
             .filter(|(k, _)| k == key)
             .map(|(_, v)| v.to_str().unwrap())
             .collect()
+    }
+
+    #[test]
+    fn a_confined_agent_keeps_its_presets_keys_and_no_secret_of_ralphs() {
+        let env: Vec<(OsString, OsString)> = [
+            "PATH",
+            "HOME",
+            "LC_ALL",
+            "TERM",
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "CLAUDECODE",
+            "OPENAI_API_KEY",
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "SSH_AUTH_SOCK",
+            "GPG_AGENT_INFO",
+            "TMUX",
+            "TMUX_PANE",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "AWS_SECRET_ACCESS_KEY",
+            "DATABASE_URL",
+            "RALPH_TASK_ID",
+        ]
+        .iter()
+        .map(|name| (OsString::from(name), OsString::from("v")))
+        .collect();
+        let names = |preset, pass: &[String]| -> Vec<String> {
+            confined(env.clone(), preset, pass)
+                .into_iter()
+                .map(|(name, _)| name.into_string().unwrap())
+                .collect()
+        };
+        assert_eq!(
+            names(Some(Preset::Claude), &[]),
+            [
+                "PATH",
+                "HOME",
+                "LC_ALL",
+                "TERM",
+                "ANTHROPIC_API_KEY",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "RALPH_TASK_ID"
+            ]
+        );
+        assert_eq!(
+            names(Some(Preset::Codex), &[]),
+            [
+                "PATH",
+                "HOME",
+                "LC_ALL",
+                "TERM",
+                "OPENAI_API_KEY",
+                "RALPH_TASK_ID"
+            ]
+        );
+        // A check, or a custom command: the common ones, and what the
+        // user passes.
+        assert_eq!(
+            names(None, &["DATABASE_URL".to_owned()]),
+            [
+                "PATH",
+                "HOME",
+                "LC_ALL",
+                "TERM",
+                "DATABASE_URL",
+                "RALPH_TASK_ID"
+            ]
+        );
     }
 
     #[test]

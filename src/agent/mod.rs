@@ -23,6 +23,7 @@ pub use appserver::{AppServer, PRESET as APP_SERVER, TESTED_VERSIONS};
 pub use backend::{Backend, Cli, Mode, backend};
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
 pub use classify::{Failure, FailureClass, Status, classify, judge};
+pub(crate) use env::kept_when_confined;
 pub use env::{Context, Host, NESTED_SESSION_VARS};
 pub use error::Error;
 pub use preset::Preset;

@@ -106,6 +106,31 @@ pub struct Confinement {
     pub args: Vec<std::ffi::OsString>,
     /// The agent's temporary folder, writable and its alone.
     pub tmp: PathBuf,
+    /// `sandbox.pass_env`: variables kept beside those every confined
+    /// command keeps (`env::kept_when_confined`).
+    pub pass_env: Vec<String>,
+}
+
+impl Confinement {
+    /// `env` as a command confined here gets it: only what it keeps, and
+    /// its private temporary folder as `TMPDIR`.
+    pub fn environment(
+        &self,
+        env: Vec<(OsString, OsString)>,
+        dialect: Option<Preset>,
+    ) -> Vec<(OsString, OsString)> {
+        let mut env = super::env::confined(env, dialect, &self.pass_env);
+        env.retain(|(key, _)| key != "TMPDIR");
+        env.push(("TMPDIR".into(), self.tmp.clone().into_os_string()));
+        env
+    }
+
+    /// A command running `program` confined here.
+    pub fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(&self.program);
+        command.args(&self.args).arg(program);
+        command
+    }
 }
 
 /// Told what the agent does while it runs: its kind (`command`,
@@ -154,16 +179,14 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     let invocation = spec.invocation(&prompt_file, request.prompt)?;
     let dialect = spec.dialect();
     let mut env = environment(host, dialect, request.context, &prompt_file);
+    if let Some(confinement) = request.confinement {
+        env = confinement.environment(env, dialect);
+    }
     let program = resolve(spec, host)?;
     trace_command(&program, &invocation, request.prompt, &env);
     let log = BoundedLog::create(request.log_file, request.limits.log_bytes)?;
     let mut command = match request.confinement {
-        Some(confinement) => {
-            env.push(("TMPDIR".into(), confinement.tmp.clone().into_os_string()));
-            let mut command = Command::new(&confinement.program);
-            command.args(&confinement.args).arg(&program);
-            command
-        }
+        Some(confinement) => confinement.command(&program),
         None => Command::new(&program),
     };
     command

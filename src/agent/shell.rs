@@ -1,6 +1,7 @@
-//! Commands of the project's own (`verify.task`, `verify.run`), run with
-//! `sh -c` under the same supervision as an agent: own process group,
-//! time limit, the whole group stopped afterwards.
+//! Commands of the project's own (`verify.task`, `verify.run`, a task's
+//! `verify`, `notify.command`), run with `sh -c` under the same
+//! supervision as an agent: own process group, time limit, the whole
+//! group stopped afterwards; the checks in the agent's confinement.
 
 use std::path::Path;
 use std::process::Command;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use super::Error;
 use super::capture::{Capture, Echo};
 use super::classify::Status;
-use super::process::{Limits, supervise};
+use super::process::{Confinement, Limits, supervise};
 
 /// How a shell command ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,14 +27,26 @@ pub struct ShellRun {
 }
 
 /// Runs `line` with `sh -c` in `dir`, stopped after `timeout` or when
-/// `cancel` is set.
+/// `cancel` is set; inside `confinement` when given, with its
+/// environment (a check is as trusted as the agent whose work it judges).
 pub fn run_shell(
     line: &str,
     dir: &Path,
     timeout: Duration,
     cancel: &AtomicBool,
+    confinement: Option<&Confinement>,
 ) -> Result<ShellRun, Error> {
-    run_shell_with(line, dir, timeout, cancel, None, &[])
+    let command = match confinement {
+        Some(confinement) => {
+            let mut command = confinement.command(Path::new("sh"));
+            command
+                .env_clear()
+                .envs(confinement.environment(std::env::vars_os().collect(), None));
+            command
+        }
+        None => Command::new("sh"),
+    };
+    run(command, line, dir, timeout, cancel, None)
 }
 
 /// [`run_shell`], with `input` on its stdin (else none) and `env` added
@@ -47,8 +60,20 @@ pub fn run_shell_with(
     env: &[(&str, &str)],
 ) -> Result<ShellRun, Error> {
     let mut command = Command::new("sh");
-    command.arg("-c").arg(line).current_dir(dir);
     command.envs(env.iter().copied());
+    run(command, line, dir, timeout, cancel, input)
+}
+
+/// `command` (a shell) given `-c line`, run in `dir` and supervised.
+fn run(
+    mut command: Command,
+    line: &str,
+    dir: &Path,
+    timeout: Duration,
+    cancel: &AtomicBool,
+    input: Option<Vec<u8>>,
+) -> Result<ShellRun, Error> {
+    command.arg("-c").arg(line).current_dir(dir);
     let mut capture = Capture::new(None, Echo::Off);
     let limits = Limits {
         timeout,

@@ -229,7 +229,11 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         plan.agent
     );
     match (&options.sandbox, &plan.confinement) {
-        (runner::confine::Sandbox::On { version, .. }, Some(confinement)) => {
+        (runner::confine::Sandbox::On(jail), Some(confinement)) => {
+            let version = &jail.version;
+            for weaker in jail.weaker() {
+                let _ = writeln!(out, "sandbox: weaker here: {weaker}");
+            }
             let _ = writeln!(
                 out,
                 "sandbox: {version}, the agent's command line after:\n  {}",

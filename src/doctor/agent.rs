@@ -158,9 +158,21 @@ pub(super) fn caps(found: &mut Findings, options: &RunOptions) {
 pub(super) fn sandbox(found: &mut Findings, settings: &crate::config::Settings) {
     use crate::runner::confine::{Sandbox, decide_here};
     match decide_here(&settings.sandbox) {
-        Ok(Sandbox::On { version, .. }) => found.ok(
+        Ok(Sandbox::On(jail)) if !jail.weaker().is_empty() => found.warning(
             "sandbox",
-            &format!("agents run confined: {version}; a trial confinement worked here"),
+            &format!(
+                "agents run confined: {}; a trial confinement worked here, weaker than docs/SECURITY.md says: {}",
+                jail.version,
+                jail.weaker().join("; ")
+            ),
+            "run ralph where the system allows a private process space (a container started with --privileged, or a plain machine)",
+        ),
+        Ok(Sandbox::On(jail)) => found.ok(
+            "sandbox",
+            &format!(
+                "agents run confined: {}; a trial confinement worked here",
+                jail.version
+            ),
         ),
         Ok(Sandbox::Off) => found.ok(
             "sandbox",

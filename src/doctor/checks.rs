@@ -32,6 +32,14 @@ pub(super) fn checks(
             "a failing verify.run ends the run with exit 10",
         ),
     ];
+    // Run as a run runs them: confined as its agents are.
+    let confinement = match run {
+        true => match runner::confine::for_checks(settings, paths) {
+            Ok(confinement) => confinement,
+            Err(err) => return found.failed("checks", err),
+        },
+        false => None,
+    };
     for (key, commands, when, stakes) in lists {
         if commands.is_empty() && key == "verify.task" {
             found.warning(
@@ -55,7 +63,13 @@ pub(super) fn checks(
                 continue;
             }
             let started = Instant::now();
-            match runner::verify::run(command, paths.root(), settings.agent.timeout, interrupted) {
+            match runner::verify::run(
+                command,
+                paths.root(),
+                settings.agent.timeout,
+                interrupted,
+                confinement.as_ref(),
+            ) {
                 Ok(result) if result.passed => found.ok(
                     "checks",
                     &format!("{key} `{shown}` passed in {}", took(started.elapsed())),
@@ -82,6 +96,9 @@ pub(super) fn checks(
                 Err(err) => found.failed("checks", err),
             }
         }
+    }
+    if let Some(confinement) = confinement {
+        let _ = std::fs::remove_dir_all(&confinement.tmp);
     }
 }
 

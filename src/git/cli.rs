@@ -3,6 +3,7 @@
 //! goes through it, and questions whose answer depends on more than
 //! libgit2 reports (docs/GIT.md has the table).
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -29,10 +30,18 @@ pub(super) struct Ran {
 impl Repo {
     /// `git` in the working tree, committing as ralph's identity, never
     /// asking for a password on a terminal, and aimed at this repository
-    /// whatever `GIT_DIR` the caller's environment has.
-    pub(super) fn git_command(&self) -> Command {
+    /// whatever `GIT_DIR` the caller's environment has. It never runs a
+    /// file-system monitor (`core.fsmonitor` names a program to run), and
+    /// runs the hooks confined when they are guarded (`hooks.rs`).
+    pub(super) fn git_command(&self) -> Result<Command> {
         let mut command = Command::new("git");
         command.arg("-C").arg(self.workdir());
+        command.args(["-c", "core.fsmonitor=false"]);
+        if let Some(hooks) = self.guarded_hooks()? {
+            let mut setting = OsString::from("core.hooksPath=");
+            setting.push(hooks.as_os_str());
+            command.arg("-c").arg(setting);
+        }
         for name in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX"] {
             command.env_remove(name);
         }
@@ -53,7 +62,7 @@ impl Repo {
             }
         }
         command.env("GIT_TERMINAL_PROMPT", "0");
-        command
+        Ok(command)
     }
 
     /// Runs `git args` with `input` on its standard input, waiting out a
@@ -101,7 +110,7 @@ impl Repo {
         };
         let started = Instant::now();
         let mut child = self
-            .git_command()
+            .git_command()?
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -149,14 +158,7 @@ impl Repo {
     /// Whether a `git commit` here runs a hook of the repository's (which
     /// may refuse it, or write files).
     pub(super) fn has_commit_hooks(&self) -> bool {
-        let configured = self
-            .config()
-            .and_then(|c| c.get_path("core.hooksPath").ok());
-        let hooks = match configured {
-            Some(dir) if dir.is_relative() => self.workdir().join(dir),
-            Some(dir) => dir,
-            None => self.git.commondir().join("hooks"),
-        };
+        let hooks = self.hooks_folder();
         COMMIT_HOOKS
             .iter()
             .any(|name| is_executable(&hooks.join(name)))
@@ -268,8 +270,8 @@ impl Repo {
     /// `git args` in the working tree: its standard output, or `None`
     /// when there is no `git` command or it fails.
     fn git_output(&self, args: &[&str]) -> Option<String> {
-        let mut command = Command::new("git");
-        command.arg("-C").arg(self.workdir()).args(args);
+        let mut command = self.git_command().ok()?;
+        command.args(args);
         let started = Instant::now();
         let output = crate::platform::stdout_of(&mut command);
         super::timing::log_command(args, output.is_some(), None, started);

@@ -12,6 +12,7 @@ mod cli;
 mod dropped;
 mod error;
 mod history;
+mod hooks;
 mod identity;
 mod init;
 mod inspect;
@@ -41,6 +42,7 @@ pub use cli::ignored_queue_file;
 pub use dropped::Dropped;
 pub use error::{Error, Result, list_paths};
 pub use history::{BaseChanges, FileChange};
+pub use hooks::Guard;
 pub use identity::{FALLBACK_EMAIL, FALLBACK_NAME, Identity, Time};
 pub use init::init_with_commit;
 pub use inspect::{COMMIT_HOOKS, Hooks, Signing};
@@ -189,6 +191,10 @@ pub struct Repo {
     watch: std::cell::RefCell<Option<worktree::Watching>>,
     /// The private key pushes use, if not the user's own ssh setup.
     ssh_key: Option<PathBuf>,
+    /// The project's folder inside the working tree (`""`, or `sub/`).
+    inner: String,
+    /// When set, the hooks ralph's git runs run confined.
+    guard: Option<hooks::Guard>,
 }
 
 impl Repo {
@@ -256,6 +262,8 @@ impl Repo {
             runtime,
             watch: std::cell::RefCell::new(None),
             ssh_key: options.ssh_key.clone(),
+            inner,
+            guard: None,
         })
     }
 
@@ -289,6 +297,12 @@ impl Repo {
     /// shared by its worktrees).
     pub fn common_dir(&self) -> &Path {
         self.git.commondir()
+    }
+
+    /// The project's folder inside the working tree: `""`, or `sub/` for
+    /// a project in a subfolder.
+    pub fn project_inner(&self) -> &str {
+        &self.inner
     }
 
     /// The root of the working tree.

@@ -113,6 +113,7 @@ impl Repo {
         let name = format!("refs/heads/{}", target.branch);
         let output = self
             .remote_command()
+            .ok()?
             .args(["ls-remote", target.remote.as_str(), name.as_str()])
             .stdin(Stdio::null())
             .output()

@@ -368,7 +368,7 @@ impl Repo {
         timeout: Duration,
     ) -> Result<Option<Output>> {
         let _timed = super::timing::timed(op, action);
-        let mut command = self.remote_command();
+        let mut command = self.remote_command()?;
         // The porcelain lines are parsed: git's own words.
         command
             .env("LC_ALL", "C")

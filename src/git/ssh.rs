@@ -13,12 +13,12 @@ use super::error::{Error, Result};
 impl Repo {
     /// `git` for a command that talks to a remote: [`Repo::git_command`],
     /// with the key of `git.ssh_key`, when set, as the only one ssh offers.
-    pub(super) fn remote_command(&self) -> Command {
-        let mut command = self.git_command();
+    pub(super) fn remote_command(&self) -> Result<Command> {
+        let mut command = self.git_command()?;
         if let Some(key) = &self.ssh_key {
             command.env("GIT_SSH_COMMAND", ssh_command(key));
         }
-        command
+        Ok(command)
     }
 }
 

@@ -169,7 +169,7 @@ impl Repo {
         let action = "read the working tree's status";
         let started = std::time::Instant::now();
         let output = self
-            .git_command()
+            .git_command()?
             .args(&args)
             .stdin(std::process::Stdio::null())
             .output()

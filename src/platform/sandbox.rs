@@ -19,6 +19,11 @@ pub(crate) struct Policy {
     pub hidden: Vec<PathBuf>,
     /// Whether the network is the user's (else none at all).
     pub network: bool,
+    /// Whether the agent shares the system's process space and `/proc`
+    /// (where the system forbids a private one): weaker, said at the
+    /// start. Otherwise its processes live in a space of their own and
+    /// all end with the iteration.
+    pub host_processes: bool,
 }
 
 /// One path of a [`Policy`].
@@ -71,26 +76,30 @@ impl Tool {
         }
     }
 
-    /// Confines `true` once, as an agent would be: the tool's version
-    /// when that works, why not otherwise (some containers forbid the
-    /// namespaces bubblewrap needs).
-    pub(crate) fn trial(&self) -> Result<String, String> {
-        let scratch = std::env::temp_dir();
-        let policy = Policy {
-            mounts: vec![Mount::Write(scratch)],
-            hidden: Vec::new(),
-            network: true,
-        };
-        let (program, args) = wrap(self, &policy, Path::new("true"), &[]);
-        let output = std::process::Command::new(&program)
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|err| format!("{} did not start: {err}", program.display()))?;
-        if !output.status.success() {
+    /// Confines `true` once, as an agent would be: the tool's version and
+    /// whether its processes must share the system's process space (some
+    /// containers forbid a private `/proc`), or why it cannot confine at
+    /// all (some containers forbid the namespaces bubblewrap needs).
+    pub(crate) fn trial(&self) -> Result<(String, bool), String> {
+        let try_with = |host_processes: bool| {
+            let policy = Policy {
+                mounts: vec![Mount::Write(std::env::temp_dir())],
+                network: true,
+                host_processes,
+                ..Policy::default()
+            };
+            let (program, args) = wrap(self, &policy, Path::new("true"), &[]);
+            let output = std::process::Command::new(&program)
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|err| format!("{} did not start: {err}", program.display()))?;
+            if output.status.success() {
+                return Ok(());
+            }
             let said = String::from_utf8_lossy(&output.stderr);
             let said = said.trim();
-            return Err(format!(
+            Err(format!(
                 "{} cannot confine here: {}",
                 self.name(),
                 if said.is_empty() {
@@ -98,9 +107,16 @@ impl Tool {
                 } else {
                     said
                 }
-            ));
-        }
-        Ok(match self {
+            ))
+        };
+        let host_processes = match try_with(false) {
+            Ok(()) => false,
+            Err(why) => match self {
+                Tool::Bwrap(_) => try_with(true).map(|()| true).map_err(|_| why)?,
+                Tool::SandboxExec(_) => return Err(why),
+            },
+        };
+        let version = match self {
             Tool::Bwrap(program) => {
                 let version = crate::platform::stdout_of(
                     std::process::Command::new(program).arg("--version"),
@@ -108,7 +124,23 @@ impl Tool {
                 version.map_or_else(|| "bubblewrap".to_owned(), |v| v.trim().to_owned())
             }
             Tool::SandboxExec(_) => "sandbox-exec (macOS)".to_owned(),
-        })
+        };
+        Ok((version, host_processes))
+    }
+
+    /// What this confinement holds back less than docs/SECURITY.md says
+    /// of bubblewrap, each said as what an agent can then do.
+    pub(crate) fn weaker(&self, host_processes: bool) -> Vec<&'static str> {
+        match self {
+            Tool::Bwrap(_) if host_processes => vec![
+                "this system forbids a private /proc: the agent sees the system's processes, and one it starts in a session of its own can outlive its iteration",
+            ],
+            Tool::Bwrap(_) => Vec::new(),
+            Tool::SandboxExec(_) => vec![
+                "sandbox-exec has no private process space: a process the agent starts in a session of its own can outlive its iteration",
+                "sandbox-exec lets the agent ask macOS services (the keychain among them) what the user may ask",
+            ],
+        }
     }
 }
 
@@ -138,14 +170,20 @@ pub(crate) fn prefix(tool: &Tool, policy: &Policy) -> (PathBuf, Vec<OsString>) {
 }
 
 /// bubblewrap's arguments before the command: the system read-only, a
-/// fresh `/dev`, each mount that exists in order, each hidden path that
-/// exists covered, the network kept or cut, and the agent ended with
-/// ralph. No new session: the agent stays in the process group ralph
-/// signals.
+/// fresh `/dev`, a private process space with its own `/proc` (every
+/// process in it ends when the agent does), a new session (no keystrokes
+/// pushed into ralph's terminal), no capability even as root, each mount
+/// that exists in order, each hidden path that exists covered, the
+/// network kept or cut, and the agent ended with ralph. bubblewrap itself
+/// stays in the process group ralph signals.
 pub(crate) fn bwrap_args(policy: &Policy) -> Vec<OsString> {
-    let mut args: Vec<OsString> = ["--ro-bind", "/", "/", "--dev", "/dev", "--die-with-parent"]
+    let mut args: Vec<OsString> = ["--ro-bind", "/", "/", "--dev", "/dev"]
         .map(OsString::from)
         .to_vec();
+    if !policy.host_processes {
+        args.extend(["--unshare-pid", "--proc", "/proc"].map(OsString::from));
+    }
+    args.extend(["--new-session", "--die-with-parent", "--cap-drop", "ALL"].map(OsString::from));
     let mut bind = |flag: &str, path: &Path| {
         args.push(flag.into());
         args.push(path.as_os_str().to_owned());
@@ -293,6 +331,7 @@ all good in /tmp/x
                 dir.join("home/.aws"),
             ],
             network: false,
+            host_processes: false,
         }
     }
 
@@ -309,7 +348,8 @@ all good in /tmp/x
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
         let expected = format!(
-            "--ro-bind / / --dev /dev --die-with-parent \
+            "--ro-bind / / --dev /dev --unshare-pid --proc /proc \
+             --new-session --die-with-parent --cap-drop ALL \
              --bind-try {d}/project {d}/project \
              --ro-bind-try {d}/project/.ralph/worktrees {d}/project/.ralph/worktrees \
              --bind-try {d}/project/.ralph/worktrees/A {d}/project/.ralph/worktrees/A \
@@ -327,6 +367,7 @@ all good in /tmp/x
             ],
             hidden: vec!["/Users/me/.ssh".into()],
             network: true,
+            host_processes: false,
         };
         assert_eq!(
             macos_profile(&single),

@@ -296,12 +296,12 @@ impl Worker<'_> {
     /// folder made; `None` when the run's agents are not confined.
     fn confinement(&self, iteration: u64) -> Result<Option<agent::Confinement>, Error> {
         let tag = format!("{}-{iteration}", self.seat.number().unwrap_or(0));
+        let protected = self.protected();
         super::confine::confinement(
             &self.options.sandbox,
             &self.options.settings.sandbox,
             &self.paths,
-            self.paths.root(),
-            self.repo.common_dir(),
+            self.checkout(&protected),
             &tag,
             super::confine::preset_of(&self.options.settings, self.options.agent_cmd.as_deref()),
         )

@@ -71,21 +71,25 @@ pub(crate) fn plan(paths: &Paths, options: &RunOptions) -> Result<Plan, Error> {
     let prompt_file = paths.join(prompt_file);
     let argv = agent.command_line(&prompt_file, &text, model.as_deref())?;
     let confinement = match (&options.sandbox, &repo) {
-        (super::confine::Sandbox::On { tool, home, .. }, Some(repo)) => {
+        (super::confine::Sandbox::On(jail), Some(repo)) => {
             let tmp = std::env::temp_dir().join(format!(
                 "ralph-{}-0-{}",
                 std::process::id(),
                 state.total_iterations + 1
             ));
-            let policy = super::confine::policy(
+            let protected = crate::protected::Protected::new(
                 &options.settings.sandbox,
-                paths,
-                paths.root(),
-                repo.common_dir(),
-                home.as_deref(),
-                &tmp,
+                repo.project_inner(),
+                repo.tracked_hooks().as_deref(),
             );
-            let (program, args) = crate::platform::sandbox::prefix(tool, &policy);
+            let checkout = super::confine::Checkout {
+                dir: repo.workdir(),
+                git_dir: Some(repo.common_dir()),
+                protected: &protected,
+            };
+            let policy =
+                super::confine::policy(jail, &options.settings.sandbox, paths, checkout, &tmp);
+            let (program, args) = crate::platform::sandbox::prefix(&jail.tool, &policy);
             Some(
                 std::iter::once(program.into_os_string())
                     .chain(args)

@@ -132,14 +132,19 @@ pub(crate) fn plan_with_agent(
         };
         let group_file = paths.agent_group();
         // Confined as a run's agent in the project folder is (it does not
-        // commit: the project folder stands for the git folder).
+        // commit: no git folder).
         let tag = format!("plan-{turn}");
+        let protected = crate::protected::Protected::new(&request.settings.sandbox, "", None);
+        let checkout = super::confine::Checkout {
+            dir: paths.project(),
+            git_dir: None,
+            protected: &protected,
+        };
         let confinement = super::confine::confinement(
             request.sandbox,
             &request.settings.sandbox,
             paths,
-            paths.project(),
-            paths.project(),
+            checkout,
             &tag,
             super::confine::preset_of(request.settings, request.agent_cmd),
         )?;

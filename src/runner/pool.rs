@@ -65,8 +65,12 @@ impl<'a> Worker<'a> {
     ) -> Result<Worker<'a>, Error> {
         let paths = shared.paths.in_worktree(&tree.folder);
         let options = worktree_options(&shared.base, shared.paths, &shared.options.settings);
-        let repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
-        let base_repo = Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
+        let mut repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
+        let mut base_repo =
+            Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
+        let (sandbox, confined) = (&shared.options.sandbox, &shared.options.settings.sandbox);
+        super::confine::guard_hooks(&mut repo, sandbox, confined, &paths)?;
+        super::confine::guard_hooks(&mut base_repo, sandbox, confined, shared.paths)?;
         let state_file = StateFile::open(&paths);
         let (mut state, _) = state_file
             .load()

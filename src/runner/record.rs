@@ -46,12 +46,27 @@ impl Worker<'_> {
         command: &str,
     ) -> Result<(CommandResult, bool), Error> {
         let started = std::time::Instant::now();
+        // Confined as the agent whose work it judges.
+        let protected = self.protected();
+        let confinement = super::confine::confinement(
+            &self.options.sandbox,
+            &self.options.settings.sandbox,
+            &self.paths,
+            self.checkout(&protected),
+            &format!("{}-check", self.seat.number().unwrap_or(0)),
+            None,
+        )?;
         let result = verify::run(
             command,
             self.paths.root(),
             self.options.settings.agent.timeout,
             self.interrupted,
-        )?;
+            confinement.as_ref(),
+        );
+        if let Some(confinement) = &confinement {
+            let _ = std::fs::remove_dir_all(&confinement.tmp);
+        }
+        let result = result?;
         let interrupted = !result.passed && self.interrupted.load(Ordering::SeqCst);
         let status = match (result.passed, interrupted) {
             (true, _) => "ok",

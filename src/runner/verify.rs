@@ -1,5 +1,6 @@
-//! Verification commands (`verify.task`, `verify.run`): the project's own
-//! checks, run with `sh -c` in the project folder.
+//! Verification commands (`verify.task`, `verify.run`, a task's own
+//! `verify`): the project's checks, run with `sh -c` in the task's
+//! checkout, confined as its agent is.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -9,14 +10,16 @@ use crate::agent;
 use crate::error::Error;
 use crate::result::CommandResult;
 
-/// Runs `command` in `dir` with a time limit; a signal stops it.
+/// Runs `command` in `dir` with a time limit, in `confinement` when
+/// given; a signal stops it.
 pub(crate) fn run(
     command: &str,
     dir: &Path,
     timeout: Duration,
     cancel: &AtomicBool,
+    confinement: Option<&agent::Confinement>,
 ) -> Result<CommandResult, Error> {
-    let ran = agent::run_shell(command, dir, timeout, cancel)?;
+    let ran = agent::run_shell(command, dir, timeout, cancel, confinement)?;
     let status = if ran.timed_out {
         format!("timed out after {}", crate::config::ShowDuration(timeout))
     } else if ran.interrupted {

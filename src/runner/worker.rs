@@ -168,7 +168,8 @@ impl<'a> Worker<'a> {
         ] {
             let _ = crate::files::remove_stale_temps(&file);
         }
-        let repo = open_repo(paths, settings, state.base.as_deref())?;
+        let mut repo = open_repo(paths, settings, state.base.as_deref())?;
+        super::confine::guard_hooks(&mut repo, &options.sandbox, &settings.sandbox, paths)?;
         // A configured base other than the branch checked out: the run's
         // checkouts move HEAD off that branch, and the start line says so.
         let head_elsewhere = match repo.head()? {
@@ -331,9 +332,7 @@ impl<'a> Worker<'a> {
             count(self.budgets.max_iterations as usize, "iteration"),
         ));
         match &self.options.sandbox {
-            super::confine::Sandbox::On { version, .. } => {
-                self.ui.line(&format!("agents run confined: {version} (docs/AGENT.md)"));
-            }
+            super::confine::Sandbox::On(jail) => self.ui.line(&jail.said()),
             super::confine::Sandbox::Unavailable(why) => self.ui.line(&format!(
                 "warning: agents run unconfined: {why}; sandbox.mode: off in config/ralph.yaml says you mean it (docs/AGENT.md)"
             )),

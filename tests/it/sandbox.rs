@@ -13,8 +13,9 @@ fn pending(id: &str) -> String {
 }
 
 /// What the agent tries, each line of `$PROBE` saying `<what> written`
-/// or `<what> refused`.
-const PROBES: &str = r#"PROBE="$RALPH_PROJECT_DIR/.ralph/probe-$RALPH_TASK_ID.txt"
+/// or `<what> refused` (`$SIBLING` is a folder beside the project; the
+/// probe is in `.ralph/tmp/`, which a confined agent may write).
+const PROBES: &str = r#"PROBE="$RALPH_PROJECT_DIR/.ralph/tmp/probe-$RALPH_TASK_ID.txt"
 try() { if ( eval "$1" ); then echo "$2 written" >> "$PROBE"; else echo "$2 refused" >> "$PROBE"; fi; }
 try 'echo x >> "$HOME/.bashrc"' home
 try 'echo x > /etc/ralph-test' system
@@ -43,9 +44,15 @@ fn confined(p: &TestProject, args: &[&str]) -> Command {
     let mut command = p.run_command(args);
     command
         .env("RALPH_SANDBOX_MODE", "on")
-        .env("HOME", p.aux().join("home"))
-        .env("SIBLING", p.aux().join("sibling"));
+        .env("HOME", p.aux().join("home"));
     command
+}
+
+/// The agent's script: `$SIBLING` named (a confined agent does not get
+/// the variables of ralph's environment a test would set), then `body`.
+fn agent_with_sibling(p: TestProject, body: &str) -> TestProject {
+    let sibling = p.aux().join("sibling");
+    p.agent(&format!("SIBLING='{}'\n{body}", sibling.display()))
 }
 
 #[test]
@@ -53,9 +60,10 @@ fn a_confined_agent_does_its_task_and_writes_nowhere_else() {
     if skip_without(Tool::Bwrap) {
         return;
     }
-    let p = project().agent(&format!(
-        "{PROBES}work A.txt done\nralph task complete A > /dev/null\n"
-    ));
+    let p = agent_with_sibling(
+        project(),
+        &format!("{PROBES}work A.txt done\nralph task complete A > /dev/null\n"),
+    );
     let run = finish(confined(&p, &[]), 60);
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(
@@ -79,7 +87,7 @@ fn a_confined_agent_does_its_task_and_writes_nowhere_else() {
         .unwrap();
     assert_eq!(iteration["refused_writes"].as_array().unwrap().len(), 4);
     assert_eq!(
-        p.read(".ralph/probe-A.txt"),
+        p.read(".ralph/tmp/probe-A.txt"),
         "home refused\nsystem refused\nsibling refused\ntmp written\nkey hidden\n"
     );
     // Nothing outside was written; the task's own work was merged.
@@ -99,7 +107,7 @@ fn a_workers_agent_cannot_write_into_another_workers_tree() {
         return;
     }
     let p = project().task(&pending("B")).agent(
-        r#"PROBE="$RALPH_PROJECT_DIR/.ralph/probe-$RALPH_TASK_ID.txt"
+        r#"PROBE="$RALPH_PROJECT_DIR/.ralph/tmp/probe-$RALPH_TASK_ID.txt"
 if [ "$RALPH_TASK_ID" = A ]; then
   i=0
   while [ ! -d ../B ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
@@ -116,7 +124,7 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
     let run = finish(confined(&p, &["--workers", "2"]), 60);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(
-        p.read(".ralph/probe-A.txt"),
+        p.read(".ralph/tmp/probe-A.txt"),
         "B seen\ncheckout refused\nother tree refused\n"
     );
     assert_eq!(p.git(&["show", "main:B.txt"]), "done");
@@ -174,7 +182,9 @@ fn dry_run_prints_the_exact_confinement_and_doctor_the_tool() {
         .unwrap_or_else(|| panic!("{run:#?}"));
     assert!(line.starts_with("  "), "{line}");
     assert!(
-        line.contains("bwrap --ro-bind / / --dev /dev --die-with-parent"),
+        line.contains(
+            "bwrap --ro-bind / / --dev /dev --unshare-pid --proc /proc --new-session --die-with-parent --cap-drop ALL"
+        ),
         "{line}"
     );
     assert!(
@@ -285,9 +295,9 @@ fn cargo_and_npm_build_inside_the_sandbox_with_their_caches() {
     // The npm cache exists, as it does once npm has run.
     std::fs::create_dir_all(p.aux().join("home/.npm")).unwrap();
     let p = p.agent(
-        r#"cargo build --offline --quiet && [ -x target/debug/hello ] && echo "cargo built" >> .ralph/probe.txt
-npm run build --silent && [ -e npm-built.txt ] && echo "npm built" >> .ralph/probe.txt
-ls "$HOME/.npm/_logs" > /dev/null 2>&1 && echo "npm cache written" >> .ralph/probe.txt
+        r#"cargo build --offline --quiet && [ -x target/debug/hello ] && echo "cargo built" >> .ralph/tmp/probe.txt
+npm run build --silent && [ -e npm-built.txt ] && echo "npm built" >> .ralph/tmp/probe.txt
+ls "$HOME/.npm/_logs" > /dev/null 2>&1 && echo "npm cache written" >> .ralph/tmp/probe.txt
 work A.txt done
 ralph task complete A > /dev/null
 "#,
@@ -307,7 +317,7 @@ ralph task complete A > /dev/null
     let run = finish(command, 120);
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(
-        p.read(".ralph/probe.txt"),
+        p.read(".ralph/tmp/probe.txt"),
         "cargo built\nnpm built\nnpm cache written\n",
         "{run:#?}"
     );
@@ -321,7 +331,7 @@ fn with_the_network_off_a_confined_agent_reaches_nothing() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let agent = format!(
-        r#"if python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2)" 2> /dev/null; then echo reached >> .ralph/probe.txt; else echo "not reached" >> .ralph/probe.txt; fi
+        r#"if python3 -c "import socket; socket.create_connection(('127.0.0.1', {port}), 2)" 2> /dev/null; then echo reached >> .ralph/tmp/probe.txt; else echo "not reached" >> .ralph/tmp/probe.txt; fi
 work A.txt done
 ralph task complete A > /dev/null
 "#
@@ -330,14 +340,14 @@ ralph task complete A > /dev/null
     let p = project().agent(&agent);
     let run = finish(confined(&p, &[]), 60);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert_eq!(p.read(".ralph/probe.txt"), "reached\n");
+    assert_eq!(p.read(".ralph/tmp/probe.txt"), "reached\n");
     // sandbox.network: false: not even loopback.
     let p = project().agent(&agent);
     let mut command = confined(&p, &[]);
     command.env("RALPH_SANDBOX_NETWORK", "false");
     let run = finish(command, 60);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert_eq!(p.read(".ralph/probe.txt"), "not reached\n");
+    assert_eq!(p.read(".ralph/tmp/probe.txt"), "not reached\n");
     drop(listener);
 }
 
@@ -346,11 +356,10 @@ fn the_planning_agent_is_confined_too() {
     if skip_without(Tool::Bwrap) {
         return;
     }
-    let p = project()
-        .file("prd.md", "# Export\n\nNotes out as CSV.\n")
-        .agent(&format!(
-            "{PROBES}ralph task add \"Export as CSV\" > /dev/null\n"
-        ));
+    let p = agent_with_sibling(
+        project().file("prd.md", "# Export\n\nNotes out as CSV.\n"),
+        &format!("{PROBES}ralph task add \"Export as CSV\" > /dev/null\n"),
+    );
     let agent = p.aux().join("agent.sh");
     let mut command = p.ralph_command(&[
         "plan",
@@ -361,14 +370,13 @@ fn the_planning_agent_is_confined_too() {
     ]);
     command
         .env("RALPH_SANDBOX_MODE", "on")
-        .env("HOME", p.aux().join("home"))
-        .env("SIBLING", p.aux().join("sibling"));
+        .env("HOME", p.aux().join("home"));
     let run = finish(command, 60);
     assert_eq!(run.code, 0, "{run:#?}");
     // It wrote the queue, and nothing outside.
     assert!(p.read("tasks.jsonl").contains("Export as CSV"));
     assert_eq!(
-        p.read(".ralph/probe-.txt"),
+        p.read(".ralph/tmp/probe-.txt"),
         "home refused\nsystem refused\nsibling refused\ntmp written\nkey hidden\n"
     );
 }

@@ -137,6 +137,9 @@ impl AppServer {
             request.context,
             &prompt_file,
         );
+        if let Some(confinement) = request.confinement {
+            env = confinement.environment(env, Some(Preset::Codex));
+        }
         env.retain(|(key, _)| key != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
         let (key, value) = marker.split_once('=').expect("a marker is NAME=value");
