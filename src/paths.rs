@@ -59,6 +59,10 @@ pub const LOGS_DIR: &str = ".ralph/logs";
 pub const CRITIQUE_DIR: &str = ".ralph/critique";
 /// A task's notes, `ralph task note` (`.ralph/notes/<id>.md`).
 pub const NOTES_DIR: &str = ".ralph/notes";
+/// What a person let through of a task's change to protected paths,
+/// `ralph task approve` (`.ralph/approvals/<id>.json`): read-only to
+/// agents.
+pub const APPROVALS_DIR: &str = ".ralph/approvals";
 /// A task's review verdicts, `ralph task review` (`.ralph/reviews/<id>.jsonl`).
 pub const REVIEWS_DIR: &str = ".ralph/reviews";
 /// In the home of a run working elsewhere (`ralph execute`'s out-dir):
@@ -267,6 +271,11 @@ impl Paths {
     /// `.ralph/notes/<id>.md`, the project's.
     pub fn notes(&self, id: &str) -> PathBuf {
         self.shared(NOTES_DIR).join(format!("{id}.md"))
+    }
+
+    /// `.ralph/approvals/<id>.json`, the project's.
+    pub fn approval(&self, id: &str) -> PathBuf {
+        self.shared(APPROVALS_DIR).join(format!("{id}.json"))
     }
 
     /// `.ralph/reviews/<id>.jsonl`, the project's.

@@ -4,9 +4,13 @@
 //! unconfined) is not merged until a person approves that work
 //! (docs/SECURITY.md).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
+use serde::{Deserialize, Serialize};
+
 use crate::config::SandboxSettings;
+use crate::paths::Paths;
 
 /// The project's paths agents may not change, beside `sandbox.protected`:
 /// the settings, the roles and the prompt's template and base, and the
@@ -76,6 +80,50 @@ impl Protected {
             .filter(|path| self.covers(path))
             .map(String::as_str)
             .collect()
+    }
+}
+
+/// A task's change to protected paths, waiting for a person or let
+/// through by one (`ralph task approve`): `.ralph/approvals/<id>.json`,
+/// which a confined agent cannot write.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Serialize)]
+pub(crate) struct Approval {
+    /// The task's branch.
+    pub branch: String,
+    /// Each protected path the work changes, and its object at the
+    /// branch's tip then (`deleted` when gone): what a person approves.
+    pub changes: BTreeMap<String, String>,
+    /// The status the task goes back to once approved: `complete` when it
+    /// was blocked on its way to the base, `active` when it was blocked
+    /// before an iteration.
+    pub status: String,
+    /// When a person approved it; none while it waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved: Option<String>,
+}
+
+impl Approval {
+    /// Task `id`'s, if any (one that does not parse is none: the task waits
+    /// for a person again).
+    pub(crate) fn load(paths: &Paths, id: &str) -> Option<Approval> {
+        let bytes = std::fs::read(paths.approval(id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes it as task `id`'s.
+    pub(crate) fn save(&self, paths: &Paths, id: &str) -> std::io::Result<()> {
+        let path = paths.approval(id);
+        crate::files::create_parent(&path)?;
+        let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        text.push('\n');
+        crate::files::write_atomic(&path, text.as_bytes())
+    }
+
+    /// Whether a person let `changes` through: approved, and each of them
+    /// is what was approved.
+    pub(crate) fn lets_through(&self, changes: &[(String, String)]) -> bool {
+        self.approved.is_some()
+            && (changes.iter()).all(|(path, id)| self.changes.get(path) == Some(id))
     }
 }
 

@@ -42,6 +42,8 @@ pub enum TaskCommand {
     Review(ReviewArgs),
     /// Add a dated note to a task, shown in every later prompt for it
     Note(NoteArgs),
+    /// Let a blocked task's change to protected paths (config/, roles/, ...) through, as it is now
+    Approve(IdArg),
 }
 
 /// Arguments of `task review`.
@@ -268,6 +270,7 @@ pub(super) fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Er
                 review(&args, mask(notes), &load()?, &apply, context, json)?
             }
             TaskCommand::Note(args) => note(&args.id, &mask(args.text), &load()?, context, json)?,
+            TaskCommand::Approve(args) => approve(&args.id, &load()?, &apply, context, json)?,
         })
     })();
     let mut outcome = outcome?;
@@ -647,6 +650,66 @@ fn validate(queue: &Queue, json: bool) -> Outcome {
         ));
     }
     Outcome::print(format!("ok: {}\n", counts_line(&counts)))
+}
+
+/// `task approve`: a person lets the change to protected paths a task
+/// was blocked for through, as it is now; the task goes back to the
+/// status it had. An agent cannot: the record is read-only to it when
+/// confined, and an agent's environment says it is one.
+fn approve(
+    id: &TaskId,
+    queue: &Queue,
+    apply: &dyn Fn(Patch) -> Result<Vec<Change>, Error>,
+    context: &Context,
+    json: bool,
+) -> Result<Outcome, Error> {
+    use crate::protected::Approval;
+    let task = super::live_task(queue, id)?;
+    if std::env::var_os("RALPH_TASK_ID").is_some() {
+        return Err(crate::task::Error::Refused {
+            message: format!("task {id}'s change to protected paths is a person's to approve, not an agent's"),
+            hint: Some("run `ralph task approve` yourself, outside the agent".to_owned()),
+        }
+        .into());
+    }
+    let paths = &context.paths;
+    let waiting = Approval::load(paths, id.as_str()).filter(|a| a.approved.is_none());
+    let Some(mut approval) = waiting else {
+        return Err(crate::task::Error::Refused {
+            message: format!("task {id} waits for no approval: its work changes no protected path, or it was approved"),
+            hint: Some(format!("`ralph task show {id}` says why it is {}", task.status.as_str())),
+        }
+        .into());
+    };
+    approval.approved = Some(context.now.clone());
+    let file = paths.approval(id.as_str());
+    approval.save(paths, id.as_str()).map_err(crate::files::at::<Error>(file))?;
+    let status = match approval.status.as_str() {
+        "active" => Status::Active,
+        _ => Status::Complete,
+    };
+    let changed: Vec<&str> = approval.changes.keys().map(String::as_str).collect();
+    let changes = match task.status {
+        Status::Blocked => apply(set(id.clone(), status))?,
+        _ => Vec::new(),
+    };
+    if json {
+        return Ok(Outcome::print(to_json(&json!({
+            "id": id.as_str(),
+            "approved": changed,
+            "status": changes.iter().find_map(|c| match c {
+                Change::Status { to, .. } => Some(to.as_str()),
+                _ => None,
+            }).unwrap_or(task.status.as_str()),
+        }))));
+    }
+    let mut out = format!(
+        "{id}: approved its change to {} on {}\n",
+        crate::text::named(&changed, 10),
+        approval.branch
+    );
+    out.push_str(&status_changed(&changes, false).stdout);
+    Ok(Outcome::print(out))
 }
 
 /// The notes of `task review`: `--notes`, or the file (`-`: stdin).

@@ -44,6 +44,21 @@ impl Repo {
         self.commits_between(base, tip)
     }
 
+    /// What each of `paths` is at `branch`'s tip: its object's id, or
+    /// `deleted` when the tip has none there.
+    pub fn ids_at(&self, branch: &str, paths: &[&str]) -> Result<Vec<(String, String)>> {
+        let tree = self.tip(branch)?.tree().doing("read the branch's tree")?;
+        Ok(paths
+            .iter()
+            .map(|path| {
+                let id = tree
+                    .get_path(std::path::Path::new(path))
+                    .map_or_else(|_| "deleted".to_owned(), |entry| entry.id().to_string());
+                ((*path).to_owned(), id)
+            })
+            .collect())
+    }
+
     /// The paths `branch` changes against the point it left the base
     /// (`git diff --name-only base...branch`), without the queue files.
     pub fn files_changed(&self, branch: &str) -> Result<Vec<String>> {

@@ -688,7 +688,7 @@ impl Repo {
         }
     }
 
-    /// Takes the task store's queue lock (`.ralph/tasks.lock`), waiting for
+    /// Takes the task store's queue lock (`.ralph/queue/tasks.lock`), waiting for
     /// a writer to finish; released when the returned file is dropped.
     pub(super) fn lock_queue(&self) -> Result<File> {
         crate::files::lock(&self.queue_lock).map_err(io_error(&self.queue_lock))

@@ -253,7 +253,8 @@ pub(crate) fn macos_profile(policy: &Policy) -> String {
 
 /// The paths an agent's output says it could not write (`Read-only file
 /// system`, `Permission denied`, `Operation not permitted`, as shells,
-/// coreutils, Python and Node say it), each once, in order, at most ten.
+/// coreutils, git, Python and Node say it), each once, in order, at most
+/// ten; relative ones (`config/ralph.yaml`) as the agent wrote them.
 pub(crate) fn refused_paths(output: &str) -> Vec<String> {
     static PATH: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r#"(?:^|[\s'"‘`(])((?:/|~/)[^\s'"’`:,()]+)"#).expect("a valid regex")
@@ -271,22 +272,37 @@ pub(crate) fn refused_paths(output: &str) -> Vec<String> {
         .find_map(|said| lower.find(said)) else {
             continue;
         };
-        // The path refused is the last one named before the complaint
-        // (`touch: cannot touch '/x': ...`; a shell names its script
-        // first), or else the first after it (`...: '/x'`).
+        // The path refused is the one right before the complaint
+        // (`cannot create config/x: ...`, `touch: cannot touch '/x': ...`;
+        // a shell names its script first), or else the last absolute one
+        // before it, or the first after it (`...: '/x'`).
         let named: Vec<regex::Match> = (PATH.captures_iter(line))
             .filter_map(|c| c.get(1))
             .collect();
-        let found = (named.iter().rev().find(|m| m.end() <= at))
-            .or_else(|| named.iter().find(|m| m.start() >= at));
+        let found = right_before(&line[..at])
+            .or_else(|| named.iter().rev().find(|m| m.end() <= at).map(|m| m.as_str()))
+            .or_else(|| named.iter().find(|m| m.start() >= at).map(|m| m.as_str()));
         if let Some(found) = found
-            && !paths.iter().any(|p| p == found.as_str())
+            && !paths.iter().any(|p| p == found)
             && paths.len() < 10
         {
-            paths.push(found.as_str().to_owned());
+            paths.push(found.to_owned());
         }
     }
     paths
+}
+
+/// The word that ends `text` before its `: `, when it reads as a path: it
+/// has a `/` or a `.` in it, and no `@` (`git@host: Permission denied`).
+fn right_before(text: &str) -> Option<&str> {
+    let text = text.trim_end().strip_suffix(':')?;
+    let word = text.rsplit(char::is_whitespace).next()?;
+    let word = word.trim_matches(|c| matches!(c, '\'' | '"' | '‘' | '’' | '`'));
+    let looks = (word.contains('/') || word.contains('.'))
+        && !word.contains('@')
+        && !word.ends_with(']')
+        && !word.is_empty();
+    looks.then_some(word)
 }
 
 #[cfg(test)]
@@ -303,6 +319,9 @@ Error: EROFS: read-only file system, open '/opt/app/cache.json'
 mkdir: cannot create directory ‘/srv/data’: Permission denied
 git@github.com: Permission denied (publickey).
 touch: cannot touch '/etc/ralph-test': Read-only file system
+/tmp/agent.sh: 4: cannot create config/ralph.yaml: Read-only file system
+/tmp/agent.sh: line 5: working.md: Read-only file system
+error: could not lock config file .git/config: Read-only file system
 all good in /tmp/x
 ";
         assert_eq!(
@@ -312,7 +331,10 @@ all good in /tmp/x
                 "/home/me/.bashrc",
                 "/usr/lib/x.py",
                 "/opt/app/cache.json",
-                "/srv/data"
+                "/srv/data",
+                "config/ralph.yaml",
+                "working.md",
+                ".git/config"
             ]
         );
     }

@@ -143,8 +143,10 @@ pub(crate) fn sockets(var: &dyn Fn(&str) -> Option<OsString>, uid: u32) -> Vec<P
         .into_iter()
         .chain(var("SSH_AUTH_SOCK").map(PathBuf::from))
     {
-        // The socket's own folder too, unless it is a folder of everyone's.
+        // The socket's own folder too, unless it is a folder of everyone's
+        // (or the variable names a socket long gone).
         if let Some(folder) = socket.parent()
+            && socket.exists()
             && !matches!(folder.to_str(), Some("/" | "/tmp" | "/var/tmp" | ""))
             && Some(folder) != home.as_deref()
         {
@@ -687,38 +689,44 @@ mod tests {
 
     #[test]
     fn the_sockets_that_act_for_the_user_are_found_in_the_environment() {
+        let home = assert_fs::TempDir::new().unwrap();
+        let agent = home.path().join(".ssh-agent/agent.sock");
+        std::fs::create_dir_all(agent.parent().unwrap()).unwrap();
+        std::fs::write(&agent, "").unwrap();
         let env = |name: &str| -> Option<OsString> {
             match name {
                 "TMUX" => Some("/tmp/tmux-1000/default,123,0".into()),
-                "SSH_AUTH_SOCK" => Some("/home/me/.ssh-agent/agent.sock".into()),
+                "SSH_AUTH_SOCK" => Some(agent.clone().into()),
                 "XDG_RUNTIME_DIR" => Some("/run/user/1000".into()),
-                "HOME" => Some("/home/me".into()),
+                "HOME" => Some(home.path().into()),
                 _ => None,
             }
         };
         let hidden = sockets(&env, 1000);
         for path in [
-            "/run/user/1000",
-            "/tmp/tmux-1000",
-            "/tmp/tmux-1000/default",
-            "/home/me/.ssh-agent",
-            "/home/me/.ssh-agent/agent.sock",
-            "/run/docker.sock",
-            "/run/dbus",
+            Path::new("/run/user/1000"),
+            Path::new("/tmp/tmux-1000"),
+            Path::new("/tmp/tmux-1000/default"),
+            agent.parent().unwrap(),
+            &agent,
+            Path::new("/run/docker.sock"),
+            Path::new("/run/dbus"),
         ] {
-            assert!(hidden.contains(&PathBuf::from(path)), "{path}: {hidden:?}");
+            assert!(hidden.iter().any(|h| h == path), "{path:?}: {hidden:?}");
         }
         // A socket right in the home folder hides itself, not the home.
+        let right_in = home.path().join("agent.sock");
+        std::fs::write(&right_in, "").unwrap();
         let env = |name: &str| -> Option<OsString> {
             match name {
-                "SSH_AUTH_SOCK" => Some("/home/me/agent.sock".into()),
-                "HOME" => Some("/home/me".into()),
+                "SSH_AUTH_SOCK" => Some(right_in.clone().into()),
+                "HOME" => Some(home.path().into()),
                 _ => None,
             }
         };
         let hidden = sockets(&env, 1000);
-        assert!(hidden.contains(&PathBuf::from("/home/me/agent.sock")));
-        assert!(!hidden.contains(&PathBuf::from("/home/me")));
+        assert!(hidden.contains(&right_in));
+        assert!(!hidden.iter().any(|h| h == home.path()));
     }
 
     #[test]

@@ -33,6 +33,10 @@ impl Worker<'_> {
             let changes = self.archive(id, None)?;
             return self.land(id, &task.title, None, &completes(&changes));
         };
+        // A change of what agents may not change waits for a person.
+        if self.held_for_approval(id, &branch, Status::Complete)? {
+            return Ok(());
+        }
         self.state.phase = Phase::Verify;
         // The task's own checks as the queue holds them now: the agent may
         // have changed them while it worked.

@@ -68,6 +68,15 @@ impl Worker<'_> {
     pub(super) fn iterate(&mut self, id: &TaskId, task: Option<&Task>) -> Result<Next, Error> {
         let n = self.state.iteration + 1;
         let _span = tracing::debug_span!("iteration", n, task = id.as_str()).entered();
+        // A branch that changes what agents may not change is not checked
+        // out again (the run's next start would read it) until a person
+        // lets the change through.
+        if let Some(task) = task
+            && let Some(branch) = self.repo.find_task_branch(id, &task.title)?
+            && self.held_for_approval(id, &branch, Status::Active)?
+        {
+            return Ok(None);
+        }
         let turn = self.begin(id, task)?;
         let judged = match self.run_agent(&turn) {
             Ok(outcome) => {
@@ -757,7 +766,7 @@ fn refused_writes(outcome: &Outcome) -> Option<String> {
     let paths: Vec<&str> = refused.iter().filter_map(|p| p.as_str()).collect();
     (!paths.is_empty()).then(|| {
         format!(
-            "the sandbox refused the agent's writes to {}; if it needs one, add it to sandbox.writable in config/ralph.yaml",
+            "the sandbox refused the agent's writes to {}; ralph's configuration, the git folder's settings and hooks are a person's to change (docs/SECURITY.md); for another path it needs, add it to sandbox.writable in config/ralph.yaml",
             paths.join(", ")
         )
     })

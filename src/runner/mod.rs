@@ -7,6 +7,7 @@ pub(crate) mod context;
 pub(crate) mod decide;
 pub(crate) mod deliver;
 mod finish;
+mod guard;
 mod iteration;
 pub(crate) mod lock;
 pub(crate) mod plan;

@@ -153,7 +153,7 @@ mod tests {
                 reverted_to: None,
                 changed: 1,
                 foreign: 1,
-                quarantined: Some(".ralph/quarantine/x.foreign".into()),
+                quarantined: Some(".ralph/queue/quarantine/x.foreign".into()),
             }),
             from_start: false,
         };
@@ -161,7 +161,7 @@ mod tests {
             describe(&restored, "`git stash`"),
             [
                 "tasks.jsonl was reverted to its version in commit 1a2b3c4, as `git stash` does (2 tasks gone: B, C); ralph put back the queue as it last knew it, with the changes made through `ralph task` during the iteration",
-                "tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/quarantine/x.foreign); ralph put back its records as it wrote them (the archive is append-only, and only ralph appends to it during a run)",
+                "tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/queue/quarantine/x.foreign); ralph put back its records as it wrote them (the archive is append-only, and only ralph appends to it during a run)",
             ]
         );
     }

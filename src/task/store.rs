@@ -168,7 +168,7 @@ impl Store {
         Ok(moved)
     }
 
-    /// Moves a torn last line of the archive to `.ralph/quarantine/` and
+    /// Moves a torn last line of the archive to `.ralph/queue/quarantine/` and
     /// cuts it off the file, so the next record starts on a line of its own.
     /// Complete records are never touched.
     fn quarantine(&self, torn: &Torn) -> Result<Change> {
@@ -186,7 +186,7 @@ impl Store {
         })
     }
 
-    /// Keeps archive `bytes` in `.ralph/quarantine/`, in a file named
+    /// Keeps archive `bytes` in `.ralph/queue/quarantine/`, in a file named
     /// `tasks-done.jsonl<tag>.<time>.<kind>`; returns its project path.
     pub(super) fn keep_aside(&self, tag: &str, kind: &str, bytes: &[u8]) -> Result<PathBuf> {
         let dir = self.paths.quarantine_dir();

@@ -248,7 +248,7 @@ impl Store {
     /// `tasks.jsonl`, or one that `git_version` recognises as a version git
     /// holds (it returns where, e.g. `commit 1a2b3c4`) and that differs from
     /// `known`; and an archive that is not byte for byte `known`, moving the
-    /// lines nobody wrote through the store to `.ralph/quarantine/`.
+    /// lines nobody wrote through the store to `.ralph/queue/quarantine/`.
     pub fn put_back(
         &self,
         known: &Known,
@@ -351,7 +351,7 @@ impl Store {
     }
 
     /// Keeps archive lines nobody wrote through the store in a file of
-    /// their own under `.ralph/quarantine/`; returns its project path.
+    /// their own under `.ralph/queue/quarantine/`; returns its project path.
     fn quarantine_lines(&self, foreign: &[&[u8]]) -> Result<PathBuf> {
         let mut bytes = Vec::new();
         for line in foreign {
@@ -493,7 +493,7 @@ mod tests {
         assert!(!restored.any(), "{restored:?}");
         assert_eq!(fs::read(dir.path().join(DONE_FILE)).unwrap(), archive);
         assert_eq!(fs::read(dir.path().join(TASKS_FILE)).unwrap(), tasks);
-        assert!(!dir.path().join(".ralph/quarantine").exists());
+        assert!(!dir.path().join(".ralph/queue/quarantine").exists());
         assert!(restored.from_start);
         // Ignored queue files go with `.ralph/`: they come back as the
         // watch copied them.

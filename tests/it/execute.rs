@@ -857,7 +857,7 @@ fn the_contracts_agents_are_confined_as_a_runs_are() {
         return;
     }
     let p = repo(&format!(
-        "if ( echo x > \"$HOME/escaped\" ) 2> /dev/null; then echo written >> \"$RALPH_PROJECT_DIR/.ralph/probe.txt\"; else echo refused >> \"$RALPH_PROJECT_DIR/.ralph/probe.txt\"; fi\n{DONE}"
+        "if ( echo x > \"$HOME/escaped\" ) 2> /dev/null; then echo written >> \"$RALPH_PROJECT_DIR/.ralph/tmp/probe.txt\"; else echo refused >> \"$RALPH_PROJECT_DIR/.ralph/tmp/probe.txt\"; fi\n{DONE}"
     ));
     input(&p, |_| {});
     plan(&p);
@@ -869,6 +869,6 @@ fn the_contracts_agents_are_confined_as_a_runs_are() {
     assert_eq!(run.code, 0, "{run:#?}");
     assert_eq!(result(&p)["status"], "success");
     // Two stories, each agent refused outside, its work done.
-    assert_eq!(out(&p, ".ralph/probe.txt"), "refused\nrefused\n");
+    assert_eq!(out(&p, ".ralph/tmp/probe.txt"), "refused\nrefused\n");
     assert!(!home.join("escaped").exists());
 }

@@ -499,7 +499,7 @@ fn a_torn_last_line_of_the_archive_is_ignored_then_quarantined() {
         .task(std::str::from_utf8(GOOD).unwrap().trim());
     project.ralph(&["task", "validate"]).ok_noting(
         "ok: 1 task: 1 pending, 0 active, 0 ready, 0 complete, 0 blocked; 1 archived\n",
-        "warning: tasks-done.jsonl:2: a torn last line (a crash during an append?) is ignored; the next archive moves it to .ralph/quarantine\n",
+        "warning: tasks-done.jsonl:2: a torn last line (a crash during an append?) is ignored; the next archive moves it to .ralph/queue/quarantine\n",
     );
     assert_eq!(
         project.bytes("tasks-done.jsonl"),
@@ -507,7 +507,7 @@ fn a_torn_last_line_of_the_archive_is_ignored_then_quarantined() {
         "reading repairs nothing"
     );
     let run = project.ralph(&["task", "archive", "A"]).success();
-    assert!(run.stderr.starts_with("warning: tasks-done.jsonl:2: a torn last line (a crash during an append?) was moved to .ralph/quarantine/tasks-done.jsonl.line2."), "{run:#?}");
+    assert!(run.stderr.starts_with("warning: tasks-done.jsonl:2: a torn last line (a crash during an append?) was moved to .ralph/queue/quarantine/tasks-done.jsonl.line2."), "{run:#?}");
     let done = project.read("tasks-done.jsonl");
     let lines: Vec<&str> = done.lines().collect();
     assert_eq!(
@@ -516,7 +516,7 @@ fn a_torn_last_line_of_the_archive_is_ignored_then_quarantined() {
     );
     assert!(lines[1].starts_with("{\"id\":\"A\""), "{done}");
     assert_eq!(lines.len(), 2);
-    let kept: Vec<_> = std::fs::read_dir(project.path().join(".ralph/quarantine"))
+    let kept: Vec<_> = std::fs::read_dir(project.path().join(".ralph/queue/quarantine"))
         .unwrap()
         .collect();
     assert_eq!(kept.len(), 1);

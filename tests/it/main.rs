@@ -13,6 +13,7 @@ mod delivery;
 mod demo;
 mod detect;
 mod doctor;
+mod escape;
 mod execute;
 mod final_review;
 mod fuzz_corpus;

@@ -51,7 +51,7 @@ fn a_queue_broken_during_the_iteration_is_named_not_the_agents_exit() {
   printf '{"id":' >> tasks.jsonl
   ralph task complete A > /dev/null 2>&1 || exit $?
 fi
-cp .ralph/tasks.jsonl.valid tasks.jsonl
+cp .ralph/queue/tasks.jsonl.valid tasks.jsonl
 work A.txt done
 ralph task complete A > /dev/null
 "#,

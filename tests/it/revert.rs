@@ -164,7 +164,7 @@ fn an_agent_that_rewrites_the_archive_gets_it_put_back() {
     let prompt = project.read(".ralph/prompts/2-B.md");
     assert!(
         prompt.contains(
-            "tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/quarantine/tasks-done.jsonl."
+            "tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/queue/quarantine/tasks-done.jsonl."
         ),
         "{prompt}"
     );
@@ -173,7 +173,7 @@ fn an_agent_that_rewrites_the_archive_gets_it_put_back() {
             .contains("warning: tasks-done.jsonl had 1 archived record changed or removed"),
         "{run:#?}"
     );
-    let quarantine: Vec<_> = std::fs::read_dir(project.path().join(".ralph/quarantine"))
+    let quarantine: Vec<_> = std::fs::read_dir(project.path().join(".ralph/queue/quarantine"))
         .expect("the quarantine")
         .map(|entry| entry.expect("entry").path())
         .collect();
@@ -232,7 +232,7 @@ fn git_clean_x_emptying_ralphs_folder_loses_no_archive_record() {
         project.json(".ralph/result.json")["failures"],
         serde_json::json!({})
     );
-    assert!(!project.path().join(".ralph/quarantine").exists());
+    assert!(!project.path().join(".ralph/queue/quarantine").exists());
 }
 
 #[test]

@@ -839,7 +839,7 @@ fn a_tasks_file_broken_by_the_agent_is_evidence_and_the_agent_repairs_it() {
   echo '{"id":"B","title":' >> tasks.jsonl
   exit 0
 fi
-cp .ralph/tasks.jsonl.valid tasks.jsonl
+cp .ralph/queue/tasks.jsonl.valid tasks.jsonl
 ralph task complete A > /dev/null
 "#,
         );
@@ -853,7 +853,7 @@ ralph task complete A > /dev/null
     );
     // The copy holds the last valid queue, not the broken one, with the
     // change made through `ralph task` after the repair.
-    let valid = project.read(".ralph/tasks.jsonl.valid");
+    let valid = project.read(".ralph/queue/tasks.jsonl.valid");
     assert_eq!(
         valid,
         "{\"id\":\"A\",\"title\":\"careless\",\"status\":\"complete\",\"leaf\":true}\n"

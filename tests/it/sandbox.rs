@@ -74,7 +74,7 @@ fn a_confined_agent_does_its_task_and_writes_nowhere_else() {
     let (home, sibling) = (p.aux().join("home"), p.aux().join("sibling"));
     // (The first: the test's own prelude, recording the call outside.)
     let named = format!(
-        "A: the sandbox refused the agent's writes to {}, {}/.bashrc, /etc/ralph-test, {}/x; if it needs one, add it to sandbox.writable in config/ralph.yaml\n",
+        "A: the sandbox refused the agent's writes to {}, {}/.bashrc, /etc/ralph-test, {}/x; ralph's configuration, the git folder's settings and hooks are a person's to change (docs/SECURITY.md); for another path it needs, add it to sandbox.writable in config/ralph.yaml\n",
         p.aux().join("rec/calls").display(),
         home.display(),
         sibling.display()
@@ -262,7 +262,7 @@ fn a_failed_iterations_evidence_names_the_writes_refused() {
     let prompt = p.read(".ralph/prompts/2-A.md");
     assert!(
         prompt.contains("the sandbox refused the agent's writes to ")
-            && prompt.contains("/etc/ralph-test; if it needs one, add it to sandbox.writable"),
+            && prompt.contains("/etc/ralph-test; ralph's configuration, the git folder's settings and hooks are a person's to change (docs/SECURITY.md); for another path it needs, add it to sandbox.writable"),
         "{prompt}"
     );
 }

@@ -565,3 +565,14 @@ pub(crate) fn isolate_libgit2_config() {
         }
     });
 }
+
+/// Makes the file at `path` executable (a hook, a script).
+pub(crate) fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// `text` quoted for a POSIX shell.
+pub(crate) fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}

@@ -772,11 +772,11 @@ esac"#
     assert_eq!(ids, ["A", "B", "C"], "{run:#?}");
     assert!(
         run.stderr.contains(
-            "w1 warning: tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/quarantine/"
+            "w1 warning: tasks-done.jsonl had 1 archived record changed or removed and had 1 line that ralph did not write (moved to .ralph/queue/quarantine/"
         ),
         "{run:#?}"
     );
-    let quarantine: Vec<_> = std::fs::read_dir(project.path().join(".ralph/quarantine"))
+    let quarantine: Vec<_> = std::fs::read_dir(project.path().join(".ralph/queue/quarantine"))
         .expect("the quarantine")
         .map(|entry| entry.expect("entry").path())
         .collect();

@@ -33,9 +33,10 @@ fn tempfile_dir() -> assert_fs::TempDir {
     assert_fs::TempDir::new().expect("temp dir")
 }
 
-/// The addresses headless Chromium asked for while it loaded `page`, from
-/// its network log, without Chromium's own calls home (Google's hosts,
-/// which it makes whatever the page).
+/// The addresses `page` asked headless Chromium for while it loaded, from
+/// its network log: the requests a page started (their initiator is an
+/// origin, `null` for a file), never Chromium's own calls home, whose
+/// hosts change with its build (their initiator is `not an origin`).
 pub(crate) fn chromium_requests(page: &Path) -> Vec<String> {
     let log = tempfile_dir();
     let net = log.path().join("net.json");
@@ -49,16 +50,12 @@ pub(crate) fn chromium_requests(page: &Path) -> Vec<String> {
         .or_else(|_| serde_json::from_str(&format!("{}]}}", text.trim_end().trim_end_matches(','))))
         .expect("the network log is JSON");
     let mut urls: Vec<String> = (log["events"].as_array().into_iter().flatten())
-        .filter_map(|event| event["params"]["url"].as_str())
-        .filter(|url| {
-            let host = url
-                .split("://")
-                .nth(1)
-                .unwrap_or("")
-                .split(['/', ':', '?'])
-                .next();
-            !host.is_some_and(|host| host == "google.com" || host.ends_with(".google.com"))
+        .filter(|event| {
+            event["params"]["initiator"]
+                .as_str()
+                .is_some_and(|initiator| initiator != "not an origin")
         })
+        .filter_map(|event| event["params"]["url"].as_str())
         .map(str::to_owned)
         .collect();
     urls.sort();

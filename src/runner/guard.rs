@@ -1,0 +1,49 @@
+//! Work that changes what agents may not change waits for a person: a
+//! task whose branch changes a protected path (ralph's configuration, the
+//! repository's guard rails; `crate::protected`) is blocked before its
+//! branch is checked out again and before it is merged, until a person
+//! approves the change as it is (`ralph task approve`).
+
+use super::worker::Worker;
+use crate::error::Error;
+use crate::protected::Approval;
+use crate::task::{Status, TaskId};
+
+impl Worker<'_> {
+    /// Blocks task `id` when its `branch` changes protected paths that a
+    /// person has not let through as they are now, noting the change for
+    /// `ralph task approve`, which puts the task back to `then`. Whether
+    /// it did.
+    pub(super) fn held_for_approval(
+        &mut self,
+        id: &TaskId,
+        branch: &str,
+        then: Status,
+    ) -> Result<bool, Error> {
+        let changed = self.repo.files_changed(branch)?;
+        let touched = self.protected().touched(&changed);
+        if touched.is_empty() {
+            return Ok(false);
+        }
+        let changes = self.repo.ids_at(branch, &touched)?;
+        let approval = Approval::load(&self.paths, id.as_str());
+        if approval.is_some_and(|approval| approval.lets_through(&changes)) {
+            return Ok(false);
+        }
+        let waiting = Approval {
+            branch: branch.to_owned(),
+            changes: changes.into_iter().collect(),
+            status: then.as_str().to_owned(),
+            approved: None,
+        };
+        let file = self.paths.approval(id.as_str());
+        (waiting.save(&self.paths, id.as_str())).map_err(crate::files::at::<Error>(file))?;
+        let reason = format!(
+            "its work changes {}, which agents may not change (docs/SECURITY.md); see the change with `git diff {}...{branch}` and let it through with `ralph task approve {id}`",
+            crate::text::named(&touched, 5),
+            self.repo.base()
+        );
+        self.block(id, &reason)?;
+        Ok(true)
+    }
+}
