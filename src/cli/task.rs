@@ -667,7 +667,9 @@ fn approve(
     let task = super::live_task(queue, id)?;
     if std::env::var_os("RALPH_TASK_ID").is_some() {
         return Err(crate::task::Error::Refused {
-            message: format!("task {id}'s change to protected paths is a person's to approve, not an agent's"),
+            message: format!(
+                "task {id}'s change to protected paths is a person's to approve, not an agent's"
+            ),
             hint: Some("run `ralph task approve` yourself, outside the agent".to_owned()),
         }
         .into());
@@ -683,7 +685,9 @@ fn approve(
     };
     approval.approved = Some(context.now.clone());
     let file = paths.approval(id.as_str());
-    approval.save(paths, id.as_str()).map_err(crate::files::at::<Error>(file))?;
+    approval
+        .save(paths, id.as_str())
+        .map_err(crate::files::at::<Error>(file))?;
     let status = match approval.status.as_str() {
         "active" => Status::Active,
         _ => Status::Complete,

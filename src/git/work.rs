@@ -59,6 +59,18 @@ impl Repo {
             .collect())
     }
 
+    /// Whether the working tree's file at `path` holds what `id` (an
+    /// [`Repo::ids_at`] answer) says: the same blob, or both gone.
+    pub fn tree_file_is(&self, path: &str, id: &str) -> bool {
+        let file = self.workdir().join(path);
+        match std::fs::symlink_metadata(&file) {
+            Ok(meta) if meta.is_file() => git2::Oid::hash_file(git2::ObjectType::Blob, &file)
+                .is_ok_and(|hash| hash.to_string() == id),
+            Ok(_) => false,
+            Err(_) => id == "deleted",
+        }
+    }
+
     /// The paths `branch` changes against the point it left the base
     /// (`git diff --name-only base...branch`), without the queue files.
     pub fn files_changed(&self, branch: &str) -> Result<Vec<String>> {

@@ -280,7 +280,13 @@ pub(crate) fn refused_paths(output: &str) -> Vec<String> {
             .filter_map(|c| c.get(1))
             .collect();
         let found = right_before(&line[..at])
-            .or_else(|| named.iter().rev().find(|m| m.end() <= at).map(|m| m.as_str()))
+            .or_else(|| {
+                named
+                    .iter()
+                    .rev()
+                    .find(|m| m.end() <= at)
+                    .map(|m| m.as_str())
+            })
             .or_else(|| named.iter().find(|m| m.start() >= at).map(|m| m.as_str()));
         if let Some(found) = found
             && !paths.iter().any(|p| p == found)

@@ -1,8 +1,12 @@
-//! Work that changes what agents may not change waits for a person: a
-//! task whose branch changes a protected path (ralph's configuration, the
-//! repository's guard rails; `crate::protected`) is blocked before its
-//! branch is checked out again and before it is merged, until a person
-//! approves the change as it is (`ralph task approve`).
+//! Work that changes what agents may not change waits for a person: when
+//! agents run confined, a task whose branch changes a protected path
+//! (ralph's configuration, the repository's guard rails;
+//! `crate::protected`) is blocked before its branch is checked out again
+//! and before it is merged, until a person approves the change as it is
+//! (`ralph task approve`). A change the checkout's own file holds, where
+//! the base has that file, is a person's: a confined agent cannot write
+//! it (the caps raised in `config/ralph.yaml` during a run, swept into the
+//! task's leftovers).
 
 use super::worker::Worker;
 use crate::error::Error;
@@ -20,12 +24,27 @@ impl Worker<'_> {
         branch: &str,
         then: Status,
     ) -> Result<bool, Error> {
+        if !matches!(self.options.sandbox, super::confine::Sandbox::On(_)) {
+            return Ok(false);
+        }
         let changed = self.repo.files_changed(branch)?;
         let touched = self.protected().touched(&changed);
         if touched.is_empty() {
             return Ok(false);
         }
-        let changes = self.repo.ids_at(branch, &touched)?;
+        let on_base = self.repo.ids_at(self.repo.base(), &touched)?;
+        let changes: Vec<(String, String)> = (self.repo.ids_at(branch, &touched)?)
+            .into_iter()
+            .zip(on_base)
+            .filter(|((path, id), (_, base))| {
+                base == "deleted" || !self.repo.tree_file_is(path, id)
+            })
+            .map(|(change, _)| change)
+            .collect();
+        if changes.is_empty() {
+            return Ok(false);
+        }
+        let touched: Vec<String> = changes.iter().map(|(path, _)| path.clone()).collect();
         let approval = Approval::load(&self.paths, id.as_str());
         if approval.is_some_and(|approval| approval.lets_through(&changes)) {
             return Ok(false);

@@ -23,10 +23,19 @@ fn project() -> TestProject {
     let home = p.aux().join("home");
     for (file, text) in [
         (".ssh/id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\n"),
-        (".git-credentials", "https://me:ghp_credentialfile0000@github.com\n"),
-        (".npmrc", "//registry.npmjs.org/:_authToken=npm_tokenfile0000\n"),
+        (
+            ".git-credentials",
+            "https://me:ghp_credentialfile0000@github.com\n",
+        ),
+        (
+            ".npmrc",
+            "//registry.npmjs.org/:_authToken=npm_tokenfile0000\n",
+        ),
         (".pypirc", "[pypi]\npassword = pypi-tokenfile0000\n"),
-        (".cargo/credentials.toml", "[registry]\ntoken = \"cio_tokenfile0000\"\n"),
+        (
+            ".cargo/credentials.toml",
+            "[registry]\ntoken = \"cio_tokenfile0000\"\n",
+        ),
         (".kube/config", "token: kube-tokenfile0000\n"),
         (".config/gcloud/credentials.db", "gcloud-tokenfile0000\n"),
         (".vault-token", "hvs.vaulttokenfile0000\n"),
@@ -101,7 +110,13 @@ fn hooks_an_agent_writes_into_the_git_folder_never_run() {
     }
     let p = project();
     let mut attack = String::new();
-    for hook in ["pre-commit", "commit-msg", "post-commit", "reference-transaction", "post-checkout"] {
+    for hook in [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "reference-transaction",
+        "post-checkout",
+    ] {
         attack.push_str(&format!(
             "if printf '#!/bin/sh\\n{}\\n' > .git/hooks/{hook} 2> /dev/null && chmod +x .git/hooks/{hook}; then echo '{hook} written' >> \"$PROBE\"; else echo '{hook} refused' >> \"$PROBE\"; fi\n",
             payload(&p, hook)
@@ -208,14 +223,15 @@ git update-index --skip-worktree .githooks/commit-msg
     assert_eq!(first.code, 10, "{first:#?}");
     assert_eq!(probe(&p), "hook refused\n");
     assert!(
-        first
-            .stderr
-            .contains("A blocked: its work changes .githooks/commit-msg, which agents may not change"),
+        first.stderr.contains(
+            "A blocked: its work changes .githooks/commit-msg, which agents may not change"
+        ),
         "{first:#?}"
     );
     // The team's hook still ran on ralph's commits, confined.
     assert!(
-        p.git(&["log", "-1", "--format=%B", "main"]).contains("Hooked: yes"),
+        p.git(&["log", "-1", "--format=%B", "main"])
+            .contains("Hooked: yes"),
         "{}",
         p.git(&["log", "-3", "--format=%B", "main"])
     );
@@ -231,7 +247,10 @@ git update-index --skip-worktree .githooks/commit-msg
     let p = p.task(&pending("C"));
     let second = finish(confined(&p, &[]), 120);
     assert_eq!(second.code, 0, "{second:#?}");
-    assert!(p.git(&["show", "main:.githooks/commit-msg"]).contains("tracked-hook"));
+    assert!(
+        p.git(&["show", "main:.githooks/commit-msg"])
+            .contains("tracked-hook")
+    );
     assert_eq!(p.git(&["show", "main:C.txt"]), "done");
     assert_eq!(markers(&p), Vec::<String>::new());
 }
@@ -241,12 +260,10 @@ fn checks_run_confined_whoever_wrote_them() {
     if skip_without(Tool::Bwrap) {
         return;
     }
-    let p = project()
-        .file("check.sh", "true\n")
-        .file(
-            "config/ralph.yaml",
-            "verify:\n  task: [\"sh check.sh\"]\nmax_iterations: 6\n",
-        );
+    let p = project().file("check.sh", "true\n").file(
+        "config/ralph.yaml",
+        "verify:\n  task: [\"sh check.sh\"]\nmax_iterations: 6\n",
+    );
     p.git(&["add", "-A"]);
     p.git(&["commit", "-qm", "a check"]);
     let attack = format!(
@@ -271,7 +288,10 @@ ralph task add Planted --verify "{added}" > /dev/null
         .map(|event| event["command"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert!(verified.iter().any(|c| c == "sh check.sh"), "{verified:?}");
-    assert!(verified.iter().any(|c| c.contains("own-verify")), "{verified:?}");
+    assert!(
+        verified.iter().any(|c| c.contains("own-verify")),
+        "{verified:?}"
+    );
     assert_eq!(markers(&p), Vec::<String>::new());
 }
 
@@ -389,9 +409,15 @@ true"#;
         // Not claude: a custom command gets no preset's keys.
         "ANTHROPIC_API_KEY=",
     ] {
-        assert!(!env.lines().any(|line| line.starts_with(name)), "{name} in {env}");
+        assert!(
+            !env.lines().any(|line| line.starts_with(name)),
+            "{name} in {env}"
+        );
     }
-    assert!(env.lines().any(|line| line.starts_with("RALPH_TASK_ID=A")), "{env}");
+    assert!(
+        env.lines().any(|line| line.starts_with("RALPH_TASK_ID=A")),
+        "{env}"
+    );
     assert_eq!(p.read_or_empty(".ralph/tmp/read.txt"), "");
 }
 
@@ -523,7 +549,19 @@ true"#,
         done = crate::support::shell_quote(&done.to_string_lossy()),
     );
     let mut tmux = Command::new("tmux");
-    tmux.arg("-S").arg(&socket).args(["-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "30", "sh", "-c", &script]);
+    tmux.arg("-S").arg(&socket).args([
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-x",
+        "120",
+        "-y",
+        "30",
+        "sh",
+        "-c",
+        &script,
+    ]);
     for (name, value) in run.get_envs() {
         match value {
             Some(value) => tmux.env(name, value),
@@ -534,9 +572,17 @@ true"#,
     assert!(started.success());
     crate::support::wait_for_file(&done);
     std::thread::sleep(std::time::Duration::from_secs(1));
-    let _ = Command::new("tmux").arg("-S").arg(&socket).arg("kill-server").status();
+    let _ = Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .arg("kill-server")
+        .status();
     let said = std::fs::read_to_string(p.aux().join("run.txt")).unwrap_or_default();
-    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0", "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&done).unwrap().trim(),
+        "0",
+        "{said}"
+    );
     assert_eq!(p.git(&["show", "main:A.txt"]), "done", "{said}");
     assert_eq!(markers(&p), Vec::<String>::new());
 }
@@ -631,8 +677,12 @@ fn where_the_system_forbids_a_private_proc_the_run_and_doctor_say_what_is_weaker
         .env("PATH", p.path_with_aux_bin());
     let doctor = finish(doctor, 60);
     assert!(
-        doctor.stdout.contains("warning: sandbox: agents run confined: bubblewrap")
-            && doctor.stdout.contains("weaker than docs/SECURITY.md says: this system forbids a private /proc"),
+        doctor
+            .stdout
+            .contains("warning: sandbox: agents run confined: bubblewrap")
+            && doctor
+                .stdout
+                .contains("weaker than docs/SECURITY.md says: this system forbids a private /proc"),
         "{doctor:#?}"
     );
 }
@@ -687,7 +737,14 @@ true"#,
         }
         let mut wrapped = Command::new("setpriv");
         wrapped
-            .args(["--reuid", &user.to_string(), "--regid", "65534", "--clear-groups", "--"])
+            .args([
+                "--reuid",
+                &user.to_string(),
+                "--regid",
+                "65534",
+                "--clear-groups",
+                "--",
+            ])
             .arg(command.get_program())
             .args(command.get_args())
             .current_dir(command.get_current_dir().unwrap_or(p.path()));
@@ -704,13 +761,20 @@ true"#,
     if normal {
         // Back to the test's own user, whom git trusts with the folder.
         for dir in [p.path(), p.aux()] {
-            let chowned = Command::new("chown").args(["-R", "0:0"]).arg(dir).status().unwrap();
+            let chowned = Command::new("chown")
+                .args(["-R", "0:0"])
+                .arg(dir)
+                .status()
+                .unwrap();
             assert!(chowned.success());
         }
     }
     assert_eq!(first.code, 0, "{first:#?}");
     assert_eq!(second.code, 0, "{second:#?}");
-    assert!(first.stderr.contains("agents run confined: bubblewrap"), "{first:#?}");
+    assert!(
+        first.stderr.contains("agents run confined: bubblewrap"),
+        "{first:#?}"
+    );
     assert_eq!(probe(&p), "");
     assert_eq!(
         std::fs::read_to_string(p.aux().join("home/.bashrc")).unwrap(),
@@ -719,4 +783,68 @@ true"#,
     assert_eq!(markers(&p), Vec::<String>::new());
     assert_eq!(p.git(&["show", "main:left.txt"]), "left");
     assert_eq!(p.git(&["show", "main:B.txt"]), "done");
+}
+
+#[test]
+fn a_prds_check_runs_confined() {
+    // Whoever may push a PRD to a watched branch writes its `Verify:`
+    // lines: a PRD is planned, never run, and its checks run confined.
+    if skip_without(Tool::Bwrap) {
+        return;
+    }
+    let p = TestProject::new().git_init();
+    std::fs::create_dir_all(outside(&p)).unwrap();
+    let prd = format!(
+        "# Export\n\n### FR-1: Export as CSV\n\nVerify: `{}`\n",
+        payload(&p, "prd-verify")
+    );
+    let p = p.file("prd.md", prd);
+    let planned = p.ralph(&["plan", "prd.md"]);
+    assert_eq!(planned.code, 0, "{planned:#?}");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "planned"]);
+    let p = p.agent(
+        "work \"$RALPH_TASK_ID.txt\" done\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+    );
+    let mut command = confined(&p, &[]);
+    command.env("RALPH_MAX_ITERATIONS", "2");
+    let run = finish(command, 120);
+    assert!(run.stderr.contains("verify failed: touch "), "{run:#?}");
+    assert_eq!(markers(&p), Vec::<String>::new());
+}
+
+#[test]
+fn a_persons_edit_of_the_settings_during_a_run_lands_with_the_task() {
+    // The caps raised in config/ralph.yaml while a task runs are swept
+    // into its leftovers: a confined agent could not have written that
+    // file, so it is a person's change and needs no approval.
+    if skip_without(Tool::Bwrap) {
+        return;
+    }
+    let p = project();
+    let edited = p.aux().join("edited");
+    let p = agent(
+        p,
+        &format!(
+            "touch \"$RALPH_PROJECT_DIR/.ralph/tmp/ready\"\nwhile [ ! -e '{}' ]; do sleep 0.05; done",
+            edited.display()
+        ),
+    );
+    let child = confined(&p, &[])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::support::wait_for_file(&p.path().join(".ralph/tmp/ready"));
+    let settings = p.read("config/ralph.yaml") + "# raised by a person\n";
+    std::fs::write(p.path().join("config/ralph.yaml"), settings).unwrap();
+    std::fs::write(&edited, "").unwrap();
+    let run = crate::support::wait_for(child, 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        p.git(&["show", "main:config/ralph.yaml"])
+            .ends_with("# raised by a person"),
+        "{run:#?}"
+    );
+    assert_eq!(p.git(&["show", "main:A.txt"]), "done");
 }
