@@ -112,6 +112,9 @@ pub(crate) struct Candidate {
     pub cost_usd: f64,
     /// Tokens its iterations took so far.
     pub tokens: u64,
+    /// Why no agent may be given the task as it stands (its title or body
+    /// is over its bound), if so.
+    pub unworkable: Option<String>,
 }
 
 /// What the loop sees before an iteration.
@@ -189,7 +192,11 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if task.status == Status::Ready && !seen.ready_is_reviewed {
         return Step::Finish(task.id.clone());
     }
-    if let Some(reason) = task_budget_spent(task, budgets) {
+    if let Some(reason) = task
+        .unworkable
+        .clone()
+        .or_else(|| task_budget_spent(task, budgets))
+    {
         return Step::Block(task.id.clone(), reason);
     }
     if seen.iterations >= budgets.max_iterations {
@@ -555,6 +562,7 @@ mod tests {
             seconds: 0,
             cost_usd: 0.0,
             tokens: 0,
+            unworkable: None,
         }
     }
 
@@ -709,6 +717,20 @@ mod tests {
         );
         s.next = None;
         assert_eq!(before(&s, &budgets()), Step::End(Ending::Drained));
+    }
+
+    #[test]
+    fn a_task_no_agent_may_be_given_is_blocked_before_any_iteration() {
+        let mut s = seen();
+        let mut task = candidate("A", Status::Pending, 0);
+        task.unworkable = Some("the title is too long".into());
+        s.next = Some(task);
+        s.iterations = budgets().max_iterations;
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Block(id("A"), "the title is too long".into()),
+            "blocking it costs no iteration"
+        );
     }
 
     #[test]

@@ -26,3 +26,96 @@ fn an_id_starting_with_a_dash_is_refused_on_the_command_line_and_in_the_queue() 
         &format!("error: tasks.jsonl:2: id \"--help\" starts with '-', which a command line reads as an option; start it with a letter, digit or _\n{FIX_THE_LINE}"),
     );
 }
+
+#[test]
+fn ralph_task_refuses_a_title_or_body_over_its_bound_and_writes_nothing() {
+    let p = TestProject::new().task(r#"{"id":"A","title":"a","status":"pending","leaf":true}"#);
+    let before = p.read("tasks.jsonl");
+    let title = "t".repeat(5 * 1024);
+    p.ralph(&["task", "add", &title]).fails(
+        30,
+        "error: the title is 5120 bytes long, over the bound of 4096 bytes\nhint: keep the title to one line and put the details in the body\n",
+    );
+    p.ralph(&["task", "split", "A", "first", &title]).fails(
+        30,
+        "error: the title is 5120 bytes long, over the bound of 4096 bytes\nhint: keep the title to one line and put the details in the body\n",
+    );
+    let body = "b".repeat(70_000);
+    p.ralph(&["task", "add", "short", "--body", &body]).fails(
+        30,
+        "error: the body is 70000 bytes long, over the bound of 65536 bytes\nhint: put long material in a file of the project and name that file in the body\n",
+    );
+    assert_eq!(p.read("tasks.jsonl"), before);
+    // At the bound exactly is fine.
+    p.ralph(&["task", "add", &"t".repeat(4096)]).ok("B\n");
+
+    // A document's requirement is held to the same bounds.
+    let p = p.file("prd.md", format!("# X\n\n- FR-1: {}\n", "r".repeat(5000)));
+    let before = p.read("tasks.jsonl");
+    p.ralph(&["plan", "prd.md"]).fails(
+        30,
+        "error: prd.md:3: the title is 5006 bytes long, over the bound of 4096 bytes; shorten it\nhint: docs/PLANNING.md describes what `ralph plan` reads\n",
+    );
+    assert_eq!(p.read("tasks.jsonl"), before);
+}
+
+/// An agent appends tasks whose title or body is over its bound: each is
+/// blocked, saying why, before any agent gets it; the other tasks are
+/// done, and the run ends needing a person (exit 10), again and again.
+#[test]
+fn a_task_over_a_bound_in_the_queue_is_blocked_and_the_run_goes_on() {
+    let p = TestProject::new()
+        .task(r#"{"id":"A","title":"a","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"if [ "$RALPH_TASK_ID" = A ]; then
+  long=$(head -c 143360 /dev/zero | tr '\0' x)
+  printf '{"id":"C","title":"%s","status":"pending","leaf":true}\n' "$long" >> tasks.jsonl
+  printf '{"id":"D","title":"d","status":"pending","leaf":true,"body":"%s%s"}\n' "$long" "$long" >> tasks.jsonl
+  printf '{"id":"E","title":"e","status":"pending","leaf":true}\n' >> tasks.jsonl
+fi
+work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+        );
+    let run = p.run(&[]);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let worked: Vec<String> = p
+        .calls()
+        .iter()
+        .map(|call| call.split(' ').nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(worked, ["A", "B", "E"]);
+    let title_reason = "the title is 143360 bytes long, over the bound of 4096 bytes; shorten it in tasks.jsonl, then set the task going again (`ralph task start C`)";
+    let body_reason = "the body is 286720 bytes long, over the bound of 65536 bytes; shorten it in tasks.jsonl, then set the task going again (`ralph task start D`)";
+    let tasks = p.json_lines("tasks.jsonl");
+    let blocked: Vec<(&str, &str, &str)> = tasks
+        .iter()
+        .map(|t| {
+            let text = |key: &str| t[key].as_str().unwrap_or_default();
+            (text("id"), text("status"), text("blocked_reason"))
+        })
+        .collect();
+    assert_eq!(
+        blocked,
+        [
+            ("C", "blocked", title_reason),
+            ("D", "blocked", body_reason)
+        ]
+    );
+    for reason in [
+        format!("C blocked: {title_reason}"),
+        format!("D blocked: {body_reason}"),
+    ] {
+        assert!(run.stderr.contains(&reason), "{run:#?}");
+        assert!(p.read("ralph.log").contains(&reason));
+    }
+    let done = crate::support::ids(&p.read("tasks-done.jsonl"));
+    assert_eq!(done, ["A", "B", "E"]);
+
+    // The next run does not wedge on them either.
+    let again = p.run(&[]);
+    assert_eq!(again.code, 10, "{again:#?}");
+    assert_eq!(p.calls().len(), 3, "no agent was started");
+    assert_eq!(p.json_lines("tasks.jsonl"), tasks);
+}
