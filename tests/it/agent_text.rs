@@ -119,3 +119,92 @@ work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null
     assert_eq!(p.calls().len(), 3, "no agent was started");
     assert_eq!(p.json_lines("tasks.jsonl"), tasks);
 }
+
+/// The value of a secret in ralph's environment, as an agent might copy it.
+const SECRET: &str = "s3cr3t-value-4242-xyz";
+
+/// An agent writes the value of `GITHUB_TOKEN` into a commit subject, a
+/// task title, its notes (through `ralph task note` and straight into the
+/// notes file) and a block reason: on the base branch, in branch names,
+/// `ralph.log` and the events it is `[redacted]`, never the value.
+#[test]
+fn secrets_an_agent_writes_are_masked_in_history_and_logs() {
+    let p = TestProject::new()
+        .task(r#"{"id":"A","title":"a","status":"pending","leaf":true}"#)
+        .task(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(&format!(
+            r#"TOKEN={SECRET}
+case "$RALPH_TASK_ID" in
+A)
+  printf 'done\n' > A.txt && git add A.txt && git commit -q -m "push with $TOKEN"
+  ralph task note A "tried $TOKEN" > /dev/null
+  printf '### t · note\n\nraw %s\n\n' "$TOKEN" >> .ralph/notes/A.md
+  printf '{{"id":"C","title":"deploy with %s","status":"pending","leaf":true}}\n' "$TOKEN" >> tasks.jsonl
+  ralph task complete A > /dev/null ;;
+B) ralph task block B --reason "needs $TOKEN to go on" > /dev/null ;;
+C) work C.txt done; ralph task complete C > /dev/null ;;
+esac
+"#
+        ));
+    let mut command = p.run_command(&[]);
+    command.env("GITHUB_TOKEN", SECRET);
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 10, "{run:#?}");
+    let messages = p.git(&["log", "main", "--format=%B%x00"]);
+    let squash_a = messages
+        .split('\0')
+        .find(|message| message.trim_start().starts_with("[A]"))
+        .unwrap_or_else(|| panic!("{messages}"));
+    // The note's heading carries the time `ralph task note` ran.
+    let (before_time, after_time) = squash_a.trim().split_once("> ### 20").unwrap();
+    assert_eq!(
+        before_time,
+        "[A] a\n\n- push with [redacted]\n\nNotes on the task, newest first:\n>\n> ### t · note\n>\n> raw [redacted]\n>\n"
+    );
+    assert!(
+        after_time.ends_with("Z · note\n>\n> tried [redacted]\n\nCompletes: A"),
+        "{squash_a}"
+    );
+    assert!(
+        messages.contains("[C] deploy with [redacted]\n"),
+        "{messages}"
+    );
+    let blocked = &p.json_lines("tasks.jsonl")[0];
+    assert_eq!(blocked["blocked_reason"], "needs [redacted] to go on");
+    let refs = p.git(&["for-each-ref", "--format=%(refname)"]);
+    // The task branches' names, as the checkouts name them (the agent's
+    // own commit subjects are its own).
+    let reflog = p.git(&["reflog", "--all", "--format=%gs"]);
+    let reflog: String = reflog
+        .lines()
+        .filter(|line| line.contains("task/"))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    for (place, text) in [
+        ("the base's commit messages", messages.clone()),
+        // The queue files go onto the base as the agent left them (its
+        // own writing, like any file it commits); what ralph writes is
+        // masked.
+        (
+            "the base's history but the queue files",
+            p.git(&[
+                "log",
+                "-p",
+                "main",
+                "--",
+                ".",
+                ":!tasks.jsonl",
+                ":!tasks-done.jsonl",
+            ]),
+        ),
+        ("the refs", refs),
+        ("the branch names in the reflog", reflog.clone()),
+        ("ralph.log", p.read("ralph.log")),
+        ("the events", p.read(".ralph/events.ndjson")),
+        ("the terminal", run.stderr.clone()),
+    ] {
+        assert!(!text.contains(SECRET), "{place}:\n{text}");
+    }
+    assert!(reflog.contains("task/C-deploy-with-redacted"), "{reflog}");
+}
