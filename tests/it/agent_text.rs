@@ -208,3 +208,42 @@ esac
     }
     assert!(reflog.contains("task/C-deploy-with-redacted"), "{reflog}");
 }
+
+/// amp and cursor get the prompt on stdin, whatever it holds: never in
+/// their command line, where what agents wrote could reach the system's
+/// limit or read as an option.
+#[test]
+fn amp_and_cursor_read_every_prompt_on_stdin() {
+    use std::os::unix::fs::PermissionsExt;
+    for (preset, program, args) in [
+        ("amp", "amp", "-x --stream-json --dangerously-allow-all"),
+        (
+            "cursor",
+            "cursor-agent",
+            "-p --output-format stream-json --force --trust",
+        ),
+    ] {
+        let p = TestProject::new()
+            .task(r#"{"id":"A","title":"--help me","status":"pending","leaf":true}"#)
+            .git_init();
+        let fake = p.aux().join("bin").join(program);
+        let rec = p.aux().join("rec");
+        std::fs::write(
+            &fake,
+            format!(
+                "#!/bin/sh\necho \"$@\" > '{0}/argv'\ncat > '{0}/stdin'\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+                rec.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut command = p.ralph_command(&["run", "--agent", preset, "--once"]);
+        command.env("PATH", p.path_with_aux_bin());
+        let run = crate::support::finish(command, 60);
+        assert_eq!(run.code, 0, "{preset}: {run:#?}");
+        assert_eq!(p.rec("argv"), format!("{args}\n"), "{preset}");
+        let prompt = p.rec("stdin");
+        assert!(prompt.contains("--help me"), "{preset}: {prompt}");
+        assert!(p.read("tasks-done.jsonl").contains(r#""id":"A""#));
+    }
+}
