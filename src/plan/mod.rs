@@ -138,7 +138,9 @@ pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
     // A pushed document is untrusted: a task it would make must be one
     // the queue takes (`ralph task add` refuses the same).
     for node in &draft.nodes {
-        if let Some(over) = crate::task::Oversized::of(&node.title, node.body.as_deref()) {
+        if let Some(over) =
+            crate::task::Oversized::of(&node.title, node.body.as_deref(), &node.verify)
+        {
             return Err(error(Some(node.line), format!("{over}; shorten it")));
         }
     }

@@ -183,20 +183,24 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if seen.stop_requested {
         return Step::End(Ending::Stopped);
     }
+    // A task whose text is over a bound is blocked before anything runs
+    // for it: an agent, or its own checks.
+    let unworkable = |task: &Candidate| {
+        (task.unworkable.clone()).map(|reason| Step::Block(task.id.clone(), reason))
+    };
     if let Some(task) = &seen.complete {
-        return Step::Finish(task.id.clone());
+        return unworkable(task).unwrap_or_else(|| Step::Finish(task.id.clone()));
     }
     let Some(task) = &seen.next else {
         return Step::End(Ending::Drained);
     };
+    if let Some(block) = unworkable(task) {
+        return block;
+    }
     if task.status == Status::Ready && !seen.ready_is_reviewed {
         return Step::Finish(task.id.clone());
     }
-    if let Some(reason) = task
-        .unworkable
-        .clone()
-        .or_else(|| task_budget_spent(task, budgets))
-    {
+    if let Some(reason) = task_budget_spent(task, budgets) {
         return Step::Block(task.id.clone(), reason);
     }
     if seen.iterations >= budgets.max_iterations {
@@ -730,6 +734,14 @@ mod tests {
             before(&s, &budgets()),
             Step::Block(id("A"), "the title is too long".into()),
             "blocking it costs no iteration"
+        );
+        let mut done = candidate("B", Status::Complete, 1);
+        done.unworkable = Some("a verify command is too long".into());
+        s.complete = Some(done);
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Block(id("B"), "a verify command is too long".into()),
+            "nor are its checks run"
         );
     }
 

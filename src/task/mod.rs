@@ -18,7 +18,7 @@ mod store;
 mod sync;
 mod watch;
 
-pub use bounds::{MAX_BODY_BYTES, MAX_TITLE_BYTES, Oversized};
+pub use bounds::{MAX_BODY_BYTES, MAX_TITLE_BYTES, MAX_VERIFY_BYTES, Oversized};
 pub use change::{Change, Planned};
 pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};

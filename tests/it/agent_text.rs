@@ -45,6 +45,11 @@ fn ralph_task_refuses_a_title_or_body_over_its_bound_and_writes_nothing() {
         30,
         "error: the body is 70000 bytes long, over the bound of 65536 bytes\nhint: put long material in a file of the project and name that file in the body\n",
     );
+    let check = "v".repeat(5000);
+    p.ralph(&["task", "add", "short", "--verify", "true", "--verify", &check]).fails(
+        30,
+        "error: a verify command is 5000 bytes long, over the bound of 4096 bytes\nhint: put a long check in a script of the project and run that script\n",
+    );
     assert_eq!(p.read("tasks.jsonl"), before);
     // At the bound exactly is fine.
     p.ralph(&["task", "add", &"t".repeat(4096)]).ok("B\n");
@@ -59,9 +64,10 @@ fn ralph_task_refuses_a_title_or_body_over_its_bound_and_writes_nothing() {
     assert_eq!(p.read("tasks.jsonl"), before);
 }
 
-/// An agent appends tasks whose title or body is over its bound: each is
-/// blocked, saying why, before any agent gets it; the other tasks are
-/// done, and the run ends needing a person (exit 10), again and again.
+/// Agents write tasks whose title, body or own check is over its bound:
+/// each is blocked, saying why, before any agent or check runs for it; the
+/// other tasks are done, and the run ends needing a person (exit 10),
+/// again and again.
 #[test]
 fn a_task_over_a_bound_in_the_queue_is_blocked_and_the_run_goes_on() {
     let p = TestProject::new()
@@ -69,12 +75,20 @@ fn a_task_over_a_bound_in_the_queue_is_blocked_and_the_run_goes_on() {
         .task(r#"{"id":"B","title":"b","status":"pending","leaf":true}"#)
         .git_init()
         .agent(
-            r#"if [ "$RALPH_TASK_ID" = A ]; then
-  long=$(head -c 143360 /dev/zero | tr '\0' x)
+            r#"long=$(head -c 143360 /dev/zero | tr '\0' x)
+case "$RALPH_TASK_ID" in
+A)
   printf '{"id":"C","title":"%s","status":"pending","leaf":true}\n' "$long" >> tasks.jsonl
   printf '{"id":"D","title":"d","status":"pending","leaf":true,"body":"%s%s"}\n' "$long" "$long" >> tasks.jsonl
-  printf '{"id":"E","title":"e","status":"pending","leaf":true}\n' >> tasks.jsonl
-fi
+  printf '{"id":"E","title":"e","status":"pending","leaf":true}\n' >> tasks.jsonl ;;
+B)
+  # Its own check, too long for any command line, then done.
+  work B.txt done
+  grep -v '"id":"B"' tasks.jsonl > tasks.jsonl.tmp
+  printf '{"id":"B","title":"b","status":"complete","leaf":true,"verify":["%s"]}\n' "$long" >> tasks.jsonl.tmp
+  mv tasks.jsonl.tmp tasks.jsonl
+  exit 0 ;;
+esac
 work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#,
         );
@@ -86,8 +100,16 @@ work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null
         .map(|call| call.split(' ').nth(1).unwrap().to_owned())
         .collect();
     assert_eq!(worked, ["A", "B", "E"]);
-    let title_reason = "the title is 143360 bytes long, over the bound of 4096 bytes; shorten it in tasks.jsonl, then set the task going again (`ralph task start C`)";
-    let body_reason = "the body is 286720 bytes long, over the bound of 65536 bytes; shorten it in tasks.jsonl, then set the task going again (`ralph task start D`)";
+    let reason = |id: &str, what: &str, bytes: usize, most: usize| {
+        format!(
+            "{what} is {bytes} bytes long, over the bound of {most} bytes; shorten it in tasks.jsonl, then set the task going again (`ralph task start {id}`)"
+        )
+    };
+    let reasons = [
+        ("C", reason("C", "the title", 143360, 4096)),
+        ("D", reason("D", "the body", 286720, 65536)),
+        ("B", reason("B", "a verify command", 143360, 4096)),
+    ];
     let tasks = p.json_lines("tasks.jsonl");
     let blocked: Vec<(&str, &str, &str)> = tasks
         .iter()
@@ -96,22 +118,18 @@ work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null
             (text("id"), text("status"), text("blocked_reason"))
         })
         .collect();
-    assert_eq!(
-        blocked,
-        [
-            ("C", "blocked", title_reason),
-            ("D", "blocked", body_reason)
-        ]
-    );
-    for reason in [
-        format!("C blocked: {title_reason}"),
-        format!("D blocked: {body_reason}"),
-    ] {
-        assert!(run.stderr.contains(&reason), "{run:#?}");
-        assert!(p.read("ralph.log").contains(&reason));
+    let wanted: Vec<(&str, &str, &str)> = reasons
+        .iter()
+        .map(|(id, reason)| (*id, "blocked", reason.as_str()))
+        .collect();
+    assert_eq!(blocked, wanted);
+    for (id, reason) in &reasons {
+        let line = format!("{id} blocked: {reason}");
+        assert!(run.stderr.contains(&line), "{run:#?}");
+        assert!(p.read("ralph.log").contains(&line));
     }
     let done = crate::support::ids(&p.read("tasks-done.jsonl"));
-    assert_eq!(done, ["A", "B", "E"]);
+    assert_eq!(done, ["A", "E"]);
 
     // The next run does not wedge on them either.
     let again = p.run(&[]);
