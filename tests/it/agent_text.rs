@@ -265,3 +265,38 @@ fn amp_and_cursor_read_every_prompt_on_stdin() {
         assert!(p.read("tasks-done.jsonl").contains(r#""id":"A""#));
     }
 }
+
+/// The pull request is named after the top task's title, which no bound
+/// holds when it is a container (no agent works on one): its title in
+/// `gh`'s command line is one masked line of at most 200 characters, and
+/// its branch is named after the masked title.
+#[test]
+fn a_pull_request_s_title_and_branch_are_masked_and_bounded() {
+    let title = format!("deploy with {SECRET} {}", "w".repeat(140_000));
+    let p = TestProject::new()
+        .task(&format!(
+            r#"{{"id":"A","title":"{title}","status":"pending","leaf":false}}"#
+        ))
+        .task(r#"{"id":"A.1","title":"a1","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent("exit 0\n");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "deliver by pull request"]);
+    let mut command = p.run_command(&["--dry-run", "--json"]);
+    command.env("GITHUB_TOKEN", SECRET);
+    let run = crate::support::finish(command, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let shown: String = format!("deploy with [redacted] {}", "w".repeat(200))
+        .chars()
+        .take(200)
+        .collect();
+    assert_eq!(
+        run.json()["pull_request"],
+        format!(
+            "gh pr create --base main --head ralph/deploy-with-redacted --title '{shown}...' --body-file .ralph/pull-request.md"
+        )
+    );
+}
