@@ -21,6 +21,26 @@ pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Most characters of a task's title ralph repeats on one line: a commit
+/// subject, a pull request's title.
+pub(crate) const TITLE_CHARS: usize = 200;
+
+/// Untrusted `text` made fit to repeat on one line (a commit subject, a
+/// title, a variable): secrets masked ([`crate::redact`]; before the cut,
+/// so no part of one is left), whitespace collapsed, control characters
+/// escaped, and at most `most` characters, then `...`.
+pub(crate) fn one_line(text: &str, most: usize) -> String {
+    let masked = crate::redact::redact(text);
+    let line = masked.split_whitespace().collect::<Vec<_>>().join(" ");
+    let safe = safe(&line);
+    if safe.chars().count() <= most {
+        return safe.into_owned();
+    }
+    let mut cut: String = safe.chars().take(most).collect();
+    cut.push_str("...");
+    cut
+}
+
 /// `text` quoted for a POSIX shell; as it is where it cannot be (only a
 /// NUL cannot, and no path or argument holds one).
 pub(crate) fn shell_quoted(text: &str) -> String {
@@ -106,6 +126,15 @@ mod tests {
         assert_eq!(pack(["ab", "cd", "ef"], " · ", 7), ["ab · cd", "ef"]);
         assert_eq!(pack(["abcdef", "g"], " ", 3), ["abcdef", "g"]);
         assert!(pack(Vec::<String>::new(), " ", 3).is_empty());
+    }
+
+    #[test]
+    fn one_line_is_masked_collapsed_escaped_and_cut() {
+        assert_eq!(one_line("  a\n b\u{1b}[1m  ", 20), "a b\\u{1b}[1m");
+        assert_eq!(one_line("abcdef", 3), "abc...");
+        // A token is masked whole, though the cut falls inside it.
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+        assert_eq!(one_line(&format!("use {token}"), 10), "use [redac...");
     }
 
     #[test]

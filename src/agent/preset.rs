@@ -75,7 +75,9 @@ impl Preset {
     }
 
     /// The arguments of the non-interactive form, before the model flag;
-    /// `{prompt}` and `{prompt_file}` are substituted like in a custom command.
+    /// `{prompt_file}` is substituted like in a custom command. No preset
+    /// takes `{prompt}`: a prompt holds what agents wrote, and never
+    /// travels in a command line (it goes to stdin).
     pub fn base_args(self) -> &'static [&'static str] {
         match self {
             Preset::Claude => &[
@@ -92,7 +94,7 @@ impl Preset {
                 "--skip-git-repo-check",
             ],
             Preset::Opencode => &["run", "--format", "json", "--auto"],
-            Preset::Amp => &["-x", "{prompt}", "--stream-json", "--dangerously-allow-all"],
+            Preset::Amp => &["-x", "--stream-json", "--dangerously-allow-all"],
             Preset::Gemini => &["-o", "stream-json", "--yolo", "--skip-trust"],
             Preset::Qwen => &["-o", "stream-json", "--yolo"],
             Preset::Aider => &[
@@ -119,12 +121,10 @@ impl Preset {
         }
     }
 
-    /// Arguments after the model flag: codex reads its prompt from `-`,
-    /// cursor takes it as the last argument.
+    /// Arguments after the model flag: codex reads its prompt from `-`.
     pub fn trailing_args(self) -> &'static [&'static str] {
         match self {
             Preset::Codex => &["-"],
-            Preset::Cursor => &["{prompt}"],
             _ => &[],
         }
     }
@@ -183,5 +183,15 @@ mod tests {
             Some(Preset::Cursor)
         );
         assert_eq!(Preset::from_program("./my-agent"), None);
+    }
+
+    #[test]
+    fn no_preset_takes_the_prompt_in_its_command_line() {
+        for preset in Preset::ALL {
+            let words = preset.base_args().iter().chain(preset.trailing_args());
+            for word in words {
+                assert!(!word.contains("{prompt}"), "{preset}: {word}");
+            }
+        }
     }
 }

@@ -181,20 +181,12 @@ impl Spec {
 
     /// The command line for one prompt: `{prompt_file}` becomes the prompt
     /// file's path and `{prompt}` the prompt text; without either the prompt
-    /// goes to stdin. A preset's prompt argument of `MAX_ARG_BYTES` or more,
-    /// or starting with `-`, moves to stdin; a custom command's too long
-    /// argument is refused.
+    /// goes to stdin (as it always does for a preset, which has no
+    /// `{prompt}`). A custom command's argument of `MAX_ARG_BYTES` or more
+    /// is refused.
     pub fn invocation(&self, prompt_file: &Path, prompt: &str) -> Result<Invocation, Error> {
         let mut words = self.template();
         let program = words.remove(0);
-        let too_long = prompt.len() + 1 > MAX_ARG_BYTES;
-        // An argument starting with `-` would be read as an option.
-        let option_like = prompt.starts_with('-');
-        if (too_long || option_like) && matches!(self.command, Command::Preset(_)) {
-            // Presets take the bare prompt as one argument and read stdin
-            // when it is absent.
-            words.retain(|word| word != PROMPT);
-        }
         let mut passing = PromptPassing::Stdin;
         let mut args = Vec::with_capacity(words.len());
         for word in &words {
@@ -289,8 +281,8 @@ mod tests {
             ),
             (
                 Preset::Amp,
-                "amp -x PROMPT --stream-json --dangerously-allow-all",
-                PromptPassing::Argv,
+                "amp -x --stream-json --dangerously-allow-all",
+                PromptPassing::Stdin,
             ),
             (
                 Preset::Gemini,
@@ -309,8 +301,8 @@ mod tests {
             ),
             (
                 Preset::Cursor,
-                "cursor-agent -p --output-format stream-json --force --trust --model M PROMPT",
-                PromptPassing::Argv,
+                "cursor-agent -p --output-format stream-json --force --trust --model M",
+                PromptPassing::Stdin,
             ),
         ];
         for (preset, line, passing) in cases {
@@ -403,21 +395,17 @@ mod tests {
     }
 
     #[test]
-    fn long_prompts_leave_argv() {
+    fn presets_read_every_prompt_on_stdin_and_custom_arguments_are_bounded() {
         let long = "x".repeat(MAX_ARG_BYTES);
         let just_fits = "x".repeat(MAX_ARG_BYTES - 1);
-        let spec = Spec::preset(Preset::Amp, None).unwrap();
-        let invocation = spec.invocation(Path::new("f"), &long).unwrap();
-        assert_eq!(invocation.passing, PromptPassing::Stdin);
-        assert_eq!(
-            args(&invocation),
-            ["-x", "--stream-json", "--dangerously-allow-all"]
-        );
-        let invocation = spec.invocation(Path::new("f"), &just_fits).unwrap();
-        assert_eq!(invocation.passing, PromptPassing::Argv);
-
-        let invocation = spec.invocation(Path::new("f"), "---\ntitle").unwrap();
-        assert_eq!(invocation.passing, PromptPassing::Stdin);
+        for preset in [Preset::Amp, Preset::Cursor] {
+            let spec = Spec::preset(preset, None).unwrap();
+            for prompt in ["short", "---\ntitle", &long] {
+                let invocation = spec.invocation(Path::new("f"), prompt).unwrap();
+                assert_eq!(invocation.passing, PromptPassing::Stdin, "{preset}");
+                assert!(!args(&invocation).iter().any(|arg| arg == prompt));
+            }
+        }
 
         let spec = Spec::custom("agent {prompt}").unwrap();
         assert!(spec.invocation(Path::new("f"), &just_fits).is_ok());

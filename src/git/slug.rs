@@ -27,9 +27,10 @@ pub fn slug(title: &str) -> String {
 }
 
 /// The branch name for task `id` titled `title`, without `refs/heads/`:
-/// `<prefix><id>-<slug>`, or `<prefix><id>` when the slug is empty.
+/// `<prefix><id>-<slug>`, or `<prefix><id>` when the slug is empty. The
+/// slug is of the title with its secrets masked: a branch may be pushed.
 pub fn branch_name(prefix: &str, id: &str, title: &str) -> String {
-    let slug = slug(title);
+    let slug = slug(&crate::redact::redact(title));
     let mut name = format!("{prefix}{id}");
     if !slug.is_empty() {
         name.push('-');
@@ -145,6 +146,10 @@ mod tests {
         assert_eq!(branch_name("task/", "B", "🚀"), "task/B");
         assert_eq!(branch_name("task/", "A.lock", ""), "task/A.lock-task");
         assert_eq!(branch_name("", "C_2", "Go"), "C_2-go");
+        assert_eq!(
+            branch_name("task/", "D", "use ghp_0123456789abcdefghijklmnopqrstuvwxyz"),
+            "task/D-use-redacted"
+        );
     }
 
     #[test]

@@ -62,8 +62,13 @@ pub fn squash_subject(subject: &str) -> Option<(&str, &str)> {
 /// own wip commits left out), then the `trailers`, a line each:
 /// `Completes: <id>` for each task the commit finishes (a parent archived
 /// with its last child), or `Split-into:` when a task became a container.
+/// The title and the subjects are one line each, at most
+/// [`crate::text::TITLE_CHARS`] characters; what the agent wrote (title,
+/// subjects, the notes among the trailers) goes onto the base, so secrets
+/// are masked in all of it.
 pub fn squash_message(id: &str, title: &str, subjects: &[String], trailers: &[String]) -> String {
-    let title = subject_text(title);
+    let line = |text: &str| crate::text::one_line(text, crate::text::TITLE_CHARS);
+    let title = line(title);
     let mut message = if title.is_empty() {
         format!("[{id}]\n\n")
     } else {
@@ -75,7 +80,7 @@ pub fn squash_message(id: &str, title: &str, subjects: &[String], trailers: &[St
         .collect();
     for subject in &bullets {
         message.push_str("- ");
-        message.push_str(subject);
+        message.push_str(&line(subject));
         message.push('\n');
     }
     if !bullets.is_empty() {
@@ -85,24 +90,7 @@ pub fn squash_message(id: &str, title: &str, subjects: &[String], trailers: &[St
         message.push_str(trailer);
         message.push('\n');
     }
-    message
-}
-
-/// Most characters of a title that go into a commit subject.
-pub(super) const MAX_SUBJECT_TITLE: usize = 200;
-
-/// A title made fit for a commit subject: one line, whitespace collapsed,
-/// control characters escaped (`\u{1b}`), at most [`MAX_SUBJECT_TITLE`]
-/// characters (then `...`).
-fn subject_text(title: &str) -> String {
-    let line = title.split_whitespace().collect::<Vec<_>>().join(" ");
-    let safe = crate::text::safe(&line);
-    if safe.chars().count() <= MAX_SUBJECT_TITLE {
-        return safe.into_owned();
-    }
-    let mut cut: String = safe.chars().take(MAX_SUBJECT_TITLE).collect();
-    cut.push_str("...");
-    cut
+    crate::redact::redact(&message).into_owned()
 }
 
 /// The in-memory merge of a task branch into the base.
@@ -591,7 +579,19 @@ mod tests {
         let long = completing("E", &"x".repeat(100_000), &[]);
         assert_eq!(
             long.lines().next().unwrap().len(),
-            "[E] ".len() + MAX_SUBJECT_TITLE + 3
+            "[E] ".len() + crate::text::TITLE_CHARS + 3
+        );
+    }
+
+    #[test]
+    fn secrets_are_masked_in_every_part_of_the_message() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+        let subjects = [format!("Push with {token}")];
+        let notes = format!("Notes on the task, newest first:\n>\n> token {token}\n");
+        let message = squash_message("A", &format!("use {token}"), &subjects, &[notes]);
+        assert_eq!(
+            message,
+            "[A] use [redacted]\n\n- Push with [redacted]\n\nNotes on the task, newest first:\n>\n> token [redacted]\n\n"
         );
     }
 

@@ -135,6 +135,15 @@ pub fn read(document: &str, shown: &str, bytes: &[u8]) -> Result<Plan, Error> {
     } else {
         markdown::read(document, text).map_err(|(line, message)| error(Some(line), message))?
     };
+    // A pushed document is untrusted: a task it would make must be one
+    // the queue takes (`ralph task add` refuses the same).
+    for node in &draft.nodes {
+        if let Some(over) =
+            crate::task::Oversized::of(&node.title, node.body.as_deref(), &node.verify)
+        {
+            return Err(error(Some(node.line), format!("{over}; shorten it")));
+        }
+    }
     if draft.nodes.len() <= 1 && draft.skipped.is_empty() {
         return Err(error(
             None,

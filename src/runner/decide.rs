@@ -112,6 +112,9 @@ pub(crate) struct Candidate {
     pub cost_usd: f64,
     /// Tokens its iterations took so far.
     pub tokens: u64,
+    /// Why no agent may be given the task as it stands (its title or body
+    /// is over its bound), if so.
+    pub unworkable: Option<String>,
 }
 
 /// What the loop sees before an iteration.
@@ -180,12 +183,20 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if seen.stop_requested {
         return Step::End(Ending::Stopped);
     }
+    // A task whose text is over a bound is blocked before anything runs
+    // for it: an agent, or its own checks.
+    let unworkable = |task: &Candidate| {
+        (task.unworkable.clone()).map(|reason| Step::Block(task.id.clone(), reason))
+    };
     if let Some(task) = &seen.complete {
-        return Step::Finish(task.id.clone());
+        return unworkable(task).unwrap_or_else(|| Step::Finish(task.id.clone()));
     }
     let Some(task) = &seen.next else {
         return Step::End(Ending::Drained);
     };
+    if let Some(block) = unworkable(task) {
+        return block;
+    }
     if task.status == Status::Ready && !seen.ready_is_reviewed {
         return Step::Finish(task.id.clone());
     }
@@ -555,6 +566,7 @@ mod tests {
             seconds: 0,
             cost_usd: 0.0,
             tokens: 0,
+            unworkable: None,
         }
     }
 
@@ -709,6 +721,28 @@ mod tests {
         );
         s.next = None;
         assert_eq!(before(&s, &budgets()), Step::End(Ending::Drained));
+    }
+
+    #[test]
+    fn a_task_no_agent_may_be_given_is_blocked_before_any_iteration() {
+        let mut s = seen();
+        let mut task = candidate("A", Status::Pending, 0);
+        task.unworkable = Some("the title is too long".into());
+        s.next = Some(task);
+        s.iterations = budgets().max_iterations;
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Block(id("A"), "the title is too long".into()),
+            "blocking it costs no iteration"
+        );
+        let mut done = candidate("B", Status::Complete, 1);
+        done.unworkable = Some("a verify command is too long".into());
+        s.complete = Some(done);
+        assert_eq!(
+            before(&s, &budgets()),
+            Step::Block(id("B"), "a verify command is too long".into()),
+            "nor are its checks run"
+        );
     }
 
     #[test]

@@ -190,10 +190,12 @@ fn pull_request_plan(
             .get(root)
             .map_or(task.title.clone(), |t| t.title.clone())
     });
-    let name = options
-        .pr_branch
-        .clone()
-        .or_else(|| top.as_deref().map(crate::git::slug));
+    // What the title says goes to the remote, in a branch name and the
+    // `gh` command line: masked, and the title one bounded line.
+    let name = options.pr_branch.clone().or_else(|| {
+        top.as_deref()
+            .map(|title| crate::git::slug(&crate::redact::redact(title)))
+    });
     let Some(name) = name.filter(|n| !n.is_empty()) else {
         return Err(super::RunError::Delivery(
             "the pull request needs a branch name: give one with --pr-branch NAME, or add a task"
@@ -206,7 +208,10 @@ fn pull_request_plan(
         Some(recorded) if recorded.branch == branch => recorded.target,
         _ => repo.base().to_owned(),
     };
-    let title = top.unwrap_or_else(|| branch.clone());
+    let title = top.map_or_else(
+        || branch.clone(),
+        |title| crate::text::one_line(&title, crate::text::TITLE_CHARS),
+    );
     Ok(crate::state::PullRequestPlan {
         branch,
         target,

@@ -39,8 +39,13 @@ impl Worker<'_> {
         }
         self.state.phase = Phase::Verify;
         // The task's own checks as the queue holds them now: the agent may
-        // have changed them while it worked.
-        let own = self.store.load()?.string_list(id.as_str(), "verify");
+        // have changed them while it worked, past their bound too.
+        let queue = self.store.load()?;
+        if let Some(over) = queue.oversized(id.as_str()) {
+            return self.block(id, &over.block_reason(id.as_str()));
+        }
+        let own = queue.string_list(id.as_str(), "verify");
+        drop(queue);
         // The checks run on the task's work: its branch checked out.
         if !self.options.settings.verify.task.is_empty() || !own.is_empty() {
             self.repo.claim(id, &task.title)?;

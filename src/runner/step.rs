@@ -60,8 +60,9 @@ impl Worker<'_> {
         let (complete, next) = match self.seat.task() {
             None => (
                 first_complete_where(&queue, |id| self.scope.holds(id))
-                    .map(|task| self.candidate(task)),
-                (queue.next_except(|id| !self.scope.holds(id))).map(|task| self.candidate(task)),
+                    .map(|task| self.candidate(&queue, task)),
+                (queue.next_except(|id| !self.scope.holds(id)))
+                    .map(|task| self.candidate(&queue, task)),
             ),
             Some(id) => {
                 // The handed task, while it is a leaf to work on.
@@ -71,7 +72,7 @@ impl Worker<'_> {
                 else {
                     return Ok(Stepped::Done);
                 };
-                let candidate = self.candidate(task);
+                let candidate = self.candidate(&queue, task);
                 (
                     (task.status == Status::Complete).then(|| candidate.clone()),
                     (task.status != Status::Blocked).then_some(candidate),

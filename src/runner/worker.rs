@@ -612,9 +612,11 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    pub(super) fn candidate(&self, task: &Task) -> Candidate {
+    pub(super) fn candidate(&self, queue: &Queue, task: &Task) -> Candidate {
         let progress = self.state.progress(task.id.as_str());
+        let unworkable = queue.oversized(task.id.as_str());
         Candidate {
+            unworkable: unworkable.map(|over| over.block_reason(task.id.as_str())),
             id: task.id.clone(),
             status: task.status,
             iterations: progress.iterations,

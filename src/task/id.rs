@@ -10,7 +10,9 @@ pub const MAX_DEPTH: usize = 32;
 pub const MAX_LEN: usize = 200;
 
 /// A validated task id: segments of ASCII letters, digits, `-` or `_`,
-/// separated by single dots. The part before the last dot is the parent.
+/// separated by single dots, not starting with `-` (ids go into command
+/// lines, where one would read as an option). The part before the last
+/// dot is the parent.
 ///
 /// Ids are short, so they are kept inline (up to 23 bytes), cheap to copy
 /// into the index and the tree.
@@ -104,9 +106,10 @@ pub fn last_segment(id: &str) -> &str {
 }
 
 /// Whether `bytes` is a valid id: segments of letters, digits, `-` or `_`
-/// between single dots, at most `MAX_LEN` bytes and `MAX_DEPTH` segments.
+/// between single dots, not starting with `-`, at most `MAX_LEN` bytes and
+/// `MAX_DEPTH` segments.
 fn is_plain_id(bytes: &[u8]) -> bool {
-    if bytes.is_empty() || bytes.len() > MAX_LEN {
+    if bytes.is_empty() || bytes.len() > MAX_LEN || bytes[0] == b'-' {
         return false;
     }
     // One pass: a dot must follow a segment's character (not the start
@@ -147,6 +150,11 @@ fn worded_check(text: &str) -> Result<(), String> {
         return Err(format!(
             "id is {} bytes long; at most {MAX_LEN}",
             text.len()
+        ));
+    }
+    if text.starts_with('-') {
+        return Err(format!(
+            "id {text:?} starts with '-', which a command line reads as an option; start it with a letter, digit or _"
         ));
     }
     let mut depth = 0;
@@ -213,7 +221,7 @@ mod tests {
     #[test]
     fn the_one_pass_check_agrees_with_the_worded_one() {
         // Every string of up to six of these characters.
-        let alphabet = ["A", "7", ".", "_", "!"];
+        let alphabet = ["A", "7", ".", "_", "-", "!"];
         let mut strings = vec![String::new()];
         for _ in 0..6 {
             let longer: Vec<String> = strings
@@ -223,7 +231,7 @@ mod tests {
                 .collect();
             strings.extend(longer);
         }
-        assert!(strings.len() > 15_000);
+        assert!(strings.len() > 50_000);
         let deep = |segments: usize| vec!["A"; segments].join(".");
         let edges = [deep(32), deep(33), "a".repeat(200), "a".repeat(201)];
         assert!(worded_check(&edges[0]).is_ok() && worded_check(&edges[1]).is_err());
@@ -287,6 +295,11 @@ mod tests {
             TaskId::parse("A/1").unwrap_err(),
             "id \"A/1\" contains '/'; use letters, digits, - and _ between the dots"
         );
+        assert_eq!(
+            TaskId::parse("--help").unwrap_err(),
+            "id \"--help\" starts with '-', which a command line reads as an option; start it with a letter, digit or _"
+        );
+        assert!(TaskId::parse("A.-1").is_ok() && TaskId::parse("A-1").is_ok());
         let deep = vec!["1"; 40].join(".");
         assert_eq!(
             TaskId::parse(&deep).unwrap_err(),

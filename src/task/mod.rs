@@ -1,6 +1,7 @@
 //! Tasks: the model, dotted ids, the queue's rules, patches and the store
 //! that alone writes the task files.
 
+mod bounds;
 mod change;
 mod done;
 mod error;
@@ -17,6 +18,7 @@ mod store;
 mod sync;
 mod watch;
 
+pub use bounds::{MAX_BODY_BYTES, MAX_TITLE_BYTES, MAX_VERIFY_BYTES, Oversized};
 pub use change::{Change, Planned};
 pub use done::{DoneLog, Torn};
 pub use error::{Error, Result};

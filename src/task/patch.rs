@@ -140,6 +140,7 @@ impl Queue {
                 "a task needs a title; pass a non-empty TITLE",
             ));
         }
+        super::bounds::check(title, new.body.as_deref(), &new.verify)?;
         let parent = match (&new.id, &new.parent) {
             (Some(id), Some(parent)) if id.parent().as_ref() != Some(parent) => {
                 return Err(Error::refused(format!(
@@ -320,6 +321,9 @@ impl Queue {
         }
         if titles.is_empty() || titles.iter().any(|title| title.trim().is_empty()) {
             return Err(Error::refused("every child needs a non-empty title"));
+        }
+        for title in titles {
+            super::bounds::check(title.trim(), None, &[])?;
         }
         self.tasks.edit(index, |object| {
             object.insert("leaf".into(), false.into());

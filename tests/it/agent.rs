@@ -227,8 +227,8 @@ fn every_preset_gets_its_command_line_prompt_and_environment() {
         ),
         (
             Preset::Amp,
-            &["-x", prompt, "--stream-json", "--dangerously-allow-all"],
-            PromptPassing::Argv,
+            &["-x", "--stream-json", "--dangerously-allow-all"],
+            stdin,
         ),
         (
             Preset::Gemini,
@@ -267,9 +267,8 @@ fn every_preset_gets_its_command_line_prompt_and_environment() {
                 "--trust",
                 "--model",
                 "big",
-                prompt,
             ],
-            PromptPassing::Argv,
+            stdin,
         ),
     ];
     for (preset, expected, passing) in cases {

@@ -2,6 +2,7 @@
 
 mod agent;
 mod agent_fixtures;
+mod agent_text;
 mod appserver;
 mod budgets;
 mod caps;

@@ -6,7 +6,7 @@ proptest! {
     #[test]
     fn any_title_yields_a_valid_branch_name(
         title in prop_oneof![any::<String>(), "[ -~]{0,120}", "[./@{}~^:?*\\[\\\\ -]{0,40}"],
-        task in "[A-Za-z0-9_-]{1,6}(\\.[A-Za-z0-9_-]{1,6}){0,3}|[A-Z]\\.lock",
+        task in "[A-Za-z0-9_][A-Za-z0-9_-]{0,5}(\\.[A-Za-z0-9_-]{1,6}){0,3}|[A-Z]\\.lock",
     ) {
         let name = branch_name("task/", &id(&task), &title);
         prop_assert!(
