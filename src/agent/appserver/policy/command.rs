@@ -760,6 +760,89 @@ mod tests {
         ]);
     }
 
+    /// Lines made of pieces that matter to the policy, joined with or
+    /// without spaces.
+    fn line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        const PIECES: [&str; 48] = [
+            "cd",
+            "/",
+            "..",
+            "src",
+            "git",
+            "push",
+            "-C",
+            ".",
+            "curl",
+            "x",
+            "|",
+            "python3",
+            "sh",
+            "&&",
+            ";",
+            "(",
+            ")",
+            "$(",
+            "`",
+            "'",
+            "\"",
+            "\\",
+            "<(",
+            "<<",
+            "EOF",
+            "\n",
+            "eval",
+            "bash",
+            "-c",
+            "pushd",
+            "popd",
+            "make",
+            "GIT_DIR=/",
+            "sudo",
+            "rm",
+            "-rf",
+            "{",
+            "}",
+            "~",
+            "$x",
+            "#",
+            "&",
+            ">",
+            "=",
+            "alias",
+            "p=push",
+            "-",
+            "echo",
+        ];
+        let piece = (0..PIECES.len()).prop_map(|at| PIECES[at]);
+        let joined = (piece, prop::bool::ANY).prop_map(|(piece, spaced)| match spaced {
+            true => format!("{piece} "),
+            false => piece.to_owned(),
+        });
+        prop::collection::vec(joined, 0..12).prop_map(|pieces| pieces.concat())
+    }
+
+    /// Any line is decided without a panic, and the same way after
+    /// `true;` and inside `bash -c --`.
+    #[test]
+    fn a_decision_holds_after_true_and_inside_bash_c() {
+        use proptest::test_runner::{TestCaseError, TestRunner};
+        let c = Checkout::new();
+        let holds = |line: String| {
+            let decision = c.judge(&line);
+            let quoted = shlex::try_quote(&line).unwrap();
+            for wrapped in [format!("true; {line}"), format!("bash -c -- {quoted}")] {
+                if c.judge(&wrapped) != decision {
+                    return Err(TestCaseError::fail(format!(
+                        "{wrapped:?} is not {decision:?}"
+                    )));
+                }
+            }
+            Ok(())
+        };
+        TestRunner::default().run(&line(), holds).unwrap();
+    }
+
     #[test]
     fn a_line_ralph_cannot_read_is_declined() {
         let c = Checkout::new();
