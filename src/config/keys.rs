@@ -159,7 +159,7 @@ pub(crate) const KEYS: &[Key] = keys! {
     agent.mode: MODE = "ralph_fresh", RALPH_AGENT_MODE, -,
         "How the agent carries a task across iterations: ralph_fresh (a fresh context each time) or, with codex-app-server, session_loop (one thread per task)";
     agent.deny: PATTERNS = "[]", -, -,
-        "Command patterns (regular expressions) codex-app-server's agent is never allowed to run, beside ralph's own (git push, rm -rf /, a download piped into a shell)";
+        "Command patterns (regular expressions) codex-app-server's agent is never allowed to run, beside ralph's own checks (a push, a command outside the checkout, rm -rf /, a download piped into an interpreter)";
     agent.server_sandbox: SANDBOX = "workspace-write", RALPH_AGENT_SERVER_SANDBOX, -,
         "Where codex-app-server lets the agent's commands write: workspace-write (the checkout, the queue and .ralph/; ralph commits) or danger-full-access";
     workers: WORKERS = "null", RALPH_WORKERS, "--workers",

@@ -340,8 +340,8 @@ pub struct AgentSettings {
     /// How the agent carries a task across iterations.
     pub mode: Mode,
     /// Command patterns (regular expressions) a structured agent is never
-    /// allowed to run, beside ralph's own (`git push`, `rm -rf /`, a
-    /// download piped into a shell).
+    /// allowed to run, beside ralph's own checks (a push, a command outside
+    /// the checkout, `rm -rf /`, a download piped into an interpreter).
     pub deny: Vec<String>,
     /// The sandbox the Codex app-server runs the agent's commands in.
     pub server_sandbox: ServerSandbox,
