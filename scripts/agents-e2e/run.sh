@@ -390,6 +390,10 @@ run_case() {
             git config user.name "ralph e2e" &&
             git config user.email "e2e@example.invalid" &&
             HOME="$work/home" "$RALPH" init --agent "$tool" >/dev/null &&
+            # The mock provider's key (codex's env_key) is no preset's own:
+            # a confined agent gets it only when named, as a user would.
+            sed -i 's/^  pass_env: \[\]$/  pass_env: [MOCK_API_KEY]/' config/ralph.yaml &&
+            grep -q '^  pass_env: \[MOCK_API_KEY\]$' config/ralph.yaml &&
             setup_scenario "$scen" &&
             HOME="$work/home" git add -A &&
             HOME="$work/home" git commit -q -m "ralph init" &&

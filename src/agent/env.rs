@@ -57,6 +57,8 @@ const KEPT: &[&str] = &[
     "XDG_CACHE_HOME",
     "XDG_DATA_HOME",
     "XDG_STATE_HOME",
+    "NO_UPDATE_NOTIFIER",
+    "CI",
 ];
 
 /// Beginnings of the names a confined command keeps, whatever its agent:
@@ -69,7 +71,15 @@ const KEPT_PREFIXES: &[&str] = &["LC_", "RALPH_"];
 /// runs, else none (`sandbox.pass_env` names more).
 pub(crate) fn preset_variables(preset: Option<Preset>) -> &'static [&'static str] {
     match preset {
-        Some(Preset::Claude) => &["ANTHROPIC_", "CLAUDE_"],
+        Some(Preset::Claude) => &[
+            "ANTHROPIC_",
+            "CLAUDE_",
+            "DISABLE_",
+            "MCP_",
+            "MAX_THINKING_TOKENS",
+            "BASH_DEFAULT_TIMEOUT_MS",
+            "BASH_MAX_TIMEOUT_MS",
+        ],
         Some(Preset::Codex) => &["OPENAI_", "CODEX_", "AZURE_OPENAI_"],
         Some(Preset::Opencode) => &[
             "OPENCODE_",

@@ -82,3 +82,29 @@ fn every_fault_point_has_a_row() {
         );
     }
 }
+
+#[test]
+fn every_promise_of_the_threat_model_names_tests_that_exist() {
+    let doc = std::fs::read_to_string(root().join("docs/SECURITY.md")).unwrap();
+    let mut tests = 0;
+    // Every name like `module::test` (a unit test: `module::tests::test`)
+    // anywhere in the page.
+    for name in doc.split('`').skip(1).step_by(2) {
+        if !name.contains("::") || name.contains(' ') || name.contains('/') {
+            continue;
+        }
+        let (file, test) = match name.split_once("::tests::") {
+            Some((module, test)) => (file_of(&format!("ralph::{module}")), test),
+            None => (file_of(name), name.rsplit("::").next().unwrap()),
+        };
+        let source = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{}: {e} (named: {name})", file.display()));
+        assert!(
+            source.contains(&format!("fn {test}(")),
+            "{} has no test {test} (named: {name})",
+            file.display()
+        );
+        tests += 1;
+    }
+    assert!(tests >= 20, "only {tests} tests named");
+}
