@@ -200,7 +200,11 @@ impl Worker<'_> {
             task,
             stashes_before: self.repo.stashes()?.len(),
             queue_before,
-            reviews_before: crate::notes::reviews(&self.paths.reviews(id.as_str())).len(),
+            reviews_before: crate::notes::reviews(
+                self.paths.project(),
+                &self.paths.reviews(id.as_str()),
+            )
+            .len(),
             tip_before: self.repo.branch_tip(&claim.branch)?,
             base_before: self.repo.branch_tip(self.repo.base())?,
             branch: claim.branch,
@@ -409,7 +413,7 @@ impl Worker<'_> {
         let no_verdict = (turn.role().as_deref() == Some("reviewer")
             && turn.task.status == Status::Ready
             && matches!(&task, TaskAfter::Present { status: Status::Ready, .. })
-            && crate::notes::reviews(&self.paths.reviews(id.as_str())).len() == turn.reviews_before)
+            && crate::notes::reviews(self.paths.project(), &self.paths.reviews(id.as_str())).len() == turn.reviews_before)
             .then(|| {
                 format!(
                     "the reviewer left {id} ready without a verdict; give one: `ralph task review {id} --pass`, or `ralph task review {id} --reject --notes \"what must change\"`"
@@ -564,7 +568,8 @@ impl Worker<'_> {
         };
         self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
         // The verdicts given so far, counted in the task's state.
-        let reviews = crate::notes::reviews(&self.paths.reviews(turn.id.as_str()));
+        let reviews =
+            crate::notes::reviews(self.paths.project(), &self.paths.reviews(turn.id.as_str()));
         let progress = self.state.tasks.entry(turn.id.to_string()).or_default();
         progress.reviews = reviews.len() as u64;
         progress.rejections = (reviews.iter())

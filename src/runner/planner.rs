@@ -216,7 +216,9 @@ fn notes_on(paths: &Paths, queue: &Queue, known: &HashSet<String>) -> String {
         if known.contains(task.id.as_str()) {
             continue;
         }
-        if let Some(notes) = crate::notes::for_prompt(&paths.notes(task.id.as_str()), false) {
+        if let Some(notes) =
+            crate::notes::for_prompt(paths.project(), &paths.notes(task.id.as_str()), false)
+        {
             out.push_str(&format!("## {} {}\n\n{notes}\n\n", task.id, task.title));
         }
     }

@@ -184,7 +184,7 @@ impl Worker<'_> {
         );
         progress.evidence = Some(evidence);
         let path = self.paths.critique(id.as_str());
-        crate::critique::append(&path, &entry)
+        crate::critique::append(self.paths.project(), &path, &entry)
             .map_err(|source| Error::from(crate::files::PathError::new(path, source)))
     }
 
@@ -250,8 +250,7 @@ impl Worker<'_> {
 /// Saves `bytes` at `relative` in the project, folders made as needed.
 pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
     let path = paths.project().join(relative);
-    crate::files::create_parent(&path).map_err(crate::files::at::<Error>(&path))?;
-    crate::files::write_atomic(&path, bytes).map_err(crate::files::at(&path))
+    crate::files::own::replace(paths.project(), &path, bytes).map_err(crate::files::at(&path))
 }
 
 /// What a `run_ended` notice adds: how it ended and what it did.
