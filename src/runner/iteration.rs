@@ -314,6 +314,9 @@ impl Worker<'_> {
     /// What the iteration left behind: leftovers committed, the branch
     /// checked out again, the queue re-read.
     fn observe(&mut self, turn: &Turn, outcome: &Outcome) -> Result<After, Error> {
+        // Before ralph writes or commits anything the agent may have
+        // turned into a link.
+        super::check_own_files(&self.paths)?;
         let id = &turn.id;
         let mut evidence = Vec::new();
         if self.repo.restore_deleted_branch(&turn.branch, id)? {

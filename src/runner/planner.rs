@@ -169,6 +169,8 @@ pub(crate) fn plan_with_agent(
             let _ = std::fs::remove_dir_all(&confinement.tmp);
         }
         let outcome = outcome?;
+        // Before ralph reads the queue the agent may have turned into a link.
+        super::check_own_files(paths)?;
         if outcome.interrupted {
             return Err(RunError::PlannerInterrupted.into());
         }

@@ -98,11 +98,14 @@ impl Worker<'_> {
                 reason.to_owned(),
             )
         };
-        self.save_state()?;
-        result
-            .save(&self.paths)
-            .map_err(crate::files::at::<Error>(self.paths.result()))?;
-        self.record(None, "run", status.as_str(), reason, Map::new())?;
+        // Each is written even when one before it cannot be (a link where
+        // ralph keeps its file refuses the write): `result.json` and the
+        // event say how the run ended, the more so when it ends on such a
+        // link.
+        let saved = self.save_state();
+        let written = (result.save(&self.paths)).map_err(crate::files::at(self.paths.result()));
+        let recorded = self.record(None, "run", status.as_str(), reason, Map::new());
+        saved.and(written).and(recorded)?;
         self.notify(
             crate::notify::Kind::RunEnded,
             None,
