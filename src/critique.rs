@@ -17,7 +17,7 @@
 use std::io;
 use std::path::Path;
 
-use crate::files;
+use crate::files::own;
 use crate::prompt::{EVIDENCE_TAIL_BYTES, Evidence, bounded_tail};
 
 /// Most bytes of earlier attempts a prompt carries.
@@ -65,9 +65,8 @@ pub(crate) fn entry(
 /// Appends `entry` to the critique file at `path` (fsynced), closing first
 /// a fence an entry cut short by a crash left open, so the new entry reads
 /// as its own.
-pub(crate) fn append(path: &Path, entry: &str) -> io::Result<()> {
-    files::create_parent(path)?;
-    let before = files::read_or_empty(path)?;
+pub(crate) fn append(root: &Path, path: &Path, entry: &str) -> io::Result<()> {
+    let before = own::read(root, path)?;
     let before = String::from_utf8_lossy(&before);
     let mut text = String::new();
     if !before.is_empty() && !before.ends_with('\n') {
@@ -78,7 +77,7 @@ pub(crate) fn append(path: &Path, entry: &str) -> io::Result<()> {
         text.push_str("\n\n");
     }
     text.push_str(entry);
-    files::append_durable(path, text.as_bytes())
+    own::append(root, path, text.as_bytes())
 }
 
 /// The entries of a critique file's text, oldest first, each with its
@@ -96,8 +95,12 @@ pub(crate) fn entries(text: &str) -> Vec<&str> {
 /// the newest entries that fit in [`PROMPT_BYTES`], newest last, without
 /// the newest of all when `skip_newest` (it is the last failure, which the
 /// prompt shows in a section of its own). `None` when there is nothing.
-pub(crate) fn for_prompt(path: &Path, skip_newest: bool) -> io::Result<Option<String>> {
-    let bytes = files::read_or_empty(path)?;
+pub(crate) fn for_prompt(
+    root: &Path,
+    path: &Path,
+    skip_newest: bool,
+) -> io::Result<Option<String>> {
+    let bytes = own::read(root, path)?;
     let text = String::from_utf8_lossy(&bytes);
     let mut all = entries(&text);
     if skip_newest {
@@ -228,18 +231,22 @@ mod tests {
     fn the_file_accumulates_and_the_prompt_leaves_out_the_last_failure() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join(".ralph/critique/A.1.md");
-        assert_eq!(for_prompt(&path, false).unwrap(), None, "no file yet");
+        assert_eq!(
+            for_prompt(dir.path(), &path, false).unwrap(),
+            None,
+            "no file yet"
+        );
         let first = entry(1, "T1", None, &evidence("exit", "one", Some("out 1")));
         let second = entry(2, "T2", None, &evidence("exit", "two", Some("out 2")));
-        append(&path, &first).unwrap();
-        assert_eq!(for_prompt(&path, true).unwrap(), None);
-        append(&path, &second).unwrap();
+        append(dir.path(), &path, &first).unwrap();
+        assert_eq!(for_prompt(dir.path(), &path, true).unwrap(), None);
+        append(dir.path(), &path, &second).unwrap();
         assert_eq!(
-            for_prompt(&path, true).unwrap().as_deref(),
+            for_prompt(dir.path(), &path, true).unwrap().as_deref(),
             Some(first.trim_end())
         );
         assert_eq!(
-            for_prompt(&path, false).unwrap(),
+            for_prompt(dir.path(), &path, false).unwrap(),
             Some(format!("{first}{second}").trim_end().to_owned())
         );
         // An entry a crash cut short inside its fence is closed first.
@@ -248,7 +255,7 @@ mod tests {
             "### Iteration 1 · T1 · role none · exit\n\none\n\n```\nout",
         )
         .unwrap();
-        append(&path, &second).unwrap();
+        append(dir.path(), &path, &second).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(entries(&text).len(), 2, "{text}");
         assert_eq!(entries(&text)[1], second);

@@ -107,7 +107,7 @@ impl Reportable for Error {
             return area.exit();
         }
         match self {
-            Error::Io(_) => Exit::Transient,
+            Error::Io(err) => err.exit(),
             _ => Exit::InvalidInput,
         }
     }
@@ -123,6 +123,7 @@ impl Reportable for Error {
             Error::InTheWay { .. } => Some(
                 "move or rename it, then run the command again; nothing was written".to_owned(),
             ),
+            Error::Io(err) => err.hint(),
             Error::InsideProject { project, .. } => Some(format!(
                 "run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own",
                 project.display()

@@ -1,12 +1,12 @@
 //! `.ralph/events.ndjson`: one JSON object per transition, append-only.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::files;
+use crate::files::own;
 use crate::redact::redact_json;
 
 /// One transition of the loop.
@@ -58,13 +58,16 @@ impl Event {
 /// The event log of one project.
 #[derive(Clone, Debug)]
 pub(crate) struct EventLog {
+    /// The project root, from which the log is reached without a link.
+    root: PathBuf,
     path: PathBuf,
 }
 
 impl EventLog {
-    /// The event log of the project at `root`.
+    /// The event log of the project at `paths`.
     pub(crate) fn open(paths: &crate::paths::Paths) -> EventLog {
         EventLog {
+            root: paths.project().to_owned(),
             path: paths.events(),
         }
     }
@@ -73,9 +76,9 @@ impl EventLog {
     /// terminated first, so it stays one unreadable line instead of
     /// swallowing this record.
     pub(crate) fn append(&self, event: &Event) -> std::io::Result<()> {
-        files::create_parent(&self.path)?;
+        own::create_parent(&self.root, &self.path)?;
         let mut line = String::new();
-        if !ends_with_newline(&self.path)? {
+        if !self.ends_with_newline()? {
             line.push('\n');
         }
         let mut value = serde_json::to_value(event).expect("events serialize");
@@ -84,16 +87,16 @@ impl EventLog {
         line.push('\n');
         if crate::fault::armed("mid_event_append") {
             // Half a line reaches the disk, then the process dies.
-            files::append_durable(&self.path, &line.as_bytes()[..line.len() / 2])?;
+            own::append(&self.root, &self.path, &line.as_bytes()[..line.len() / 2])?;
             crate::fault::crash_at("mid_event_append");
         }
-        files::append_durable(&self.path, line.as_bytes())
+        own::append(&self.root, &self.path, line.as_bytes())
     }
 
     /// The last `count` readable events; unreadable (torn) lines are skipped
     /// and counted.
     pub(crate) fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
-        let text = String::from_utf8_lossy(&files::read_or_empty(&self.path)?).into_owned();
+        let text = String::from_utf8_lossy(&own::read(&self.root, &self.path)?).into_owned();
         let mut skipped = 0;
         let mut events: Vec<Event> = Vec::new();
         for line in text.lines().filter(|line| !line.trim().is_empty()) {
@@ -105,21 +108,22 @@ impl EventLog {
         let start = events.len().saturating_sub(count);
         Ok((events.split_off(start), skipped))
     }
-}
 
-fn ends_with_newline(path: &Path) -> std::io::Result<bool> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
-        Err(err) => return Err(err),
-    };
-    if file.seek(SeekFrom::End(0))? == 0 {
-        return Ok(true);
+    /// Whether the log is missing, empty or ends its last line.
+    fn ends_with_newline(&self) -> std::io::Result<bool> {
+        let mut file = match own::open_read(&self.root, &self.path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+            Err(err) => return Err(err),
+        };
+        if file.seek(SeekFrom::End(0))? == 0 {
+            return Ok(true);
+        }
+        file.seek(SeekFrom::End(-1))?;
+        let mut last = [0u8; 1];
+        file.read_exact(&mut last)?;
+        Ok(last[0] == b'\n')
     }
-    file.seek(SeekFrom::End(-1))?;
-    let mut last = [0u8; 1];
-    file.read_exact(&mut last)?;
-    Ok(last[0] == b'\n')
 }
 
 /// An event's extra fields from a JSON object (`json!({..})`), in the
@@ -151,7 +155,7 @@ mod tests {
         let log = EventLog::open(&crate::paths::Paths::new(dir.path()));
         log.append(&event("one")).unwrap();
         // A crash mid-append leaves half a line.
-        files::append_durable(
+        crate::files::append_durable(
             &dir.path().join(crate::paths::EVENTS_FILE),
             b"{\"timestamp\":\"2026",
         )

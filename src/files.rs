@@ -1,22 +1,43 @@
 //! Durable file I/O: atomic replacement, fsynced appends, and reads that
-//! wait out a rewrite in place.
+//! wait out a rewrite in place. ralph's own files in a project go through
+//! [`own`], which never follows a link to them.
 
+pub mod own;
+
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::exit::Exit;
 use crate::platform;
 
 /// An I/O failure and the file or folder it happened at: the one such
 /// error every area's error type carries (`Io`).
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {source}", path.display())]
+#[derive(Debug)]
 pub struct PathError {
     /// The file or folder involved.
     pub path: PathBuf,
     /// What the operating system said.
     pub source: io::Error,
+}
+
+impl fmt::Display for PathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match own::not_own(&self.source) {
+            // It names the path itself: the link or folder that is wrong,
+            // which may be on the way to `path`.
+            Some(refused) => write!(f, "{refused}"),
+            None => write!(f, "{}: {}", self.path.display(), self.source),
+        }
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
 }
 
 impl PathError {
@@ -26,6 +47,21 @@ impl PathError {
             path: path.into(),
             source,
         }
+    }
+
+    /// The exit code it ends a command with: invalid input for a link (or
+    /// another stranger) where ralph keeps a file of its own, which no
+    /// retry cures; a transient failure otherwise.
+    pub(crate) fn exit(&self) -> Exit {
+        match own::not_own(&self.source) {
+            Some(_) => Exit::InvalidInput,
+            None => Exit::Transient,
+        }
+    }
+
+    /// What the person can do about it, when ralph knows.
+    pub(crate) fn hint(&self) -> Option<String> {
+        own::not_own(&self.source).map(own::NotOwn::hint)
     }
 }
 
@@ -39,8 +75,8 @@ pub fn at<E: From<PathError>>(path: impl Into<PathBuf>) -> impl FnOnce(io::Error
 /// Replaces `path` with `bytes` atomically: a temp file in the same folder,
 /// fsynced, keeping the old file's permissions, renamed over the target,
 /// then the folder is fsynced. A crash leaves either the old or the new
-/// content. Where `path` is a symbolic link, the file it points to is
-/// replaced, and the link stays.
+/// content. Where `path` is a symbolic link, the link is replaced by the
+/// file: nothing is written where it points.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |file| file.write_all(bytes))
 }
@@ -50,26 +86,7 @@ pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let path = &through_links(path)?;
     write_then(path, write, |temp| fs::rename(temp, path).map(|()| true)).map(|_| ())
-}
-
-/// `path` with the symbolic links it ends in followed, to the file they
-/// point to, which need not exist: where a write must go for a link to
-/// stay a link (a rename over the link would replace it with a file).
-fn through_links(path: &Path) -> io::Result<PathBuf> {
-    let mut path = path.to_owned();
-    // The system's own limit on links followed in one lookup.
-    for _ in 0..40 {
-        match fs::read_link(&path) {
-            Ok(target) => path = parent_dir(&path).join(target),
-            Err(_) => return Ok(path),
-        }
-    }
-    Err(io::Error::other(format!(
-        "{}: too many levels of symbolic links",
-        path.display()
-    )))
 }
 
 /// `write_atomic_with` for a file read with stamp `expected`: it replaces the
@@ -89,7 +106,6 @@ pub fn write_atomic_unless_changed(
     write: impl FnOnce(&mut File) -> io::Result<()>,
     expected: Stamp,
 ) -> io::Result<bool> {
-    let path = &through_links(path)?;
     write_then(path, write, |temp| replace_if(temp, path, expected))
 }
 
@@ -104,9 +120,11 @@ fn write_then(
     let dir = parent_dir(path);
     let temp = dir.join(temp_name(file_name(path), std::process::id()));
     let result = (|| {
-        let mut file = File::create(&temp)?;
+        let mut file = create_temp(&temp)?;
         write(&mut file)?;
-        if let Ok(meta) = fs::metadata(path) {
+        if let Ok(meta) = fs::symlink_metadata(path)
+            && meta.is_file()
+        {
             file.set_permissions(meta.permissions())?;
         }
         file.sync_all()?;
@@ -121,6 +139,27 @@ fn write_then(
     // leaves somebody else's file here.
     let _ = fs::remove_file(&temp);
     result
+}
+
+/// Creates the temp file `temp`, new: a file or link found there (a
+/// writer with this pid that died, or a trap) is removed, never written
+/// through.
+fn create_temp(temp: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(temp)
+    };
+    match create() {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            fs::remove_file(temp)?;
+            create()
+        }
+        other => other,
+    }
 }
 
 /// Moves `temp` over `path` when `path` is still the version `expected`.
@@ -167,9 +206,6 @@ fn replace_if(temp: &Path, path: &Path, expected: Stamp) -> io::Result<bool> {
 /// The files of somebody else's that swaps over `path` had to move aside
 /// ([`displaced`]), in name order.
 pub fn displaced_copies(path: &Path) -> Vec<PathBuf> {
-    let Ok(path) = &through_links(path) else {
-        return Vec::new();
-    };
     let prefix = format!("{}.displaced-", file_name(path));
     let Ok(entries) = fs::read_dir(parent_dir(path)) else {
         return Vec::new();
@@ -194,7 +230,7 @@ fn displaced(path: &Path) -> PathBuf {
 }
 
 /// What identifies one version of a file: device, inode, size and
-/// modification time (`None`: no file). A rename over it and an append
+/// modification time (`None`: no file; a link is its own version). A rename over it and an append
 /// change it; an in-place rewrite changes it unless it keeps the size and
 /// lands within the same tick of the file system's clock (a few
 /// milliseconds), which is why fresh files get a second look.
@@ -205,7 +241,8 @@ impl Stamp {
     /// The stamp of `path` now.
     pub fn of(path: &Path) -> io::Result<Stamp> {
         use std::os::unix::fs::MetadataExt;
-        match fs::metadata(path) {
+        // A link's own: a stamp never looks through one.
+        match fs::symlink_metadata(path) {
             Ok(meta) => Ok(Stamp(Some((
                 meta.dev(),
                 meta.ino(),
@@ -244,14 +281,23 @@ impl Stamp {
 /// the read; when it changed, it is read again. Returns what `parse` made
 /// of the settled bytes (even an error: a torn read is never reported as
 /// one) and the stamp they belong to.
-pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::Result<(T, Stamp)> {
+pub fn read_settled<T>(path: &Path, parse: impl FnMut(Vec<u8>) -> T) -> io::Result<(T, Stamp)> {
+    read_settled_with(path, parse, read_or_empty)
+}
+
+/// [`read_settled`], with the file's bytes read by `read`.
+fn read_settled_with<T>(
+    path: &Path,
+    mut parse: impl FnMut(Vec<u8>) -> T,
+    read: impl Fn(&Path) -> io::Result<Vec<u8>>,
+) -> io::Result<(T, Stamp)> {
     // A tool rewriting a file in place truncates it and writes the new
     // bytes a moment later (microseconds for a shell's `>`).
     const FRESH: Duration = Duration::from_millis(2);
     let mut last = None;
     for _ in 0..20 {
         let before = Stamp::of(path)?;
-        let bytes = read_or_empty(path)?;
+        let bytes = read(path)?;
         let after = Stamp::of(path)?;
         let read_at = Instant::now();
         if before != after {
@@ -276,7 +322,7 @@ pub fn read_settled<T>(path: &Path, mut parse: impl FnMut(Vec<u8>) -> T) -> io::
         // It changed during every read: take it as it is now.
         None => {
             let stamp = Stamp::of(path)?;
-            Ok((parse(read_or_empty(path)?), stamp))
+            Ok((parse(read(path)?), stamp))
         }
     }
 }
@@ -308,7 +354,6 @@ pub fn remove_if_exists(path: &Path) -> io::Result<()> {
 /// writer left behind when it died (its pid no longer runs). Returns how
 /// many.
 pub fn remove_stale_temps(path: &Path) -> io::Result<usize> {
-    let path = &through_links(path)?;
     let (dir, name) = (parent_dir(path), file_name(path));
     let mut removed = 0;
     for entry in fs::read_dir(dir)? {
@@ -345,15 +390,21 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Appends to an ignore file (`.gitignore`, `.git/info/exclude`) whose
-/// text is `existing` a `# header` line and one line per pattern, on a
-/// line of their own even when the file lacks its last newline.
+/// Appends to an ignore file (`.gitignore`) whose text is `existing` a
+/// `# header` line and one line per pattern (see [`patterns_text`]).
 pub fn append_patterns<T: AsRef<str>>(
     path: &Path,
     existing: &str,
     header: &str,
     patterns: &[T],
 ) -> io::Result<()> {
+    append_durable(path, patterns_text(existing, header, patterns).as_bytes())
+}
+
+/// What an ignore file whose text is `existing` gets appended for a
+/// `# header` line and one line per pattern: on lines of their own even
+/// when the file lacks its last newline.
+pub fn patterns_text<T: AsRef<str>>(existing: &str, header: &str, patterns: &[T]) -> String {
     let mut text = String::new();
     if !existing.is_empty() && !existing.ends_with('\n') {
         text.push('\n');
@@ -363,7 +414,7 @@ pub fn append_patterns<T: AsRef<str>>(
         text.push_str(pattern.as_ref());
         text.push('\n');
     }
-    append_durable(path, text.as_bytes())
+    text
 }
 
 /// Takes the exclusive lock on `path` (created, with its folder, if
@@ -376,6 +427,11 @@ pub fn lock(path: &Path) -> io::Result<File> {
         .truncate(false)
         .write(true)
         .open(path)?;
+    take_lock(file, path)
+}
+
+/// Takes the exclusive lock on `file` (at `path`), waiting for the holder.
+fn take_lock(file: File, path: &Path) -> io::Result<File> {
     let started = std::time::Instant::now();
     file.lock()?;
     let waited_ms = crate::trace::ms(started.elapsed());
@@ -435,7 +491,7 @@ fn file_name(path: &Path) -> &str {
     path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
 }
 
-fn parent_dir(path: &Path) -> &Path {
+pub(crate) fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
@@ -470,46 +526,31 @@ mod tests {
     }
 
     #[test]
-    fn a_write_through_a_symbolic_link_keeps_the_link() {
+    fn an_atomic_write_replaces_a_link_and_never_writes_where_it_points() {
         use std::os::unix::fs::symlink;
         let ours = |file: &mut File| file.write_all(b"ours\n");
         let dir = assert_fs::TempDir::new().unwrap();
-        fs::create_dir(dir.path().join("real")).unwrap();
-        let target = dir.path().join("real/queue.jsonl");
+        let home = assert_fs::TempDir::new().unwrap();
+        let target = home.path().join(".profile");
         fs::write(&target, "read\n").unwrap();
-        // A relative link, and a link to that link.
         let link = dir.path().join("tasks.jsonl");
-        symlink("real/queue.jsonl", &link).unwrap();
-        let second = dir.path().join("second.jsonl");
-        symlink(&link, &second).unwrap();
-        let stamp = Stamp::of(&second).unwrap();
-        assert!(write_atomic_unless_changed(&second, ours, stamp).unwrap());
+        symlink(&target, &link).unwrap();
         write_atomic(&link, b"again\n").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().is_symlink());
-        assert!(fs::symlink_metadata(&second).unwrap().is_symlink());
-        assert_eq!(fs::read(&target).unwrap(), b"again\n");
-        // The temp files went in the target's folder, and are gone.
-        assert_eq!(fs::read_dir(dir.path().join("real")).unwrap().count(), 1);
-        // A link to a file that does not exist yet: the file is created.
-        let dangling = dir.path().join("done.jsonl");
-        symlink("real/done.jsonl", &dangling).unwrap();
-        let none = Stamp::of(&dangling).unwrap();
-        assert!(write_atomic_unless_changed(&dangling, ours, none).unwrap());
-        assert!(fs::symlink_metadata(&dangling).unwrap().is_symlink());
-        assert_eq!(
-            fs::read(dir.path().join("real/done.jsonl")).unwrap(),
-            b"ours\n"
-        );
-        // A loop of links is an error, not a hang.
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        symlink(&b, &a).unwrap();
-        symlink(&a, &b).unwrap();
-        let err = write_atomic(&a, b"x").unwrap_err();
-        assert!(
-            err.to_string()
-                .ends_with(": too many levels of symbolic links"),
-            "{err}"
-        );
+        assert!(fs::symlink_metadata(&link).unwrap().is_file());
+        assert_eq!(fs::read(&link).unwrap(), b"again\n");
+        // Checked against the link's own stamp, swapped for it.
+        let other = dir.path().join("done.jsonl");
+        symlink(&target, &other).unwrap();
+        let stamp = Stamp::of(&other).unwrap();
+        assert!(write_atomic_unless_changed(&other, ours, stamp).unwrap());
+        assert_eq!(fs::read(&other).unwrap(), b"ours\n");
+        assert!(fs::symlink_metadata(&other).unwrap().is_file());
+        // A link at the temp file's name is removed, not written through.
+        let temp = dir.path().join(temp_name("state.json", std::process::id()));
+        symlink(&target, &temp).unwrap();
+        write_atomic(&dir.path().join("state.json"), b"{}\n").unwrap();
+        assert!(!temp.exists() && fs::symlink_metadata(&temp).is_err());
+        assert_eq!(fs::read(&target).unwrap(), b"read\n");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::files;
+use crate::files::own;
 
 /// Most bytes of notes a prompt carries (newest first).
 pub(crate) const PROMPT_BYTES: usize = 6 * 1024;
@@ -56,9 +56,14 @@ pub(crate) struct Review {
 }
 
 /// Appends a dated note, `kind` saying whose (`note`, `review passed`,
-/// `review rejected`).
-pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io::Result<()> {
-    files::create_parent(path)?;
+/// `review rejected`), to `path` in the project at `root`.
+pub(crate) fn append_note(
+    root: &Path,
+    path: &Path,
+    time: &str,
+    kind: &str,
+    text: &str,
+) -> io::Result<()> {
     let mut entry = format!("{HEADING}{time} · {kind}\n\n");
     // A line that looks like an entry's heading would split the entry when
     // the file is read back: indented, it does not.
@@ -70,21 +75,27 @@ pub(crate) fn append_note(path: &Path, time: &str, kind: &str, text: &str) -> io
         entry.push('\n');
     }
     entry.push('\n');
-    files::append_durable(path, entry.as_bytes())
+    own::append(root, path, entry.as_bytes())
 }
 
-/// Appends a verdict.
-pub(crate) fn append_review(path: &Path, review: &Review) -> io::Result<()> {
-    files::create_parent(path)?;
+/// Appends a verdict to `path` in the project at `root`.
+pub(crate) fn append_review(root: &Path, path: &Path, review: &Review) -> io::Result<()> {
     let mut line = serde_json::to_string(review).expect("plain data serialises");
     line.push('\n');
-    files::append_durable(path, line.as_bytes())
+    own::append(root, path, line.as_bytes())
 }
 
-/// The verdicts given so far, oldest first; a torn last line (a kill
-/// mid-append) is left out, and a file that cannot be read gives none.
-pub(crate) fn reviews(path: &Path) -> Vec<Review> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+/// The text of notes or verdicts file `path` in the project at `root`;
+/// `None` when it is missing or is not ralph's own (a link).
+fn read(root: &Path, path: &Path) -> Option<String> {
+    own::read_text(root, path).ok().flatten()
+}
+
+/// The verdicts given so far in `path` (in the project at `root`), oldest
+/// first; a torn last line (a kill mid-append) is left out, and a file
+/// that cannot be read gives none.
+pub(crate) fn reviews(root: &Path, path: &Path) -> Vec<Review> {
+    let text = read(root, path).unwrap_or_default();
     text.lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
@@ -110,8 +121,8 @@ fn entries(text: &str) -> Vec<&str> {
 }
 
 /// How many notes the task has.
-pub(crate) fn count(path: &Path) -> usize {
-    std::fs::read_to_string(path).map_or(0, |text| entries(&text).len())
+pub(crate) fn count(root: &Path, path: &Path) -> usize {
+    read(root, path).map_or(0, |text| entries(&text).len())
 }
 
 /// The task's notes for a prompt: newest first, whole entries within
@@ -119,8 +130,8 @@ pub(crate) fn count(path: &Path) -> usize {
 /// when it has none.
 /// `shown_apart`: the newest entry is the last rejection's reasons, which
 /// the prompt shows in a section of their own: left out here.
-pub(crate) fn for_prompt(path: &Path, shown_apart: bool) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub(crate) fn for_prompt(root: &Path, path: &Path, shown_apart: bool) -> Option<String> {
+    let text = read(root, path)?;
     let mut all = entries(&text);
     if shown_apart
         && all
@@ -162,8 +173,8 @@ const SQUASH_BYTES: usize = 2 * 1024;
 /// history once the task is archived: newest first, whole entries within
 /// [`SQUASH_BYTES`], quoted (`> `) so no line of them reads as a trailer,
 /// ending with a blank line before the trailers. `None` without notes.
-pub(crate) fn for_squash(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub(crate) fn for_squash(root: &Path, path: &Path) -> Option<String> {
+    let text = read(root, path)?;
     let all = entries(&text);
     let mut out = String::from("Notes on the task, newest first:\n");
     let mut used = 0;
@@ -200,28 +211,28 @@ mod tests {
 
     #[test]
     fn notes_come_newest_first_within_the_budget() {
-        let dir = std::env::temp_dir().join(format!("ralph-notes-{}", std::process::id()));
-        let path = dir.join("A.md");
-        let _ = std::fs::remove_file(&path);
-        assert_eq!(for_prompt(&path, false), None);
-        append_note(&path, "t1", "note", "first").unwrap();
-        append_note(&path, "t2", "review rejected", "second\n").unwrap();
-        assert_eq!(count(&path), 2);
+        let temp = assert_fs::TempDir::new().unwrap();
+        let dir = temp.path().to_owned();
+        let path = dir.join(".ralph/notes/A.md");
+        assert_eq!(for_prompt(&dir, &path, false), None);
+        append_note(&dir, &path, "t1", "note", "first").unwrap();
+        append_note(&dir, &path, "t2", "review rejected", "second\n").unwrap();
+        assert_eq!(count(&dir, &path), 2);
         assert_eq!(
-            for_prompt(&path, false).unwrap(),
+            for_prompt(&dir, &path, false).unwrap(),
             "### t2 · review rejected\n\nsecond\n\n### t1 · note\n\nfirst"
         );
         for n in 0..20 {
-            append_note(&path, &format!("n{n}"), "note", &"x".repeat(500)).unwrap();
+            append_note(&dir, &path, &format!("n{n}"), "note", &"x".repeat(500)).unwrap();
         }
-        let shown = for_prompt(&path, false).unwrap();
+        let shown = for_prompt(&dir, &path, false).unwrap();
         assert!(shown.starts_with("### n19 · note"), "{shown}");
         assert!(shown.len() <= PROMPT_BYTES + 200, "{}", shown.len());
         assert!(
             shown.ends_with(&format!("older in {}._", path.display())),
             "{shown}"
         );
-        let squash = for_squash(&path).unwrap();
+        let squash = for_squash(&dir, &path).unwrap();
         assert!(
             squash.starts_with("Notes on the task, newest first:\n>\n> ### n19 · note\n>\n> xxx"),
             "{squash}"
@@ -233,23 +244,21 @@ mod tests {
                 .lines()
                 .all(|line| line.starts_with('>') || line.starts_with("Notes"))
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn verdicts_are_read_back_and_a_torn_line_is_skipped() {
-        let dir = std::env::temp_dir().join(format!("ralph-reviews-{}", std::process::id()));
-        let path = dir.join("A.jsonl");
-        let _ = std::fs::remove_file(&path);
+        let temp = assert_fs::TempDir::new().unwrap();
+        let dir = temp.path().to_owned();
+        let path = dir.join(".ralph/reviews/A.jsonl");
         let review = Review {
             time: "t".into(),
             verdict: Verdict::Rejected,
             notes: "missing tests".into(),
             task_iteration: 2,
         };
-        append_review(&path, &review).unwrap();
-        files::append_durable(&path, b"{\"time\":\"t\",\"verd").unwrap();
-        assert_eq!(reviews(&path), [review]);
-        let _ = std::fs::remove_dir_all(&dir);
+        append_review(&dir, &path, &review).unwrap();
+        crate::files::append_durable(&path, b"{\"time\":\"t\",\"verd").unwrap();
+        assert_eq!(reviews(&dir, &path), [review]);
     }
 }

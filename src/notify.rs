@@ -185,7 +185,7 @@ impl Teller {
         );
         tracing::warn!("{}", line.trim_end());
         let line = crate::redact::redact(&line);
-        let _ = crate::files::append_durable(&self.log, line.as_bytes());
+        let _ = crate::files::own::append(&self.project, &self.log, line.as_bytes());
     }
 }
 

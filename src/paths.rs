@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::files::own::Need;
+
 /// The active queue, relative to the project root.
 pub const TASKS_FILE: &str = "tasks.jsonl";
 /// The archive, relative to the project root.
@@ -316,5 +318,57 @@ impl Paths {
     /// `templates/context.md.j2`.
     pub fn context_template(&self) -> PathBuf {
         self.shared(CONTEXT_TEMPLATE)
+    }
+
+    /// ralph's own files and folders of this project (and of this worker),
+    /// each with what it must be: the queue files, `ralph.log`, `.stop`
+    /// and the known ones of `.ralph/`, which a run looks at before it
+    /// starts and after each agent's turn ([`crate::files::own::check_all`]).
+    /// Each is under [`Paths::project`]. The files ralph names per task
+    /// or iteration (`.ralph/logs/<n>-<id>.log`, ...) are refused one by
+    /// one, when ralph opens them.
+    pub fn own_entries(&self) -> Vec<(PathBuf, Need)> {
+        let folders = [
+            RUNTIME_DIR,
+            LOGS_DIR,
+            PROMPTS_DIR,
+            CRITIQUE_DIR,
+            NOTES_DIR,
+            REVIEWS_DIR,
+            QUEUE_DIR,
+            QUARANTINE_DIR,
+            APPROVALS_DIR,
+            WORKTREES_DIR,
+            TMP_DIR,
+        ];
+        let files = [
+            TASKS_FILE,
+            DONE_FILE,
+            LOG_FILE,
+            STOP_FILE,
+            RUN_LOCK,
+            LOCK_FILE,
+            EVENTS_FILE,
+            RESULT_FILE,
+            VALID_QUEUE,
+            VALID_ARCHIVE,
+            QUEUE_WATCH,
+            QUEUE_FOUND,
+            QUEUE_WROTE,
+            WATCH_FILE,
+            PULL_REQUEST_BODY,
+            PULL_REQUEST_SHORT_BODY,
+            ".ralph/machine",
+            ".ralph/report.html",
+        ];
+        let mut entries: Vec<(PathBuf, Need)> = (folders.iter())
+            .map(|rel| (self.shared(rel), Need::Folder))
+            .chain(files.iter().map(|rel| (self.shared(rel), Need::File)))
+            .collect();
+        // A worker's own, in its worktree (the project's when it is none).
+        entries.push((self.own.join(RUNTIME_DIR), Need::Folder));
+        entries.push((self.state(), Need::File));
+        entries.push((self.agent_group(), Need::File));
+        entries
     }
 }

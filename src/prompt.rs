@@ -200,7 +200,7 @@ impl crate::exit::Reportable for Error {
     fn exit(&self) -> Exit {
         match self {
             Error::Roles(err) => err.exit(),
-            Error::Io(_) => Exit::Transient,
+            Error::Io(err) => err.exit(),
             _ => Exit::InvalidInput,
         }
     }
@@ -218,7 +218,7 @@ impl crate::exit::Reportable for Error {
                 "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default"
             )),
             Error::Roles(err) => err.hint(),
-            Error::Io(_) => None,
+            Error::Io(err) => err.hint(),
         }
     }
 }

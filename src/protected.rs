@@ -106,17 +106,17 @@ impl Approval {
     /// Task `id`'s, if any (one that does not parse is none: the task waits
     /// for a person again).
     pub(crate) fn load(paths: &Paths, id: &str) -> Option<Approval> {
-        let bytes = std::fs::read(paths.approval(id)).ok()?;
+        let bytes = crate::files::own::read(paths.project(), &paths.approval(id)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Writes it as task `id`'s.
     pub(crate) fn save(&self, paths: &Paths, id: &str) -> std::io::Result<()> {
         let path = paths.approval(id);
-        crate::files::create_parent(&path)?;
+        crate::files::own::create_parent(paths.project(), &path)?;
         let mut text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         text.push('\n');
-        crate::files::write_atomic(&path, text.as_bytes())
+        crate::files::own::replace(paths.project(), &path, text.as_bytes())
     }
 
     /// Whether a person let `changes` through: approved, and each of them

@@ -50,13 +50,20 @@ pub(crate) fn write(
                 .map(str::to_owned),
         }
     };
-    let critique = |id: &str| std::fs::read_to_string(paths.critique(id)).ok();
+    let root = paths.project();
+    let critique = |id: &str| crate::files::own::read_text(root, &paths.critique(id)).ok()?;
     let page = html(&source, title, critique);
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).map_err(crate::files::at::<crate::Error>(dir))?;
-    }
-    crate::files::write_atomic(out, page.as_bytes())
-        .map_err(crate::files::at::<crate::Error>(out))?;
+    // The page's default place is ralph's own (`.ralph/report.html`); one
+    // a person names is theirs.
+    let written = if out == paths.report() {
+        crate::files::own::replace(root, out, page.as_bytes())
+    } else {
+        if let Some(dir) = out.parent() {
+            std::fs::create_dir_all(dir).map_err(crate::files::at::<crate::Error>(dir))?;
+        }
+        crate::files::write_atomic(out, page.as_bytes())
+    };
+    written.map_err(crate::files::at::<crate::Error>(out))?;
     Ok(Some(source.run_id))
 }
 

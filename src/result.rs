@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use strum::IntoStaticStr;
 
 use crate::exit::Exit;
-use crate::files;
+use crate::files::own;
 
 /// How a run ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, IntoStaticStr)]
@@ -182,19 +182,15 @@ impl RunResult {
     /// Reads `result.json`; `None` when it is missing, unreadable or not
     /// a result (torn, or from another version).
     pub(crate) fn read(paths: &Paths) -> Option<RunResult> {
-        let bytes = std::fs::read(paths.result()).ok()?;
+        let bytes = own::read(paths.project(), &paths.result()).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Writes `result.json` atomically.
     pub(crate) fn save(&self, paths: &Paths) -> std::io::Result<()> {
-        let path = paths.result();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
         let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
         text.push('\n');
-        files::write_atomic(&path, text.as_bytes())
+        own::replace(paths.project(), &paths.result(), text.as_bytes())
     }
 }
 

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use strum::{EnumString, IntoStaticStr};
 
-use crate::files;
+use crate::files::own;
 use crate::prompt::Evidence;
 
 /// The loop's state.
@@ -346,6 +346,8 @@ impl State {
 #[derive(Clone, Debug)]
 pub(crate) struct StateFile {
     path: PathBuf,
+    /// The project root, from which the file is reached without a link.
+    root: PathBuf,
 }
 
 /// What loading found.
@@ -360,17 +362,18 @@ pub(crate) enum Loaded {
 }
 
 impl StateFile {
-    /// The state file of the project at `root`.
+    /// The state file of the project (or worker) at `paths`.
     pub(crate) fn open(paths: &crate::paths::Paths) -> StateFile {
         StateFile {
             path: paths.state(),
+            root: paths.project().to_owned(),
         }
     }
 
     /// Reads the state. A file that does not parse (a hand edit, a disk
     /// fault) is moved aside rather than trusted or silently dropped.
     pub(crate) fn load(&self) -> std::io::Result<(State, Loaded)> {
-        let bytes = files::read_or_empty(&self.path)?;
+        let bytes = own::read(&self.root, &self.path)?;
         if bytes.is_empty() {
             return Ok((State::default(), Loaded::Fresh));
         }
@@ -387,13 +390,12 @@ impl StateFile {
     /// Reads the state without changing anything: a missing or corrupt file
     /// reads as a fresh state (for `ralph status`, `prompt`, `--dry-run`).
     pub(crate) fn peek(&self) -> State {
-        let bytes = files::read_or_empty(&self.path).unwrap_or_default();
+        let bytes = own::read(&self.root, &self.path).unwrap_or_default();
         serde_json::from_slice(&bytes).unwrap_or_default()
     }
 
     /// Writes the state atomically.
     pub(crate) fn save(&self, state: &State) -> std::io::Result<()> {
-        files::create_parent(&self.path)?;
         let mut text = serde_json::to_string_pretty(state).expect("the state serializes");
         text.push('\n');
         let write = |file: &mut std::fs::File| {
@@ -401,7 +403,7 @@ impl StateFile {
             crate::fault::crash_at("mid_state_write");
             Ok(())
         };
-        files::write_atomic_with(&self.path, write)
+        own::replace_with(&self.root, &self.path, write)
     }
 }
 

@@ -2,12 +2,13 @@
 //! small in-memory windows for classification and evidence, and an optional
 //! echo to the terminal. Memory stays flat however much the agent prints.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::Error;
+use crate::files::{PathError, own};
 
 /// The first line of a log whose beginning was dropped.
 pub const TRIMMED_MARKER: &str =
@@ -48,22 +49,14 @@ pub(crate) struct BoundedLog {
 }
 
 impl BoundedLog {
-    /// Creates (or truncates) the log, making its folder as needed.
-    pub(super) fn create(path: &Path, limit: u64) -> Result<BoundedLog, Error> {
-        let fail = |source| Error::Log {
-            path: path.to_owned(),
-            source,
-        };
-        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(fail)?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .map_err(fail)?;
+    /// Creates (or truncates) the log at `path`, a file of the project at
+    /// `root`, making its folder as needed; never through a link.
+    pub(super) fn create(root: &Path, path: &Path, limit: u64) -> Result<BoundedLog, Error> {
+        let fail = |source| Error::Log(PathError::new(path, source));
+        own::create_parent(root, path).map_err(fail)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(true);
+        let file = own::open(root, path, &options).map_err(fail)?;
         // Room for the marker and a useful tail, whatever the caller asked.
         let limit = limit.max(4 * TRIMMED_MARKER.len() as u64);
         Ok(BoundedLog {
@@ -125,10 +118,7 @@ impl BoundedLog {
 
     /// Flushes the log to disk.
     pub(super) fn finish(self) -> Result<(), Error> {
-        self.file.sync_all().map_err(|source| Error::Log {
-            path: self.path.clone(),
-            source,
-        })
+        (self.file.sync_all()).map_err(|source| Error::Log(PathError::new(&self.path, source)))
     }
 }
 
@@ -225,10 +215,7 @@ impl Capture {
             self.log_masked(&rest);
         }
         if let (Some(err), Some(path)) = (self.log_error, log_path) {
-            return Err(Error::Log {
-                path: path.to_owned(),
-                source: err,
-            });
+            return Err(Error::Log(PathError::new(path, err)));
         }
         if let Some(log) = self.log {
             log.finish()?;
@@ -277,6 +264,7 @@ fn evidence_tail(tail: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn lines(from: usize, to: usize) -> String {
         (from..to).map(|n| format!("line {n:06}\n")).collect()
@@ -286,7 +274,7 @@ mod tests {
     fn small_logs_are_kept_whole() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("logs/1-A.log");
-        let mut log = BoundedLog::create(&path, 1024).unwrap();
+        let mut log = BoundedLog::create(dir.path(), &path, 1024).unwrap();
         log.write(b"hello\n").unwrap();
         log.write(b"world\n").unwrap();
         log.finish().unwrap();
@@ -298,7 +286,7 @@ mod tests {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("a.log");
         let limit = 4096;
-        let mut log = BoundedLog::create(&path, limit).unwrap();
+        let mut log = BoundedLog::create(dir.path(), &path, limit).unwrap();
         let text = lines(0, 2000);
         for chunk in text.as_bytes().chunks(100) {
             log.write(chunk).unwrap();
@@ -318,7 +306,7 @@ mod tests {
     fn a_secret_split_across_two_reads_never_reaches_the_log() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("logs/1-A.log");
-        let log = BoundedLog::create(&path, 1 << 20).unwrap();
+        let log = BoundedLog::create(dir.path(), &path, 1 << 20).unwrap();
         let mut capture = Capture::new(Some(log), Echo::Off);
         let token = format!("ghp_{}", "a1B2".repeat(9));
         let (first, second) = token.split_at(10);
@@ -338,7 +326,7 @@ mod tests {
     fn a_chunk_bigger_than_the_limit_keeps_its_own_tail() {
         let dir = assert_fs::TempDir::new().unwrap();
         let path = dir.path().join("a.log");
-        let mut log = BoundedLog::create(&path, 1000).unwrap();
+        let mut log = BoundedLog::create(dir.path(), &path, 1000).unwrap();
         log.write(b"start\n").unwrap();
         let big = lines(0, 500);
         log.write(big.as_bytes()).unwrap();

@@ -64,13 +64,8 @@ pub enum Error {
         source: std::io::Error,
     },
     /// Writing the agent's log failed.
-    #[error("{}: {source}", path.display())]
-    Log {
-        /// The log file.
-        path: PathBuf,
-        /// What the operating system said.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Log(#[from] crate::files::PathError),
     /// ralph cannot locate its own executable for `RALPH_BIN`.
     #[error("cannot locate ralph's own executable: {0}")]
     SelfPath(std::io::Error),
@@ -144,8 +139,8 @@ impl crate::exit::Reportable for Error {
             | Error::ModeNotOffered { .. }
             | Error::BadDeny { .. }
             | Error::MissingBinary { .. } => Exit::InvalidInput,
+            Error::Log(err) => err.exit(),
             Error::Spawn { .. }
-            | Error::Log { .. }
             | Error::SelfPath(_)
             | Error::NotLoggedIn { .. }
             | Error::Preflight { .. } => Exit::Transient,
@@ -193,9 +188,9 @@ impl crate::exit::Reportable for Error {
                     .to_owned(),
             ),
             Error::Spawn { .. }
-            | Error::Log { .. }
             | Error::SelfPath(_)
             | Error::Preflight { .. } => None,
+            Error::Log(err) => err.hint(),
         }
     }
 }

@@ -184,7 +184,11 @@ pub fn run(spec: &Spec, host: &Host, request: &Request<'_>) -> Result<Outcome, E
     }
     let program = resolve(spec, host)?;
     trace_command(&program, &invocation, request.prompt, &env);
-    let log = BoundedLog::create(request.log_file, request.limits.log_bytes)?;
+    let log = BoundedLog::create(
+        &host.project_dir,
+        request.log_file,
+        request.limits.log_bytes,
+    )?;
     let mut command = match request.confinement {
         Some(confinement) => confinement.command(&program),
         None => Command::new(&program),
@@ -456,7 +460,9 @@ pub(super) fn child_notes_its_group(command: &mut Command, path: &Path) {
                     break;
                 }
             }
-            let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
+            // Never through a link an agent put there.
+            let flags =
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW;
             let fd = libc::open(path.as_ptr(), flags, 0o644 as libc::c_uint);
             if fd >= 0 {
                 libc::write(fd, digits[at..].as_ptr().cast(), digits.len() - at);
@@ -468,6 +474,17 @@ pub(super) fn child_notes_its_group(command: &mut Command, path: &Path) {
     // SAFETY: `note` makes only async-signal-safe calls (above).
     unsafe {
         command.pre_exec(note);
+    }
+}
+
+/// Notes `pid`, an agent's process group, in `path` (`.ralph/agent.pgid`),
+/// best effort, never through a link.
+pub(super) fn note_group(path: &Path, pid: u32) {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    let dir = crate::files::parent_dir(path);
+    if let Ok(mut file) = crate::files::own::open(dir, path, &options) {
+        let _ = std::io::Write::write_all(&mut file, pid.to_string().as_bytes());
     }
 }
 
@@ -512,7 +529,7 @@ pub(super) fn supervise(
         // A ralph killed with -9 leaves this behind; the next run stops the
         // group. No fsync: a power cut ends the group too. The child wrote
         // the same already (when it could): this covers it if it could not.
-        let _ = std::fs::write(path, child.id().to_string());
+        note_group(path, child.id());
     }
     if crate::fault::armed("mid_agent") {
         std::thread::sleep(Duration::from_millis(200));
@@ -681,7 +698,9 @@ pub(super) fn signal_group(group: Pid, signal: Signal) {
 /// not to be an agent of the project's: a ralph killed in the middle of
 /// this leaves the note for the next one.
 pub fn stop_leftover_group(group_file: &Path, project_dir: &Path, grace: Duration) -> bool {
-    let Ok(text) = std::fs::read_to_string(group_file) else {
+    // Never read through a link: the run refuses one there before this.
+    let dir = crate::files::parent_dir(group_file);
+    let Ok(Some(text)) = crate::files::own::read_text(dir, group_file) else {
         return false;
     };
     let stopped = stop_group_of_project(&text, project_dir, grace);

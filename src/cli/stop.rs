@@ -8,7 +8,8 @@ use crate::runner::lock;
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
 pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let path = context.paths.stop();
-    std::fs::write(&path, b"").map_err(crate::files::at::<Error>(path))?;
+    crate::files::own::replace(context.paths.project(), &path, b"")
+        .map_err(crate::files::at::<Error>(path))?;
     let live = lock::live_holder(&context.paths)
         .map_err(crate::files::at::<Error>(context.paths.run_lock()))?;
     let message = match live {

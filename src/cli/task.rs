@@ -798,11 +798,12 @@ fn review(
     // The status first: a verdict is recorded only once it took effect.
     apply(set(id.clone(), status))?;
     let reviews = paths.reviews(id.as_str());
-    crate::notes::append_review(&reviews, &record).map_err(crate::files::at::<Error>(reviews))?;
+    crate::notes::append_review(paths.project(), &reviews, &record)
+        .map_err(crate::files::at::<Error>(reviews))?;
     if !notes.is_empty() {
         let kind = format!("review {}", verdict.as_str());
         let file = paths.notes(id.as_str());
-        crate::notes::append_note(&file, &context.now, &kind, &notes)
+        crate::notes::append_note(paths.project(), &file, &context.now, &kind, &notes)
             .map_err(crate::files::at::<Error>(file))?;
     }
     let state = crate::state::StateFile::open(paths).peek();
@@ -851,9 +852,9 @@ fn note(
         .into());
     }
     let path = context.paths.notes(id.as_str());
-    crate::notes::append_note(&path, &context.now, "note", text)
+    crate::notes::append_note(context.paths.project(), &path, &context.now, "note", text)
         .map_err(crate::files::at::<Error>(path.clone()))?;
-    let count = crate::notes::count(&path);
+    let count = crate::notes::count(context.paths.project(), &path);
     if json {
         return Ok(Outcome::print(to_json(
             &json!({ "id": id.as_str(), "notes": count }),

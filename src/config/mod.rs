@@ -545,7 +545,7 @@ impl crate::exit::Reportable for Error {
     fn exit(&self) -> Exit {
         match self {
             Error::Invalid { .. } | Error::Env { .. } => Exit::InvalidInput,
-            Error::Io(_) => Exit::Transient,
+            Error::Io(err) => err.exit(),
         }
     }
 
@@ -556,7 +556,7 @@ impl crate::exit::Reportable for Error {
                 "fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"
             )),
             Error::Env { name, .. } => Some(format!("fix or unset {name}")),
-            Error::Io(_) => None,
+            Error::Io(err) => err.hint(),
         }
     }
 }

@@ -238,7 +238,7 @@ fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> 
     copy_configuration(paths).map_err(|(path, err)| failed(&path, err))?;
     let work_tree = std::fs::canonicalize(paths.root()).map_err(|err| failed(paths.root(), err))?;
     let marker = paths.project().join(crate::paths::WORK_TREE_FILE);
-    write_file(&marker, work_tree.to_string_lossy().as_bytes())
+    write_file(paths, &marker, work_tree.to_string_lossy().as_bytes())
         .map_err(|err| failed(&marker, err))?;
 
     let run = json!({"run_id": input.run_id, "plan_sha256": super::sha256_hex(plan.to_text().as_bytes())});
@@ -257,7 +257,7 @@ fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> 
     // No run file: no run started here, so a queue a first attempt left
     // half-written is begun again.
     for path in [paths.tasks(), paths.done()] {
-        write_file(&path, b"").map_err(|err| failed(&path, err))?;
+        write_file(paths, &path, b"").map_err(|err| failed(&path, err))?;
     }
     let store = Store::open(paths);
     for story in &plan.stories {
@@ -282,7 +282,8 @@ fn prepare_home(paths: &Paths, input: &RunInput, plan: &PlanFile, now: &str) -> 
             .apply(&Patch::Add(new), now)
             .map_err(|err| err.to_string())?;
     }
-    write_file(&run_file, format!("{run}\n").as_bytes()).map_err(|err| failed(&run_file, err))
+    write_file(paths, &run_file, format!("{run}\n").as_bytes())
+        .map_err(|err| failed(&run_file, err))
 }
 
 /// A resumed run is a retry: stories the last run blocked are worked
@@ -322,17 +323,18 @@ fn copy_configuration(paths: &Paths) -> Result<(), (PathBuf, std::io::Error)> {
             (Err(_), None) => continue,
         };
         let to = paths.project().join(name);
-        if std::fs::read(&to).ok().as_deref() != Some(&text[..]) {
-            write_file(&to, &text).map_err(|err| (to, err))?;
+        let now = crate::files::own::read_if_exists(paths.project(), &to);
+        if now.ok().flatten().as_deref() != Some(&text[..]) {
+            crate::files::own::replace(paths.project(), &to, &text).map_err(|err| (to, err))?;
         }
     }
     Ok(())
 }
 
-/// Writes `bytes` to `path` atomically, its folder made as needed.
-fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(path.parent().expect("a file has a folder"))?;
-    crate::files::write_atomic(path, bytes)
+/// Writes `bytes` to `path` in the out-dir at `paths` atomically, its
+/// folder made as needed, never through a link.
+fn write_file(paths: &Paths, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    crate::files::own::replace(paths.project(), path, bytes)
 }
 
 /// The input's limits and checks over the settings: the contract is the

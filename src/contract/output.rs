@@ -220,12 +220,12 @@ impl ResultFile {
         ResultFile::for_reason(run_id, Reason::PlanGenerationFailed, error, Vec::new())
     }
 
-    /// Writes `result.json` to `dir` atomically.
+    /// Writes `result.json` to `dir` atomically, never through a link.
     pub(crate) fn save(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut text = serde_json::to_string_pretty(self).expect("a result serializes");
         text.push('\n');
-        crate::files::write_atomic(&dir.join(RESULT_FILE), text.as_bytes())
+        crate::files::own::replace(dir, &dir.join(RESULT_FILE), text.as_bytes())
     }
 }
 
@@ -249,11 +249,12 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// Appends the event to `dir/progress.ndjson` (one line, fsynced).
+    /// Appends the event to `dir/progress.ndjson` (one line, fsynced),
+    /// never through a link.
     pub(crate) fn append(&self, dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut line = serde_json::to_string(self).expect("an event serializes");
         line.push('\n');
-        crate::files::append_durable(&dir.join(PROGRESS_FILE), line.as_bytes())
+        crate::files::own::append(dir, &dir.join(PROGRESS_FILE), line.as_bytes())
     }
 }

@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 use super::PlanFile;
 use super::output::Progress;
 use crate::events::Event;
+use crate::files::own;
 use crate::paths::Paths;
 
 /// `critique.md` in the out-dir.
@@ -245,8 +246,7 @@ impl Tail {
                 field("duration_ms"),
             );
             let path = self.attempt_file(id, n);
-            std::fs::create_dir_all(path.parent().expect("in attempts/"))?;
-            return crate::files::write_atomic(&path, text.as_bytes());
+            return own::replace(self.paths.project(), &path, text.as_bytes());
         }
         self.note_step(id, n, phase, status, &event.detail)
     }
@@ -261,7 +261,11 @@ impl Tail {
         detail: &str,
     ) -> io::Result<()> {
         let line = format!("- {phase}: {status} ({})\n", detail.replace('\n', " "));
-        crate::files::append_durable(&self.attempt_file(id, n), line.as_bytes())
+        own::append(
+            self.paths.project(),
+            &self.attempt_file(id, n),
+            line.as_bytes(),
+        )
     }
 
     fn attempt_file(&self, id: &str, n: u64) -> PathBuf {
@@ -303,7 +307,7 @@ impl Tail {
     fn write_critique(&self) -> io::Result<()> {
         let mut entries: Vec<(String, usize, String)> = Vec::new();
         for (at, (id, title)) in self.stories.iter().enumerate() {
-            let bytes = crate::files::read_or_empty(&self.paths.critique(id))?;
+            let bytes = own::read(self.paths.project(), &self.paths.critique(id))?;
             let text = String::from_utf8_lossy(&bytes);
             for entry in crate::critique::entries(&text) {
                 // `### Iteration 3 · 2026-01-01T00:10:00Z · role x · class`
@@ -316,7 +320,8 @@ impl Tail {
         for (_, _, entry) in entries {
             text.push_str(&entry);
         }
-        crate::files::write_atomic(&self.paths.project().join(CRITIQUE_FILE), text.as_bytes())
+        let root = self.paths.project();
+        own::replace(root, &root.join(CRITIQUE_FILE), text.as_bytes())
     }
 }
 

@@ -180,8 +180,8 @@ impl crate::exit::Reportable for Error {
     /// invalid input a person fixes; I/O and libgit2 failures are transient.
     fn exit(&self) -> Exit {
         match self {
+            Error::Io(err) => err.exit(),
             Error::Git { .. }
-            | Error::Io(_)
             | Error::Command { .. }
             | Error::Locked { .. }
             | Error::Signing { .. }
@@ -252,10 +252,10 @@ impl crate::exit::Reportable for Error {
             Error::HookRejected { .. } => {
                 "ralph's bookkeeping commits carry only tasks.jsonl and tasks-done.jsonl: let the hook pass them, or commit the two files by hand".to_owned()
             }
-            Error::NoSuchBranch { .. }
-            | Error::Git { .. }
-            | Error::Io(_)
-            | Error::Command { .. } => return None,
+            Error::Io(err) => return err.hint(),
+            Error::NoSuchBranch { .. } | Error::Git { .. } | Error::Command { .. } => {
+                return None;
+            }
         };
         Some(hint)
     }

@@ -171,8 +171,12 @@ impl Repo {
     /// them: they would reach the base with its work. Returns whether it
     /// added a line.
     pub fn exclude_runtime_files(&self) -> Result<bool> {
-        let path = self.git.commondir().join("info").join("exclude");
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        // Never through a link: the file is git's, and ralph writes it.
+        let git_dir = self.git.commondir();
+        let path = git_dir.join("info").join("exclude");
+        let text = crate::files::own::read_text(git_dir, &path)
+            .map_err(super::error::io_error(&path))?
+            .unwrap_or_default();
         let missing: Vec<String> = self
             .runtime
             .iter()
@@ -182,11 +186,9 @@ impl Repo {
         if missing.is_empty() {
             return Ok(false);
         }
-        if let Some(info) = path.parent() {
-            std::fs::create_dir_all(info).map_err(super::error::io_error(info))?;
-        }
         let header = "ralph's runtime files (added by ralph run)";
-        crate::files::append_patterns(&path, &text, header, &missing)
+        let text = crate::files::patterns_text(&text, header, &missing);
+        crate::files::own::append(git_dir, &path, text.as_bytes())
             .map_err(super::error::io_error(&path))?;
         Ok(true)
     }

@@ -166,7 +166,8 @@ impl fmt::Display for Head {
     }
 }
 
-/// One of the queue files, by its repository-relative and absolute path.
+/// One of the queue files, by its repository-relative path and the
+/// absolute path of the project's own file.
 #[derive(Debug)]
 struct QueueFile {
     rel: String,
@@ -184,6 +185,9 @@ pub struct Repo {
     /// The queue lock, held across checkouts so no queue write lands in
     /// the middle of one.
     queue_lock: PathBuf,
+    /// The project root, from which ralph's own files are reached without
+    /// a link (`files::own`).
+    project: PathBuf,
     /// ralph's runtime paths, repository-relative; directories end in `/`.
     runtime: Vec<String>,
     /// What changed in the working tree since the last leftovers scan,
@@ -241,7 +245,10 @@ impl Repo {
             .filter(|_| paths.queue_in_checkout())
             .map(|name| QueueFile {
                 rel: format!("{inner}{name}"),
-                abs: dir.join(name),
+                // The project's own file: in a parallel worker's worktree
+                // the checkout's is a link ralph made to it, which ralph
+                // never reads or commits through.
+                abs: paths.project().join(name),
             })
             .collect();
         let runtime = RUNTIME_PATHS
@@ -259,6 +266,7 @@ impl Repo {
             identity,
             queue,
             queue_lock: paths.queue_lock(),
+            project: paths.project().to_owned(),
             runtime,
             watch: std::cell::RefCell::new(None),
             ssh_key: options.ssh_key.clone(),

@@ -91,9 +91,13 @@ impl Repo {
         let existing = self.find_task_branch(id, title)?;
         let resumed = existing.is_some();
         let branch = existing.unwrap_or_else(|| branch_name(&self.prefix, id, title));
+        // The worktree goes into ralph's own folder, never through a link.
+        let folder = project.join(WORKTREES_DIR);
+        crate::files::own::create_dir(project, &folder).map_err(io_error(&folder))?;
+        crate::files::own::check(project, &path, crate::files::own::Need::Folder)
+            .map_err(io_error(&path))?;
         if !path.join(".git").exists() {
             self.check_queue_committed(&branch, resumed)?;
-            let _ = std::fs::create_dir_all(project.join(WORKTREES_DIR));
             let where_ = path.to_string_lossy().into_owned();
             let action = format!("add the worktree of task {id}");
             let base = self.tip(&self.base)?.id().to_string();

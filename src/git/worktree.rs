@@ -629,6 +629,7 @@ impl Repo {
     pub(super) fn committable_queue_files(&self, tree: &git2::Tree<'_>) -> Result<Vec<String>> {
         let mut files = Vec::new();
         for file in &self.queue {
+            check_queue_file(&file.abs)?;
             let path = git2_path(&file.rel);
             let tracked = tree.get_path(path).is_ok();
             if tracked
@@ -691,14 +692,14 @@ impl Repo {
     /// Takes the task store's queue lock (`.ralph/queue/tasks.lock`), waiting for
     /// a writer to finish; released when the returned file is dropped.
     pub(super) fn lock_queue(&self) -> Result<File> {
-        crate::files::lock(&self.queue_lock).map_err(io_error(&self.queue_lock))
+        crate::files::own::lock(&self.project, &self.queue_lock).map_err(io_error(&self.queue_lock))
     }
 
     /// What each queue file's entry in a commit on the base must be: its
-    /// bytes on disk as a blob with `base`'s mode, or `None` when the file
-    /// is missing, or neither tracked in `base` nor committable (ignored).
-    /// A queue file that is a symbolic link is the link, as `git add`
-    /// stores it: the path it points to.
+    /// bytes on disk as a blob with `base`'s mode (a plain file's where
+    /// `base` holds a link), or `None` when the file is missing, or neither
+    /// tracked in `base` nor committable (ignored). A queue file that is
+    /// not a file (a link an agent put there) is refused, never committed.
     fn queue_versions(&self, base: &git2::Tree<'_>) -> Result<Vec<(&str, Option<Version>)>> {
         let mut versions = Vec::new();
         for file in &self.queue {
@@ -715,18 +716,17 @@ impl Repo {
             };
             // An ignored file is not even read (it may be hundreds of MB).
             let read = match mode {
-                Some(_) => read_entry(&file.abs)?,
+                Some(_) => queue_file_bytes(&file.abs)?,
                 None => None,
             };
             let version = match (read, mode) {
-                (Some((bytes, link)), Some(mode)) => Some((
+                (Some(bytes), Some(mode)) => Some((
                     self.git
                         .blob(&bytes)
                         .doing(&format!("store {}", file.rel))?,
-                    match (link, mode) {
-                        (true, _) => FileMode::Link,
-                        (false, FileMode::Link) => FileMode::Blob,
-                        (false, mode) => mode,
+                    match mode {
+                        FileMode::Link => FileMode::Blob,
+                        mode => mode,
                     },
                 )),
                 _ => None,
@@ -853,21 +853,19 @@ fn parse_status(out: &[u8]) -> Vec<Entry> {
         .collect()
 }
 
-/// The file at `path` as git stores it, and whether it is a symbolic
-/// link (stored as the path it points to); `None` when there is none.
-fn read_entry(path: &Path) -> Result<Option<(Vec<u8>, bool)>> {
-    if let Ok(target) = fs::read_link(path) {
-        return Ok(Some((target.as_os_str().as_bytes().to_vec(), true)));
-    }
-    Ok(read_if_exists(path)?.map(|bytes| (bytes, false)))
+/// The bytes of queue file `path` (in the project's folder), `None` when
+/// there is none; a link or anything but a file there is refused: ralph
+/// never commits a queue file that is not one.
+fn queue_file_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
+    let dir = crate::files::parent_dir(path);
+    crate::files::own::read_if_exists(dir, path).map_err(io_error(path))
 }
 
-fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(io_error(path)(err)),
-    }
+/// Refuses queue file `path` when it is there and is not a file (a link
+/// an agent put in its place): ralph never commits one.
+fn check_queue_file(path: &Path) -> Result<()> {
+    let dir = crate::files::parent_dir(path);
+    crate::files::own::check(dir, path, crate::files::own::Need::File).map_err(io_error(path))
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ impl crate::exit::Reportable for Error {
     /// The exit code for this error.
     fn exit(&self) -> Exit {
         match self {
-            Error::Io(_) => Exit::Transient,
+            Error::Io(err) => err.exit(),
             Error::Override(_) => Exit::Usage,
             _ => Exit::InvalidInput,
         }
@@ -73,7 +73,7 @@ impl crate::exit::Reportable for Error {
             Error::Missing { .. } => Some(format!(
                 "restore it (`git checkout -- roles/`), or change the trigger in {ROLES_FILE}"
             )),
-            Error::Io(_) => None,
+            Error::Io(err) => err.hint(),
         }
     }
 }

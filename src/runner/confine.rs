@@ -321,17 +321,13 @@ pub(crate) fn prepare(paths: &Paths, git_dir: Option<&Path>) {
             let _ = std::fs::create_dir_all(part);
         }
     }
+    let project = paths.project();
     for rel in TASK_WRITES {
-        let path = paths.project().join(rel);
-        if rel == crate::paths::EVENTS_FILE {
-            let _ = crate::files::create_parent(&path);
-            let _ = std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .open(path);
-        } else {
-            let _ = std::fs::create_dir_all(path);
-        }
+        let path = project.join(rel);
+        let _ = match rel {
+            crate::paths::EVENTS_FILE => crate::files::own::append(project, &path, b""),
+            _ => crate::files::own::create_dir(project, &path),
+        };
     }
 }
 

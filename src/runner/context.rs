@@ -102,7 +102,7 @@ pub(crate) fn trigger_context(
 /// The context with what the task's notes and reviews say
 /// (`last_review`, `review_rejections`, `task_notes`).
 fn with_reviews(mut context: TriggerContext, paths: &Paths, id: &str) -> TriggerContext {
-    let reviews = crate::notes::reviews(&paths.reviews(id));
+    let reviews = crate::notes::reviews(paths.project(), &paths.reviews(id));
     context.last_review = reviews
         .last()
         .map(|review| review.verdict.as_str().to_owned())
@@ -110,7 +110,7 @@ fn with_reviews(mut context: TriggerContext, paths: &Paths, id: &str) -> Trigger
     context.review_rejections = (reviews.iter())
         .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
         .count() as i64;
-    context.task_notes = crate::notes::count(&paths.notes(id)) as i64;
+    context.task_notes = crate::notes::count(paths.project(), &paths.notes(id)) as i64;
     let done = context.task_iteration.max(0) as u64;
     context.iterations_since_review = reviews
         .last()
@@ -139,18 +139,20 @@ pub(crate) fn prompt_context(
     // An unreadable critique file leaves the prompt without the earlier
     // attempts; the last failure's evidence is in it all the same.
     variables.critique = crate::critique::for_prompt(
+        paths.project(),
         &paths.critique(task.id.as_str()),
         progress.evidence.is_some(),
     )
     .ok()
     .flatten();
     variables.evidence = progress.evidence;
-    variables.rejection = crate::notes::reviews(&paths.reviews(task.id.as_str()))
+    variables.rejection = crate::notes::reviews(paths.project(), &paths.reviews(task.id.as_str()))
         .pop()
         .filter(|review| review.verdict == crate::notes::Verdict::Rejected)
         .map(|review| prompt::bounded_tail(&review.notes, crate::notes::PROMPT_BYTES).to_owned());
     // The rejection's reasons are a note too: shown once, in their section.
     variables.notes = crate::notes::for_prompt(
+        paths.project(),
         &paths.notes(task.id.as_str()),
         variables.rejection.is_some(),
     );

@@ -314,7 +314,7 @@ impl Worker<'_> {
         )?;
         let text = body::body(&report);
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
-        crate::files::write_atomic(&body_file, text.as_bytes())
+        crate::files::own::replace(self.paths.project(), &body_file, text.as_bytes())
             .map_err(crate::files::at::<Error>(body_file.clone()))?;
         let short_file = (self.paths.project()).join(crate::paths::PULL_REQUEST_SHORT_BODY);
         // A shorter body from an earlier run would say it was sent.
@@ -353,7 +353,8 @@ impl Worker<'_> {
                 {
                     shorter = body::shorter(&report, &sent_file);
                     if shorter != text {
-                        crate::files::write_atomic(&short_file, shorter.as_bytes())
+                        let root = self.paths.project();
+                        crate::files::own::replace(root, &short_file, shorter.as_bytes())
                             .map_err(crate::files::at::<Error>(short_file.clone()))?;
                         let detail = format!(
                             "GitHub refused the pull request's body for its length ({} characters, {} bytes); sending it once more cut to {} bytes (the full body stays in {sent_file})",
@@ -596,7 +597,8 @@ impl Worker<'_> {
     /// project), secrets masked; at most the end of a large one is read.
     fn transcript_tail(&self, log: &str) -> Option<String> {
         use std::io::{Read, Seek, SeekFrom};
-        let mut file = std::fs::File::open(self.paths.project().join(log)).ok()?;
+        let root = self.paths.project();
+        let mut file = crate::files::own::open_read(root, &root.join(log)).ok()?;
         let size = file.metadata().ok()?.len();
         file.seek(SeekFrom::Start(size.saturating_sub(4096))).ok()?;
         let mut bytes = Vec::new();

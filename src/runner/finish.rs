@@ -85,13 +85,16 @@ impl Worker<'_> {
         let mut trailers = vec![format!("Completes: {id}")];
         // The task's notes go into the history with it (a paragraph
         // before the trailers).
-        if let Some(notes) = crate::notes::for_squash(&self.paths.notes(id.as_str())) {
+        if let Some(notes) =
+            crate::notes::for_squash(self.paths.project(), &self.paths.notes(id.as_str()))
+        {
             trailers.insert(0, notes);
         }
         // The squash names the review that passed the work, if one did.
-        if let Some(review) = crate::notes::reviews(&self.paths.reviews(id.as_str()))
-            .pop()
-            .filter(|review| review.verdict == crate::notes::Verdict::Passed)
+        if let Some(review) =
+            crate::notes::reviews(self.paths.project(), &self.paths.reviews(id.as_str()))
+                .pop()
+                .filter(|review| review.verdict == crate::notes::Verdict::Passed)
         {
             trailers.push(format!("Reviewed: passed {}", review.time));
         }

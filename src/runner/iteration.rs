@@ -209,7 +209,11 @@ impl Worker<'_> {
             task,
             stashes_before: self.repo.stashes()?.len(),
             queue_before,
-            reviews_before: crate::notes::reviews(&self.paths.reviews(id.as_str())).len(),
+            reviews_before: crate::notes::reviews(
+                self.paths.project(),
+                &self.paths.reviews(id.as_str()),
+            )
+            .len(),
             tip_before: self.repo.branch_tip(&claim.branch)?,
             base_before: self.repo.branch_tip(self.repo.base())?,
             branch: claim.branch,
@@ -319,6 +323,9 @@ impl Worker<'_> {
     /// What the iteration left behind: leftovers committed, the branch
     /// checked out again, the queue re-read.
     fn observe(&mut self, turn: &Turn, outcome: &Outcome) -> Result<After, Error> {
+        // Before ralph writes or commits anything the agent may have
+        // turned into a link.
+        super::check_own_files(&self.paths)?;
         let id = &turn.id;
         let mut evidence = Vec::new();
         if self.repo.restore_deleted_branch(&turn.branch, id)? {
@@ -418,7 +425,7 @@ impl Worker<'_> {
         let no_verdict = (turn.role().as_deref() == Some("reviewer")
             && turn.task.status == Status::Ready
             && matches!(&task, TaskAfter::Present { status: Status::Ready, .. })
-            && crate::notes::reviews(&self.paths.reviews(id.as_str())).len() == turn.reviews_before)
+            && crate::notes::reviews(self.paths.project(), &self.paths.reviews(id.as_str())).len() == turn.reviews_before)
             .then(|| {
                 format!(
                     "the reviewer left {id} ready without a verdict; give one: `ralph task review {id} --pass`, or `ralph task review {id} --reject --notes \"what must change\"`"
@@ -573,7 +580,8 @@ impl Worker<'_> {
         };
         self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
         // The verdicts given so far, counted in the task's state.
-        let reviews = crate::notes::reviews(&self.paths.reviews(turn.id.as_str()));
+        let reviews =
+            crate::notes::reviews(self.paths.project(), &self.paths.reviews(turn.id.as_str()));
         let progress = self.state.tasks.entry(turn.id.to_string()).or_default();
         progress.reviews = reviews.len() as u64;
         progress.rejections = (reviews.iter())

@@ -1,6 +1,7 @@
 //! `.ralph/lock`: one `ralph run` per project, held as an OS lock so a
 //! crash never leaves it stale.
 
+use crate::files::own;
 use crate::paths::Paths;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -53,14 +54,11 @@ impl RunLock {
     pub(crate) fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
         let path = paths.run_lock();
         let io = |err| LockError::Io(path.clone(), err);
-        crate::files::create_parent(&path).map_err(io)?;
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(io)?;
+        let root = paths.project();
+        own::create_parent(root, &path).map_err(io)?;
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).read(true).write(true);
+        let mut file = own::open(root, &path, &options).map_err(io)?;
         // `live_holder` (a `ralph task` asking whether a run is live) takes
         // the lock for an instant to find out: only a lock still held a
         // moment later is a run's.
@@ -106,7 +104,7 @@ impl RunLock {
             .file
             .metadata()
             .map_err(|err| LockError::Io(path.clone(), err))?;
-        let same = std::fs::metadata(&path)
+        let same = std::fs::symlink_metadata(&path)
             .is_ok_and(|now| now.ino() == held.ino() && now.dev() == held.dev());
         if same {
             return Ok(false);
@@ -119,7 +117,9 @@ impl RunLock {
 /// The live run holding the lock of the project at `paths`, if any.
 pub(crate) fn live_holder(paths: &Paths) -> std::io::Result<Option<Holder>> {
     let path = paths.run_lock();
-    let mut file = match OpenOptions::new().read(true).write(true).open(&path) {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true);
+    let mut file = match own::open(paths.project(), &path, &options) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(err),

@@ -154,11 +154,13 @@ impl crate::exit::Reportable for RunError {
 }
 
 /// Takes `.ralph/lock` for a new run whose id starts with `prefix`
-/// (`<time>-<pid>`, or `plan-<time>-<pid>` for the planner).
+/// (`<time>-<pid>`, or `plan-<time>-<pid>` for the planner), once ralph's
+/// own files are found to be its own (see [`check_own_files`]).
 pub(crate) fn take_run_lock(
     paths: &Paths,
     prefix: &str,
 ) -> Result<(lock::RunLock, lock::Holder), Error> {
+    check_own_files(paths)?;
     let holder = lock::Holder {
         pid: std::process::id(),
         since: crate::clock::now(),
@@ -169,6 +171,19 @@ pub(crate) fn take_run_lock(
         ),
     };
     Ok((lock::RunLock::acquire(paths, &holder)?, holder))
+}
+
+/// Refuses to go on when a link (or anything but what ralph made) stands
+/// where ralph keeps a file or folder of its own (`Paths::own_entries`):
+/// an agent may have put it there to have ralph write where it points
+/// (`~/.profile`), and ralph writes nothing until a person removes it.
+/// Looked at before a run starts and after each agent's turn, before
+/// ralph writes anything; each write refuses a link on its own too.
+pub(crate) fn check_own_files(paths: &Paths) -> Result<(), Error> {
+    Ok(crate::files::own::check_all(
+        paths.project(),
+        &paths.own_entries(),
+    )?)
 }
 
 /// Runs the loop in the project at `paths` under the run lock.

@@ -174,6 +174,8 @@ pub(crate) fn plan_with_agent(
             let _ = std::fs::remove_dir_all(&confinement.tmp);
         }
         let outcome = outcome?;
+        // Before ralph reads the queue the agent may have turned into a link.
+        super::check_own_files(paths)?;
         if outcome.interrupted {
             return Err(RunError::PlannerInterrupted.into());
         }
@@ -221,7 +223,9 @@ fn notes_on(paths: &Paths, queue: &Queue, known: &HashSet<String>) -> String {
         if known.contains(task.id.as_str()) {
             continue;
         }
-        if let Some(notes) = crate::notes::for_prompt(&paths.notes(task.id.as_str()), false) {
+        if let Some(notes) =
+            crate::notes::for_prompt(paths.project(), &paths.notes(task.id.as_str()), false)
+        {
             out.push_str(&format!("## {} {}\n\n{notes}\n\n", task.id, task.title));
         }
     }

@@ -113,11 +113,14 @@ impl Worker<'_> {
                 reason.to_owned(),
             )
         };
-        self.save_state()?;
-        result
-            .save(&self.paths)
-            .map_err(crate::files::at::<Error>(self.paths.result()))?;
-        self.record(None, "run", status.as_str(), reason, Map::new())?;
+        // Each is written even when one before it cannot be (a link where
+        // ralph keeps its file refuses the write): `result.json` and the
+        // event say how the run ended, the more so when it ends on such a
+        // link.
+        let saved = self.save_state();
+        let written = (result.save(&self.paths)).map_err(crate::files::at(self.paths.result()));
+        let recorded = self.record(None, "run", status.as_str(), reason, Map::new());
+        saved.and(written).and(recorded)?;
         self.notify(
             crate::notify::Kind::RunEnded,
             None,
@@ -199,7 +202,7 @@ impl Worker<'_> {
         );
         progress.evidence = Some(evidence);
         let path = self.paths.critique(id.as_str());
-        crate::critique::append(&path, &entry)
+        crate::critique::append(self.paths.project(), &path, &entry)
             .map_err(|source| Error::from(crate::files::PathError::new(path, source)))
     }
 
@@ -265,8 +268,7 @@ impl Worker<'_> {
 /// Saves `bytes` at `relative` in the project, folders made as needed.
 pub(super) fn save_project_file(paths: &Paths, relative: &Path, bytes: &[u8]) -> Result<(), Error> {
     let path = paths.project().join(relative);
-    crate::files::create_parent(&path).map_err(crate::files::at::<Error>(&path))?;
-    crate::files::write_atomic(&path, bytes).map_err(crate::files::at(&path))
+    crate::files::own::replace(paths.project(), &path, bytes).map_err(crate::files::at(&path))
 }
 
 /// What a `run_ended` notice adds: how it ended and what it did.

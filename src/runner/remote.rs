@@ -47,17 +47,14 @@ impl Machine {
                 .unwrap_or_default(),
         };
         let text = serde_json::json!({"id": machine.id, "host": machine.host}).to_string() + "\n";
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(crate::files::at::<Error>(dir.to_owned()))?;
-        }
-        crate::files::write_atomic(&path, text.as_bytes())
+        crate::files::own::replace(paths.project(), &path, text.as_bytes())
             .map_err(crate::files::at::<Error>(path.clone()))?;
         Ok(machine)
     }
 
     /// This clone's machine, if it ever shared a queue (read only).
     pub(crate) fn known(paths: &Paths) -> Option<Machine> {
-        let bytes = std::fs::read(paths.machine()).ok()?;
+        let bytes = crate::files::own::read(paths.project(), &paths.machine()).ok()?;
         let object = serde_json::from_slice::<Value>(&bytes).ok()?;
         Some(Machine {
             id: object["id"].as_str()?.to_owned(),
@@ -1184,7 +1181,8 @@ impl super::Worker<'_> {
             return Ok(false);
         };
         let unpublished = |remote: &Remote, paths: &Paths| -> Vec<String> {
-            let tasks = std::fs::read(paths.tasks()).unwrap_or_default();
+            let tasks =
+                crate::files::own::read(paths.project(), &paths.tasks()).unwrap_or_default();
             let published = &remote.seen().published;
             let mut ids: Vec<String> = task_ids(&tasks)
                 .into_iter()

@@ -16,6 +16,8 @@ pub(crate) struct Ui {
     bar: Option<ProgressBar>,
     quiet: bool,
     log: PathBuf,
+    /// The project root, from which `ralph.log` is reached without a link.
+    root: PathBuf,
     /// What each line starts with: `w2 ` for parallel worker 2.
     prefix: String,
 }
@@ -37,6 +39,7 @@ impl Ui {
             bar,
             quiet,
             log: paths.log(),
+            root: paths.project().to_owned(),
             prefix: String::new(),
         }
     }
@@ -47,6 +50,7 @@ impl Ui {
             bar: None,
             quiet,
             log: paths.log(),
+            root: paths.project().to_owned(),
             prefix: format!("w{number} "),
         }
     }
@@ -79,8 +83,9 @@ impl Ui {
         let text = &redact(&text);
         self.show(text);
         let line = format!("{} {text}\n", crate::clock::now());
-        // The human log is best effort: a full disk must not stop the loop.
-        let _ = crate::files::append_durable(&self.log, line.as_bytes());
+        // The human log is best effort: a full disk must not stop the loop
+        // (a link there does: see `runner::check_own_files`).
+        let _ = crate::files::own::append(&self.root, &self.log, line.as_bytes());
     }
 
     /// The closing summary: always printed, even with `--quiet`.

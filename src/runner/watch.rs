@@ -18,6 +18,7 @@ use super::RunError;
 use super::worker::{Worker, now};
 use crate::error::Error;
 use crate::events::fields;
+use crate::files::own;
 use crate::git::{FastForward, Fetched};
 use crate::notify::Kind;
 use crate::paths::Paths;
@@ -88,11 +89,11 @@ impl Seen {
     /// Loads `.ralph/watch.json`; nothing seen when it is missing.
     pub(crate) fn load(paths: &Paths) -> Result<Seen, Error> {
         let path = paths.watch();
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|err| {
+        match own::read_text(paths.project(), &path) {
+            Ok(Some(text)) => serde_json::from_str(&text).map_err(|err| {
                 RunError::Watch(format!("{}: {err}", crate::paths::WATCH_FILE)).into()
             }),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Seen::default()),
+            Ok(None) => Ok(Seen::default()),
             Err(err) => Err(crate::files::PathError::new(path, err).into()),
         }
     }
@@ -101,7 +102,7 @@ impl Seen {
         let path = paths.watch();
         let mut text = serde_json::to_string_pretty(self).expect("plain data serialises");
         text.push('\n');
-        crate::files::write_atomic(&path, text.as_bytes()).map_err(crate::files::at(&path))
+        own::replace(paths.project(), &path, text.as_bytes()).map_err(crate::files::at(&path))
     }
 }
 

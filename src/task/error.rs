@@ -58,7 +58,8 @@ impl crate::exit::Reportable for Error {
     /// The exit code for this error.
     fn exit(&self) -> Exit {
         match self {
-            Error::Io(_) | Error::KeepsChanging { .. } => Exit::Transient,
+            Error::Io(err) => err.exit(),
+            Error::KeepsChanging { .. } => Exit::Transient,
             _ => Exit::InvalidInput,
         }
     }
@@ -75,7 +76,7 @@ impl crate::exit::Reportable for Error {
             Error::KeepsChanging { .. } => {
                 Some("something rewrites it in a loop; stop it, or try again".to_owned())
             }
-            Error::Io(_) => None,
+            Error::Io(err) => err.hint(),
         }
     }
 }

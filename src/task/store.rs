@@ -2,7 +2,7 @@
 //! `tasks-done.jsonl`. Every change is applied under a short lock to the
 //! files as they are at that moment.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use super::change::Change;
@@ -10,7 +10,7 @@ use super::done::Torn;
 use super::error::{Error, Result, io_error};
 use super::patch::Patch;
 use super::queue::Queue;
-use crate::files::{self, Stamp};
+use crate::files::{self, Stamp, own};
 use crate::paths::Paths;
 
 use crate::paths::DONE_FILE;
@@ -27,6 +27,12 @@ impl Store {
         Store {
             paths: paths.clone(),
         }
+    }
+
+    /// The project root, from which ralph's files are reached without a
+    /// link (see [`files::own`]).
+    pub(super) fn root(&self) -> &Path {
+        self.paths.project()
     }
 
     /// The versions of the queue files somebody else wrote that ralph had
@@ -67,7 +73,7 @@ impl Store {
         let path = self.paths.tasks();
         let done = self.read(&self.paths.done())?;
         let mut bytes = None;
-        let (queue, stamp) = files::read_settled(&path, |tasks| {
+        let (queue, stamp) = own::read_settled(self.root(), &path, |tasks| {
             if keep_bytes {
                 bytes = Some(tasks.clone());
             }
@@ -147,8 +153,8 @@ impl Store {
                 crate::fault::crash_at("mid_queue_write");
                 Ok(())
             };
-            written.replaced =
-                files::write_atomic_unless_changed(&path, write, stamp).map_err(io_error(&path))?;
+            written.replaced = own::replace_unless_changed(self.root(), &path, write, stamp)
+                .map_err(io_error(&path))?;
         }
         Ok(written)
     }
@@ -164,7 +170,7 @@ impl Store {
             None => None,
         };
         let path = self.paths.done();
-        files::append_durable(&path, text.as_bytes()).map_err(io_error(&path))?;
+        own::append(self.root(), &path, text.as_bytes()).map_err(io_error(&path))?;
         Ok(moved)
     }
 
@@ -174,9 +180,7 @@ impl Store {
     fn quarantine(&self, torn: &Torn) -> Result<Change> {
         let kept = self.keep_aside(&format!(".line{}", torn.line), "torn", &torn.bytes)?;
         let path = self.paths.done();
-        let file = OpenOptions::new()
-            .write(true)
-            .open(&path)
+        let file = own::open(self.root(), &path, OpenOptions::new().write(true))
             .map_err(io_error(&path))?;
         file.set_len(torn.offset).map_err(io_error(&path))?;
         file.sync_all().map_err(io_error(&path))?;
@@ -190,24 +194,24 @@ impl Store {
     /// `tasks-done.jsonl<tag>.<time>.<kind>`; returns its project path.
     pub(super) fn keep_aside(&self, tag: &str, kind: &str, bytes: &[u8]) -> Result<PathBuf> {
         let dir = self.paths.quarantine_dir();
-        fs::create_dir_all(&dir).map_err(io_error(&dir))?;
         let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
         let kept = dir.join(format!("{DONE_FILE}{tag}.{stamp}.{kind}"));
-        files::write_atomic(&kept, bytes).map_err(io_error(&kept))?;
+        own::replace(self.root(), &kept, bytes).map_err(io_error(&kept))?;
         Ok(kept
             .strip_prefix(self.paths.project())
             .unwrap_or(&kept)
             .to_owned())
     }
 
+    /// Reads ralph's file `path` (missing: empty), never through a link.
     pub(super) fn read(&self, path: &Path) -> Result<Vec<u8>> {
-        files::read_or_empty(path).map_err(io_error(path))
+        own::read(self.root(), path).map_err(io_error(path))
     }
 
     /// Takes the exclusive queue lock, waiting for another writer to finish.
     pub(super) fn lock(&self) -> Result<File> {
         let path = self.paths.queue_lock();
-        files::lock(&path).map_err(io_error(&path))
+        own::lock(self.root(), &path).map_err(io_error(&path))
     }
 }
 

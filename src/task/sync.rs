@@ -5,7 +5,7 @@
 use super::error::{Error, Result, io_error};
 use super::merge::{self, Merged, Sides};
 use super::store::Store;
-use crate::files::{self, Stamp};
+use crate::files::{Stamp, own};
 
 impl Store {
     /// Merges `theirs` (the fetched base's queue files) into the files on
@@ -24,7 +24,8 @@ impl Store {
             let tasks_path = self.paths.tasks();
             let done = self.read(&self.paths.done())?;
             let (tasks, stamp): (Vec<u8>, Stamp) =
-                files::read_settled(&tasks_path, |bytes| bytes).map_err(io_error(&tasks_path))?;
+                (own::read_settled(self.root(), &tasks_path, |bytes| bytes))
+                    .map_err(io_error(&tasks_path))?;
             let ours = Sides {
                 tasks: &tasks,
                 done: &done,
@@ -37,12 +38,12 @@ impl Store {
             }
             if merged.done != done {
                 let path = self.paths.done();
-                files::write_atomic(&path, &merged.done).map_err(io_error(&path))?;
+                (own::replace(self.root(), &path, &merged.done)).map_err(io_error(&path))?;
             }
             if merged.tasks != tasks {
                 let bytes = &merged.tasks;
                 let write = |file: &mut std::fs::File| std::io::Write::write_all(file, bytes);
-                let replaced = files::write_atomic_unless_changed(&tasks_path, write, stamp)
+                let replaced = own::replace_unless_changed(self.root(), &tasks_path, write, stamp)
                     .map_err(io_error(&tasks_path))?;
                 if !replaced {
                     continue;

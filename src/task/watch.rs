@@ -16,7 +16,7 @@ use super::error::{Result, io_error};
 use super::patch::Patch;
 use super::queue::Queue;
 use super::store::Store;
-use crate::files;
+use crate::files::{self, own};
 use crate::paths::{DONE_FILE, TASKS_FILE};
 
 /// Both queue files as ralph last knew them (see the module doc). A copy
@@ -137,12 +137,13 @@ impl Store {
         };
         let done = before.done.as_deref().unwrap_or_default();
         let missing = |path: &Path| -> Result<Option<files::Stamp>> {
+            own::check(self.root(), path, own::Need::File).map_err(io_error(path))?;
             let stamp = files::Stamp::of(path).map_err(io_error(path))?;
             Ok((!stamp.exists()).then_some(stamp))
         };
         let put = |path: &Path, bytes: &[u8], stamp| {
             let write = |file: &mut fs::File| std::io::Write::write_all(file, bytes);
-            files::write_atomic_unless_changed(path, write, stamp).map_err(io_error(path))
+            own::replace_unless_changed(self.root(), path, write, stamp).map_err(io_error(path))
         };
         let path = self.paths.tasks();
         if let Some(kept) = &before.tasks
@@ -263,8 +264,8 @@ impl Store {
             // like a version git holds. Written back only while unchanged:
             // a hand edit landing meanwhile is looked at again.
             for _ in 0..5 {
-                let (now, stamp) =
-                    files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
+                let (now, stamp) = own::read_settled(self.root(), &path, |bytes| bytes)
+                    .map_err(io_error(&path))?;
                 // Reverted by git, or reverted and then changed through
                 // `ralph task` (its write found the version git holds).
                 let reverted = |now: &[u8]| {
@@ -282,7 +283,7 @@ impl Store {
                 };
                 let Some(lost) = lost else { break };
                 let write = |file: &mut fs::File| std::io::Write::write_all(file, kept);
-                if !files::write_atomic_unless_changed(&path, write, stamp)
+                if !own::replace_unless_changed(self.root(), &path, write, stamp)
                     .map_err(io_error(&path))?
                 {
                     continue;
@@ -328,7 +329,8 @@ impl Store {
             return Ok(());
         };
         let path = self.paths.done();
-        let (now, stamp) = files::read_settled(&path, |bytes| bytes).map_err(io_error(&path))?;
+        let (now, stamp) =
+            own::read_settled(self.root(), &path, |bytes| bytes).map_err(io_error(&path))?;
         if now != *known_done {
             let kept: HashSet<&[u8]> = lines(known_done).collect();
             let present: HashSet<&[u8]> = lines(&now).collect();
@@ -345,7 +347,8 @@ impl Store {
             });
             let write = |file: &mut fs::File| std::io::Write::write_all(file, known_done);
             // An append landing meanwhile is taken up by the next check.
-            files::write_atomic_unless_changed(&path, write, stamp).map_err(io_error(&path))?;
+            own::replace_unless_changed(self.root(), &path, write, stamp)
+                .map_err(io_error(&path))?;
         }
         Ok(())
     }
@@ -363,11 +366,10 @@ impl Store {
 
     /// Replaces `copy` with `bytes` unless it holds them already.
     pub(super) fn keep(&self, copy: &Path, bytes: &[u8]) -> Result<()> {
-        if copy.exists() && files::read_or_empty(copy).map_err(io_error(copy))? == bytes {
+        if copy.exists() && self.read(copy)? == bytes {
             return Ok(());
         }
-        files::create_parent(copy).map_err(io_error(copy))?;
-        files::write_atomic(copy, bytes).map_err(io_error(copy))
+        own::replace(self.root(), copy, bytes).map_err(io_error(copy))
     }
 }
 

@@ -154,7 +154,7 @@ fn input(timeout: Duration) -> std::io::Result<Input> {
 
 /// Creates `.stop`, as `ralph stop` does, and says so.
 fn ask_stop(paths: &Paths) -> String {
-    match std::fs::write(paths.stop(), b"") {
+    match crate::files::own::replace(paths.project(), &paths.stop(), b"") {
         Ok(()) => format!(
             "created {}: the run stops after its current iterations",
             crate::paths::STOP_FILE

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use super::digest::Digest;
 use super::model::{QueueRow, Sources, WorkerSource};
+use crate::files::own;
 use crate::paths::Paths;
 use crate::result::RunResult;
 use crate::runner::lock::Holder;
@@ -168,7 +169,7 @@ impl Reader {
     fn read_events(&mut self) {
         use std::os::unix::fs::MetadataExt;
         let path = self.paths.events();
-        let Ok(mut file) = std::fs::File::open(&path) else {
+        let Ok(mut file) = own::open_read(self.paths.project(), &path) else {
             self.events = EventTail::default();
             return;
         };
@@ -210,7 +211,7 @@ impl Reader {
         };
         let moved = self.changed(&log);
         if moved || !self.lines.contains_key(&log) {
-            let line = tail(&log, 1).pop();
+            let line = tail(root.project(), &log, 1).pop();
             self.lines.insert(log.clone(), line);
         }
         (self.lines[&log].clone(), moved)
@@ -238,7 +239,7 @@ impl Reader {
                 let shown = log.strip_prefix(self.paths.project()).unwrap_or(log);
                 shown.display().to_string()
             }),
-            tail: log.map(|log| tail(&log, lines)).unwrap_or_default(),
+            tail: (log.map(|log| tail(self.paths.project(), &log, lines))).unwrap_or_default(),
             evidence: evidence.map(|e| crate::text::safe(&crate::redact::redact(&e)).into_owned()),
         }
     }
@@ -261,7 +262,7 @@ pub(crate) struct Details {
 /// without taking the lock, when its process is alive and has not
 /// written its result.
 fn live(paths: &Paths, result: Option<&RunResult>) -> Option<Holder> {
-    let bytes = std::fs::read(paths.run_lock()).ok()?;
+    let bytes = own::read(paths.project(), &paths.run_lock()).ok()?;
     let holder: Holder = serde_json::from_slice(&bytes).ok()?;
     let ended = result.is_some_and(|result| result.run_id == holder.run_id);
     (!ended && crate::platform::alive(holder.pid)).then_some(holder)
@@ -294,10 +295,10 @@ fn newest_logs(dir: &Path) -> HashMap<String, PathBuf> {
         .collect()
 }
 
-/// The last `count` non-empty lines of `path`, redacted and made safe to
-/// print.
-fn tail(path: &Path, count: usize) -> Vec<String> {
-    let Ok(mut file) = std::fs::File::open(path) else {
+/// The last `count` non-empty lines of `path` (a log of the project at
+/// `root`, never read through a link), redacted and made safe to print.
+fn tail(root: &Path, path: &Path, count: usize) -> Vec<String> {
+    let Ok(mut file) = own::open_read(root, path) else {
         return Vec::new();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -404,7 +405,13 @@ mod tests {
         let newest = newest_logs(&logs);
         assert_eq!(newest.len(), 2);
         assert_eq!(newest["A.1"], logs.join("10-A.1.log"));
-        assert_eq!(tail(&newest["A.1"], 1), vec!["last one".to_owned()]);
-        assert_eq!(tail(&newest["A.1"], 5), vec!["first", "last one"]);
+        assert_eq!(
+            tail(dir.path(), &newest["A.1"], 1),
+            vec!["last one".to_owned()]
+        );
+        assert_eq!(
+            tail(dir.path(), &newest["A.1"], 5),
+            vec!["first", "last one"]
+        );
     }
 }

@@ -791,8 +791,10 @@ echo '{"type":"turn.completed","usage":{"input_tokens":500,"cached_input_tokens"
     );
 }
 
+/// A file where ralph keeps its log folder (it may be an agent's doing):
+/// refused, naming it, before the agent starts; no retry cures it.
 #[test]
-fn an_unwritable_log_is_a_transient_error_naming_the_file() {
+fn a_log_folder_that_is_a_file_is_refused_naming_it() {
     let bench = Bench::new();
     bench.fake("claude", RECORD);
     fs::write(bench.project().join(".ralph/logs"), "a file, not a folder").unwrap();
@@ -806,12 +808,9 @@ fn an_unwritable_log_is_a_transient_error_naming_the_file() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!(
-            "{}/.ralph/logs/7-A.1.log: File exists (os error 17)",
-            bench.project().display()
-        )
+        ".ralph/logs: a file, where ralph keeps a folder of its own"
     );
-    assert_eq!(ralph::Error::from(err).exit(), ralph::Exit::Transient);
+    assert_eq!(ralph::Error::from(err).exit(), ralph::Exit::InvalidInput);
     assert_eq!(bench.rec("argv"), "", "the agent never started");
 }
 

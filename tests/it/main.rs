@@ -23,6 +23,7 @@ mod hostile;
 mod init;
 mod kept;
 mod layers;
+mod links;
 mod manual;
 mod merge_queue;
 mod messages;

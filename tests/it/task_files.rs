@@ -352,12 +352,13 @@ fn a_slow_reader_of_the_output_does_not_hold_writers_of_a_big_file() {
 }
 
 #[test]
-fn a_queue_file_that_is_a_symbolic_link_stays_one_through_a_run() {
-    // The queue kept outside the repository, linked in; the link is
-    // committed, as `git add -A` takes it.
+fn a_queue_file_that_is_a_symbolic_link_is_refused_and_what_it_points_to_is_left_alone() {
+    // The queue kept outside the repository and linked in: ralph reads
+    // and writes its queue files only as files of their own (an agent
+    // could have made the link, to have ralph write elsewhere), and says
+    // what to do.
     let p = TestProject::new()
         .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
-        .task(r#"{"id":"B","title":"second","status":"pending","leaf":true}"#)
         .agent(&crate::support::by_iteration(
             "RALPH_ITERATION",
             crate::support::FINISH,
@@ -366,28 +367,28 @@ fn a_queue_file_that_is_a_symbolic_link_stays_one_through_a_run() {
     std::fs::rename(p.path().join("tasks.jsonl"), &real).unwrap();
     std::os::unix::fs::symlink(&real, p.path().join("tasks.jsonl")).unwrap();
     let p = p.git_init();
-    p.ralph(&["task", "add", "third"]).ok("C\n");
-    p.run(&[]).success();
-    let link = p.path().join("tasks.jsonl");
-    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
-    assert_eq!(std::fs::read_link(&link).unwrap(), real);
-    // Every change went through the link, to the file it points to.
-    assert_eq!(std::fs::read_to_string(&real).unwrap(), "");
-    let archived: Vec<String> = p
-        .json_lines("tasks-done.jsonl")
-        .iter()
-        .map(|task| task["id"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(archived, ["A", "B", "C"]);
-    // The base's commits hold the link, not the queue's bytes, so git
-    // sees nothing changed.
-    let entry = p.git(&["ls-tree", "HEAD", "tasks.jsonl"]);
-    assert!(entry.starts_with("120000 blob "), "{entry}");
-    assert_eq!(
-        p.git(&["cat-file", "-p", "HEAD:tasks.jsonl"]),
-        real.display().to_string()
+    let before = std::fs::read(&real).unwrap();
+    let error = format!(
+        "error: tasks.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks.jsonl.valid), then run again\n",
+        real.display()
     );
-    assert_eq!(p.git(&["status", "--porcelain"]), "");
+    p.ralph(&["task", "add", "second"]).fails(30, &error);
+    p.ralph(&["task", "list"]).fails(30, &error);
+    p.run(&[]).fails(30, &error);
+    assert_eq!(std::fs::read(&real).unwrap(), before);
+    assert!(
+        std::fs::symlink_metadata(p.path().join("tasks.jsonl"))
+            .unwrap()
+            .is_symlink()
+    );
+    assert!(p.calls().is_empty(), "{:?}", p.calls());
+    // Put in its place, the file is worked as any.
+    std::fs::remove_file(p.path().join("tasks.jsonl")).unwrap();
+    std::fs::rename(&real, p.path().join("tasks.jsonl")).unwrap();
+    p.run(&[]).success();
+    assert_eq!(crate::support::ids(&p.read("tasks-done.jsonl")), ["A"]);
+    let entry = p.git(&["ls-tree", "main", "tasks.jsonl"]);
+    assert!(entry.starts_with("100644 blob "), "{entry}");
 }
 
 #[test]

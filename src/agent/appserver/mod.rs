@@ -28,6 +28,7 @@ use super::preset::Preset;
 use super::process::{Outcome, Request};
 use super::{FailureClass, PromptPassing, Status};
 use crate::config::AgentSettings;
+use crate::files::{PathError, own};
 
 /// The preset's name.
 pub const PRESET: &str = "codex-app-server";
@@ -221,18 +222,14 @@ impl Backend for AppServer {
             .work_dir
             .unwrap_or(&self.host.project_dir)
             .to_owned();
-        let tmp = self.host.project_dir.join(".ralph/tmp/codex");
-        std::fs::create_dir_all(&tmp).map_err(|source| Error::Log {
-            path: tmp.clone(),
-            source,
-        })?;
-        if let Some(dir) = request.log_file.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let out = std::fs::File::create(request.log_file).map_err(|source| Error::Log {
-            path: request.log_file.to_owned(),
-            source,
-        })?;
+        let root = &self.host.project_dir;
+        let tmp = root.join(".ralph/tmp/codex");
+        own::create_dir(root, &tmp).map_err(log_error(&tmp))?;
+        own::create_parent(root, request.log_file).map_err(log_error(request.log_file))?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        let out =
+            own::open(root, request.log_file, &options).map_err(log_error(request.log_file))?;
         let mut transcript = turn::Transcript::new(Some(out), request.activity);
         let policy = policy::Policy::new(&checkout, &self.settings.deny)
             .map_err(|reason| Error::BadDeny { reason })?;
@@ -355,6 +352,11 @@ fn outcome(
 /// Whether the settings choose this backend.
 pub(super) fn chosen(settings: &AgentSettings) -> bool {
     settings.preset.as_deref() == Some(PRESET)
+}
+
+/// Makes a failure to write the turn's log at `path` an [`Error::Log`].
+fn log_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Log(PathError::new(path, source))
 }
 
 #[cfg(test)]

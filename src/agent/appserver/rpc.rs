@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
@@ -128,7 +128,7 @@ impl Server {
         let group = Pid::from_raw(child.id() as i32);
         let registered = Registered::new(group);
         if let Some(path) = group_file {
-            let _ = std::fs::write(path, child.id().to_string());
+            crate::agent::process::note_group(path, child.id());
         }
         tracing::debug!(
             pid = child.id(),
@@ -298,10 +298,13 @@ fn sweep(marker: &[u8]) {
     }
 }
 
-/// Copies the server's stderr to `path`, keeping at most
+/// Copies the server's stderr to `path` (never through a link), keeping at most
 /// [`STDERR_BYTES`] and reading on to the end so the pipe never fills.
-fn drain(mut stderr: impl Read, path: &PathBuf) {
-    let mut file = std::fs::File::create(path).ok();
+fn drain(mut stderr: impl Read, path: &Path) {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    let dir = crate::files::parent_dir(path);
+    let mut file = crate::files::own::open(dir, path, &options).ok();
     let mut kept = 0u64;
     let mut buffer = [0u8; 8192];
     loop {

@@ -422,3 +422,50 @@ fn an_index_lock_another_git_holds_for_a_moment_is_waited_out() {
     );
     assert!(repo.status().is_empty(), "{:?}", repo.status());
 }
+
+/// A queue file an agent swapped for a link (to a file of the home
+/// folder) never enters a commit on the base, made by libgit2 or, with a
+/// hook, by the user's git: the commit is refused, naming it, and the base
+/// stays where it was.
+#[test]
+fn a_queue_file_that_is_a_link_is_never_committed_on_the_base() {
+    for hook in [false, true] {
+        let repo = project();
+        let git = open(&repo);
+        if hook {
+            use std::os::unix::fs::PermissionsExt;
+            let path = repo.path().join(".git/hooks/pre-commit");
+            std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        finished_task(&repo, &git);
+        let profile = repo.sibling(".profile");
+        std::fs::write(&profile, "export PATH=/usr/bin\n").unwrap();
+        std::fs::remove_file(repo.path().join("tasks-done.jsonl")).unwrap();
+        std::os::unix::fs::symlink(&profile, repo.path().join("tasks-done.jsonl")).unwrap();
+        let base_before = repo.git(&["rev-parse", "main"]);
+        let expected = (
+            format!(
+                "error: tasks-done.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks-done.jsonl.valid), then run again",
+                profile.display()
+            ),
+            30,
+        );
+        let err = git
+            .squash_into_base(BRANCH, &id("A"), TITLE, &completes("A"))
+            .unwrap_err();
+        assert_eq!(report(err), expected, "hook: {hook}");
+        assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
+        assert_eq!(current_branch(&repo), BRANCH, "nothing checked out");
+        assert!(!repo.path().join(".git/ralph-squash-in-progress").exists());
+        let err = git.commit_queue_files("ralph: block A").unwrap_err();
+        assert_eq!(report(err), expected, "hook: {hook}");
+        assert_eq!(repo.git(&["rev-parse", "main"]), base_before);
+        let tree = repo.git(&["ls-tree", "-r", "main"]);
+        assert!(!tree.contains("120000"), "{tree}");
+        assert_eq!(
+            std::fs::read_to_string(&profile).unwrap(),
+            "export PATH=/usr/bin\n"
+        );
+    }
+}
