@@ -229,12 +229,12 @@ impl Paths {
         self.shared(RESULT_FILE)
     }
 
-    /// `.ralph/tasks.jsonl.valid`.
+    /// `.ralph/queue/tasks.jsonl.valid`.
     pub fn valid_queue(&self) -> PathBuf {
         self.shared(VALID_QUEUE)
     }
 
-    /// `.ralph/tasks-done.jsonl.valid`.
+    /// `.ralph/queue/tasks-done.jsonl.valid`.
     pub fn valid_archive(&self) -> PathBuf {
         self.shared(VALID_ARCHIVE)
     }

@@ -66,7 +66,7 @@ impl NotOwn {
         let never = "ralph never reads or writes through a link, nor into what it did not make";
         if self.path == Path::new(&*name) && [TASKS_FILE, DONE_FILE].contains(&&*name) {
             return format!(
-                "{never}: put the file itself back in its place (ralph's last copy of it is .ralph/{name}.valid), then run again"
+                "{never}: put the file itself back in its place (ralph's last copy of it is .ralph/queue/{name}.valid), then run again"
             );
         }
         format!("{never}: remove it (ralph makes its own again), then run again")
@@ -421,7 +421,7 @@ mod tests {
         );
         assert_eq!(
             refused.hint(),
-            "ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks.jsonl.valid), then run again"
+            "ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/queue/tasks.jsonl.valid), then run again"
         );
     }
 

@@ -103,7 +103,7 @@ fn an_archive_swapped_for_a_link_to_the_profile_stops_the_run_and_writes_nothing
     refused_twice(
         &project,
         &refusal,
-        "ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks-done.jsonl.valid), then run again",
+        "ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/queue/tasks-done.jsonl.valid), then run again",
         || std::fs::read_to_string(&target).unwrap() == PROFILE,
     );
     // The agent's own `ralph task complete` was refused too.
@@ -125,7 +125,11 @@ fn an_archive_swapped_for_a_link_to_the_profile_stops_the_run_and_writes_nothing
     let link = project.path().join("tasks-done.jsonl");
     assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
     std::fs::remove_file(&link).unwrap();
-    std::fs::rename(project.path().join(".ralph/tasks-done.jsonl.valid"), &link).unwrap();
+    std::fs::rename(
+        project.path().join(".ralph/queue/tasks-done.jsonl.valid"),
+        &link,
+    )
+    .unwrap();
     project.run(&[]).success();
     assert_eq!(project.json_lines("tasks-done.jsonl")[0]["id"], "A");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), PROFILE);

@@ -369,7 +369,7 @@ fn a_queue_file_that_is_a_symbolic_link_is_refused_and_what_it_points_to_is_left
     let p = p.git_init();
     let before = std::fs::read(&real).unwrap();
     let error = format!(
-        "error: tasks.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks.jsonl.valid), then run again\n",
+        "error: tasks.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/queue/tasks.jsonl.valid), then run again\n",
         real.display()
     );
     p.ralph(&["task", "add", "second"]).fails(30, &error);

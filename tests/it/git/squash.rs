@@ -446,7 +446,7 @@ fn a_queue_file_that_is_a_link_is_never_committed_on_the_base() {
         let base_before = repo.git(&["rev-parse", "main"]);
         let expected = (
             format!(
-                "error: tasks-done.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/tasks-done.jsonl.valid), then run again",
+                "error: tasks-done.jsonl: a link to {}, where ralph keeps a file of its own\nhint: ralph never reads or writes through a link, nor into what it did not make: put the file itself back in its place (ralph's last copy of it is .ralph/queue/tasks-done.jsonl.valid), then run again",
                 profile.display()
             ),
             30,
