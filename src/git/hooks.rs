@@ -117,15 +117,7 @@ impl Repo {
             return Ok(None);
         };
         let folder = self.hooks_folder();
-        let mut names: Vec<String> = std::fs::read_dir(&folder)
-            .into_iter()
-            .flatten()
-            .filter_map(std::result::Result::ok)
-            .filter(|entry| super::cli::is_executable(&entry.path()))
-            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
-            .filter(|name| !name.ends_with(".sample"))
-            .collect();
-        names.sort();
+        let names = hook_names(&folder);
         let wanted = (folder, names);
         let mut made = guard.made.borrow_mut();
         if let Some(wrappers) = made.as_ref()
@@ -149,6 +141,20 @@ impl Repo {
         *made = Some(wrappers);
         Ok(Some(dir))
     }
+}
+
+/// The hooks in `folder`: its executable files but git's samples, sorted.
+pub(super) fn hook_names(folder: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .filter_map(std::result::Result::ok)
+        .filter(|entry| super::cli::is_executable(&entry.path()))
+        .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
+        .filter(|name| !name.ends_with(".sample"))
+        .collect();
+    names.sort();
+    names
 }
 
 /// A new folder of this process's own in the temporary folder, which

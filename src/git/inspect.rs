@@ -139,15 +139,7 @@ impl Repo {
                 .display()
                 .to_string()
         });
-        let mut names: Vec<String> = std::fs::read_dir(&folder)
-            .into_iter()
-            .flatten()
-            .filter_map(std::result::Result::ok)
-            .filter(|entry| super::cli::is_executable(&entry.path()))
-            .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
-            .filter(|name| !name.ends_with(".sample"))
-            .collect();
-        names.sort();
+        let names = super::hooks::hook_names(&folder);
         Hooks { place, names }
     }
 
