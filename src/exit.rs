@@ -1,6 +1,6 @@
 //! The exit codes ralph documents: a leaf every module's errors map to.
 
-/// The process exit codes ralph documents (DESIGN.md section 7 and 8).
+/// The process exit codes ralph documents (docs/DESIGN.md section 7 and 8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// The command did what was asked.

@@ -15,6 +15,10 @@ use super::{COMMIT_HOOKS, CommitId, Repo};
 /// How long a lock another git process holds (an IDE's `git status`) is
 /// waited for before the run stops.
 pub(super) const LOCK_WAIT: Duration = Duration::from_secs(10);
+/// The longest pause between two looks at a git lock: the locks in the
+/// way are mostly an editor's `git status`, held for milliseconds, and a
+/// look costs one `stat`.
+const LOCK_POLL: Duration = Duration::from_millis(50);
 
 /// What a `git` command that ran to its end printed.
 pub(super) struct Ran {
@@ -393,7 +397,7 @@ fn wait_while_locked(locks: &[PathBuf]) -> Result<()> {
 }
 
 /// Calls `attempt` until it finds no lock file in its way (`Ok(Ok(_))`),
-/// backing off from 10 ms to 500 ms; a lock still in the way after
+/// backing off from 10 ms to [`LOCK_POLL`]; a lock still in the way after
 /// [`LOCK_WAIT`] is [`Error::Locked`].
 pub(super) fn wait_out_lock<T>(
     mut attempt: impl FnMut() -> Result<std::result::Result<T, PathBuf>>,
@@ -421,7 +425,7 @@ pub(super) fn wait_out_lock<T>(
                 }
                 waited_for = Some(lock);
                 std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(500));
+                pause = (pause * 2).min(LOCK_POLL);
             }
         }
     }

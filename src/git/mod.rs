@@ -1,6 +1,6 @@
 //! The git side of ralph: preflight, one branch per task, the work done on
 //! it, leftover commits, and one squash commit per task on the base branch
-//! (DESIGN.md section 6; docs/GIT.md). Only this module imports git2.
+//! (docs/DESIGN.md section 6; docs/GIT.md). Only this module imports git2.
 //!
 //! The queue files (`tasks.jsonl`, `tasks-done.jsonl`) are live state, not
 //! branch content: every checkout made here carries their bytes on disk over

@@ -57,7 +57,7 @@ pub fn squash_subject(subject: &str) -> Option<(&str, &str)> {
     (!id.is_empty() && !id.contains(' ')).then_some((id, title))
 }
 
-/// The squash commit's message (DESIGN.md section 6): the subject
+/// The squash commit's message (docs/DESIGN.md section 6): the subject
 /// `[<id>] <title>`, the branch's commit subjects as `- ` bullets (ralph's
 /// own wip commits left out), then the `trailers`, a line each:
 /// `Completes: <id>` for each task the commit finishes (a parent archived

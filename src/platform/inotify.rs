@@ -56,8 +56,12 @@ pub(crate) struct Watch {
 impl Watch {
     /// Watches every folder of the working tree at `workdir`; `ignored`
     /// says whether a repository-relative folder is ignored. `None` when
-    /// inotify cannot watch it all.
+    /// inotify cannot watch it all, or the process uses the portable
+    /// calls (which never watch).
     pub(crate) fn start(workdir: &Path, ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
+        if super::portable() {
+            return None;
+        }
         let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK).ok()?;
         let mut watch = Watch {
             inotify,

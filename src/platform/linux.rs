@@ -3,8 +3,6 @@
 // Built only where these calls exist (see `mod.rs`).
 #![cfg(target_os = "linux")]
 
-pub(crate) use super::inotify::Watch;
-
 use std::path::{Path, PathBuf};
 
 pub(super) fn processes() -> Option<Vec<u32>> {

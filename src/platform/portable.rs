@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// No watch: every scan of the working tree is a full one.
+#[cfg(not(target_os = "linux"))]
 pub(crate) struct Watch;
 
+#[cfg(not(target_os = "linux"))]
 impl Watch {
     pub(crate) fn start(_workdir: &Path, _ignored: &dyn Fn(&[u8]) -> bool) -> Option<Watch> {
         None

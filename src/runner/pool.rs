@@ -212,6 +212,8 @@ impl<'a> Worker<'a> {
                     }
                 }
                 let counts = hub.counts();
+                // What this thread records counts the pool's iterations.
+                self.state.iteration = counts.iteration;
                 let today = crate::state::day_of(crate::clock::now_utc());
                 let budget_spent = counts.iteration >= self.budgets.max_iterations
                     || self.run_time_spent()
@@ -289,7 +291,7 @@ impl<'a> Worker<'a> {
                         // The claim, as the worker alone records it.
                         let extra = fields(json!({"worker": number}));
                         let detail = format!("created branch {}", tree.branch);
-                        self.record(Some(&task.id), "claim", "ok", &detail, extra)?;
+                        self.record_between(Some(&task.id), "claim", "ok", &detail, extra)?;
                     }
                     hub.set_scope(self.state.scope.clone());
                     self.ui.line(&format!(

@@ -119,7 +119,7 @@ impl Worker<'_> {
         // link.
         let saved = self.save_state();
         let written = (result.save(&self.paths)).map_err(crate::files::at(self.paths.result()));
-        let recorded = self.record(None, "run", status.as_str(), reason, Map::new());
+        let recorded = self.record_between(None, "run", status.as_str(), reason, Map::new());
         saved.and(written).and(recorded)?;
         self.notify(
             crate::notify::Kind::RunEnded,
@@ -212,12 +212,42 @@ impl Worker<'_> {
         phase: &str,
         status: &str,
         detail: &str,
-        mut extra: Map<String, Value>,
+        extra: Map<String, Value>,
     ) -> Result<(), Error> {
+        self.append(self.event(task, phase, status, detail, extra))
+    }
+
+    /// Records an event between two iterations (a claim, a final review
+    /// added, the run's own): under no role, after the run's iterations
+    /// so far (the pool's, pooled), as the worker alone and a pool both
+    /// record it.
+    pub(super) fn record_between(
+        &self,
+        task: Option<&TaskId>,
+        phase: &str,
+        status: &str,
+        detail: &str,
+        extra: Map<String, Value>,
+    ) -> Result<(), Error> {
+        let mut event = self.event(task, phase, status, detail, extra);
+        event.iteration = self.seat.run_iterations(&self.state);
+        event.role = None;
+        self.append(event)
+    }
+
+    /// The event of this worker now.
+    fn event(
+        &self,
+        task: Option<&TaskId>,
+        phase: &str,
+        status: &str,
+        detail: &str,
+        mut extra: Map<String, Value>,
+    ) -> Event {
         if let Some(worker) = self.seat.number() {
             extra.insert("worker".into(), worker.into());
         }
-        let event = Event {
+        Event {
             timestamp: now(),
             run_id: self.state.run_id.clone(),
             task_id: task.map(|t| t.to_string()),
@@ -227,7 +257,10 @@ impl Worker<'_> {
             status: status.to_owned(),
             detail: detail.to_owned(),
             extra,
-        };
+        }
+    }
+
+    fn append(&self, event: Event) -> Result<(), Error> {
         self.events
             .append(&event)
             .map_err(crate::files::at::<Error>(self.paths.events()))

@@ -88,7 +88,7 @@ impl Worker<'_> {
         );
         self.save_state()?;
         self.ui.log(&format!("{id} added: {detail}"));
-        self.record(Some(&id), "final_review", "added", &detail, Map::new())?;
+        self.record_between(Some(&id), "final_review", "added", &detail, Map::new())?;
         Ok(true)
     }
 

@@ -357,7 +357,7 @@ impl<'a> Worker<'a> {
             "agent": self.agent.label(),
             "max_iterations": self.budgets.max_iterations,
         });
-        self.record(None, "run", "started", &started, fields(extra))?;
+        self.record_between(None, "run", "started", &started, fields(extra))?;
         // A task a stopped run left under way is resumed before new PRDs.
         if self.state.current_task.is_none() {
             self.look_for_prds()?;
@@ -463,7 +463,7 @@ impl<'a> Worker<'a> {
     /// run must end (how).
     fn idle(&mut self, every: Duration, why: &str) -> Result<Next, Error> {
         let every_text = crate::config::ShowDuration(every).to_string();
-        self.record(None, "run", "idle", why, Map::new())?;
+        self.record_between(None, "run", "idle", why, Map::new())?;
         let told = format!("ralph is idle: {why}; looking again every {every_text}");
         let extra = fields(json!({"poll_interval": every_text}));
         self.notify(crate::notify::Kind::RunIdle, None, &told, extra);
@@ -503,7 +503,7 @@ impl<'a> Worker<'a> {
                 self.limit_waits = 0;
                 self.save_state()?;
                 self.ui.log("work found: the run goes on");
-                self.record(None, "run", "resumed", "work found", Map::new())?;
+                self.record_between(None, "run", "resumed", "work found", Map::new())?;
                 return Ok(None);
             }
         }

@@ -182,3 +182,60 @@ fn every_section_the_sources_point_at_exists() {
         missing.join("\n")
     );
 }
+
+/// The design contract is in the repository, and every citation of it
+/// (`docs/DESIGN.md section 6b`, in src/, tests/ and docs/) names a
+/// section it has; every page and heading it points at exists.
+#[test]
+fn every_citation_of_the_design_contract_resolves() {
+    let design = read(&root().join("docs/DESIGN.md"));
+    let sections: Vec<&str> = headings(&design)
+        .into_iter()
+        .filter_map(|heading| heading.split_once(". ").map(|(number, _)| number))
+        .collect();
+    assert!(sections.contains(&"6b"), "sections: {sections:?}");
+    let citation = regex::Regex::new(r"DESIGN\.md,? section (\d+[a-z]?)(?: and (\d+[a-z]?))?")
+        .expect("a regex");
+    let mut files = pages();
+    fn under(folder: &Path, into: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(folder).expect("read a folder") {
+            let path = entry.expect("read an entry").path();
+            if path.is_dir() {
+                under(&path, into);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                into.push(path);
+            }
+        }
+    }
+    under(&root().join("src"), &mut files);
+    under(&root().join("tests"), &mut files);
+    let (mut checked, mut missing) = (0, vec![]);
+    for file in files {
+        let text = read(&file);
+        if text.contains("DESIGN.md") && !text.contains("docs/DESIGN.md") {
+            missing.push(format!("{}: cites DESIGN.md without docs/", file.display()));
+        }
+        for found in citation.captures_iter(&text) {
+            for number in [found.get(1), found.get(2)].into_iter().flatten() {
+                checked += 1;
+                if !sections.contains(&number.as_str()) {
+                    missing.push(format!("{}: {}", file.display(), &found[0]));
+                }
+            }
+        }
+    }
+    let pointer = regex::Regex::new(r#"docs/([A-Z]+\.md), "([^"]+)""#).expect("a regex");
+    for found in pointer.captures_iter(&design) {
+        checked += 1;
+        let page = read(&root().join("docs").join(&found[1]));
+        if !headings(&page).contains(&&found[2]) {
+            missing.push(format!("docs/DESIGN.md: {}", &found[0]));
+        }
+    }
+    assert!(checked >= 8, "only {checked} citations found");
+    assert!(
+        missing.is_empty(),
+        "citations that do not resolve:\n{}",
+        missing.join("\n")
+    );
+}

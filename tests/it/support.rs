@@ -344,6 +344,10 @@ pub(crate) fn pinned_command(program: &str, home: &Path) -> Command {
         // Agents run unconfined but in tests/it/sandbox.rs: the fake
         // agents keep their records outside the project, in `$REC`.
         .env("RALPH_SANDBOX_MODE", "off");
+    // The platform calls `.ci/run` has the suite run (src/platform/).
+    if let Some(platform) = std::env::var_os("RALPH_TEST_PLATFORM") {
+        command.env("RALPH_TEST_PLATFORM", platform);
+    }
     command
 }
 

@@ -31,7 +31,7 @@ fn squash_writes_one_commit_with_the_archive_and_keeps_the_tip() {
     assert_eq!(merged.tip.as_str(), tip);
     assert_eq!(merged.preserved_ref, "refs/ralph/tasks/A");
     assert_eq!(repo.git(&["rev-parse", "main"]), merged.commit.as_str());
-    // One commit, single parent, the message of DESIGN.md section 6.
+    // One commit, single parent, the message of docs/DESIGN.md section 6.
     assert_eq!(
         repo.git(&["rev-list", "--parents", "-n", "1", "main"]),
         format!("{} {base_before}", merged.commit)

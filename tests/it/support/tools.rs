@@ -46,10 +46,13 @@ pub(crate) enum Tool {
     Npm,
 }
 
-/// Whether this build runs the portable platform code (macOS's, or
-/// `--features portable`), which asks `ps` and `lsof` what the Linux build
-/// reads from /proc.
-const PORTABLE: bool = cfg!(any(feature = "portable", not(target_os = "linux")));
+/// Whether the ralph under test runs the portable platform code (macOS's,
+/// or on Linux with `RALPH_TEST_PLATFORM=portable`), which asks `ps` and
+/// `lsof` what Linux's reads from /proc.
+fn portable() -> bool {
+    cfg!(not(target_os = "linux"))
+        || std::env::var_os("RALPH_TEST_PLATFORM").is_some_and(|v| v == "portable")
+}
 
 impl Tool {
     /// The program, as the summary names it.
@@ -98,7 +101,7 @@ impl Tool {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|status| status.success()),
-            Tool::Ps | Tool::Lsof if !PORTABLE => true,
+            Tool::Ps | Tool::Lsof if !portable() => true,
             _ => on_path(self.program()),
         }
     }
