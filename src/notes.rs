@@ -38,6 +38,14 @@ impl Verdict {
     pub(crate) fn as_str(self) -> &'static str {
         self.into()
     }
+
+    /// The status it gives the task.
+    pub(crate) fn status(self) -> crate::task::Status {
+        match self {
+            Verdict::Passed => crate::task::Status::Complete,
+            Verdict::Rejected => crate::task::Status::Active,
+        }
+    }
 }
 
 /// One verdict, a line of `.ralph/reviews/<id>.jsonl`.
@@ -83,6 +91,41 @@ pub(crate) fn append_review(root: &Path, path: &Path, review: &Review) -> io::Re
     let mut line = serde_json::to_string(review).expect("plain data serialises");
     line.push('\n');
     own::append(root, path, line.as_bytes())
+}
+
+/// Records `review` of task `id`, once the status it gives took effect:
+/// the verdict's line, its notes for the task's next prompts, and an
+/// event in the run's log (under the run's role and iteration as the
+/// state has them).
+pub(crate) fn record_review(
+    paths: &crate::paths::Paths,
+    id: &str,
+    review: &Review,
+) -> Result<(), crate::files::PathError> {
+    use crate::files::PathError;
+    let reviews = paths.reviews(id);
+    append_review(paths.project(), &reviews, review).map_err(|e| PathError::new(reviews, e))?;
+    let notes = &review.notes;
+    if !notes.is_empty() {
+        let kind = format!("review {}", review.verdict.as_str());
+        let file = paths.notes(id);
+        append_note(paths.project(), &file, &review.time, &kind, notes)
+            .map_err(|e| PathError::new(file, e))?;
+    }
+    let state = crate::state::StateFile::open(paths).peek();
+    let event = crate::events::Event {
+        timestamp: review.time.clone(),
+        run_id: state.run_id,
+        task_id: Some(id.to_owned()),
+        iteration: state.iteration,
+        role: state.role,
+        phase: "review".into(),
+        status: review.verdict.as_str().into(),
+        detail: notes.lines().next().unwrap_or_default().to_owned(),
+        extra: crate::events::fields(serde_json::json!({"notes": notes})),
+    };
+    (crate::events::EventLog::open(paths).append(&event))
+        .map_err(|e| PathError::new(paths.events(), e))
 }
 
 /// The text of notes or verdicts file `path` in the project at `root`;

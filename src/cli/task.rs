@@ -788,39 +788,13 @@ fn review(
     let record = Review {
         time: context.now.clone(),
         verdict,
-        notes: notes.clone(),
+        notes,
         task_iteration,
     };
-    let status = match verdict {
-        Verdict::Passed => Status::Complete,
-        Verdict::Rejected => Status::Active,
-    };
+    let status = verdict.status();
     // The status first: a verdict is recorded only once it took effect.
     apply(set(id.clone(), status))?;
-    let reviews = paths.reviews(id.as_str());
-    crate::notes::append_review(paths.project(), &reviews, &record)
-        .map_err(crate::files::at::<Error>(reviews))?;
-    if !notes.is_empty() {
-        let kind = format!("review {}", verdict.as_str());
-        let file = paths.notes(id.as_str());
-        crate::notes::append_note(paths.project(), &file, &context.now, &kind, &notes)
-            .map_err(crate::files::at::<Error>(file))?;
-    }
-    let state = crate::state::StateFile::open(paths).peek();
-    let event = crate::events::Event {
-        timestamp: context.now.clone(),
-        run_id: state.run_id,
-        task_id: Some(id.to_string()),
-        iteration: state.iteration,
-        role: state.role,
-        phase: "review".into(),
-        status: verdict.as_str().into(),
-        detail: notes.lines().next().unwrap_or_default().to_owned(),
-        extra: crate::events::fields(json!({"notes": notes})),
-    };
-    crate::events::EventLog::open(paths)
-        .append(&event)
-        .map_err(crate::files::at::<Error>(paths.events()))?;
+    crate::notes::record_review(paths, id.as_str(), &record)?;
     if json {
         return Ok(Outcome::print(to_json(&json!({
             "id": id.as_str(),
