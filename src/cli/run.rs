@@ -187,11 +187,11 @@ pub(super) fn kill_grace() -> Duration {
 }
 
 fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
-    let plan = runner::plan::plan(&context.paths, options)?;
+    let plan = runner::dry_run::plan(&context.paths, options)?;
     let (delivery, refused) = match plan.task {
         Some(_) => (
             runner::deliver::preview(&context.paths, options)?,
-            runner::plan::refusals(&context.paths, options, plan.model.as_deref()),
+            runner::dry_run::refusals(&context.paths, options, plan.model.as_deref()),
         ),
         None => Default::default(),
     };

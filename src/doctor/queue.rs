@@ -129,7 +129,7 @@ pub(super) fn triggers(found: &mut Findings, paths: &Paths, settings: &Settings)
 /// The task the next iteration works on, its branch and role, with its
 /// prompt composed as the run composes it. Whether there is one.
 pub(super) fn next(found: &mut Findings, paths: &Paths, options: &RunOptions) -> bool {
-    let Some(plan) = found.check("next", runner::plan::plan(paths, options)) else {
+    let Some(plan) = found.check("next", runner::dry_run::plan(paths, options)) else {
         return false;
     };
     let Some(task) = &plan.task else {

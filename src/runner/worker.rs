@@ -253,7 +253,7 @@ impl<'a> Worker<'a> {
                 agent.check_model(model)?;
             }
         }
-        super::plan::plan(paths, options)?;
+        super::dry_run::plan(paths, options)?;
         // Iterations a crash cut short are counted before any budget is.
         state.begin_run(run_id, repo.base(), run_started, settings.agent.timeout);
         super::review::open_scope(&mut state, &repo)?;

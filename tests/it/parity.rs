@@ -142,7 +142,9 @@ fn the_worker_alone_and_a_pool_of_one_do_the_same() {
     let (alone_events, pooled_events) = (every_field(&alone), every_field(&pooled));
     // A claim comes between two iterations: no role, even after a
     // debugger's turn on the task before.
-    let claims = alone_events.iter().filter(|event| event["phase"] == "claim");
+    let claims = alone_events
+        .iter()
+        .filter(|event| event["phase"] == "claim");
     for claim in claims {
         assert_eq!(claim["role"], serde_json::Value::Null, "{claim}");
     }
