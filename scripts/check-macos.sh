@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Type-checks and lints ralph for macOS (aarch64-apple-darwin) from Linux,
-# so code behind `cfg(target_os = "macos")` (in src/platform/swap.rs) is
-# compiled somewhere. Nothing is linked or run: `cargo clippy` stops before
-# linking, so the C code of the vendored libgit2 and zlib is not compiled
-# either (there is no macOS SDK here); a stand-in C compiler makes empty
-# objects for their build scripts.
+# so code behind `cfg(target_os = "macos")` (in src/platform/) is compiled
+# somewhere: the library and the binary, which hold all of it (the tests
+# run on Linux, where the portable calls run too). Nothing is linked or
+# run: `cargo clippy` stops before linking, so the C code of the vendored
+# libgit2 and zlib is not compiled either (there is no macOS SDK here); a
+# stand-in C compiler makes empty objects for their build scripts.
 #
 #   scripts/check-macos.sh   # installs the target with rustup once; without
 #                            # the network it says NOT RUN and exits 0
@@ -35,5 +36,5 @@ if [ -n "$out" ]; then mkdir -p "$(dirname "$out")" && : > "$out"; fi
 CC
 chmod +x "$stand_in/cc"
 CC_aarch64_apple_darwin="$stand_in/cc" AR_aarch64_apple_darwin=ar \
-    cargo clippy --quiet --target "$TARGET" --all-targets -- -D warnings
+    cargo clippy --quiet --target "$TARGET" --lib --bins -- -D warnings
 echo "check-macos: ralph type-checks and lints clean for $TARGET"

@@ -20,14 +20,15 @@ mod swap;
 use std::path::Path;
 
 /// The variable that makes a Linux process use the portable calls.
-pub(crate) const PORTABLE_VAR: &str = "RALPH_TEST_PLATFORM";
+#[cfg(target_os = "linux")]
+const PORTABLE_VAR: &str = "RALPH_TEST_PLATFORM";
 
-/// Whether this process uses the portable calls: always off Linux, and on
-/// Linux when `RALPH_TEST_PLATFORM=portable` (read once).
+/// Whether this Linux process uses the portable calls (elsewhere they
+/// are the only ones): `RALPH_TEST_PLATFORM=portable`, read once.
+#[cfg(target_os = "linux")]
 fn portable() -> bool {
     static CHOSEN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    cfg!(not(target_os = "linux"))
-        || *CHOSEN.get_or_init(|| std::env::var_os(PORTABLE_VAR).is_some_and(|v| v == "portable"))
+    *CHOSEN.get_or_init(|| std::env::var_os(PORTABLE_VAR).is_some_and(|v| v == "portable"))
 }
 
 /// Calls `$name` of the version this process uses.
