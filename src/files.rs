@@ -498,6 +498,13 @@ pub(crate) fn parent_dir(path: &Path) -> &Path {
     }
 }
 
+/// Whether `path` (through a link) is a file with an execute bit: a
+/// program to run, or a hook git would run.
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }

@@ -1,6 +1,8 @@
-//! Keeping an agent's output: a log file bounded in size (the tail is kept),
-//! small in-memory windows for classification and evidence, and an optional
-//! echo to the terminal. Memory stays flat however much the agent prints.
+//! Keeping an agent's output: a log file bounded in size (the tail is kept,
+//! or the head of a server's stderr), small in-memory windows for
+//! classification and evidence, and an optional echo to the terminal.
+//! Memory stays flat however much the agent prints. The app-server's
+//! transcript is a [`Capture`] of the lines ralph writes for its turn.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -39,13 +41,14 @@ pub enum Echo {
 
 /// A log file that never grows past `limit` bytes: when it would, the
 /// oldest output is dropped (whole lines where possible) and the file
-/// starts with [`TRIMMED_MARKER`]. It stays readable while the agent runs.
+/// starts with [`TRIMMED_MARKER`], or, keeping its head, the newest output
+/// is. It stays readable while the agent runs.
 pub(crate) struct BoundedLog {
     file: File,
     path: PathBuf,
     len: u64,
     limit: u64,
-    trimmed: bool,
+    keep_head: bool,
 }
 
 impl BoundedLog {
@@ -64,8 +67,14 @@ impl BoundedLog {
             path: path.to_owned(),
             len: 0,
             limit,
-            trimmed: false,
+            keep_head: false,
         })
+    }
+
+    /// The log keeping the start of the output rather than its end.
+    pub(super) fn keeping_head(mut self) -> BoundedLog {
+        self.keep_head = true;
+        self
     }
 
     /// Appends `data`, dropping old output first when the limit would be passed.
@@ -73,6 +82,12 @@ impl BoundedLog {
         if self.len + data.len() as u64 <= self.limit {
             self.file.write_all_at(data, self.len)?;
             self.len += data.len() as u64;
+            return Ok(());
+        }
+        if self.keep_head {
+            let room = &data[..(self.limit - self.len) as usize];
+            self.file.write_all_at(room, self.len)?;
+            self.len += room.len() as u64;
             return Ok(());
         }
         let marker = TRIMMED_MARKER.len() as u64;
@@ -112,7 +127,6 @@ impl BoundedLog {
             self.len = to + data.len() as u64;
         }
         self.file.set_len(self.len)?;
-        self.trimmed = true;
         Ok(())
     }
 
@@ -192,6 +206,11 @@ impl Capture {
             Echo::Off => Ok(()),
             Echo::Stderr => io::stderr().lock().write_all(chunk),
         };
+    }
+
+    /// Takes a line of ralph's own, masked (the app-server's transcript).
+    pub(super) fn line(&mut self, text: &str) {
+        self.write(format!("{}\n", crate::redact::redact(text)).as_bytes());
     }
 
     /// Writes `bytes` to the log with its secrets masked (as every other
@@ -320,6 +339,36 @@ mod tests {
         assert!(!logged.contains("ghp_"));
         // What ralph reads to judge the iteration is the output itself.
         assert!(captured.text.contains(&token));
+    }
+
+    #[test]
+    fn a_log_keeping_its_head_drops_what_comes_past_the_limit() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("a.stderr");
+        let log = BoundedLog::create(dir.path(), &path, 1000).unwrap();
+        let mut log = log.keeping_head();
+        let text = lines(0, 200);
+        for chunk in text.as_bytes().chunks(64) {
+            log.write(chunk).unwrap();
+        }
+        drop(log);
+        assert_eq!(fs::read_to_string(&path).unwrap(), text[..1000]);
+    }
+
+    #[test]
+    fn lines_of_ralphs_own_are_masked_counted_and_kept_for_evidence() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let path = dir.path().join("logs/1-A.log");
+        let log = BoundedLog::create(dir.path(), &path, u64::MAX).unwrap();
+        let mut capture = Capture::new(Some(log), Echo::Off);
+        let token = format!("ghp_{}", "a1B2".repeat(9));
+        capture.line("ralph: thread t-1");
+        capture.line(&format!("$ git push {token}"));
+        let captured = capture.finish(Some(&path)).unwrap();
+        let logged = "ralph: thread t-1\n$ git push [redacted]\n";
+        assert_eq!(fs::read_to_string(&path).unwrap(), logged);
+        assert_eq!(captured.tail, logged);
+        assert_eq!(captured.bytes, logged.len() as u64);
     }
 
     #[test]

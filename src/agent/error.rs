@@ -124,6 +124,20 @@ impl Error {
             _ => None,
         }
     }
+
+    /// Makes the system's refusal to start `program`, for `agent`, an
+    /// [`Error::Spawn`].
+    pub(super) fn spawn(
+        agent: String,
+        program: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Error {
+        let program = program.into();
+        move |source| Error::Spawn {
+            agent,
+            program,
+            source,
+        }
+    }
 }
 
 impl crate::exit::Reportable for Error {

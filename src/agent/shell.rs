@@ -11,7 +11,8 @@ use std::time::Duration;
 use super::Error;
 use super::capture::{Capture, Echo};
 use super::classify::Status;
-use super::process::{Confinement, Limits, supervise};
+use super::process::Confinement;
+use super::supervisor::{Limits, supervise};
 
 /// How a shell command ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,11 +90,7 @@ fn run(
         None,
         None,
     )
-    .map_err(|source| Error::Spawn {
-        agent: format!("command `{line}`"),
-        program: "sh".into(),
-        source,
-    })?;
+    .map_err(Error::spawn(format!("command `{line}`"), "sh"))?;
     let captured = capture.finish(None)?;
     tracing::debug!(
         command = line,

@@ -165,7 +165,7 @@ impl Repo {
         let hooks = self.hooks_folder();
         COMMIT_HOOKS
             .iter()
-            .any(|name| is_executable(&hooks.join(name)))
+            .any(|name| crate::files::is_executable(&hooks.join(name)))
     }
 
     /// git's configuration as it is now (read afresh: a person or an agent
@@ -447,13 +447,6 @@ fn locked(lock: PathBuf) -> Error {
         .ok()
         .and_then(|modified| modified.elapsed().ok());
     Error::Locked { lock, age }
-}
-
-/// Whether `path` is a file git would run as a hook.
-pub(super) fn is_executable(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 /// What is wrong, and the fix, when queue file `file` is ignored by git

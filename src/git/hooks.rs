@@ -149,7 +149,7 @@ pub(super) fn hook_names(folder: &Path) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(std::result::Result::ok)
-        .filter(|entry| super::cli::is_executable(&entry.path()))
+        .filter(|entry| crate::files::is_executable(&entry.path()))
         .filter_map(|entry| entry.file_name().to_str().map(str::to_owned))
         .filter(|name| !name.ends_with(".sample"))
         .collect();

@@ -22,10 +22,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::backend::{Backend, Mode};
+use super::capture::{BoundedLog, Capture, Captured, Echo};
 use super::env::Host;
 use super::error::Error;
 use super::preset::Preset;
 use super::process::{Outcome, Request};
+use super::supervisor::Deadline;
 use super::{FailureClass, PromptPassing, Status};
 use crate::config::AgentSettings;
 use crate::files::{PathError, own};
@@ -131,16 +133,7 @@ impl AppServer {
         tmp: &Path,
         marker: &str,
     ) -> Vec<(OsString, OsString)> {
-        let prompt_file = self.host.project_dir.join(request.prompt_file);
-        let mut env = super::env::environment(
-            &self.host,
-            Some(Preset::Codex),
-            request.context,
-            &prompt_file,
-        );
-        if let Some(confinement) = request.confinement {
-            env = confinement.environment(env, Some(Preset::Codex));
-        }
+        let mut env = request.environment(&self.host, Some(Preset::Codex));
         env.retain(|(key, _)| key != "TMPDIR");
         env.push(("TMPDIR".into(), tmp.as_os_str().to_owned()));
         let (key, value) = marker.split_once('=').expect("a marker is NAME=value");
@@ -225,24 +218,11 @@ impl Backend for AppServer {
         let root = &self.host.project_dir;
         let tmp = root.join(".ralph/tmp/codex");
         own::create_dir(root, &tmp).map_err(log_error(&tmp))?;
-        own::create_parent(root, request.log_file).map_err(log_error(request.log_file))?;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        let out =
-            own::open(root, request.log_file, &options).map_err(log_error(request.log_file))?;
-        let mut transcript = turn::Transcript::new(Some(out), request.activity);
+        // Kept whole: its lines are ralph's, a command's output cut short.
+        let log = BoundedLog::create(root, request.log_file, u64::MAX)?;
+        let mut transcript = Capture::new(Some(log), Echo::Off);
         let policy = policy::Policy::new(&checkout, &self.settings.deny)
             .map_err(|reason| Error::BadDeny { reason })?;
-        let mut argv = self.argv.clone();
-        argv[0] = program.display().to_string();
-        if let Some(confinement) = request.confinement {
-            // The server, and every command it runs, inside the sandbox.
-            let before = std::iter::once(&confinement.program.clone().into_os_string())
-                .chain(&confinement.args)
-                .map(|arg| arg.to_string_lossy().into_owned())
-                .collect::<Vec<String>>();
-            argv.splice(0..0, before);
-        }
         let stderr_file = request.log_file.with_extension("stderr");
         // Every process of this turn carries it, so none outlives it.
         let nanos = std::time::SystemTime::now()
@@ -253,18 +233,15 @@ impl Backend for AppServer {
             std::process::id(),
             request.context.iteration
         );
-        let mut server = rpc::Server::start(
-            &argv,
-            &checkout,
-            self.environment(request, &tmp, &marker),
-            &stderr_file,
-            request.group_file,
-        )
-        .map_err(|source| Error::Spawn {
-            agent: self.label(),
-            program: program.clone(),
-            source,
-        })?;
+        // The server, and every command it runs, inside the sandbox if any.
+        let mut command = request.command(&program);
+        command
+            .args(&self.argv[1..])
+            .current_dir(&checkout)
+            .env_clear()
+            .envs(self.environment(request, &tmp, &marker));
+        let mut server = rpc::Server::start(command, &stderr_file, request.group_file)
+            .map_err(Error::spawn(self.label(), &program))?;
         let session = self.settings.mode == Mode::SessionLoop;
         let thread = session
             .then(|| self.threads.get(&request.context.task_id).cloned())
@@ -280,14 +257,14 @@ impl Backend for AppServer {
             sandbox: self.settings.server_sandbox.into(),
             writable: self.writable(&checkout, &tmp),
             thread: thread.as_deref(),
-            deadline: started + request.limits.timeout,
-            cancel: request.cancel,
+            deadline: Deadline {
+                at: started + request.limits.timeout,
+                cancel: request.cancel,
+            },
+            activity: request.activity,
         };
         let turned = turn::run(&mut server, &ask, &policy, &mut transcript);
         let exit = server.shut_down(SHUTDOWN_GRACE, marker.as_bytes());
-        if let Some(path) = request.group_file {
-            let _ = std::fs::remove_file(path);
-        }
         transcript.line(&format!(
             "ralph: the app-server ended ({})",
             exit.map_or("killed".to_owned(), |exit| exit.to_string())
@@ -301,14 +278,14 @@ impl Backend for AppServer {
                 self.threads.remove(&request.context.task_id);
             }
         }
-        Ok(outcome(turned, transcript, started, request))
+        Ok(outcome(turned, transcript.finish(None)?, started, request))
     }
 }
 
 /// The iteration's outcome from how its turn went.
 fn outcome(
     turned: turn::Turned,
-    transcript: turn::Transcript<'_>,
+    transcript: Captured,
     started: Instant,
     request: &Request<'_>,
 ) -> Outcome {

@@ -3,23 +3,20 @@
 //! (a response has `id` and `result` or `error`; a server request `id` and
 //! `method`; a notification `method` and no `id`), never by id alone: the
 //! server's request ids are a counter of its own. Lines that are not JSON
-//! objects are skipped; stderr is drained to a file so its pipe never
-//! fills.
+//! objects are skipped. The process is the supervisor's (`Group`): its
+//! stderr drained to a bounded log so its pipe never fills.
 
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use super::super::process::{Registered, child_notes_its_group, group_alive, signal_group};
+use super::super::capture::BoundedLog;
+use super::super::supervisor::{Group, read_chunks};
 
 /// The most bytes of the server's stderr kept.
 const STDERR_BYTES: u64 = 1 << 20;
@@ -90,77 +87,55 @@ pub(super) enum Received {
 
 /// A running app-server, in its own process group.
 pub(super) struct Server {
-    child: Child,
-    group: Pid,
+    group: Group,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     next_id: u64,
-    _registered: Registered,
 }
 
 impl Server {
-    /// Starts `argv` in `cwd` with exactly `env`, stderr going to
-    /// `stderr_file`; its process group is noted in `group_file`.
+    /// Starts `command`, stderr going to `stderr_file`; its process group
+    /// is noted in `group_file`.
     pub(super) fn start(
-        argv: &[String],
-        cwd: &Path,
-        env: Vec<(OsString, OsString)>,
+        mut command: Command,
         stderr_file: &Path,
         group_file: Option<&Path>,
     ) -> std::io::Result<Server> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or_else(|| std::io::Error::other("no app-server command"))?;
-        let mut command = Command::new(program);
         command
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let Some(path) = group_file {
-            child_notes_its_group(&mut command, path);
-        }
-        let mut child = command.spawn()?;
-        let group = Pid::from_raw(child.id() as i32);
-        let registered = Registered::new(group);
-        if let Some(path) = group_file {
-            crate::agent::process::note_group(path, child.id());
-        }
+            .stderr(Stdio::piped());
+        let mut group = Group::spawn(command, group_file)?;
         tracing::debug!(
-            pid = child.id(),
+            pid = group.child.id(),
             "app-server started in its own process group"
         );
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr = child.stderr.take().expect("stderr is piped");
+        let stdout = group.child.stdout.take().expect("stdout is piped");
+        let stderr = group.child.stderr.take().expect("stderr is piped");
         let (sender, lines) = mpsc::channel();
         thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut line = String::new();
-            loop {
-                line.clear();
-                match reader.read_line(&mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if sender.send(line.trim_end().to_owned()).is_err() {
-                            break;
-                        }
-                    }
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if sender.send(line.trim_end().to_owned()).is_err() {
+                    break;
                 }
             }
         });
-        let stderr_file = stderr_file.to_owned();
-        thread::spawn(move || drain(stderr, &stderr_file));
+        // Its start kept (never through a link), read on to the end.
+        let dir = crate::files::parent_dir(stderr_file);
+        let log = BoundedLog::create(dir, stderr_file, STDERR_BYTES).ok();
+        let mut log = log.map(BoundedLog::keeping_head);
+        let read = read_chunks(stderr, "app-server-stderr", move |chunk| {
+            let _ = log.as_mut().map(|log| log.write(chunk));
+            true
+        });
+        if let Err(err) = read {
+            return Err(group.abandon(err));
+        }
         Ok(Server {
-            stdin: child.stdin.take(),
-            child,
+            stdin: group.child.stdin.take(),
             group,
             lines,
             next_id: 0,
-            _registered: registered,
         })
     }
 
@@ -242,83 +217,16 @@ impl Server {
     }
 
     /// Ends the server: its input closed (a graceful shutdown, which also
-    /// ends the commands it runs), then, if it is still there after
-    /// `grace`, its whole process group killed, and last every process
-    /// whose environment holds `marker` (a command's background child in a
-    /// session of its own, which no group signal reaches). Returns how the
-    /// server ended.
+    /// ends the commands it runs), then the supervisor's end of its group
+    /// and every process whose environment holds `marker` (`Group::end`).
+    /// Returns how the server ended.
     pub(super) fn shut_down(
         mut self,
         grace: Duration,
         marker: &[u8],
     ) -> Option<std::process::ExitStatus> {
         drop(self.stdin.take());
-        let until = Instant::now() + grace;
-        let mut status = None;
-        while Instant::now() < until {
-            if let Ok(Some(exit)) = self.child.try_wait() {
-                status = Some(exit);
-                break;
-            }
-            thread::sleep(Duration::from_millis(10));
-        }
-        if status.is_none() {
-            signal_group(self.group, Signal::SIGKILL);
-            status = self.child.wait().ok();
-        }
-        // Anything left in its group (a command's child it did not end).
-        if group_alive(self.group) {
-            signal_group(self.group, Signal::SIGKILL);
-        }
-        sweep(marker);
-        status
-    }
-}
-
-/// Kills every process whose environment holds `marker`, and waits a
-/// moment for them to go.
-fn sweep(marker: &[u8]) {
-    let me = std::process::id();
-    let Some(pids) = crate::platform::processes() else {
-        return;
-    };
-    let found: Vec<u32> = pids
-        .into_iter()
-        .filter(|&pid| pid != me && crate::platform::environment_has(pid, marker) == Some(true))
-        .collect();
-    for pid in &found {
-        tracing::debug!(pid, "killing a process the app-server's turn left");
-        let _ = nix::sys::signal::kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
-    }
-    for _ in 0..50 {
-        if found.iter().all(|pid| !crate::platform::alive(*pid)) {
-            return;
-        }
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Copies the server's stderr to `path` (never through a link), keeping at most
-/// [`STDERR_BYTES`] and reading on to the end so the pipe never fills.
-fn drain(mut stderr: impl Read, path: &Path) {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    let dir = crate::files::parent_dir(path);
-    let mut file = crate::files::own::open(dir, path, &options).ok();
-    let mut kept = 0u64;
-    let mut buffer = [0u8; 8192];
-    loop {
-        match stderr.read(&mut buffer) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                if let Some(out) = &mut file {
-                    let room = STDERR_BYTES.saturating_sub(kept).min(n as u64) as usize;
-                    if room > 0 && out.write_all(&buffer[..room]).is_ok() {
-                        kept += room as u64;
-                    }
-                }
-            }
-        }
+        self.group.end(grace, marker)
     }
 }
 

@@ -5,14 +5,14 @@
 //! deadline passes (the turn is interrupted) or the server goes away.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::policy::{Decision, Policy};
 use super::rpc::{Message, Received, Server};
+use crate::agent::capture::Capture;
+use crate::agent::supervisor::Deadline;
 use crate::agent::{Activity, Failure, FailureClass, Usage};
 
 /// How long the server may take to answer `initialize`, a thread's start
@@ -36,8 +36,9 @@ pub(super) struct Ask<'a> {
     pub writable: Vec<String>,
     /// The task's thread, to resume (`session_loop`).
     pub thread: Option<&'a str>,
-    pub deadline: Instant,
-    pub cancel: Option<&'a AtomicBool>,
+    pub deadline: Deadline<'a>,
+    /// Told what the agent does, as the transcript says it.
+    pub activity: Option<&'a Activity<'a>>,
 }
 
 /// How the turn went.
@@ -60,60 +61,12 @@ pub(super) struct Turned {
     pub files_changed: u64,
 }
 
-/// Writes the transcript as the turn goes, and keeps its end for evidence.
-pub(super) struct Transcript<'a> {
-    out: Option<std::fs::File>,
-    pub tail: String,
-    pub bytes: u64,
-    activity: Option<&'a Activity<'a>>,
-}
-
-impl<'a> Transcript<'a> {
-    pub(super) fn new(
-        out: Option<std::fs::File>,
-        activity: Option<&'a Activity<'a>>,
-    ) -> Transcript<'a> {
-        Transcript {
-            out,
-            tail: String::new(),
-            bytes: 0,
-            activity,
-        }
-    }
-
-    /// A line of the transcript (masked like every log ralph writes).
-    pub(super) fn line(&mut self, text: &str) {
-        let text = crate::redact::redact(text);
-        let line = format!("{text}\n");
-        if let Some(out) = &mut self.out {
-            let _ = out.write_all(line.as_bytes());
-        }
-        self.bytes += line.len() as u64;
-        self.tail.push_str(&line);
-        let excess = self.tail.len().saturating_sub(crate::agent::EVIDENCE_BYTES);
-        if excess > 0 {
-            let cut = (excess..self.tail.len())
-                .find(|&at| self.tail.is_char_boundary(at))
-                .unwrap_or(self.tail.len());
-            self.tail.drain(..cut);
-        }
-    }
-
-    /// Something the agent does now, for the loop's events as well.
-    fn activity(&mut self, kind: &str, text: &str) {
-        self.line(text);
-        if let Some(activity) = self.activity {
-            activity(kind, &crate::redact::redact(text));
-        }
-    }
-}
-
 /// Runs the turn (see the module doc).
 pub(super) fn run(
     server: &mut Server,
     ask: &Ask<'_>,
     policy: &Policy,
-    transcript: &mut Transcript<'_>,
+    transcript: &mut Capture,
 ) -> Turned {
     let mut turn = Turning {
         ask,
@@ -150,11 +103,7 @@ struct Turning<'a> {
 
 impl Turning<'_> {
     /// Initialize, the thread, the turn.
-    fn start(
-        &mut self,
-        server: &mut Server,
-        transcript: &mut Transcript<'_>,
-    ) -> Result<(), Failure> {
+    fn start(&mut self, server: &mut Server, transcript: &mut Capture) -> Result<(), Failure> {
         let init = json!({
             "clientInfo": {"name": "ralph", "title": "ralph", "version": env!("CARGO_PKG_VERSION")},
             "capabilities": {"experimentalApi": false},
@@ -238,14 +187,14 @@ impl Turning<'_> {
         server: &mut Server,
         method: &str,
         params: Value,
-        transcript: &mut Transcript<'_>,
+        transcript: &mut Capture,
     ) -> Result<Value, Failure> {
         let id = server.request(method, params).map_err(|err| {
             failure(format!(
                 "the app-server's input closed before {method}: {err}"
             ))
         })?;
-        let wait = ANSWER_WAIT.min(self.ask.deadline.saturating_duration_since(Instant::now()));
+        let wait = ANSWER_WAIT.min(self.ask.deadline.left());
         let answer = server.answer_to(&id, wait, |server, message| {
             self.handle(server, message, transcript);
         });
@@ -261,16 +210,13 @@ impl Turning<'_> {
 
     /// Every message until the turn completes, the deadline passes, a
     /// signal asks, or the server goes away.
-    fn follow(&mut self, server: &mut Server, transcript: &mut Transcript<'_>) {
+    fn follow(&mut self, server: &mut Server, transcript: &mut Capture) {
         loop {
             if self.turned.status.is_some() {
                 return;
             }
-            let cancelled = self
-                .ask
-                .cancel
-                .is_some_and(|flag| flag.load(Ordering::SeqCst));
-            if cancelled || Instant::now() >= self.ask.deadline {
+            let cancelled = self.ask.deadline.cancelled();
+            if cancelled || Instant::now() >= self.ask.deadline.at {
                 self.turned.interrupted = cancelled;
                 self.turned.timed_out = !cancelled;
                 self.interrupt(server, transcript);
@@ -290,7 +236,7 @@ impl Turning<'_> {
 
     /// Asks the server to stop the turn, and waits a moment for it to say
     /// it did (a command it runs goes on until the server is shut down).
-    fn interrupt(&mut self, server: &mut Server, transcript: &mut Transcript<'_>) {
+    fn interrupt(&mut self, server: &mut Server, transcript: &mut Capture) {
         let Some(turn) = self.turn_id.clone() else {
             return;
         };
@@ -322,7 +268,7 @@ impl Turning<'_> {
         }
     }
 
-    fn handle(&mut self, server: &mut Server, message: Message, transcript: &mut Transcript<'_>) {
+    fn handle(&mut self, server: &mut Server, message: Message, transcript: &mut Capture) {
         match message {
             Message::Request { id, method, params } => {
                 self.answer(server, id, &method, &params, transcript)
@@ -341,7 +287,7 @@ impl Turning<'_> {
         id: Value,
         method: &str,
         params: &Value,
-        transcript: &mut Transcript<'_>,
+        transcript: &mut Capture,
     ) {
         let (what, decision) = match method {
             "item/commandExecution/requestApproval" => {
@@ -381,7 +327,8 @@ impl Turning<'_> {
             }
             Decision::Decline(why) => {
                 self.turned.declined += 1;
-                transcript.activity("declined", &format!("approval: declined {what}: {why}"));
+                let line = format!("approval: declined {what}: {why}");
+                self.activity(transcript, "declined", &line);
                 "decline"
             }
         };
@@ -389,7 +336,7 @@ impl Turning<'_> {
     }
 
     /// Takes note of a notification.
-    fn note(&mut self, method: &str, params: &Value, transcript: &mut Transcript<'_>) {
+    fn note(&mut self, method: &str, params: &Value, transcript: &mut Capture) {
         let ours = |params: &Value| {
             let turn = params["turnId"]
                 .as_str()
@@ -401,10 +348,8 @@ impl Turning<'_> {
                 let item = &params["item"];
                 match item["type"].as_str() {
                     Some("commandExecution") => {
-                        transcript.activity(
-                            "command",
-                            &format!("running `{}`", item["command"].as_str().unwrap_or_default()),
-                        );
+                        let command = item["command"].as_str().unwrap_or_default();
+                        self.activity(transcript, "command", &format!("running `{command}`"));
                     }
                     Some("fileChange") => {
                         if let Some(id) = item["id"].as_str() {
@@ -449,7 +394,7 @@ impl Turning<'_> {
     }
 
     /// An item the turn finished.
-    fn item(&mut self, item: &Value, transcript: &mut Transcript<'_>) {
+    fn item(&mut self, item: &Value, transcript: &mut Capture) {
         match item["type"].as_str() {
             Some("commandExecution") => {
                 self.turned.commands += 1;
@@ -486,7 +431,8 @@ impl Turning<'_> {
                 if status == "completed" {
                     self.turned.files_changed += paths.len() as u64;
                 }
-                transcript.activity(
+                self.activity(
+                    transcript,
                     "file_change",
                     &format!(
                         "changed {} ({status}): {}",
@@ -504,6 +450,15 @@ impl Turning<'_> {
         }
     }
 
+    /// Something the agent does now: a line of the transcript, and told to
+    /// the loop's events as well.
+    fn activity(&self, transcript: &mut Capture, kind: &str, text: &str) {
+        transcript.line(text);
+        if let Some(activity) = self.ask.activity {
+            activity(kind, &crate::redact::redact(text));
+        }
+    }
+
     /// `path` relative to the checkout when inside it.
     fn shown(&self, path: &str) -> String {
         let cwd = self.ask.cwd.trim_end_matches('/');
@@ -513,7 +468,7 @@ impl Turning<'_> {
     }
 
     /// The turn's ending, read into a failure when it did not complete.
-    fn end(mut self, transcript: &mut Transcript<'_>) -> Turned {
+    fn end(mut self, transcript: &mut Capture) -> Turned {
         if self.usage_seen {
             transcript.line(&format!(
                 "usage: {} input ({} cached), {} output",
