@@ -203,16 +203,28 @@ fn step_before(seen: &Before, budgets: &Budgets) -> Step {
     if let Some(reason) = task_budget_spent(task, budgets) {
         return Step::Block(task.id.clone(), reason);
     }
-    if seen.iterations >= budgets.max_iterations {
-        return Step::End(Ending::BudgetSpent);
+    match run_budget_spent(seen.iterations, seen.run_seconds, &seen.run_spent, budgets) {
+        Some(ending) => Step::End(ending),
+        None => Step::Iterate(task.id.clone()),
     }
-    if run_time_spent(seen.run_seconds, budgets) {
-        return Step::End(Ending::RunTimeSpent);
+}
+
+/// The run's budget that is spent, if one is, after `iterations` in
+/// `run_seconds` that spent `spent` today: `max_iterations`, then
+/// `max_run_minutes`, then a spending cap.
+pub(crate) fn run_budget_spent(
+    iterations: u64,
+    run_seconds: u64,
+    spent: &Spent,
+    budgets: &Budgets,
+) -> Option<Ending> {
+    if iterations >= budgets.max_iterations {
+        Some(Ending::BudgetSpent)
+    } else if run_time_spent(run_seconds, budgets) {
+        Some(Ending::RunTimeSpent)
+    } else {
+        (budgets.caps.run_reached(spent)).map(|_| Ending::CapReached)
     }
-    if budgets.caps.run_reached(&seen.run_spent).is_some() {
-        return Step::End(Ending::CapReached);
-    }
-    Step::Iterate(task.id.clone())
 }
 
 /// Why `task` is blocked before another iteration, when one of its budgets

@@ -215,9 +215,14 @@ impl<'a> Worker<'a> {
                 // What this thread records counts the pool's iterations.
                 self.state.iteration = counts.iteration;
                 let today = crate::state::day_of(crate::clock::now_utc());
-                let budget_spent = counts.iteration >= self.budgets.max_iterations
-                    || self.run_time_spent()
-                    || (self.budgets.caps.run_reached(&counts.spent.on(&today))).is_some();
+                let spent = counts.spent.on(&today);
+                let budget_spent = (super::decide::run_budget_spent(
+                    counts.iteration,
+                    self.run_seconds(),
+                    &spent,
+                    &self.budgets,
+                ))
+                .is_some();
                 if let Some(remote) = self.remote.clone()
                     && remote.older_than(remote.settings.heartbeat)
                 {
@@ -410,17 +415,13 @@ impl<'a> Worker<'a> {
             return Ok(ending);
         }
         let queue = self.store.load()?;
-        let end = if queue.next().is_none() {
-            super::decide::Ending::Drained
-        } else if self.state.iteration >= self.budgets.max_iterations {
-            super::decide::Ending::BudgetSpent
-        } else if self.run_time_spent() {
-            super::decide::Ending::RunTimeSpent
-        } else if (self.budgets.caps.run_reached(&self.run_spent())).is_some() {
-            super::decide::Ending::CapReached
-        } else {
-            super::decide::Ending::Drained
-        };
+        let spent = self.run_spent();
+        let end = (queue.next())
+            .and_then(|_| {
+                let (iterations, seconds) = (self.state.iteration, self.run_seconds());
+                super::decide::run_budget_spent(iterations, seconds, &spent, &self.budgets)
+            })
+            .unwrap_or(super::decide::Ending::Drained);
         self.ending(end, &queue)
     }
 
