@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use super::digest::Digest;
 use super::model::{QueueRow, Sources, WorkerSource};
-use crate::files::own;
+use crate::events::{EventLog, Offset};
+use crate::files::{Stamp, own};
 use crate::paths::Paths;
 use crate::result::RunResult;
 use crate::runner::lock::Holder;
@@ -19,37 +20,18 @@ use crate::task::{Queue, Store};
 /// Bytes read from the end of an agent's log for its last lines.
 const TAIL_BYTES: u64 = 16 * 1024;
 
-/// What identifies a file's content without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Signature {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
-fn signature(path: &Path) -> Option<Signature> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some(Signature {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode: meta.ino(),
-    })
-}
-
 /// The event log, read as it grows.
 #[derive(Default)]
 struct EventTail {
-    /// Where the next read starts: after the last whole line read.
-    offset: u64,
-    inode: u64,
+    /// Where the next read starts.
+    offset: Offset,
     digest: Rc<Digest>,
 }
 
 /// A project's files as last read.
 pub(crate) struct Reader {
     paths: Paths,
-    seen: HashMap<PathBuf, Option<Signature>>,
+    seen: HashMap<PathBuf, Option<Stamp>>,
     events: EventTail,
     queue: Rc<Result<Queue, String>>,
     rows: Rc<Vec<QueueRow>>,
@@ -84,7 +66,7 @@ impl Reader {
 
     /// Whether `path` changed since this asked last (or is asked first).
     fn changed(&mut self, path: &Path) -> bool {
-        let now = signature(path);
+        let now = Stamp::of(path).ok();
         self.seen.insert(path.to_owned(), now) != Some(now)
     }
 
@@ -165,38 +147,19 @@ impl Reader {
     }
 
     /// Folds in the events written since the last read; from the start
-    /// again when the file was replaced or cut.
+    /// again when the file was replaced or cut, or cannot be read.
     fn read_events(&mut self) {
-        use std::os::unix::fs::MetadataExt;
-        let path = self.paths.events();
-        let Ok(mut file) = own::open_read(self.paths.project(), &path) else {
+        let Ok(read) = EventLog::open(&self.paths).read_from(self.events.offset) else {
             self.events = EventTail::default();
             return;
         };
-        let Ok(meta) = file.metadata() else { return };
-        if meta.ino() != self.events.inode || meta.len() < self.events.offset {
-            self.events = EventTail {
-                inode: meta.ino(),
-                ..EventTail::default()
-            };
+        if read.restarted {
+            self.events.digest = Rc::default();
         }
-        let mut bytes = Vec::new();
-        if file.seek(SeekFrom::Start(self.events.offset)).is_err()
-            || file.read_to_end(&mut bytes).is_err()
-        {
-            return;
+        self.events.offset = read.next;
+        for event in read.events {
+            Rc::make_mut(&mut self.events.digest).add(event);
         }
-        // A line still being written is read once it is whole.
-        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
-            return;
-        };
-        for line in bytes[..end].split(|b| *b == b'\n') {
-            // A torn line (a crash mid-write) is skipped, as everywhere.
-            if let Ok(event) = serde_json::from_slice(line) {
-                Rc::make_mut(&mut self.events.digest).add(event);
-            }
-        }
-        self.events.offset += end as u64 + 1;
     }
 
     /// The last line of the newest agent log of `task` under `root`, with
