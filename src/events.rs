@@ -117,13 +117,10 @@ impl EventLog {
     /// The last `count` readable events; unreadable (torn) lines are skipped
     /// and counted.
     pub(crate) fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
-        let Appended {
-            mut events,
-            skipped,
-            ..
-        } = self.read_from(Offset::default())?;
+        let read = self.read_from(Offset::default())?;
+        let mut events = read.events;
         let start = events.len().saturating_sub(count);
-        Ok((events.split_off(start), skipped))
+        Ok((events.split_off(start), read.skipped))
     }
 
     /// The events of the whole lines appended since `from` (a line still
@@ -131,42 +128,35 @@ impl EventLog {
     /// when it was replaced or cut since (a missing file has none).
     pub(crate) fn read_from(&self, from: Offset) -> std::io::Result<Appended> {
         use std::os::unix::fs::MetadataExt;
-        let mut file = match own::open_read(&self.root, &self.path) {
-            Ok(file) => file,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                let restarted = from != Offset::default();
-                return Ok(Appended {
-                    restarted,
-                    ..Appended::default()
-                });
+        let mut bytes = Vec::new();
+        let (inode, start) = match own::open_read(&self.root, &self.path) {
+            Ok(mut file) => {
+                let meta = file.metadata()?;
+                let same = meta.ino() == from.inode && meta.len() >= from.at;
+                let start = if same { from.at } else { 0 };
+                file.seek(SeekFrom::Start(start))?;
+                file.read_to_end(&mut bytes)?;
+                (meta.ino(), start)
             }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => (0, 0),
             Err(err) => return Err(err),
         };
-        let meta = file.metadata()?;
-        let restarted = meta.ino() != from.inode || meta.len() < from.at;
-        let start = if restarted { 0 } else { from.at };
-        let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(start))?;
-        file.read_to_end(&mut bytes)?;
-        let whole = bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map_or(0, |end| end + 1);
+        let whole = (bytes.iter().rposition(|b| *b == b'\n')).map_or(0, |end| end + 1);
+        let next = Offset {
+            at: start + whole as u64,
+            inode,
+        };
+        let restarted = inode != from.inode || start != from.at;
         let mut read = Appended {
-            next: Offset {
-                at: start + whole as u64,
-                inode: meta.ino(),
-            },
+            next,
             restarted,
             ..Appended::default()
         };
         for line in bytes[..whole].split(|b| *b == b'\n') {
             let line = String::from_utf8_lossy(line);
-            if line.trim().is_empty() {
-                continue;
-            }
             match serde_json::from_str(&line) {
                 Ok(event) => read.events.push(event),
+                Err(_) if line.trim().is_empty() => {}
                 Err(_) => read.skipped += 1,
             }
         }
