@@ -55,6 +55,27 @@ impl Event {
     }
 }
 
+/// Where a reader of the log is: after the last whole line it read, in
+/// one version of the file (its inode).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Offset {
+    at: u64,
+    inode: u64,
+}
+
+/// The events one read of the log found.
+#[derive(Debug, Default)]
+pub(crate) struct Appended {
+    /// The readable events, in order.
+    pub events: Vec<Event>,
+    /// Whole lines that are no event (torn by a crash).
+    pub skipped: usize,
+    /// Where the next read starts.
+    pub next: Offset,
+    /// Whether the file was replaced or cut: the events are its first.
+    pub restarted: bool,
+}
+
 /// The event log of one project.
 #[derive(Clone, Debug)]
 pub(crate) struct EventLog {
@@ -96,17 +117,50 @@ impl EventLog {
     /// The last `count` readable events; unreadable (torn) lines are skipped
     /// and counted.
     pub(crate) fn tail(&self, count: usize) -> std::io::Result<(Vec<Event>, usize)> {
-        let text = String::from_utf8_lossy(&own::read(&self.root, &self.path)?).into_owned();
-        let mut skipped = 0;
-        let mut events: Vec<Event> = Vec::new();
-        for line in text.lines().filter(|line| !line.trim().is_empty()) {
-            match serde_json::from_str(line) {
-                Ok(event) => events.push(event),
-                Err(_) => skipped += 1,
+        let read = self.read_from(Offset::default())?;
+        let mut events = read.events;
+        let start = events.len().saturating_sub(count);
+        Ok((events.split_off(start), read.skipped))
+    }
+
+    /// The events of the whole lines appended since `from` (a line still
+    /// being written is read once it is whole); from the file's start
+    /// when it was replaced or cut since (a missing file has none).
+    pub(crate) fn read_from(&self, from: Offset) -> std::io::Result<Appended> {
+        use std::os::unix::fs::MetadataExt;
+        let mut bytes = Vec::new();
+        let (inode, start) = match own::open_read(&self.root, &self.path) {
+            Ok(mut file) => {
+                let meta = file.metadata()?;
+                let same = meta.ino() == from.inode && meta.len() >= from.at;
+                let start = if same { from.at } else { 0 };
+                file.seek(SeekFrom::Start(start))?;
+                file.read_to_end(&mut bytes)?;
+                (meta.ino(), start)
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => (0, 0),
+            Err(err) => return Err(err),
+        };
+        let whole = (bytes.iter().rposition(|b| *b == b'\n')).map_or(0, |end| end + 1);
+        let next = Offset {
+            at: start + whole as u64,
+            inode,
+        };
+        let restarted = inode != from.inode || start != from.at;
+        let mut read = Appended {
+            next,
+            restarted,
+            ..Appended::default()
+        };
+        for line in bytes[..whole].split(|b| *b == b'\n') {
+            let line = String::from_utf8_lossy(line);
+            match serde_json::from_str(&line) {
+                Ok(event) => read.events.push(event),
+                Err(_) if line.trim().is_empty() => {}
+                Err(_) => read.skipped += 1,
             }
         }
-        let start = events.len().saturating_sub(count);
-        Ok((events.split_off(start), skipped))
+        Ok(read)
     }
 
     /// Whether the log is missing, empty or ends its last line.
@@ -168,5 +222,31 @@ mod tests {
         );
         assert_eq!(skipped, 1);
         assert_eq!(log.tail(1).unwrap().0[0].status, "two");
+    }
+
+    #[test]
+    fn reads_whole_lines_from_an_offset_and_from_the_start_once_cut() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let log = EventLog::open(&crate::paths::Paths::new(dir.path()));
+        let missing = log.read_from(Offset::default()).unwrap();
+        assert!(missing.events.is_empty() && !missing.restarted);
+        log.append(&event("one")).unwrap();
+        let path = dir.path().join(crate::paths::EVENTS_FILE);
+        crate::files::append_durable(&path, b"{\"timestamp\":\"2026").unwrap();
+        let first = log.read_from(Offset::default()).unwrap();
+        assert_eq!((first.events.len(), first.skipped), (1, 0));
+        assert!(first.restarted, "a first read starts a file");
+        // The half line is read once the next append ends it.
+        log.append(&event("two")).unwrap();
+        let next = log.read_from(first.next).unwrap();
+        assert_eq!((next.events[0].status.as_str(), next.skipped), ("two", 1));
+        assert!(!next.restarted);
+        assert!(log.read_from(next.next).unwrap().events.is_empty());
+        // Cut shorter: read again from its start.
+        std::fs::write(&path, "").unwrap();
+        log.append(&event("three")).unwrap();
+        let cut = log.read_from(next.next).unwrap();
+        assert!(cut.restarted);
+        assert_eq!(cut.events[0].status, "three");
     }
 }

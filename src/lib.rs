@@ -41,6 +41,7 @@ pub mod task;
 pub(crate) mod text;
 pub(crate) mod top;
 pub(crate) mod trace;
+pub(crate) mod view;
 
 pub use error::Error;
 pub use exit::{Exit, Reportable};

@@ -407,54 +407,6 @@ impl StateFile {
     }
 }
 
-/// A parallel worker's task and the state its engine keeps in the task's
-/// worktree.
-pub(crate) struct WorkerState {
-    /// The task (the worktree's name).
-    pub task: String,
-    /// Its state, as [`StateFile::peek`] reads it.
-    pub state: State,
-}
-
-/// The workers of the project at `paths` with a worktree under
-/// `.ralph/worktrees/`, in task order; read without a lock.
-pub(crate) fn workers(paths: &crate::paths::Paths) -> Vec<WorkerState> {
-    worker_roots(paths)
-        .into_iter()
-        .map(|(task, paths)| {
-            let state = StateFile::open(&paths).peek();
-            WorkerState { task, state }
-        })
-        .collect()
-}
-
-/// The task and paths of each worker with a worktree under
-/// `.ralph/worktrees/`, in task order.
-pub(crate) fn worker_roots(paths: &crate::paths::Paths) -> Vec<(String, crate::paths::Paths)> {
-    let Ok(entries) = std::fs::read_dir(paths.worktrees()) else {
-        return Vec::new();
-    };
-    // A project in a subfolder of its repository is in the same subfolder
-    // of each worktree, and its worker's state is there.
-    let inner = paths
-        .project()
-        .ancestors()
-        .find(|dir| dir.join(".git").exists())
-        .and_then(|top| paths.project().strip_prefix(top).ok())
-        .map(std::path::Path::to_owned)
-        .unwrap_or_default();
-    let mut workers: Vec<(String, crate::paths::Paths)> = entries
-        .filter_map(Result::ok)
-        .filter(|entry| entry.path().join(".git").exists())
-        .filter_map(|entry| {
-            let task = entry.file_name().to_str()?.to_owned();
-            Some((task, paths.in_worktree(entry.path().join(&inner))))
-        })
-        .collect();
-    workers.sort_by(|a, b| a.0.cmp(&b.0));
-    workers
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

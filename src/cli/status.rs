@@ -7,8 +7,6 @@ use serde_json::json;
 
 use super::{Context, Outcome, to_json};
 use crate::error::Error;
-use crate::events::EventLog;
-use crate::result::RunResult;
 use crate::runner::lock;
 use crate::task::Store;
 use crate::text::safe;
@@ -21,7 +19,8 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let paths = &context.paths;
     let io = |path| crate::files::at::<Error>(paths.join(path));
     let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
-    let state = crate::state::StateFile::open(paths).peek();
+    let mut run = crate::view::Run::new(paths.clone());
+    run.read();
     // A hand edit that broke the queue is no reason to hide the live run.
     let (queue, queue_error) = match Store::open(paths).load() {
         Ok(queue) => (queue, None),
@@ -31,13 +30,15 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         ),
     };
     let counts = queue.counts();
-    let (events, _) = EventLog::open(paths)
-        .tail(RECENT)
-        .map_err(io(crate::paths::EVENTS_FILE))?;
-    let result = RunResult::read(paths);
-    let current = state.current_task.as_deref().and_then(|id| queue.get(id));
-    let workers = workers(paths);
-    let shared = shared(paths);
+    let all = run.events().map_err(io(crate::paths::EVENTS_FILE))?.events;
+    let events = &all[all.len().saturating_sub(RECENT)..];
+    // Work another machine's landing made moot, kept for the person.
+    let orphans: Vec<String> = (all[all.len().saturating_sub(1000)..].iter())
+        .filter(|event| event.phase == "orphaned")
+        .map(|event| safe(&event.detail).into_owned())
+        .collect();
+    let (state, result, workers, shared) = (&run.state, &run.result, &run.workers, &run.shared);
+    let title = |id: &str| (queue.get(id)).map_or(String::new(), |t| safe(&t.title).into_owned());
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live": holder.is_some(),
@@ -47,8 +48,8 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             "role": state.role,
             "phase": state.phase,
             "workers": workers.iter().map(|w| json!({
-                "task": w.task, "iteration": w.iteration, "role": w.role,
-                "phase": w.phase, "since": w.since,
+                "task": w.task, "iteration": w.progress().iterations, "role": w.state.role,
+                "phase": w.state.phase, "since": w.progress().claimed,
             })).collect::<Vec<_>>(),
             "counts": queue_error.is_none().then(|| super::task::counts_json(&counts)),
             "queue_error": queue_error,
@@ -59,25 +60,21 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
                     "beat": c.beat, "written": c.written,
                 })).collect::<Vec<_>>(),
                 "landings": shared.landings,
-                "orphans": shared.orphans,
+                "orphans": orphans,
             })),
             "last_result": result,
             "events": events,
         }))));
     }
     let mut out = String::new();
-    match &holder {
-        Some(h) => {
-            let _ = writeln!(
-                out,
-                "run: live (pid {}, since {}, run {})",
-                h.pid, h.since, h.run_id
-            );
-        }
-        None => {
-            let _ = writeln!(out, "run: none live");
-        }
-    }
+    let _ = match &holder {
+        Some(h) => writeln!(
+            out,
+            "run: live (pid {}, since {}, run {})",
+            h.pid, h.since, h.run_id
+        ),
+        None => writeln!(out, "run: none live"),
+    };
     if let (Some(_), Phase::Idle, Some(polling)) = (&holder, state.phase, &state.polling) {
         let _ = writeln!(
             out,
@@ -86,12 +83,10 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         );
     }
     if let Some(task) = &state.current_task {
-        let title = current
-            .map(|t| safe(&t.title).into_owned())
-            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "task: {task} {title} (iteration {}, role {}, phase {})",
+            "task: {task} {} (iteration {}, role {}, phase {})",
+            title(task),
             state.iteration,
             state.role.as_deref().unwrap_or("none"),
             shown(state.phase)
@@ -99,24 +94,21 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         // What the agent does now, when its backend reports it.
         if holder.is_some()
             && state.phase == Phase::Agent
-            && let Some(doing) = doing_now(&events, task, state.iteration)
+            && let Some(doing) = doing_now(events, task, state.iteration)
         {
             let _ = writeln!(out, "  now: {doing}");
         }
     }
-    for worker in &workers {
-        let title = queue
-            .get(&worker.task)
-            .map(|t| safe(&t.title).into_owned())
-            .unwrap_or_default();
+    for worker in workers {
         let _ = writeln!(
             out,
-            "worker: {} {title} (iteration {} of the task, role {}, phase {}, since {})",
+            "worker: {} {} (iteration {} of the task, role {}, phase {}, since {})",
             worker.task,
-            worker.iteration,
-            worker.role.as_deref().unwrap_or("none"),
-            shown(worker.phase),
-            worker.since.as_deref().unwrap_or("-"),
+            title(&worker.task),
+            worker.progress().iterations,
+            worker.state.role.as_deref().unwrap_or("none"),
+            shown(worker.state.phase),
+            worker.progress().claimed.as_deref().unwrap_or("-"),
         );
     }
     let statuses = super::task::statuses(&counts);
@@ -135,7 +127,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             counts.archived
         );
     }
-    if let Some(shared) = &shared {
+    if let Some(shared) = shared {
         let _ = writeln!(
             out,
             "shared queue: this machine {}; claims as last fetched: {}",
@@ -165,14 +157,14 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
                 "  landing waiting for its push: {landing} (refs/ralph/landing/{landing})"
             );
         }
-        for orphan in &shared.orphans {
+        for orphan in &orphans {
             let _ = writeln!(
                 out,
                 "  orphaned: {orphan}: work another machine's landing made moot, kept for you"
             );
         }
     }
-    if let Some(result) = &result {
+    if let Some(result) = result {
         let _ = writeln!(
             out,
             "last run: {} at {}: {}",
@@ -189,7 +181,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     }
     if !events.is_empty() {
         let _ = writeln!(out, "recent events:");
-        for event in &events {
+        for event in events {
             let _ = writeln!(
                 out,
                 "  {} #{} {} {} {}: {}",
@@ -205,41 +197,6 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     Ok(Outcome::print(out))
 }
 
-/// What this clone knows of the machines sharing its queue: its own id,
-/// the claims as the last fetch saw them, its landings waiting for a
-/// push and the work it kept as orphans. `None` when it never shared.
-struct Shared {
-    machine: String,
-    claims: Vec<crate::git::remote::Claim>,
-    landings: Vec<String>,
-    orphans: Vec<String>,
-}
-
-fn shared(paths: &crate::paths::Paths) -> Option<Shared> {
-    let machine = crate::runner::remote::Machine::known(paths)?;
-    let repo = crate::git::Repo::open_without_base(paths, &Default::default()).ok()?;
-    let names = |prefix: &str| -> Vec<String> {
-        (repo.refs_under(prefix).unwrap_or_default())
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect()
-    };
-    Some(Shared {
-        machine: machine.id,
-        claims: repo.seen_claims().unwrap_or_default(),
-        landings: names("refs/ralph/landing/"),
-        orphans: (crate::events::EventLog::open(paths).tail(1000).ok())
-            .map(|(events, _)| {
-                events
-                    .iter()
-                    .filter(|event| event.phase == "orphaned")
-                    .map(|event| safe(&event.detail).into_owned())
-                    .collect()
-            })
-            .unwrap_or_default(),
-    })
-}
-
 /// The last thing the agent of `task`'s iteration `iteration` was seen
 /// doing (a structured backend's `agent` event), with how long ago.
 fn doing_now(events: &[crate::events::Event], task: &str, iteration: u64) -> Option<String> {
@@ -253,37 +210,10 @@ fn doing_now(events: &[crate::events::Event], task: &str, iteration: u64) -> Opt
     Some(format!("{} ({ago} s ago)", safe(&event.detail)))
 }
 
-/// A parallel worker's task, as its worktree's state says.
-struct Worker {
-    task: String,
-    iteration: u64,
-    role: Option<String>,
-    phase: Phase,
-    since: Option<String>,
-}
-
 /// A phase as `ralph status` shows it: `-` between iterations.
 fn shown(phase: Phase) -> &'static str {
     match phase {
         Phase::Between => "-",
         phase => phase.as_str(),
     }
-}
-
-/// The tasks in worktrees under `.ralph/worktrees/`, from each worktree's
-/// own state (a worker's engine keeps it there).
-fn workers(paths: &crate::paths::Paths) -> Vec<Worker> {
-    crate::state::workers(paths)
-        .into_iter()
-        .map(|worker| {
-            let progress = (worker.state.tasks.get(&worker.task).cloned()).unwrap_or_default();
-            Worker {
-                iteration: progress.iterations,
-                since: progress.claimed,
-                role: worker.state.role,
-                phase: worker.state.phase,
-                task: worker.task,
-            }
-        })
-        .collect()
 }

@@ -1,6 +1,6 @@
 //! Reading a project's files for `ralph top`, read-only and without any
-//! lock, each file again only when its size, time or inode changed, and
-//! `.ralph/events.ndjson` only from where the last read ended.
+//! lock, each file again only when its `Stamp` changed: the run's own
+//! files through `view::Run`, the queue and the agents' logs here.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -11,53 +11,20 @@ use super::digest::Digest;
 use super::model::{QueueRow, Sources, WorkerSource};
 use crate::files::own;
 use crate::paths::Paths;
-use crate::result::RunResult;
-use crate::runner::lock::Holder;
-use crate::state::{State, StateFile};
 use crate::task::{Queue, Store};
+use crate::view::{Run, Shared};
 
 /// Bytes read from the end of an agent's log for its last lines.
 const TAIL_BYTES: u64 = 16 * 1024;
 
-/// What identifies a file's content without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Signature {
-    len: u64,
-    modified: Option<std::time::SystemTime>,
-    inode: u64,
-}
-
-fn signature(path: &Path) -> Option<Signature> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    Some(Signature {
-        len: meta.len(),
-        modified: meta.modified().ok(),
-        inode: meta.ino(),
-    })
-}
-
-/// The event log, read as it grows.
-#[derive(Default)]
-struct EventTail {
-    /// Where the next read starts: after the last whole line read.
-    offset: u64,
-    inode: u64,
-    digest: Rc<Digest>,
-}
-
 /// A project's files as last read.
 pub(crate) struct Reader {
-    paths: Paths,
-    seen: HashMap<PathBuf, Option<Signature>>,
-    events: EventTail,
+    /// The run's own files.
+    run: Run,
+    /// The events so far, folded.
+    digest: Rc<Digest>,
     queue: Rc<Result<Queue, String>>,
     rows: Rc<Vec<QueueRow>>,
-    state: State,
-    result: Option<RunResult>,
-    /// The shared queue's claims as last shown.
-    shared: Option<String>,
-    workers: HashMap<String, State>,
     /// Per logs folder: the newest log of each task in it.
     logs: HashMap<PathBuf, HashMap<String, PathBuf>>,
     /// Per log file: its last line.
@@ -68,76 +35,56 @@ impl Reader {
     /// A reader of the project at `paths`; nothing is read yet.
     pub(crate) fn new(paths: Paths) -> Reader {
         Reader {
-            paths,
-            seen: HashMap::new(),
-            events: EventTail::default(),
+            run: Run::new(paths),
+            digest: Rc::default(),
             queue: Rc::new(Ok(Queue::empty())),
             rows: Rc::default(),
-            state: State::default(),
-            result: None,
-            shared: None,
-            workers: HashMap::new(),
             logs: HashMap::new(),
             lines: HashMap::new(),
         }
-    }
-
-    /// Whether `path` changed since this asked last (or is asked first).
-    fn changed(&mut self, path: &Path) -> bool {
-        let now = signature(path);
-        self.seen.insert(path.to_owned(), now) != Some(now)
     }
 
     /// Reads what changed and returns everything for a frame, with
     /// whether anything changed since the last call.
     pub(crate) fn read(&mut self) -> (Sources, bool) {
         let mut changed = false;
-        let paths = self.paths.clone();
-        if self.changed(&paths.events()) {
+        let paths = self.run.paths.clone();
+        if self.run.changed(&paths.events()) {
             changed = true;
-            self.read_events();
+            let read = self.run.events();
+            // From the start again when the file was replaced or cut, or
+            // cannot be read.
+            if read.as_ref().map_or(true, |read| read.restarted) {
+                self.digest = Rc::default();
+            }
+            for event in read.into_iter().flat_map(|read| read.events) {
+                Rc::make_mut(&mut self.digest).add(event);
+            }
         }
         // Both files, each asked: `|` does not stop at the first.
-        if self.changed(&paths.tasks()) | self.changed(&paths.done()) {
+        if self.run.changed(&paths.tasks()) | self.run.changed(&paths.done()) {
             changed = true;
             let queue = Store::open(&paths).load();
             let rows = queue.as_ref().map(super::model::rows).unwrap_or_default();
             self.rows = Rc::new(rows);
             self.queue = Rc::new(queue.map_err(|err| crate::Error::from(err).one_line()));
         }
-        if self.changed(&paths.state()) {
-            changed = true;
-            self.state = StateFile::open(&paths).peek();
-        }
-        if self.changed(&paths.result()) {
-            changed = true;
-            self.result = RunResult::read(&paths);
-        }
-        changed |= self.changed(&paths.stop()) | self.changed(&paths.run_lock());
-        let mut workers = Vec::new();
-        let roots = crate::state::worker_roots(&paths);
-        if roots.len() != self.workers.len() {
-            changed = true;
-            self.workers
-                .retain(|task, _| roots.iter().any(|(root, _)| root == task));
-        }
-        for (task, root) in roots {
-            if self.changed(&root.state()) || !self.workers.contains_key(&task) {
-                changed = true;
-                self.workers
-                    .insert(task.clone(), StateFile::open(&root).peek());
-            }
+        changed |= self.run.read();
+        changed |= self.run.changed(&paths.stop()) | self.run.changed(&paths.run_lock());
+        let mut workers: Vec<WorkerSource> = (self.run.workers.iter())
+            .map(|worker| WorkerSource {
+                task: worker.task.clone(),
+                state: worker.state.clone(),
+                activity: None,
+            })
+            .collect();
+        for worker in &mut workers {
             // A worker's agent logs to the project's `.ralph/logs/`.
-            let (activity, moved) = self.last_line(&paths, &task);
+            let (activity, moved) = self.last_line(&paths, &worker.task);
             changed |= moved;
-            let state = self.workers[&task].clone();
-            workers.push(WorkerSource {
-                task,
-                state,
-                activity,
-            });
+            worker.activity = activity;
         }
-        let activity = match self.state.current_task.clone() {
+        let activity = match self.run.state.current_task.clone() {
             Some(task) if workers.is_empty() => {
                 let (activity, moved) = self.last_line(&paths, &task);
                 changed |= moved;
@@ -145,71 +92,32 @@ impl Reader {
             }
             _ => None,
         };
-        let live = live(&paths, self.result.as_ref());
-        let shared = shared_claims(&paths);
-        changed |= shared != self.shared;
-        self.shared.clone_from(&shared);
         let sources = Sources {
-            live,
-            state: self.state.clone(),
+            live: crate::view::live(&paths, self.run.result.as_ref()),
+            state: self.run.state.clone(),
             workers,
             activity,
             queue: self.queue.clone(),
             rows: self.rows.clone(),
-            digest: self.events.digest.clone(),
+            digest: self.digest.clone(),
             stop_asked: paths.stop().exists(),
-            shared,
-            result: self.result.clone(),
+            shared: self.run.shared.as_ref().map(claims),
+            result: self.run.result.clone(),
         };
         (sources, changed)
-    }
-
-    /// Folds in the events written since the last read; from the start
-    /// again when the file was replaced or cut.
-    fn read_events(&mut self) {
-        use std::os::unix::fs::MetadataExt;
-        let path = self.paths.events();
-        let Ok(mut file) = own::open_read(self.paths.project(), &path) else {
-            self.events = EventTail::default();
-            return;
-        };
-        let Ok(meta) = file.metadata() else { return };
-        if meta.ino() != self.events.inode || meta.len() < self.events.offset {
-            self.events = EventTail {
-                inode: meta.ino(),
-                ..EventTail::default()
-            };
-        }
-        let mut bytes = Vec::new();
-        if file.seek(SeekFrom::Start(self.events.offset)).is_err()
-            || file.read_to_end(&mut bytes).is_err()
-        {
-            return;
-        }
-        // A line still being written is read once it is whole.
-        let Some(end) = bytes.iter().rposition(|b| *b == b'\n') else {
-            return;
-        };
-        for line in bytes[..end].split(|b| *b == b'\n') {
-            // A torn line (a crash mid-write) is skipped, as everywhere.
-            if let Ok(event) = serde_json::from_slice(line) {
-                Rc::make_mut(&mut self.events.digest).add(event);
-            }
-        }
-        self.events.offset += end as u64 + 1;
     }
 
     /// The last line of the newest agent log of `task` under `root`, with
     /// whether it changed.
     fn last_line(&mut self, root: &Paths, task: &str) -> (Option<String>, bool) {
         let dir = root.join(crate::paths::LOGS_DIR);
-        if self.changed(&dir) {
+        if self.run.changed(&dir) {
             self.logs.insert(dir.clone(), newest_logs(&dir));
         }
         let Some(log) = self.logs.get(&dir).and_then(|logs| logs.get(task)).cloned() else {
             return (None, false);
         };
-        let moved = self.changed(&log);
+        let moved = self.run.changed(&log);
         if moved || !self.lines.contains_key(&log) {
             let line = tail(root.project(), &log, 1).pop();
             self.lines.insert(log.clone(), line);
@@ -220,8 +128,10 @@ impl Reader {
     /// What Enter shows of `task`: the newest log's path and last lines,
     /// and the evidence of its last failure.
     pub(crate) fn details(&mut self, task: &str, lines: usize) -> Details {
-        let log = newest_logs(&self.paths.join(crate::paths::LOGS_DIR)).remove(task);
-        let state = self.workers.get(task).unwrap_or(&self.state);
+        let log = newest_logs(&self.run.paths.join(crate::paths::LOGS_DIR)).remove(task);
+        let state = (self.run.workers.iter())
+            .find(|worker| worker.task == task)
+            .map_or(&self.run.state, |worker| &worker.state);
         let evidence = (state.tasks.get(task))
             .and_then(|progress| progress.evidence.as_ref())
             .map(|evidence| {
@@ -232,14 +142,14 @@ impl Reader {
                 }
                 text
             })
-            .or_else(|| self.events.digest.failed.get(task).cloned());
+            .or_else(|| self.digest.failed.get(task).cloned());
         Details {
             task: task.to_owned(),
             log: log.as_ref().map(|log| {
-                let shown = log.strip_prefix(self.paths.project()).unwrap_or(log);
+                let shown = log.strip_prefix(self.run.paths.project()).unwrap_or(log);
                 shown.display().to_string()
             }),
-            tail: (log.map(|log| tail(self.paths.project(), &log, lines))).unwrap_or_default(),
+            tail: (log.map(|log| tail(self.run.paths.project(), &log, lines))).unwrap_or_default(),
             evidence: evidence.map(|e| crate::text::safe(&crate::redact::redact(&e)).into_owned()),
         }
     }
@@ -256,16 +166,6 @@ pub(crate) struct Details {
     pub tail: Vec<String>,
     /// Its last failure's evidence.
     pub evidence: Option<String>,
-}
-
-/// The run holding the project's run lock, read from the lock file
-/// without taking the lock, when its process is alive and has not
-/// written its result.
-fn live(paths: &Paths, result: Option<&RunResult>) -> Option<Holder> {
-    let bytes = own::read(paths.project(), &paths.run_lock()).ok()?;
-    let holder: Holder = serde_json::from_slice(&bytes).ok()?;
-    let ended = result.is_some_and(|result| result.run_id == holder.run_id);
-    (!ended && crate::platform::alive(holder.pid)).then_some(holder)
 }
 
 /// The newest log (highest iteration number) of each task in `dir`,
@@ -322,19 +222,14 @@ fn tail(root: &Path, path: &Path, count: usize) -> Vec<String> {
 }
 
 /// Sharing the queue: every machine's claims as this clone's last fetch
-/// saw them, this machine's marked, on one line; `None` for a clone that
-/// never shared its queue.
-fn shared_claims(paths: &Paths) -> Option<String> {
-    let machine = crate::runner::remote::Machine::known(paths)?;
-    let repo = crate::git::Repo::open_without_base(paths, &Default::default()).ok()?;
-    let claims = repo.seen_claims().ok()?;
-    if claims.is_empty() {
-        return Some("none".to_owned());
+/// saw them, this machine's marked, on one line.
+fn claims(shared: &Shared) -> String {
+    if shared.claims.is_empty() {
+        return "none".to_owned();
     }
-    let shown: Vec<String> = claims
-        .iter()
+    let shown: Vec<String> = (shared.claims.iter())
         .map(|claim| {
-            let who = if claim.machine == machine.id {
+            let who = if claim.machine == shared.machine {
                 "here".to_owned()
             } else {
                 format!(
@@ -346,7 +241,7 @@ fn shared_claims(paths: &Paths) -> Option<String> {
             format!("{} {who} beat {}", claim.id, claim.beat)
         })
         .collect();
-    Some(shown.join(", "))
+    shown.join(", ")
 }
 
 #[cfg(test)]
