@@ -10,15 +10,13 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-/// A testing hook: the first wait before a transient failure's retry, in
-/// milliseconds (the later ones double it), so tests need not wait 14 s.
-pub(crate) const TEST_BACKOFF_VAR: &str = "RALPH_TEST_GH_BACKOFF_MS";
+use crate::retry::Backoff;
 
-/// The first wait before a retry; each later one is twice the one before.
-const FIRST_WAIT: Duration = Duration::from_secs(2);
+/// The waits before the retries of a transiently failed call: 2 s, 4 s,
+/// 8 s.
+pub(crate) const BACKOFF: Backoff = Backoff::doubling(Duration::from_secs(2));
 
 /// How many times a transiently failed call is tried again.
 pub(crate) const RETRIES: usize = 3;
@@ -120,37 +118,24 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
-/// The waits before the retries of a transiently failed call: 2 s, 4 s,
-/// 8 s, or from [`TEST_BACKOFF_VAR`]'s first wait when it is set.
-pub(crate) fn backoff() -> [Duration; RETRIES] {
-    static FIRST: OnceLock<Duration> = OnceLock::new();
-    let first = *FIRST.get_or_init(|| {
-        std::env::var(TEST_BACKOFF_VAR)
-            .ok()
-            .and_then(|ms| ms.trim().parse().ok())
-            .map_or(FIRST_WAIT, Duration::from_millis)
-    });
-    [first, first * 2, first * 4]
-}
-
 /// Runs `call` until it succeeds, fails for a reason that is not
 /// transient, or has failed transiently once more than there are `waits`.
 /// Before each retry `pause` is told the failure, the retry's number and
 /// the wait, and does the waiting; it returns `false` to give up (a stop
 /// was asked for), and the last failure is then the answer.
 pub(crate) fn retrying<T, E>(
-    waits: &[Duration],
+    waits: impl IntoIterator<Item = Duration>,
     mut call: impl FnMut() -> Result<T, Failure>,
     mut pause: impl FnMut(&Failure, usize, Duration) -> Result<bool, E>,
 ) -> Result<Result<T, Failure>, E> {
-    let mut waits = waits.iter().enumerate();
+    let mut waits = waits.into_iter().enumerate();
     loop {
         match call() {
             Err(failure) if failure.kind == Kind::Transient => {
                 let Some((index, wait)) = waits.next() else {
                     return Ok(Err(failure));
                 };
-                if !pause(&failure, index + 1, *wait)? {
+                if !pause(&failure, index + 1, wait)? {
                     return Ok(Err(failure));
                 }
             }
@@ -409,7 +394,7 @@ mod tests {
         let mut calls = 0;
         let mut pauses = Vec::new();
         let result = retrying(
-            &waits,
+            waits,
             || {
                 calls += 1;
                 answers.next().expect("no more calls than answers")
@@ -489,8 +474,7 @@ mod tests {
 
     #[test]
     fn the_waits_double_from_two_seconds() {
-        if std::env::var_os(TEST_BACKOFF_VAR).is_none() {
-            assert_eq!(backoff(), [2, 4, 8].map(Duration::from_secs));
-        }
+        let waits: Vec<Duration> = BACKOFF.waits(RETRIES).collect();
+        assert_eq!(waits, [2, 4, 8].map(Duration::from_secs));
     }
 }

@@ -11,9 +11,13 @@ use super::worker::Worker;
 use crate::error::Error;
 use crate::git::{PUSH_TIMEOUT, Pushed};
 use crate::result::{PrAction, PullRequest};
+use crate::retry::Backoff;
 
-/// The waits before the second and third push attempts.
-const PUSH_RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(4)];
+/// The waits before the second and third push attempts: 2 s, 4 s.
+const PUSH_BACKOFF: Backoff = Backoff::doubling(Duration::from_secs(2));
+
+/// How many times a push that failed is tried again.
+const PUSH_RETRIES: usize = 2;
 
 impl Worker<'_> {
     /// Pushes the base to its remote, trying again after a transient
@@ -26,7 +30,7 @@ impl Worker<'_> {
             .base()
             .push_target(&base, self.options.settings.git.remote.as_deref());
         let local = self.base().branch_tip(&base)?;
-        let mut waits = PUSH_RETRIES.iter();
+        let mut waits = PUSH_BACKOFF.waits(PUSH_RETRIES);
         loop {
             let pushed = self.base().push_once(&base, &target, PUSH_TIMEOUT)?;
             let said = match pushed {
@@ -64,19 +68,19 @@ impl Worker<'_> {
             let Some(wait) = waits.next() else {
                 let reason = format!(
                     "the push of {base} to {target} failed {} times (last: {said}); the commits are safe locally: push {base} by hand, or run again",
-                    PUSH_RETRIES.len() + 1
+                    PUSH_RETRIES + 1
                 );
                 self.ui.line(&format!("warning: {reason}"));
                 self.record(None, "push", "failed", &reason, Map::new())?;
                 return Ok(Some(reason));
             };
             let detail = format!(
-                "the push of {base} to {target} failed ({said}); trying again in {}s",
-                wait.as_secs()
+                "the push of {base} to {target} failed ({said}); trying again in {}",
+                crate::config::ShowDuration(wait)
             );
             self.ui.line(&detail);
             self.record(None, "push", "retry", &detail, Map::new())?;
-            if self.wait(*wait)?.is_some() {
+            if self.wait(wait)?.is_some() {
                 return Ok(Some(format!(
                     "the push of {base} to {target} was not finished: the run was asked to stop"
                 )));
@@ -140,9 +144,8 @@ pub(super) fn prepare(
 fn preflight_retrying(paths: &crate::paths::Paths) -> Result<(), Error> {
     use crate::delivery::gh;
     let checker = gh::Gh::new(paths.root());
-    let waits = gh::backoff();
     let checked = gh::retrying(
-        &waits,
+        gh::BACKOFF.waits(gh::RETRIES),
         || checker.preflight_once(),
         |failure, retry, wait| {
             eprintln!(
@@ -431,18 +434,18 @@ impl Worker<'_> {
 
     /// Runs the `gh` call `call`, and again after a transient failure
     /// (a server or network error) up to [`gh::RETRIES`] times, waiting
-    /// [`gh::backoff`] between; each retry is said and recorded. A stop
+    /// [`gh::BACKOFF`] between; each retry is said and recorded. A stop
     /// asked for while waiting ends the retries: the failure stands.
     ///
     /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
-    /// [`gh::backoff`]: crate::delivery::gh::backoff
+    /// [`gh::BACKOFF`]: crate::delivery::gh::BACKOFF
     fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
     ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {
         use crate::delivery::gh;
-        let waits = gh::backoff();
-        gh::retrying(&waits, call, |failure, retry, wait| {
+        let waits = gh::BACKOFF.waits(gh::RETRIES);
+        gh::retrying(waits, call, |failure, retry, wait| {
             let detail = format!(
                 "{}; trying again in {} (retry {retry} of {})",
                 crate::redact::redact(&failure.said),
@@ -614,5 +617,19 @@ fn next_step(status: super::RunStatus) -> String {
     match status {
         super::RunStatus::BudgetExhausted => "run ralph again (or raise max_iterations / max_run_minutes) to finish the open tasks".to_owned(),
         _ => "unblock the blocked tasks (`ralph task show ID` says why one is blocked; `ralph task start ID` sets it going again) or fix the failing checks, then run ralph again".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_push_is_tried_again_after_two_then_four_seconds() {
+        let waits = PUSH_BACKOFF.waits(PUSH_RETRIES);
+        let said: Vec<String> = waits
+            .map(|wait| crate::config::ShowDuration(wait).to_string())
+            .collect();
+        assert_eq!(said, ["2s", "4s"]);
     }
 }

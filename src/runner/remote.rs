@@ -20,6 +20,7 @@ use crate::exit::Exit;
 use crate::git::remote::{Claim, Lease, Pushed, RefUpdate};
 use crate::git::{Repo, Squash};
 use crate::paths::Paths;
+use crate::retry::Backoff;
 use crate::task::Store;
 use crate::task::merge::Sides;
 
@@ -781,24 +782,17 @@ const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
 
 /// Back-off before landing again after the remote refused (another
 /// machine landed first: making the landing again is what is due, so the
-/// first wait is short), and before trying a remote that did not answer
-/// again: `first` doubling per try, capped at 30s, ±50% so two machines
-/// that collided do not collide again in step.
-fn back_off(first: Duration, tries: u32) -> Duration {
-    let base = (first * (1 << tries.saturating_sub(1).min(12))).min(Duration::from_secs(30));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    // 0.5 to 1.5 of the base.
-    base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
-}
+/// first wait is short): 100ms doubling up to 30s, jittered so two
+/// machines that collided do not collide again in step.
+const REFUSED: Backoff = Backoff::doubling(Duration::from_millis(100))
+    .at_most(Duration::from_secs(30))
+    .jittered();
 
-/// The first wait after a refused landing.
-const REFUSED_FIRST: Duration = Duration::from_millis(100);
-
-/// The first wait for a remote that did not answer.
-const UNREACHABLE_FIRST: Duration = Duration::from_secs(1);
+/// Back-off before trying a remote that did not answer again: 1s
+/// doubling up to 30s, jittered.
+const UNREACHABLE: Backoff = Backoff::doubling(Duration::from_secs(1))
+    .at_most(Duration::from_secs(30))
+    .jittered();
 
 impl super::Worker<'_> {
     /// Before a commit on the base: reads the remote and moves the base
@@ -829,14 +823,14 @@ impl super::Worker<'_> {
         if self.remote.is_none() {
             return Ok(None);
         }
-        let mut refused = 0u32;
+        let mut refused = 0u64;
         // Refusals in a row on one tip of the remote, and that tip: a
         // refusal because another machine landed first moves the tip and
         // starts the count again; a hook or a protected branch does not.
         let (mut stuck, mut refused_on) = (0u32, String::new());
         // Since when the remote could not be reached, and how many waits.
         let mut offline: Option<std::time::Instant> = None;
-        let mut waits = 0u32;
+        let mut waits = 0u64;
         loop {
             let remote = self.remote.clone().expect("a shared remote");
             let base = self.base().base().to_owned();
@@ -915,7 +909,7 @@ impl super::Worker<'_> {
                     let kept = format!("refs/ralph/landing/{what}");
                     self.base().set_ref(&kept, &landing)?;
                     waits += 1;
-                    let wait = back_off(UNREACHABLE_FIRST, waits);
+                    let wait = UNREACHABLE.wait(waits);
                     let waited_enough = first.elapsed() >= OFFLINE_WAIT;
                     if !waited_enough {
                         let detail = format!(
@@ -949,7 +943,7 @@ impl super::Worker<'_> {
                 );
                 return Err(self.stop_landing(what, label, &landing, why));
             }
-            let wait = back_off(REFUSED_FIRST, refused);
+            let wait = REFUSED.wait(refused);
             let detail = format!(
                 "the push of {what} to {label} was refused ({}); landing again on its new tip in {}ms",
                 crate::redact::redact(&said),
@@ -1247,17 +1241,6 @@ impl Remote {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn back_off_doubles_to_thirty_seconds_with_jitter() {
-        for (first, tries) in [(REFUSED_FIRST, 1..16), (UNREACHABLE_FIRST, 1..10)] {
-            for n in tries {
-                let wait = back_off(first, n).as_secs_f64();
-                let base = (first.as_secs_f64() * f64::from(1u32 << (n - 1).min(12))).min(30.0);
-                assert!(wait >= base * 0.5 && wait <= base * 1.5, "{n}: {wait}");
-            }
-        }
-    }
 
     #[test]
     fn each_stop_says_what_and_the_way_out_with_its_exit_code() {
