@@ -9,7 +9,7 @@ use crate::events::fields;
 
 use super::worker::Worker;
 use crate::error::Error;
-use crate::git::{PUSH_TIMEOUT, Pushed};
+use crate::git::{DEADLINE, Lease, Push, Pushed, RefUpdate};
 use crate::result::{PrAction, PullRequest};
 use crate::retry::Backoff;
 
@@ -31,10 +31,15 @@ impl Worker<'_> {
             .push_target(&base, self.options.settings.git.remote.as_deref());
         let local = self.base().branch_tip(&base)?;
         let mut waits = PUSH_BACKOFF.waits(PUSH_RETRIES);
+        let name = format!("refs/heads/{}", target.branch);
+        let from = Some(format!("refs/heads/{base}"));
+        let update = [RefUpdate::new(&name, from, Lease::None)];
         loop {
-            let pushed = self.base().push_once(&base, &target, PUSH_TIMEOUT)?;
+            let pushed = self
+                .base()
+                .push(&target.remote, &update, Push::Plain, DEADLINE)?;
             let said = match pushed {
-                Pushed::Done { up_to_date } => {
+                Pushed::Accepted { up_to_date } => {
                     let detail = format!(
                         "{base} at {} {} {target}",
                         local.short(),
@@ -48,7 +53,11 @@ impl Worker<'_> {
                     self.record(None, "push", "ok", &detail, Map::new())?;
                     return Ok(None);
                 }
-                Pushed::Rejected { remote_tip } => {
+                // Not a fast-forward: someone else pushed.
+                Pushed::Rejected { refs, .. }
+                    if refs.iter().any(|(_, why)| why.contains("[rejected]")) =>
+                {
+                    let remote_tip = self.base().remote_tip(&target.remote, &name);
                     let theirs = remote_tip
                         .as_deref()
                         .map_or("a commit", |tip| &tip[..tip.len().min(7)]);
@@ -62,7 +71,7 @@ impl Worker<'_> {
                     self.record(None, "push", "rejected", &reason, Map::new())?;
                     return Ok(Some(reason));
                 }
-                Pushed::Failed { said } => said,
+                Pushed::Rejected { said, .. } | Pushed::Unreachable(said) => said,
             };
             let said = crate::redact::redact(&said).into_owned();
             let Some(wait) = waits.next() else {

@@ -17,7 +17,8 @@ use crate::events::fields;
 use crate::config::RemoteSettings;
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::git::remote::{Claim, Lease, Pushed, RefUpdate};
+use crate::git::remote::{Claim, SEEN_CLAIMS, SEEN_WIP};
+use crate::git::{DEADLINE, Fetched, Lease, Push, Pushed, RefUpdate, reason};
 use crate::git::{Repo, Squash};
 use crate::paths::Paths;
 use crate::retry::Backoff;
@@ -283,7 +284,7 @@ fn claim_ref(id: &str) -> String {
 
 /// Where the last fetch keeps a claim locally.
 fn seen_ref(id: &str) -> String {
-    format!("{}{id}", crate::git::remote::SEEN_CLAIMS)
+    format!("{}{id}", SEEN_CLAIMS)
 }
 
 /// The remote ref of a task's work in progress.
@@ -293,7 +294,7 @@ fn wip_ref(id: &str) -> String {
 
 /// Where the last fetch keeps a task's work in progress locally.
 fn seen_wip_ref(id: &str) -> String {
-    format!("{}{id}", crate::git::remote::SEEN_WIP)
+    format!("{}{id}", SEEN_WIP)
 }
 
 impl Remote {
@@ -354,6 +355,29 @@ impl Remote {
         format!("refs/ralph/sync/{}", self.base)
     }
 
+    /// Fetches the base and every machine's claims and work in progress
+    /// (pruned); when the remote cannot be reached, the first line git
+    /// said.
+    fn fetch(&self, repo: &Repo) -> Result<Option<String>, Error> {
+        let claims = format!("+refs/ralph/claims/*:{SEEN_CLAIMS}*");
+        let also = [claims, format!("+refs/ralph/wip/*:{SEEN_WIP}*")];
+        let fetched = repo.fetch(&self.name, &self.branch, &also, DEADLINE)?;
+        Ok(match fetched {
+            Fetched::Ok => None,
+            Fetched::Failed { said, .. } => Some(reason(&said).to_owned()),
+        })
+    }
+
+    /// Pushes `updates` all or none, the `pre-push` hook run for a
+    /// landing on the base (`how`); of what git said when the remote
+    /// cannot be reached, the first line.
+    fn push(&self, repo: &Repo, updates: &[RefUpdate], how: Push) -> Result<Pushed, Error> {
+        Ok(match repo.push(&self.name, updates, how, DEADLINE)? {
+            Pushed::Unreachable(said) => Pushed::Unreachable(reason(&said).to_owned()),
+            pushed => pushed,
+        })
+    }
+
     /// The remote tip the base was last moved to.
     pub(super) fn synced(&self, repo: &Repo) -> Option<String> {
         repo.commit_of(&self.sync_ref())
@@ -373,7 +397,7 @@ impl Remote {
         repo: &Repo,
         store: &Store,
     ) -> Result<Result<Vec<String>, String>, Error> {
-        if let Err(said) = repo.fetch_shared(&self.name, &self.branch)? {
+        if let Some(said) = self.fetch(repo)? {
             let mut seen = self.seen();
             seen.last_tick = Some(Instant::now());
             seen.offline = Some(said.clone());
@@ -437,13 +461,13 @@ impl Remote {
         for claim in claims.iter().filter(|claim| archived.contains(&claim.id)) {
             let update =
                 RefUpdate::new(claim_ref(&claim.id), None, Lease::At(claim.commit.clone()));
-            let _ = repo.push_atomic(&self.name, &[update], false)?;
+            let _ = self.push(repo, &[update], Push::AtomicUnverified)?;
         }
         claims.retain(|claim| !archived.contains(&claim.id));
-        for (id, commit) in repo.refs_under(crate::git::remote::SEEN_WIP)? {
+        for (id, commit) in repo.refs_under(SEEN_WIP)? {
             if archived.contains(&id) && !self.seen().held.contains_key(&id) {
                 let update = RefUpdate::new(wip_ref(&id), None, Lease::At(commit));
-                let _ = repo.push_atomic(&self.name, &[update], false)?;
+                let _ = self.push(repo, &[update], Push::AtomicUnverified)?;
             }
         }
         let published = task_ids(&b_tasks);
@@ -540,15 +564,15 @@ impl Remote {
         }
         let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
         let update = RefUpdate::new(claim_ref(id), Some(commit.clone()), Lease::Absent);
-        Ok(match repo.push_atomic(&self.name, &[update], false)? {
-            Pushed::Accepted => {
+        Ok(match self.push(repo, &[update], Push::AtomicUnverified)? {
+            Pushed::Accepted { .. } => {
                 repo.set_ref(&seen_ref(id), &commit)?;
                 self.seen()
                     .held
                     .insert(id.to_owned(), Held { commit, ..held });
                 Claimed::Held
             }
-            Pushed::Rejected(_) => Claimed::Taken("another machine".to_owned()),
+            Pushed::Rejected { .. } => Claimed::Taken("another machine".to_owned()),
             Pushed::Unreachable(said) => Claimed::Offline(said),
         })
     }
@@ -581,15 +605,15 @@ impl Remote {
             Some(commit.clone()),
             Lease::At(claim.commit.clone()),
         );
-        Ok(match repo.push_atomic(&self.name, &[update], false)? {
-            Pushed::Accepted => {
+        Ok(match self.push(repo, &[update], Push::AtomicUnverified)? {
+            Pushed::Accepted { .. } => {
                 repo.set_ref(&seen_ref(&claim.id), &commit)?;
                 let mut seen = self.seen();
                 seen.observed.remove(&claim.id);
                 seen.held.insert(claim.id.clone(), Held { commit, ..held });
                 Claimed::TookOver(claim.host.clone())
             }
-            Pushed::Rejected(_) => Claimed::Taken(claim.host.clone()),
+            Pushed::Rejected { .. } => Claimed::Taken(claim.host.clone()),
             Pushed::Unreachable(said) => Claimed::Offline(said),
         })
     }
@@ -669,8 +693,8 @@ impl Remote {
                     held.wip.clone().map_or(Lease::Absent, Lease::At),
                 ));
             }
-            match repo.push_atomic(&self.name, &updates, false)? {
-                Pushed::Accepted => {
+            match self.push(repo, &updates, Push::AtomicUnverified)? {
+                Pushed::Accepted { .. } => {
                     repo.set_ref(&seen_ref(&id), &commit)?;
                     let wip = tip.or(held.wip.clone());
                     if let Some(wip) = &wip {
@@ -685,7 +709,7 @@ impl Remote {
                         },
                     );
                 }
-                Pushed::Rejected(_) => lost.push(id),
+                Pushed::Rejected { .. } => lost.push(id),
                 // Tried again at the next heartbeat.
                 Pushed::Unreachable(_) => {}
             }
@@ -754,8 +778,8 @@ impl Remote {
                 updates.extend(self.release(id));
             }
         }
-        let pushed = repo.push_atomic(&self.name, &updates, true)?;
-        if pushed == Pushed::Accepted
+        let pushed = self.push(repo, &updates, Push::Atomic)?;
+        if matches!(pushed, Pushed::Accepted { .. })
             && release
             && let Some((id, _)) = task
         {
@@ -848,7 +872,8 @@ impl super::Worker<'_> {
                     && remote.holds(id)
                 {
                     let updates = remote.release(id);
-                    if self.base().push_atomic(&remote.name, &updates, false)? == Pushed::Accepted {
+                    let pushed = remote.push(self.base(), &updates, Push::AtomicUnverified)?;
+                    if matches!(pushed, Pushed::Accepted { .. }) {
                         remote.forget(id);
                         self.base().delete_ref(&seen_ref(id))?;
                         self.base().delete_ref(&seen_wip_ref(id))?;
@@ -866,7 +891,7 @@ impl super::Worker<'_> {
             }
             let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
             let said = match pushed {
-                Pushed::Accepted => {
+                Pushed::Accepted { .. } => {
                     // The remote's tip now, whose queue files the disk's
                     // were when it was made: the next merge's common base.
                     self.base().set_ref(&remote.sync_ref(), &landing)?;
@@ -883,7 +908,7 @@ impl super::Worker<'_> {
                     self.record(id.as_ref(), "push", "ok", &detail, extra)?;
                     return Ok(None);
                 }
-                Pushed::Rejected(refs) => {
+                Pushed::Rejected { refs, .. } => {
                     refused += 1;
                     stuck = if refused_on == on { stuck + 1 } else { 1 };
                     refused_on.clone_from(&on);
@@ -1087,7 +1112,7 @@ impl super::Worker<'_> {
             remote: remote.label(),
             said: crate::redact::redact(&said).into_owned(),
         };
-        if let Err(said) = self.repo.fetch_shared(&remote.name, &remote.branch)? {
+        if let Some(said) = remote.fetch(&self.repo)? {
             return Err(unreachable(said).into());
         }
         let tracking = format!("refs/remotes/{}/{}", remote.name, remote.branch);
@@ -1221,12 +1246,12 @@ impl Remote {
         for n in 1..=20 {
             let name = format!("refs/ralph/orphans/{id}/{}-{n}", &self.machine.id[..8]);
             let update = RefUpdate::new(name.clone(), Some(commit.to_owned()), Lease::Absent);
-            match repo.push_atomic(&self.name, &[update], false)? {
-                Pushed::Accepted => {
+            match self.push(repo, &[update], Push::AtomicUnverified)? {
+                Pushed::Accepted { .. } => {
                     self.forget(id);
                     return Ok(name);
                 }
-                Pushed::Rejected(_) => continue,
+                Pushed::Rejected { .. } => continue,
                 Pushed::Unreachable(said) => last = said,
             }
         }

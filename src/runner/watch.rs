@@ -241,13 +241,13 @@ impl Worker<'_> {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.repo.fetch_watched(remote, branch, FETCH_TIMEOUT)? {
+            match self.repo.fetch(remote, branch, &[], FETCH_TIMEOUT)? {
                 Fetched::Ok => return Ok(None),
                 Fetched::Failed {
                     timed_out: true, ..
                 } if tries == 1 => continue,
                 Fetched::Failed { said, .. } => {
-                    return Ok(Some(crate::redact::redact(&said).into_owned()));
+                    return Ok(Some(crate::redact::redact(said.trim()).into_owned()));
                 }
             }
         }
