@@ -160,10 +160,8 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             );
         }
         for landing in &shared.landings {
-            let _ = writeln!(
-                out,
-                "  landing waiting for its push: {landing} (refs/ralph/landing/{landing})"
-            );
+            let kept = crate::git::remote::landing_ref(landing);
+            let _ = writeln!(out, "  landing waiting for its push: {landing} ({kept})");
         }
         for orphan in &shared.orphans {
             let _ = writeln!(
@@ -227,7 +225,7 @@ fn shared(paths: &crate::paths::Paths) -> Option<Shared> {
     Some(Shared {
         machine: machine.id,
         claims: repo.seen_claims().unwrap_or_default(),
-        landings: names("refs/ralph/landing/"),
+        landings: names(&crate::git::remote::landing_ref("")),
         orphans: (crate::events::EventLog::open(paths).tail(1000).ok())
             .map(|(events, _)| {
                 events

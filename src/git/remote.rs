@@ -14,6 +14,13 @@ pub const SEEN_CLAIMS: &str = "refs/ralph/seen/claims/";
 /// fetch.
 pub const SEEN_WIP: &str = "refs/ralph/seen/wip/";
 
+/// The local ref that keeps a landing not pushed yet: `what`'s (a task
+/// id, or the base's name for a bookkeeping commit); with `""`, the
+/// folder of them all.
+pub fn landing_ref(what: &str) -> String {
+    format!("refs/ralph/landing/{what}")
+}
+
 /// A claim as the remote holds it, read from its commit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claim {
@@ -88,8 +95,8 @@ impl Repo {
         Ok(claims)
     }
 
-    /// The local refs under `prefix` (`refs/ralph/landing/`), by the
-    /// name after it.
+    /// The local refs under `prefix` (the landings, [`landing_ref`]`("")`),
+    /// by the name after it.
     pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>> {
         let action = "read ralph's refs";
         let mut found = Vec::new();

@@ -17,13 +17,13 @@ use crate::events::fields;
 use crate::config::RemoteSettings;
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::git::remote::{Claim, SEEN_CLAIMS, SEEN_WIP};
+use crate::git::remote::{Claim, SEEN_CLAIMS, SEEN_WIP, landing_ref};
 use crate::git::{DEADLINE, Fetched, Lease, Push, Pushed, RefUpdate, reason};
 use crate::git::{Repo, Squash};
 use crate::paths::Paths;
 use crate::retry::Backoff;
 use crate::task::Store;
-use crate::task::merge::Sides;
+use crate::task::merge::{self, Sides};
 
 /// This clone among the machines sharing the queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -457,7 +457,7 @@ impl Remote {
         let mut claims = repo.seen_claims()?;
         // A claim of a task the remote archived is a crash's leftover:
         // gone, with a lease on its value (any machine may).
-        let archived = task_ids(&b_done);
+        let archived = merge::ids(&b_done);
         for claim in claims.iter().filter(|claim| archived.contains(&claim.id)) {
             let update =
                 RefUpdate::new(claim_ref(&claim.id), None, Lease::At(claim.commit.clone()));
@@ -470,7 +470,7 @@ impl Remote {
                 let _ = self.push(repo, &[update], Push::AtomicUnverified)?;
             }
         }
-        let published = task_ids(&b_tasks);
+        let published = merge::ids(&b_tasks);
         let mut seen = self.seen();
         let now = Instant::now();
         let mut observed = BTreeMap::new();
@@ -791,15 +791,6 @@ impl Remote {
     }
 }
 
-/// The ids of the task lines in `tasks.jsonl`'s bytes.
-fn task_ids(tasks: &[u8]) -> HashSet<String> {
-    tasks
-        .split(|&byte| byte == b'\n')
-        .filter_map(|line| serde_json::from_slice::<Map<String, Value>>(line).ok())
-        .filter_map(|object| object.get("id")?.as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Longest a landing waits for a remote that cannot be reached before
 /// the run stops (the landing kept, pushed by the next run).
 const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
@@ -896,8 +887,7 @@ impl super::Worker<'_> {
                     // were when it was made: the next merge's common base.
                     self.base().set_ref(&remote.sync_ref(), &landing)?;
                     // Kept while it waited: landed now.
-                    self.base()
-                        .delete_ref(&format!("refs/ralph/landing/{what}"))?;
+                    self.base().delete_ref(&landing_ref(&what))?;
                     let detail = format!(
                         "{what} landed on {label} at {}",
                         &landing[..landing.len().min(10)]
@@ -931,7 +921,7 @@ impl super::Worker<'_> {
                     // other workers); nothing moved, nothing to make again.
                     let said = crate::redact::redact(&said).into_owned();
                     let first = *offline.get_or_insert_with(std::time::Instant::now);
-                    let kept = format!("refs/ralph/landing/{what}");
+                    let kept = landing_ref(&what);
                     self.base().set_ref(&kept, &landing)?;
                     waits += 1;
                     let wait = UNREACHABLE.wait(waits);
@@ -1090,7 +1080,7 @@ impl super::Worker<'_> {
     /// A landing that cannot go on: kept under `refs/ralph/landing/<what>`,
     /// the run stopped with `why`.
     fn stop_landing(&self, what: String, remote: String, landing: &str, why: String) -> Error {
-        let kept = format!("refs/ralph/landing/{what}");
+        let kept = landing_ref(&what);
         if let Err(err) = self.base().set_ref(&kept, landing) {
             return err.into();
         }
@@ -1203,7 +1193,7 @@ impl super::Worker<'_> {
             let tasks =
                 crate::files::own::read(paths.project(), &paths.tasks()).unwrap_or_default();
             let published = &remote.seen().published;
-            let mut ids: Vec<String> = task_ids(&tasks)
+            let mut ids: Vec<String> = merge::ids(&tasks)
                 .into_iter()
                 .filter(|id| !published.contains(id))
                 .collect();
@@ -1235,7 +1225,7 @@ impl Remote {
     /// Whether task `id` is in the archive of remote tip `tip`.
     fn archived_at(&self, repo: &Repo, tip: &str, id: &str) -> Result<bool, Error> {
         let done = repo.file_at(tip, &repo.queue_file(crate::paths::DONE_FILE))?;
-        Ok(task_ids(&done).contains(id))
+        Ok(merge::ids(&done).contains(id))
     }
 
     /// Keeps `commit`, work on task `id` that another machine's landing
@@ -1318,12 +1308,6 @@ mod tests {
             assert_eq!(err.hint().as_deref(), Some(hint));
             assert_eq!(err.exit(), exit);
         }
-    }
-
-    #[test]
-    fn ids_are_read_from_the_task_lines() {
-        let ids = task_ids(b"{\"id\":\"A\",\"title\":\"a\"}\nnot json\n{\"id\":\"A.1\"}\n");
-        assert_eq!(ids, HashSet::from(["A".to_owned(), "A.1".to_owned()]));
     }
 
     #[test]
