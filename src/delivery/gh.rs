@@ -3,20 +3,26 @@
 //! finds the GitHub repository from its remotes.
 //!
 //! A call that fails is sorted by what `gh` printed ([`Kind`]): a server
-//! error or a network one passes, so [`retrying`] runs it again after 2 s,
-//! 4 s and 8 s; a body GitHub refuses for its length may pass cut
-//! shorter; anything else (not logged in, a validation error) will not.
+//! error or a network one passes, and so does a call stopped at its
+//! 2-minute deadline, so [`retrying`] runs it again after 2 s, 4 s and
+//! 8 s; a body GitHub refuses for its length may pass cut shorter;
+//! anything else (not logged in, a validation error) will not.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crate::retry::Backoff;
 
 /// The waits before the retries of a transiently failed call: 2 s, 4 s,
 /// 8 s.
 pub(crate) const BACKOFF: Backoff = Backoff::doubling(Duration::from_secs(2));
+
+/// Longest a `gh` call may take before it is stopped and counted as a
+/// failure that may pass (a hung connection).
+const DEADLINE: Duration = Duration::from_secs(120);
 
 /// How many times a transiently failed call is tried again.
 pub(crate) const RETRIES: usize = 3;
@@ -144,6 +150,17 @@ pub(crate) fn retrying<T, E>(
     }
 }
 
+/// Reads `pipe` to its end in a thread of its own.
+fn read_all(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
 /// A pull request to open or update.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Request<'a> {
@@ -196,26 +213,50 @@ impl Gh {
                     _ => format!("cannot run gh: {err}"),
                 })
             })?;
-        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            let _ = stdin.write_all(text.as_bytes());
+        // Named by its command and subcommand: `gh pr create`.
+        let named: Vec<&str> = (args.iter().take(2))
+            .map(AsRef::as_ref)
+            .take_while(|arg| !arg.starts_with('-'))
+            .collect();
+        let named = named.join(" ");
+        // Fed and read by threads of their own: a `gh` that hangs is
+        // stopped at the deadline whatever it does with its pipes.
+        if let (Some(mut stdin), Some(text)) = (child.stdin.take(), input.map(str::to_owned)) {
+            std::thread::spawn(move || stdin.write_all(text.as_bytes()));
         }
-        let output = child
-            .wait_with_output()
-            .map_err(|err| Failure::lasting(format!("gh: {err}")))?;
-        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        if output.status.success() {
+        let (stdout, stderr) = (read_all(child.stdout.take()), read_all(child.stderr.take()));
+        let (started, deadline) = (Instant::now(), crate::retry::shortened(DEADLINE));
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(None) => {
+                    let _ = (child.kill(), child.wait());
+                    let shown = crate::config::ShowDuration(deadline);
+                    return Err(Failure {
+                        said: format!("gh {named} did not finish in {shown}"),
+                        kind: Kind::Transient,
+                    });
+                }
+                Err(err) => return Err(Failure::lasting(format!("gh: {err}"))),
+            }
+        };
+        let text = |pipe: JoinHandle<Vec<u8>>| {
+            String::from_utf8_lossy(&pipe.join().unwrap_or_default())
+                .trim()
+                .to_owned()
+        };
+        let stdout = text(stdout);
+        if status.success() {
             Ok(stdout)
         } else {
-            let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+            let said = text(stderr);
             let said = if said.is_empty() { stdout } else { said };
-            // Named by its command and subcommand: `gh pr create`.
-            let named: Vec<&str> = (args.iter().take(2))
-                .map(AsRef::as_ref)
-                .take_while(|arg| !arg.starts_with('-'))
-                .collect();
             Err(Failure {
                 kind: kind(&said),
-                said: format!("gh {} failed ({}): {said}", named.join(" "), output.status),
+                said: format!("gh {named} failed ({status}): {said}"),
             })
         }
     }

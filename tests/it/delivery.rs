@@ -718,6 +718,41 @@ esac
     );
 }
 
+#[test]
+fn a_gh_that_hangs_is_stopped_at_its_deadline_and_asked_again() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    // The first `gh pr create` never answers: it sleeps past the test.
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") if [ "$(count create)" = 1 ]; then exec sleep 120; fi; cat > "$REC/pr-body"; echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    // With a second lasting 5 ms, the 2-minute deadline is 600 ms.
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr create").count(), 2, "{calls}");
+    assert_eq!(
+        pull_request_events(&p),
+        [
+            "retry: gh pr create did not finish in 600ms; trying again in 10ms (retry 1 of 3)",
+            "opened: opened https://github.test/o/r/pull/7",
+        ]
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["action"],
+        "opened"
+    );
+    assert!(p.rec("pr-body").contains("- [x] B task B ("));
+}
+
 /// A project whose pull request body is past 60,000 bytes but within
 /// GitHub's 65,536 characters: each task's check is a 31,000-character
 /// command.
