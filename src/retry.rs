@@ -1,15 +1,17 @@
 //! Waiting before trying again: the one back-off policy of every retry
-//! ralph makes (a push, a landing, a `gh` call, a failed task), each
-//! caller saying its first wait, its longest and whether it is jittered,
-//! and the testing hook that shortens them all.
+//! (a push, a landing, a `gh` call, a failed task), each caller saying
+//! its waits, and the testing hook that shortens them all.
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// A testing hook: how many milliseconds a second of a wait before a
-/// retry, and of `gh`'s deadline, lasts (`5`: 2 s is waited as 10 ms), so
-/// tests of retries and hangs do not wait real seconds.
+/// A testing hook: how many milliseconds a second of a wait before a retry,
+/// and of `gh`'s deadline, lasts (`5`: 2 s is 10 ms).
 pub(crate) const TEST_SECOND_VAR: &str = "RALPH_TEST_SECOND_MS";
+
+/// The waits before retrying a call over the network (a push of
+/// `git.push`, a `gh` call): 2 s, doubling.
+pub(crate) const NETWORK: Backoff = Backoff::doubling(Duration::from_secs(2));
 
 /// Waits doubling from a first one, up to a longest one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,11 +38,9 @@ impl Backoff {
 
     /// These waits, each taken at 0.5 to 1.5 of itself, so two machines
     /// that collided do not collide again in step.
-    pub(crate) const fn jittered(self) -> Backoff {
-        Backoff {
-            jittered: true,
-            ..self
-        }
+    pub(crate) const fn jittered(mut self) -> Backoff {
+        self.jittered = true;
+        self
     }
 
     /// The wait before retry number `retry` (1 for the first; it doubles
@@ -48,22 +48,19 @@ impl Backoff {
     pub(crate) fn wait(&self, retry: u64) -> Duration {
         let doublings = retry.saturating_sub(1).min(16) as u32;
         let wait = (self.first.saturating_mul(1 << doublings)).min(self.longest);
-        shortened(match self.jittered {
-            true => wait.mul_f64(0.5 + jitter()),
-            false => wait,
-        })
+        if !self.jittered {
+            return shortened(wait);
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH);
+        // 0.5 to 1.5, from the clock's nanoseconds.
+        let jitter = 0.5 + f64::from(now.unwrap_or_default().subsec_nanos() % 1000) / 1000.0;
+        shortened(wait.mul_f64(jitter))
     }
 
     /// The waits before the first `retries` retries.
     pub(crate) fn waits(&self, retries: usize) -> impl Iterator<Item = Duration> {
         (1..=retries as u64).map(|retry| self.wait(retry))
     }
-}
-
-/// A fraction from 0 to 1, from the clock's nanoseconds.
-fn jitter() -> f64 {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH);
-    f64::from(now.unwrap_or_default().subsec_nanos() % 1000) / 1000.0
 }
 
 /// `wait` as it is waited: shortened by [`TEST_SECOND_VAR`] when set.

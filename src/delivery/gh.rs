@@ -8,23 +8,22 @@
 //! 8 s; a body GitHub refuses for its length may pass cut shorter;
 //! anything else (not logged in, a validation error) will not.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::retry::Backoff;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
-/// The waits before the retries of a transiently failed call: 2 s, 4 s,
-/// 8 s.
-pub(crate) const BACKOFF: Backoff = Backoff::doubling(Duration::from_secs(2));
+use crate::config::ShowDuration;
 
 /// Longest a `gh` call may take before it is stopped and counted as a
 /// failure that may pass (a hung connection).
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// How many times a transiently failed call is tried again.
+/// How many times a transiently failed call is tried again, after
+/// [`crate::retry::NETWORK`]'s 2 s, 4 s and 8 s.
 pub(crate) const RETRIES: usize = 3;
 
 /// Why a `gh` call failed, as far as trying it again is concerned.
@@ -150,17 +149,6 @@ pub(crate) fn retrying<T, E>(
     }
 }
 
-/// Reads `pipe` to its end in a thread of its own.
-fn read_all(pipe: Option<impl Read + Send + 'static>) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        bytes
-    })
-}
-
 /// A pull request to open or update.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Request<'a> {
@@ -197,11 +185,7 @@ impl Gh {
             .args(args.iter().map(AsRef::as_ref))
             .current_dir(&self.dir)
             .env("GH_PROMPT_DISABLED", "1")
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(input.map_or_else(Stdio::null, |_| Stdio::piped()))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -219,44 +203,35 @@ impl Gh {
             .take_while(|arg| !arg.starts_with('-'))
             .collect();
         let named = named.join(" ");
-        // Fed and read by threads of their own: a `gh` that hangs is
-        // stopped at the deadline whatever it does with its pipes.
-        if let (Some(mut stdin), Some(text)) = (child.stdin.take(), input.map(str::to_owned)) {
-            std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-        }
-        let (stdout, stderr) = (read_all(child.stdout.take()), read_all(child.stderr.take()));
-        let (started, deadline) = (Instant::now(), crate::retry::shortened(DEADLINE));
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Ok(None) => {
-                    let _ = (child.kill(), child.wait());
-                    let shown = crate::config::ShowDuration(deadline);
-                    return Err(Failure {
-                        said: format!("gh {named} did not finish in {shown}"),
-                        kind: Kind::Transient,
-                    });
-                }
-                Err(err) => return Err(Failure::lasting(format!("gh: {err}"))),
+        // Fed and waited for by a thread of its own, so a `gh` that hangs
+        // is stopped at the deadline whatever it does with its pipes (one
+        // that ended just then is reaped: its id names no process).
+        let (id, input) = (child.id(), input.map(str::to_owned));
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+                let _ = stdin.write_all(text.as_bytes());
             }
+            let _ = sender.send(child.wait_with_output());
+        });
+        let deadline = crate::retry::shortened(DEADLINE);
+        let Ok(output) = receiver.recv_timeout(deadline) else {
+            let _ = kill(Pid::from_raw(id as i32), Signal::SIGKILL);
+            return Err(Failure {
+                said: format!("gh {named} did not finish in {}", ShowDuration(deadline)),
+                kind: Kind::Transient,
+            });
         };
-        let text = |pipe: JoinHandle<Vec<u8>>| {
-            String::from_utf8_lossy(&pipe.join().unwrap_or_default())
-                .trim()
-                .to_owned()
-        };
-        let stdout = text(stdout);
-        if status.success() {
+        let output = output.map_err(|err| Failure::lasting(format!("gh: {err}")))?;
+        let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        if output.status.success() {
             Ok(stdout)
         } else {
-            let said = text(stderr);
+            let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
             let said = if said.is_empty() { stdout } else { said };
             Err(Failure {
                 kind: kind(&said),
-                said: format!("gh {named} failed ({status}): {said}"),
+                said: format!("gh {named} failed ({}): {said}", output.status),
             })
         }
     }
@@ -515,7 +490,7 @@ mod tests {
 
     #[test]
     fn the_waits_double_from_two_seconds() {
-        let waits: Vec<Duration> = BACKOFF.waits(RETRIES).collect();
+        let waits: Vec<Duration> = crate::retry::NETWORK.waits(RETRIES).collect();
         assert_eq!(waits, [2, 4, 8].map(Duration::from_secs));
     }
 }

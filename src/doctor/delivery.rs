@@ -173,14 +173,8 @@ pub(super) fn shared(
     let create = RefUpdate::new(probe.clone(), Some(commit.clone()), Lease::Absent);
     let delete = RefUpdate::new(probe.clone(), None, Lease::At(commit));
     let fix = "a remote that refuses refs/ralph/* cannot share a queue (docs/SCALE.md says how to check a host); use another remote, or remote.enabled: false";
-    let push = |update| {
-        repo.push(
-            &upstream.remote,
-            &[update],
-            Push::AtomicUnverified,
-            DEADLINE,
-        )
-    };
+    let remote = upstream.remote.as_str();
+    let push = |update| repo.push(remote, &[update], Push::AtomicUnverified, DEADLINE);
     let pushed = push(create).and_then(|created| match created {
         Pushed::Accepted { .. } => push(delete).map(|deleted| (true, deleted)),
         other => Ok((false, other)),

@@ -14,9 +14,8 @@ pub const SEEN_CLAIMS: &str = "refs/ralph/seen/claims/";
 /// fetch.
 pub const SEEN_WIP: &str = "refs/ralph/seen/wip/";
 
-/// The local ref that keeps a landing not pushed yet: `what`'s (a task
-/// id, or the base's name for a bookkeeping commit); with `""`, the
-/// folder of them all.
+/// The local ref keeping `what`'s landing (a task's, or the base's for a
+/// bookkeeping commit) until it is pushed; with `""`, their folder.
 pub fn landing_ref(what: &str) -> String {
     format!("refs/ralph/landing/{what}")
 }

@@ -1,11 +1,8 @@
-//! Talking to a remote through the user's own `git`, so their credentials,
-//! SSH keys (and the run's `git.ssh_key`) and hooks apply: where the base
-//! is pushed, and the one fetch and the one push of every caller (the
-//! watched branch, the shared queue, `git.push`), each stopped at a
-//! deadline, and what each came to, read from git's porcelain lines. A
-//! push forces only a ref of ralph's own that asks for it
-//! ([`Lease::Replace`]): one the remote refuses as not a fast-forward is
-//! reported, not overridden, and no local commit is changed.
+//! Talking to a remote through the user's own `git` (their credentials,
+//! SSH keys and hooks, the run's `git.ssh_key`): where the base is pushed,
+//! and the one fetch and the one push of every caller, each stopped at a
+//! deadline, what it came to read from git's porcelain lines. Only a ref
+//! of ralph's own that asks for it is forced ([`Lease::Replace`]).
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -87,12 +84,9 @@ impl RefUpdate {
 pub enum Push {
     /// As `git push` pushes a branch of the user's (`git.push`).
     Plain,
-    /// All refs or none (`--atomic`), the `pre-push` hook run: a landing
-    /// on the shared base.
+    /// All refs or none (`--atomic`), `pre-push` run: a shared landing.
     Atomic,
-    /// All refs or none, the hook skipped (`--no-verify`): ralph's own
-    /// refs (claims, work in progress, orphans), which never reach a
-    /// branch.
+    /// All or none without `pre-push` (`--no-verify`): ralph's own refs.
     AtomicUnverified,
 }
 
@@ -106,15 +100,13 @@ pub enum Pushed {
     },
     /// The remote refused: nothing was changed (by an atomic push).
     Rejected {
-        /// The refs it refused for their own sake (a lease, a hook, a
-        /// non-fast-forward), each with git's reason; the others of an
-        /// atomic push only failed with them.
+        /// The refs it refused for their own sake (a lease, a hook, not a
+        /// fast-forward), each with git's reason.
         refs: Vec<(String, String)>,
         /// All git printed.
         said: String,
     },
-    /// The remote could not be reached (or git did not finish): all git
-    /// printed.
+    /// The remote could not be reached, or git did not finish: all it said.
     Unreachable(String),
 }
 
@@ -155,15 +147,14 @@ impl Repo {
         let base = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
         let mut args = vec!["fetch", "--prune", "--no-tags", "--quiet", remote, &base];
         args.extend(also.iter().map(String::as_str));
-        let action = format!("fetch from {remote}");
-        Ok(match self.remote_git("fetch", &args, &action, timeout)? {
-            Some(output) if output.status.success() => Fetched::Ok,
-            Some(output) => Fetched::Failed {
+        Ok(match self.remote_git("fetch", &args, remote, timeout)? {
+            Ok(output) if output.status.success() => Fetched::Ok,
+            Ok(output) => Fetched::Failed {
                 said: said(&output),
                 timed_out: false,
             },
-            None => Fetched::Failed {
-                said: format!("git fetch did not finish in {}s", timeout.as_secs()),
+            Err(said) => Fetched::Failed {
+                said,
                 timed_out: true,
             },
         })
@@ -178,46 +169,32 @@ impl Repo {
         how: Push,
         timeout: Duration,
     ) -> Result<Pushed> {
-        let mut args: Vec<String> = vec!["push".into()];
-        if how != Push::Plain {
-            args.push("--atomic".into());
-        }
-        args.push("--porcelain".into());
-        if how == Push::AtomicUnverified {
-            args.push("--no-verify".into());
-        }
-        for update in updates {
-            match &update.lease {
+        let flags = match how {
+            Push::Plain => "push --porcelain",
+            Push::Atomic => "push --atomic --porcelain",
+            Push::AtomicUnverified => "push --atomic --porcelain --no-verify",
+        };
+        let mut args: Vec<String> = flags.split(' ').map(str::to_owned).collect();
+        for RefUpdate { name, lease, .. } in updates {
+            match lease {
                 Lease::None | Lease::Replace => {}
-                Lease::Absent => args.push(format!("--force-with-lease={}:", update.name)),
-                Lease::At(commit) => {
-                    args.push(format!("--force-with-lease={}:{commit}", update.name));
-                }
+                Lease::Absent => args.push(format!("--force-with-lease={name}:")),
+                Lease::At(commit) => args.push(format!("--force-with-lease={name}:{commit}")),
             }
         }
         args.push(remote.to_owned());
-        for update in updates {
-            let force = if update.lease == Lease::Replace {
-                "+"
-            } else {
-                ""
-            };
-            let to = update.to.as_deref().unwrap_or("");
-            args.push(format!("{force}{to}:{}", update.name));
+        for RefUpdate { name, to, lease } in updates {
+            let force = if *lease == Lease::Replace { "+" } else { "" };
+            args.push(format!("{force}{}:{name}", to.as_deref().unwrap_or("")));
         }
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let action = format!("push to {remote}");
-        let Some(output) = self.remote_git("push", &args, &action, timeout)? else {
-            return Ok(Pushed::Unreachable(format!(
-                "git push did not finish in {}s",
-                timeout.as_secs()
-            )));
-        };
-        Ok(read_porcelain(
-            &String::from_utf8_lossy(&output.stdout),
-            output.status.success(),
-            said(&output),
-        ))
+        Ok(match self.remote_git("push", &args, remote, timeout)? {
+            Ok(output) => {
+                let stdout = String::from_utf8_lossy(&output.stdout);
+                read_porcelain(&stdout, output.status.success(), said(&output))
+            }
+            Err(said) => Pushed::Unreachable(said),
+        })
     }
 
     /// The commit ref `name` holds on `remote`, by `git ls-remote`.
@@ -231,17 +208,18 @@ impl Repo {
         text.split_whitespace().next().map(str::to_owned)
     }
 
-    /// Runs `git args` against a remote (the user's credentials, the
-    /// run's ssh key), in C's locale (its porcelain lines are read),
-    /// timed as `op`, stopped after `timeout`: `None` then.
+    /// Runs `git args` (`op`: `fetch`, `push`) against `remote`, in C's
+    /// locale (its porcelain lines are read), stopped after `timeout`:
+    /// `Err` then, saying so.
     fn remote_git(
         &self,
         op: &'static str,
         args: &[&str],
-        action: &str,
+        remote: &str,
         timeout: Duration,
-    ) -> Result<Option<Output>> {
-        let _timed = super::timing::timed(op, action);
+    ) -> Result<std::result::Result<Output, String>> {
+        let action = format!("{op} {remote}");
+        let _timed = super::timing::timed(op, &action);
         let mut command = self.remote_command()?;
         // The porcelain lines are parsed: git's own words.
         command
@@ -258,13 +236,13 @@ impl Repo {
         let started = Instant::now();
         while child.try_wait().map_err(failed)?.is_none() {
             if started.elapsed() >= timeout {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Ok(None);
+                let _ = (child.kill(), child.wait());
+                let secs = timeout.as_secs();
+                return Ok(Err(format!("git {op} did not finish in {secs}s")));
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        child.wait_with_output().map(Some).map_err(failed)
+        child.wait_with_output().map(Ok).map_err(failed)
     }
 }
 

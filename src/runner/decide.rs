@@ -513,9 +513,8 @@ pub(crate) fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
 /// The wait before retry number `failures`: `base`, doubling after each
 /// failure, capped at ten times `base`.
 pub(crate) fn backoff(base: Duration, failures: u64) -> Duration {
-    Backoff::doubling(base)
-        .at_most(base.saturating_mul(10))
-        .wait(failures)
+    let backoff = Backoff::doubling(base);
+    backoff.at_most(base.saturating_mul(10)).wait(failures)
 }
 
 /// Why a task that failed `failures` times in a row is blocked, once that

@@ -1,8 +1,6 @@
 //! Delivering the run's work: pushing the base to its remote (`git.push`),
 //! retried when the failure may pass, stopped when someone else pushed.
 
-use std::time::Duration;
-
 use serde_json::{Map, json};
 
 use crate::events::fields;
@@ -11,12 +9,10 @@ use super::worker::Worker;
 use crate::error::Error;
 use crate::git::{DEADLINE, Lease, Push, Pushed, RefUpdate};
 use crate::result::{PrAction, PullRequest};
-use crate::retry::Backoff;
+use crate::retry;
 
-/// The waits before the second and third push attempts: 2 s, 4 s.
-const PUSH_BACKOFF: Backoff = Backoff::doubling(Duration::from_secs(2));
-
-/// How many times a push that failed is tried again.
+/// How many times a push that failed is tried again, after
+/// [`retry::NETWORK`]'s 2 s and 4 s.
 const PUSH_RETRIES: usize = 2;
 
 impl Worker<'_> {
@@ -25,19 +21,16 @@ impl Worker<'_> {
     /// good (rejected, or failed on every attempt); nothing local is
     /// changed either way.
     pub(super) fn push_base(&mut self) -> Result<Option<String>, Error> {
-        let base = self.base().base().to_owned();
-        let target = self
-            .base()
-            .push_target(&base, self.options.settings.git.remote.as_deref());
-        let local = self.base().branch_tip(&base)?;
-        let mut waits = PUSH_BACKOFF.waits(PUSH_RETRIES);
+        let repo = self.base();
+        let base = repo.base().to_owned();
+        let target = repo.push_target(&base, self.options.settings.git.remote.as_deref());
+        let local = repo.branch_tip(&base)?;
+        let mut waits = retry::NETWORK.waits(PUSH_RETRIES);
         let name = format!("refs/heads/{}", target.branch);
         let from = Some(format!("refs/heads/{base}"));
         let update = [RefUpdate::new(&name, from, Lease::None)];
         loop {
-            let pushed = self
-                .base()
-                .push(&target.remote, &update, Push::Plain, DEADLINE)?;
+            let pushed = repo.push(&target.remote, &update, Push::Plain, DEADLINE)?;
             let said = match pushed {
                 Pushed::Accepted { up_to_date } => {
                     let detail = format!(
@@ -57,7 +50,7 @@ impl Worker<'_> {
                 Pushed::Rejected { refs, .. }
                     if refs.iter().any(|(_, why)| why.contains("[rejected]")) =>
                 {
-                    let remote_tip = self.base().remote_tip(&target.remote, &name);
+                    let remote_tip = repo.remote_tip(&target.remote, &name);
                     let theirs = remote_tip
                         .as_deref()
                         .map_or("a commit", |tip| &tip[..tip.len().min(7)]);
@@ -154,7 +147,7 @@ fn preflight_retrying(paths: &crate::paths::Paths) -> Result<(), Error> {
     use crate::delivery::gh;
     let checker = gh::Gh::new(paths.root());
     let checked = gh::retrying(
-        gh::BACKOFF.waits(gh::RETRIES),
+        retry::NETWORK.waits(gh::RETRIES),
         || checker.preflight_once(),
         |failure, retry, wait| {
             eprintln!(
@@ -443,17 +436,16 @@ impl Worker<'_> {
 
     /// Runs the `gh` call `call`, and again after a transient failure
     /// (a server or network error) up to [`gh::RETRIES`] times, waiting
-    /// [`gh::BACKOFF`] between; each retry is said and recorded. A stop
-    /// asked for while waiting ends the retries: the failure stands.
+    /// [`retry::NETWORK`] between; each retry is said and recorded. A
+    /// stop asked for while waiting ends the retries: the failure stands.
     ///
     /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
-    /// [`gh::BACKOFF`]: crate::delivery::gh::BACKOFF
     fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
     ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {
         use crate::delivery::gh;
-        let waits = gh::BACKOFF.waits(gh::RETRIES);
+        let waits = retry::NETWORK.waits(gh::RETRIES);
         gh::retrying(waits, call, |failure, retry, wait| {
             let detail = format!(
                 "{}; trying again in {} (retry {retry} of {})",
@@ -635,7 +627,7 @@ mod tests {
 
     #[test]
     fn a_failed_push_is_tried_again_after_two_then_four_seconds() {
-        let waits = PUSH_BACKOFF.waits(PUSH_RETRIES);
+        let waits = retry::NETWORK.waits(PUSH_RETRIES);
         let said: Vec<String> = waits
             .map(|wait| crate::config::ShowDuration(wait).to_string())
             .collect();

@@ -355,9 +355,8 @@ impl Remote {
         format!("refs/ralph/sync/{}", self.base)
     }
 
-    /// Fetches the base and every machine's claims and work in progress
-    /// (pruned); when the remote cannot be reached, the first line git
-    /// said.
+    /// Fetches the base and every machine's claims and work in progress;
+    /// the first line git said when the remote cannot be reached.
     fn fetch(&self, repo: &Repo) -> Result<Option<String>, Error> {
         let claims = format!("+refs/ralph/claims/*:{SEEN_CLAIMS}*");
         let also = [claims, format!("+refs/ralph/wip/*:{SEEN_WIP}*")];
@@ -368,14 +367,9 @@ impl Remote {
         })
     }
 
-    /// Pushes `updates` all or none, the `pre-push` hook run for a
-    /// landing on the base (`how`); of what git said when the remote
-    /// cannot be reached, the first line.
+    /// Pushes `updates` to the remote as `how` asks.
     fn push(&self, repo: &Repo, updates: &[RefUpdate], how: Push) -> Result<Pushed, Error> {
-        Ok(match repo.push(&self.name, updates, how, DEADLINE)? {
-            Pushed::Unreachable(said) => Pushed::Unreachable(reason(&said).to_owned()),
-            pushed => pushed,
-        })
+        Ok(repo.push(&self.name, updates, how, DEADLINE)?)
     }
 
     /// The remote tip the base was last moved to.
@@ -795,16 +789,13 @@ impl Remote {
 /// the run stops (the landing kept, pushed by the next run).
 const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
 
-/// Back-off before landing again after the remote refused (another
-/// machine landed first: making the landing again is what is due, so the
-/// first wait is short): 100ms doubling up to 30s, jittered so two
-/// machines that collided do not collide again in step.
+/// Back-off before landing again after a refusal (another machine landed
+/// first: landing again is due, so it starts short): 100ms up to 30s.
 const REFUSED: Backoff = Backoff::doubling(Duration::from_millis(100))
     .at_most(Duration::from_secs(30))
     .jittered();
 
-/// Back-off before trying a remote that did not answer again: 1s
-/// doubling up to 30s, jittered.
+/// Back-off before trying a remote that did not answer again: 1s up to 30s.
 const UNREACHABLE: Backoff = Backoff::doubling(Duration::from_secs(1))
     .at_most(Duration::from_secs(30))
     .jittered();
@@ -919,7 +910,7 @@ impl super::Worker<'_> {
                 Pushed::Unreachable(said) => {
                     // Cut off: the landing waits (work goes on in the
                     // other workers); nothing moved, nothing to make again.
-                    let said = crate::redact::redact(&said).into_owned();
+                    let said = crate::redact::redact(reason(&said)).into_owned();
                     let first = *offline.get_or_insert_with(std::time::Instant::now);
                     let kept = landing_ref(&what);
                     self.base().set_ref(&kept, &landing)?;
@@ -1069,7 +1060,7 @@ impl super::Worker<'_> {
                     self.ui.line(&format!(
                         "warning: {} cannot be reached ({}): no task is claimed until it can",
                         remote.label(),
-                        crate::redact::redact(&said)
+                        crate::redact::redact(reason(&said))
                     ));
                 }
                 Pick::Offline
@@ -1242,7 +1233,7 @@ impl Remote {
                     return Ok(name);
                 }
                 Pushed::Rejected { .. } => continue,
-                Pushed::Unreachable(said) => last = said,
+                Pushed::Unreachable(said) => last = reason(&said).to_owned(),
             }
         }
         // Kept here at least: the remote would not take it.

@@ -65,10 +65,8 @@ fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
 /// The ids of the task lines in a queue file's bytes, another machine's
 /// perhaps: a line that is no task object is passed over.
 pub fn ids(bytes: &[u8]) -> HashSet<String> {
-    lines(bytes)
-        .into_iter()
-        .filter_map(|line| Some(line.task?.0))
-        .collect()
+    let tasks = lines(bytes).into_iter().filter_map(|line| line.task);
+    tasks.map(|(id, _)| id).collect()
 }
 
 /// `bytes` ending in a line end (a file's last line may lack one).
