@@ -34,6 +34,7 @@ mod protected;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod result;
+pub(crate) mod retry;
 pub mod roles;
 pub(crate) mod runner;
 pub(crate) mod state;

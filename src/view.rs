@@ -138,10 +138,12 @@ fn shared(paths: &Paths) -> Option<Shared> {
     Some(Shared {
         machine: machine.id,
         claims: repo.seen_claims().unwrap_or_default(),
-        landings: (repo.refs_under("refs/ralph/landing/").unwrap_or_default())
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect(),
+        landings: (repo
+            .refs_under(&crate::git::remote::landing_ref(""))
+            .unwrap_or_default())
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect(),
     })
 }
 

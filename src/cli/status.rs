@@ -152,10 +152,8 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             );
         }
         for landing in &shared.landings {
-            let _ = writeln!(
-                out,
-                "  landing waiting for its push: {landing} (refs/ralph/landing/{landing})"
-            );
+            let kept = crate::git::remote::landing_ref(landing);
+            let _ = writeln!(out, "  landing waiting for its push: {landing} ({kept})");
         }
         for orphan in &orphans {
             let _ = writeln!(

@@ -3,24 +3,27 @@
 //! finds the GitHub repository from its remotes.
 //!
 //! A call that fails is sorted by what `gh` printed ([`Kind`]): a server
-//! error or a network one passes, so [`retrying`] runs it again after 2 s,
-//! 4 s and 8 s; a body GitHub refuses for its length may pass cut
-//! shorter; anything else (not logged in, a validation error) will not.
+//! error or a network one passes, and so does a call stopped at its
+//! 2-minute deadline, so [`retrying`] runs it again after 2 s, 4 s and
+//! 8 s; a body GitHub refuses for its length may pass cut shorter;
+//! anything else (not logged in, a validation error) will not.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
-/// A testing hook: the first wait before a transient failure's retry, in
-/// milliseconds (the later ones double it), so tests need not wait 14 s.
-pub(crate) const TEST_BACKOFF_VAR: &str = "RALPH_TEST_GH_BACKOFF_MS";
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
-/// The first wait before a retry; each later one is twice the one before.
-const FIRST_WAIT: Duration = Duration::from_secs(2);
+use crate::config::ShowDuration;
 
-/// How many times a transiently failed call is tried again.
+/// Longest a `gh` call may take before it is stopped and counted as a
+/// failure that may pass (a hung connection).
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// How many times a transiently failed call is tried again, after
+/// [`crate::retry::NETWORK`]'s 2 s, 4 s and 8 s.
 pub(crate) const RETRIES: usize = 3;
 
 /// Why a `gh` call failed, as far as trying it again is concerned.
@@ -120,37 +123,24 @@ fn has_word(text: &str, word: &str) -> bool {
     })
 }
 
-/// The waits before the retries of a transiently failed call: 2 s, 4 s,
-/// 8 s, or from [`TEST_BACKOFF_VAR`]'s first wait when it is set.
-pub(crate) fn backoff() -> [Duration; RETRIES] {
-    static FIRST: OnceLock<Duration> = OnceLock::new();
-    let first = *FIRST.get_or_init(|| {
-        std::env::var(TEST_BACKOFF_VAR)
-            .ok()
-            .and_then(|ms| ms.trim().parse().ok())
-            .map_or(FIRST_WAIT, Duration::from_millis)
-    });
-    [first, first * 2, first * 4]
-}
-
 /// Runs `call` until it succeeds, fails for a reason that is not
 /// transient, or has failed transiently once more than there are `waits`.
 /// Before each retry `pause` is told the failure, the retry's number and
 /// the wait, and does the waiting; it returns `false` to give up (a stop
 /// was asked for), and the last failure is then the answer.
 pub(crate) fn retrying<T, E>(
-    waits: &[Duration],
+    waits: impl IntoIterator<Item = Duration>,
     mut call: impl FnMut() -> Result<T, Failure>,
     mut pause: impl FnMut(&Failure, usize, Duration) -> Result<bool, E>,
 ) -> Result<Result<T, Failure>, E> {
-    let mut waits = waits.iter().enumerate();
+    let mut waits = waits.into_iter().enumerate();
     loop {
         match call() {
             Err(failure) if failure.kind == Kind::Transient => {
                 let Some((index, wait)) = waits.next() else {
                     return Ok(Err(failure));
                 };
-                if !pause(&failure, index + 1, *wait)? {
+                if !pause(&failure, index + 1, wait)? {
                     return Ok(Err(failure));
                 }
             }
@@ -195,11 +185,7 @@ impl Gh {
             .args(args.iter().map(AsRef::as_ref))
             .current_dir(&self.dir)
             .env("GH_PROMPT_DISABLED", "1")
-            .stdin(if input.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
+            .stdin(input.map_or_else(Stdio::null, |_| Stdio::piped()))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -211,26 +197,41 @@ impl Gh {
                     _ => format!("cannot run gh: {err}"),
                 })
             })?;
-        if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
-            let _ = stdin.write_all(text.as_bytes());
-        }
-        let output = child
-            .wait_with_output()
-            .map_err(|err| Failure::lasting(format!("gh: {err}")))?;
+        // Named by its command and subcommand: `gh pr create`.
+        let named: Vec<&str> = (args.iter().take(2))
+            .map(AsRef::as_ref)
+            .take_while(|arg| !arg.starts_with('-'))
+            .collect();
+        let named = named.join(" ");
+        // Fed and waited for by a thread of its own, so a `gh` that hangs
+        // is stopped at the deadline whatever it does with its pipes (one
+        // that ended just then is reaped: its id names no process).
+        let (id, input) = (child.id(), input.map(str::to_owned));
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            if let (Some(text), Some(mut stdin)) = (input, child.stdin.take()) {
+                let _ = stdin.write_all(text.as_bytes());
+            }
+            let _ = sender.send(child.wait_with_output());
+        });
+        let deadline = crate::retry::shortened(DEADLINE);
+        let Ok(output) = receiver.recv_timeout(deadline) else {
+            let _ = kill(Pid::from_raw(id as i32), Signal::SIGKILL);
+            return Err(Failure {
+                said: format!("gh {named} did not finish in {}", ShowDuration(deadline)),
+                kind: Kind::Transient,
+            });
+        };
+        let output = output.map_err(|err| Failure::lasting(format!("gh: {err}")))?;
         let stdout = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         if output.status.success() {
             Ok(stdout)
         } else {
             let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
             let said = if said.is_empty() { stdout } else { said };
-            // Named by its command and subcommand: `gh pr create`.
-            let named: Vec<&str> = (args.iter().take(2))
-                .map(AsRef::as_ref)
-                .take_while(|arg| !arg.starts_with('-'))
-                .collect();
             Err(Failure {
                 kind: kind(&said),
-                said: format!("gh {} failed ({}): {said}", named.join(" "), output.status),
+                said: format!("gh {named} failed ({}): {said}", output.status),
             })
         }
     }
@@ -409,7 +410,7 @@ mod tests {
         let mut calls = 0;
         let mut pauses = Vec::new();
         let result = retrying(
-            &waits,
+            waits,
             || {
                 calls += 1;
                 answers.next().expect("no more calls than answers")
@@ -489,8 +490,7 @@ mod tests {
 
     #[test]
     fn the_waits_double_from_two_seconds() {
-        if std::env::var_os(TEST_BACKOFF_VAR).is_none() {
-            assert_eq!(backoff(), [2, 4, 8].map(Duration::from_secs));
-        }
+        let waits: Vec<Duration> = crate::retry::NETWORK.waits(RETRIES).collect();
+        assert_eq!(waits, [2, 4, 8].map(Duration::from_secs));
     }
 }

@@ -139,7 +139,7 @@ pub(super) fn shared(
     settings: &crate::config::Settings,
     repo: Option<&Repo>,
 ) {
-    use crate::git::remote::{Lease, Pushed, RefUpdate};
+    use crate::git::{DEADLINE, Lease, Push, Pushed, RefUpdate};
     if !settings.remote.enabled {
         return;
     }
@@ -173,30 +173,28 @@ pub(super) fn shared(
     let create = RefUpdate::new(probe.clone(), Some(commit.clone()), Lease::Absent);
     let delete = RefUpdate::new(probe.clone(), None, Lease::At(commit));
     let fix = "a remote that refuses refs/ralph/* cannot share a queue (docs/SCALE.md says how to check a host); use another remote, or remote.enabled: false";
-    let pushed = repo
-        .push_atomic(&upstream.remote, &[create], false)
-        .and_then(|created| match created {
-            Pushed::Accepted => repo
-                .push_atomic(&upstream.remote, &[delete], false)
-                .map(|deleted| (true, deleted)),
-            other => Ok((false, other)),
-        });
+    let remote = upstream.remote.as_str();
+    let push = |update| repo.push(remote, &[update], Push::AtomicUnverified, DEADLINE);
+    let pushed = push(create).and_then(|created| match created {
+        Pushed::Accepted { .. } => push(delete).map(|deleted| (true, deleted)),
+        other => Ok((false, other)),
+    });
     match pushed {
-        Ok((true, Pushed::Accepted)) => found.ok(
+        Ok((true, Pushed::Accepted { .. })) => found.ok(
             "remote",
             &format!("{upstream} takes ralph's refs (a probe under refs/ralph/ was created and deleted with leases): the queue is shared through it"),
         ),
-        Ok((created, Pushed::Rejected(refs))) => {
+        Ok((created, Pushed::Rejected { refs, .. })) => {
             let said = refs.iter().map(|(_, why)| why.as_str()).collect::<Vec<_>>().join("; ");
             let what = if created { "deleting" } else { "creating" };
             found.error("remote", &format!("{} refused {what} a ref under refs/ralph/: {said}", upstream.remote), fix);
         }
         Ok((_, Pushed::Unreachable(said))) => found.error(
             "remote",
-            &format!("{} cannot be reached: {}", upstream.remote, crate::redact::redact(&said)),
+            &format!("{} cannot be reached: {}", upstream.remote, crate::redact::redact(crate::git::reason(&said))),
             "check it with `git fetch`",
         ),
-        Ok((false, Pushed::Accepted)) => {}
+        Ok((false, Pushed::Accepted { .. })) => {}
         Err(err) => found.failed("remote", err),
     }
 }

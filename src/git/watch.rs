@@ -1,26 +1,10 @@
-//! What watching a branch for PRDs asks of git: fetching the watched
-//! branch from its remote, the commits since the last one seen, the files
-//! each added or changed, a file's bytes at a commit (within a limit), and
+//! What watching a branch for PRDs asks of git, once [`Repo::fetch`]
+//! fetched it: the commits since the last one seen, the files each added
+//! or changed, a file's bytes at a commit (within a limit), and
 //! fast-forwarding the base to what was fetched.
-
-use std::time::Duration;
 
 use super::Repo;
 use super::error::{Context, Result};
-
-/// How a fetch of the watched branch went.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fetched {
-    /// The remote-tracking branch is up to date.
-    Ok,
-    /// It failed; what git said (a timeout says so).
-    Failed {
-        /// What git printed, or that it did not finish.
-        said: String,
-        /// Whether it ran out of time (worth one more try).
-        timed_out: bool,
-    },
-}
 
 /// Where the base stands against the watched branch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,28 +32,6 @@ pub struct Touched {
 }
 
 impl Repo {
-    /// Fetches `branch` from `remote` into `refs/remotes/<remote>/<branch>`
-    /// through the user's git (and `git.ssh_key`), stopped after `timeout`.
-    pub fn fetch_watched(&self, remote: &str, branch: &str, timeout: Duration) -> Result<Fetched> {
-        let refspec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
-        let args = ["fetch", "--no-tags", "--quiet", remote, refspec.as_str()];
-        let action = format!("fetch {branch} from {remote}");
-        let Some(output) = self.remote_git("fetch", &args, &action, timeout)? else {
-            return Ok(Fetched::Failed {
-                said: format!("git fetch did not finish in {}s", timeout.as_secs()),
-                timed_out: true,
-            });
-        };
-        if output.status.success() {
-            return Ok(Fetched::Ok);
-        }
-        let said = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-        Ok(Fetched::Failed {
-            said,
-            timed_out: false,
-        })
-    }
-
     /// The commit `reference` (a branch, a remote-tracking branch) names,
     /// if it exists.
     pub fn commit_of(&self, reference: &str) -> Option<String> {

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::agent::FailureClass;
+use crate::retry::Backoff;
 use crate::task::{Status, TaskId};
 use crate::text::count;
 
@@ -517,18 +518,15 @@ fn gives_verdict(seen: &After) -> bool {
 /// The wait number `waits` in a row for a usage limit whose reset is not
 /// stated: `retry_backoff`, doubling each time, up to `usage_limit_max_wait`.
 pub(crate) fn limit_wait(budgets: &Budgets, waits: u64) -> Duration {
-    doubled(budgets.retry_backoff, waits).min(budgets.usage_limit_max_wait)
+    let backoff = Backoff::doubling(budgets.retry_backoff);
+    backoff.at_most(budgets.usage_limit_max_wait).wait(waits)
 }
 
 /// The wait before retry number `failures`: `base`, doubling after each
 /// failure, capped at ten times `base`.
 pub(crate) fn backoff(base: Duration, failures: u64) -> Duration {
-    doubled(base, failures).min(base.saturating_mul(10))
-}
-
-/// `base` doubled for each of `tries` after the first (at most 16 times).
-fn doubled(base: Duration, tries: u64) -> Duration {
-    base.saturating_mul(2u32.saturating_pow(tries.saturating_sub(1).min(16) as u32))
+    let backoff = Backoff::doubling(base);
+    backoff.at_most(base.saturating_mul(10)).wait(failures)
 }
 
 /// Why a task that failed `failures` times in a row is blocked, once that

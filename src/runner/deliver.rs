@@ -1,19 +1,19 @@
 //! Delivering the run's work: pushing the base to its remote (`git.push`),
 //! retried when the failure may pass, stopped when someone else pushed.
 
-use std::time::Duration;
-
 use serde_json::{Map, json};
 
 use crate::events::fields;
 
 use super::worker::Worker;
 use crate::error::Error;
-use crate::git::{PUSH_TIMEOUT, Pushed};
+use crate::git::{DEADLINE, Lease, Push, Pushed, RefUpdate};
 use crate::result::{PrAction, PullRequest};
+use crate::retry;
 
-/// The waits before the second and third push attempts.
-const PUSH_RETRIES: [Duration; 2] = [Duration::from_secs(2), Duration::from_secs(4)];
+/// How many times a push that failed is tried again, after
+/// [`retry::NETWORK`]'s 2 s and 4 s.
+const PUSH_RETRIES: usize = 2;
 
 impl Worker<'_> {
     /// Pushes the base to its remote, trying again after a transient
@@ -21,16 +21,18 @@ impl Worker<'_> {
     /// good (rejected, or failed on every attempt); nothing local is
     /// changed either way.
     pub(super) fn push_base(&mut self) -> Result<Option<String>, Error> {
-        let base = self.base().base().to_owned();
-        let target = self
-            .base()
-            .push_target(&base, self.options.settings.git.remote.as_deref());
-        let local = self.base().branch_tip(&base)?;
-        let mut waits = PUSH_RETRIES.iter();
+        let repo = self.base();
+        let base = repo.base().to_owned();
+        let target = repo.push_target(&base, self.options.settings.git.remote.as_deref());
+        let local = repo.branch_tip(&base)?;
+        let mut waits = retry::NETWORK.waits(PUSH_RETRIES);
+        let name = format!("refs/heads/{}", target.branch);
+        let from = Some(format!("refs/heads/{base}"));
+        let update = [RefUpdate::new(&name, from, Lease::None)];
         loop {
-            let pushed = self.base().push_once(&base, &target, PUSH_TIMEOUT)?;
+            let pushed = repo.push(&target.remote, &update, Push::Plain, DEADLINE)?;
             let said = match pushed {
-                Pushed::Done { up_to_date } => {
+                Pushed::Accepted { up_to_date } => {
                     let detail = format!(
                         "{base} at {} {} {target}",
                         local.short(),
@@ -44,7 +46,11 @@ impl Worker<'_> {
                     self.record(None, "push", "ok", &detail, Map::new())?;
                     return Ok(None);
                 }
-                Pushed::Rejected { remote_tip } => {
+                // Not a fast-forward: someone else pushed.
+                Pushed::Rejected { refs, .. }
+                    if refs.iter().any(|(_, why)| why.contains("[rejected]")) =>
+                {
+                    let remote_tip = repo.remote_tip(&target.remote, &name);
                     let theirs = remote_tip
                         .as_deref()
                         .map_or("a commit", |tip| &tip[..tip.len().min(7)]);
@@ -58,25 +64,25 @@ impl Worker<'_> {
                     self.record(None, "push", "rejected", &reason, Map::new())?;
                     return Ok(Some(reason));
                 }
-                Pushed::Failed { said } => said,
+                Pushed::Rejected { said, .. } | Pushed::Unreachable(said) => said,
             };
             let said = crate::redact::redact(&said).into_owned();
             let Some(wait) = waits.next() else {
                 let reason = format!(
                     "the push of {base} to {target} failed {} times (last: {said}); the commits are safe locally: push {base} by hand, or run again",
-                    PUSH_RETRIES.len() + 1
+                    PUSH_RETRIES + 1
                 );
                 self.ui.line(&format!("warning: {reason}"));
                 self.record(None, "push", "failed", &reason, Map::new())?;
                 return Ok(Some(reason));
             };
             let detail = format!(
-                "the push of {base} to {target} failed ({said}); trying again in {}s",
-                wait.as_secs()
+                "the push of {base} to {target} failed ({said}); trying again in {}",
+                crate::config::ShowDuration(wait)
             );
             self.ui.line(&detail);
             self.record(None, "push", "retry", &detail, Map::new())?;
-            if self.wait(*wait)?.is_some() {
+            if self.wait(wait)?.is_some() {
                 return Ok(Some(format!(
                     "the push of {base} to {target} was not finished: the run was asked to stop"
                 )));
@@ -140,9 +146,8 @@ pub(super) fn prepare(
 fn preflight_retrying(paths: &crate::paths::Paths) -> Result<(), Error> {
     use crate::delivery::gh;
     let checker = gh::Gh::new(paths.root());
-    let waits = gh::backoff();
     let checked = gh::retrying(
-        &waits,
+        retry::NETWORK.waits(gh::RETRIES),
         || checker.preflight_once(),
         |failure, retry, wait| {
             eprintln!(
@@ -431,18 +436,17 @@ impl Worker<'_> {
 
     /// Runs the `gh` call `call`, and again after a transient failure
     /// (a server or network error) up to [`gh::RETRIES`] times, waiting
-    /// [`gh::backoff`] between; each retry is said and recorded. A stop
-    /// asked for while waiting ends the retries: the failure stands.
+    /// [`retry::NETWORK`] between; each retry is said and recorded. A
+    /// stop asked for while waiting ends the retries: the failure stands.
     ///
     /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
-    /// [`gh::backoff`]: crate::delivery::gh::backoff
     fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
     ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {
         use crate::delivery::gh;
-        let waits = gh::backoff();
-        gh::retrying(&waits, call, |failure, retry, wait| {
+        let waits = retry::NETWORK.waits(gh::RETRIES);
+        gh::retrying(waits, call, |failure, retry, wait| {
             let detail = format!(
                 "{}; trying again in {} (retry {retry} of {})",
                 crate::redact::redact(&failure.said),
@@ -614,5 +618,19 @@ fn next_step(status: super::RunStatus) -> String {
     match status {
         super::RunStatus::BudgetExhausted => "run ralph again (or raise max_iterations / max_run_minutes) to finish the open tasks".to_owned(),
         _ => "unblock the blocked tasks (`ralph task show ID` says why one is blocked; `ralph task start ID` sets it going again) or fix the failing checks, then run ralph again".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_push_is_tried_again_after_two_then_four_seconds() {
+        let waits = retry::NETWORK.waits(PUSH_RETRIES);
+        let said: Vec<String> = waits
+            .map(|wait| crate::config::ShowDuration(wait).to_string())
+            .collect();
+        assert_eq!(said, ["2s", "4s"]);
     }
 }

@@ -17,11 +17,13 @@ use crate::events::fields;
 use crate::config::RemoteSettings;
 use crate::error::Error;
 use crate::exit::Exit;
-use crate::git::remote::{Claim, Lease, Pushed, RefUpdate};
+use crate::git::remote::{Claim, SEEN_CLAIMS, SEEN_WIP, landing_ref};
+use crate::git::{DEADLINE, Fetched, Lease, Push, Pushed, RefUpdate, reason};
 use crate::git::{Repo, Squash};
 use crate::paths::Paths;
+use crate::retry::Backoff;
 use crate::task::Store;
-use crate::task::merge::Sides;
+use crate::task::merge::{self, Sides};
 
 /// This clone among the machines sharing the queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,7 +284,7 @@ fn claim_ref(id: &str) -> String {
 
 /// Where the last fetch keeps a claim locally.
 fn seen_ref(id: &str) -> String {
-    format!("{}{id}", crate::git::remote::SEEN_CLAIMS)
+    format!("{}{id}", SEEN_CLAIMS)
 }
 
 /// The remote ref of a task's work in progress.
@@ -292,7 +294,7 @@ fn wip_ref(id: &str) -> String {
 
 /// Where the last fetch keeps a task's work in progress locally.
 fn seen_wip_ref(id: &str) -> String {
-    format!("{}{id}", crate::git::remote::SEEN_WIP)
+    format!("{}{id}", SEEN_WIP)
 }
 
 impl Remote {
@@ -353,6 +355,23 @@ impl Remote {
         format!("refs/ralph/sync/{}", self.base)
     }
 
+    /// Fetches the base and every machine's claims and work in progress;
+    /// the first line git said when the remote cannot be reached.
+    fn fetch(&self, repo: &Repo) -> Result<Option<String>, Error> {
+        let claims = format!("+refs/ralph/claims/*:{SEEN_CLAIMS}*");
+        let also = [claims, format!("+refs/ralph/wip/*:{SEEN_WIP}*")];
+        let fetched = repo.fetch(&self.name, &self.branch, &also, DEADLINE)?;
+        Ok(match fetched {
+            Fetched::Ok => None,
+            Fetched::Failed { said, .. } => Some(reason(&said).to_owned()),
+        })
+    }
+
+    /// Pushes `updates` to the remote as `how` asks.
+    fn push(&self, repo: &Repo, updates: &[RefUpdate], how: Push) -> Result<Pushed, Error> {
+        Ok(repo.push(&self.name, updates, how, DEADLINE)?)
+    }
+
     /// The remote tip the base was last moved to.
     pub(super) fn synced(&self, repo: &Repo) -> Option<String> {
         repo.commit_of(&self.sync_ref())
@@ -372,7 +391,7 @@ impl Remote {
         repo: &Repo,
         store: &Store,
     ) -> Result<Result<Vec<String>, String>, Error> {
-        if let Err(said) = repo.fetch_shared(&self.name, &self.branch)? {
+        if let Some(said) = self.fetch(repo)? {
             let mut seen = self.seen();
             seen.last_tick = Some(Instant::now());
             seen.offline = Some(said.clone());
@@ -432,20 +451,20 @@ impl Remote {
         let mut claims = repo.seen_claims()?;
         // A claim of a task the remote archived is a crash's leftover:
         // gone, with a lease on its value (any machine may).
-        let archived = task_ids(&b_done);
+        let archived = merge::ids(&b_done);
         for claim in claims.iter().filter(|claim| archived.contains(&claim.id)) {
             let update =
                 RefUpdate::new(claim_ref(&claim.id), None, Lease::At(claim.commit.clone()));
-            let _ = repo.push_atomic(&self.name, &[update], false)?;
+            let _ = self.push(repo, &[update], Push::AtomicUnverified)?;
         }
         claims.retain(|claim| !archived.contains(&claim.id));
-        for (id, commit) in repo.refs_under(crate::git::remote::SEEN_WIP)? {
+        for (id, commit) in repo.refs_under(SEEN_WIP)? {
             if archived.contains(&id) && !self.seen().held.contains_key(&id) {
                 let update = RefUpdate::new(wip_ref(&id), None, Lease::At(commit));
-                let _ = repo.push_atomic(&self.name, &[update], false)?;
+                let _ = self.push(repo, &[update], Push::AtomicUnverified)?;
             }
         }
-        let published = task_ids(&b_tasks);
+        let published = merge::ids(&b_tasks);
         let mut seen = self.seen();
         let now = Instant::now();
         let mut observed = BTreeMap::new();
@@ -539,15 +558,15 @@ impl Remote {
         }
         let commit = repo.claim_commit(&self.claim_message(id, &held), None)?;
         let update = RefUpdate::new(claim_ref(id), Some(commit.clone()), Lease::Absent);
-        Ok(match repo.push_atomic(&self.name, &[update], false)? {
-            Pushed::Accepted => {
+        Ok(match self.push(repo, &[update], Push::AtomicUnverified)? {
+            Pushed::Accepted { .. } => {
                 repo.set_ref(&seen_ref(id), &commit)?;
                 self.seen()
                     .held
                     .insert(id.to_owned(), Held { commit, ..held });
                 Claimed::Held
             }
-            Pushed::Rejected(_) => Claimed::Taken("another machine".to_owned()),
+            Pushed::Rejected { .. } => Claimed::Taken("another machine".to_owned()),
             Pushed::Unreachable(said) => Claimed::Offline(said),
         })
     }
@@ -580,15 +599,15 @@ impl Remote {
             Some(commit.clone()),
             Lease::At(claim.commit.clone()),
         );
-        Ok(match repo.push_atomic(&self.name, &[update], false)? {
-            Pushed::Accepted => {
+        Ok(match self.push(repo, &[update], Push::AtomicUnverified)? {
+            Pushed::Accepted { .. } => {
                 repo.set_ref(&seen_ref(&claim.id), &commit)?;
                 let mut seen = self.seen();
                 seen.observed.remove(&claim.id);
                 seen.held.insert(claim.id.clone(), Held { commit, ..held });
                 Claimed::TookOver(claim.host.clone())
             }
-            Pushed::Rejected(_) => Claimed::Taken(claim.host.clone()),
+            Pushed::Rejected { .. } => Claimed::Taken(claim.host.clone()),
             Pushed::Unreachable(said) => Claimed::Offline(said),
         })
     }
@@ -668,8 +687,8 @@ impl Remote {
                     held.wip.clone().map_or(Lease::Absent, Lease::At),
                 ));
             }
-            match repo.push_atomic(&self.name, &updates, false)? {
-                Pushed::Accepted => {
+            match self.push(repo, &updates, Push::AtomicUnverified)? {
+                Pushed::Accepted { .. } => {
                     repo.set_ref(&seen_ref(&id), &commit)?;
                     let wip = tip.or(held.wip.clone());
                     if let Some(wip) = &wip {
@@ -684,7 +703,7 @@ impl Remote {
                         },
                     );
                 }
-                Pushed::Rejected(_) => lost.push(id),
+                Pushed::Rejected { .. } => lost.push(id),
                 // Tried again at the next heartbeat.
                 Pushed::Unreachable(_) => {}
             }
@@ -753,8 +772,8 @@ impl Remote {
                 updates.extend(self.release(id));
             }
         }
-        let pushed = repo.push_atomic(&self.name, &updates, true)?;
-        if pushed == Pushed::Accepted
+        let pushed = self.push(repo, &updates, Push::Atomic)?;
+        if matches!(pushed, Pushed::Accepted { .. })
             && release
             && let Some((id, _)) = task
         {
@@ -766,39 +785,20 @@ impl Remote {
     }
 }
 
-/// The ids of the task lines in `tasks.jsonl`'s bytes.
-fn task_ids(tasks: &[u8]) -> HashSet<String> {
-    tasks
-        .split(|&byte| byte == b'\n')
-        .filter_map(|line| serde_json::from_slice::<Map<String, Value>>(line).ok())
-        .filter_map(|object| object.get("id")?.as_str().map(str::to_owned))
-        .collect()
-}
-
 /// Longest a landing waits for a remote that cannot be reached before
 /// the run stops (the landing kept, pushed by the next run).
 const OFFLINE_WAIT: Duration = Duration::from_secs(3600);
 
-/// Back-off before landing again after the remote refused (another
-/// machine landed first: making the landing again is what is due, so the
-/// first wait is short), and before trying a remote that did not answer
-/// again: `first` doubling per try, capped at 30s, ±50% so two machines
-/// that collided do not collide again in step.
-fn back_off(first: Duration, tries: u32) -> Duration {
-    let base = (first * (1 << tries.saturating_sub(1).min(12))).min(Duration::from_secs(30));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    // 0.5 to 1.5 of the base.
-    base.mul_f64(0.5 + f64::from(nanos % 1000) / 1000.0)
-}
+/// Back-off before landing again after a refusal (another machine landed
+/// first: landing again is due, so it starts short): 100ms up to 30s.
+const REFUSED: Backoff = Backoff::doubling(Duration::from_millis(100))
+    .at_most(Duration::from_secs(30))
+    .jittered();
 
-/// The first wait after a refused landing.
-const REFUSED_FIRST: Duration = Duration::from_millis(100);
-
-/// The first wait for a remote that did not answer.
-const UNREACHABLE_FIRST: Duration = Duration::from_secs(1);
+/// Back-off before trying a remote that did not answer again: 1s up to 30s.
+const UNREACHABLE: Backoff = Backoff::doubling(Duration::from_secs(1))
+    .at_most(Duration::from_secs(30))
+    .jittered();
 
 impl super::Worker<'_> {
     /// Before a commit on the base: reads the remote and moves the base
@@ -829,14 +829,14 @@ impl super::Worker<'_> {
         if self.remote.is_none() {
             return Ok(None);
         }
-        let mut refused = 0u32;
+        let mut refused = 0u64;
         // Refusals in a row on one tip of the remote, and that tip: a
         // refusal because another machine landed first moves the tip and
         // starts the count again; a hook or a protected branch does not.
         let (mut stuck, mut refused_on) = (0u32, String::new());
         // Since when the remote could not be reached, and how many waits.
         let mut offline: Option<std::time::Instant> = None;
-        let mut waits = 0u32;
+        let mut waits = 0u64;
         loop {
             let remote = self.remote.clone().expect("a shared remote");
             let base = self.base().base().to_owned();
@@ -854,7 +854,8 @@ impl super::Worker<'_> {
                     && remote.holds(id)
                 {
                     let updates = remote.release(id);
-                    if self.base().push_atomic(&remote.name, &updates, false)? == Pushed::Accepted {
+                    let pushed = remote.push(self.base(), &updates, Push::AtomicUnverified)?;
+                    if matches!(pushed, Pushed::Accepted { .. }) {
                         remote.forget(id);
                         self.base().delete_ref(&seen_ref(id))?;
                         self.base().delete_ref(&seen_wip_ref(id))?;
@@ -872,13 +873,12 @@ impl super::Worker<'_> {
             }
             let pushed = remote.push_landing(self.base(), &landing, &on, task_ref, release)?;
             let said = match pushed {
-                Pushed::Accepted => {
+                Pushed::Accepted { .. } => {
                     // The remote's tip now, whose queue files the disk's
                     // were when it was made: the next merge's common base.
                     self.base().set_ref(&remote.sync_ref(), &landing)?;
                     // Kept while it waited: landed now.
-                    self.base()
-                        .delete_ref(&format!("refs/ralph/landing/{what}"))?;
+                    self.base().delete_ref(&landing_ref(&what))?;
                     let detail = format!(
                         "{what} landed on {label} at {}",
                         &landing[..landing.len().min(10)]
@@ -889,7 +889,7 @@ impl super::Worker<'_> {
                     self.record(id.as_ref(), "push", "ok", &detail, extra)?;
                     return Ok(None);
                 }
-                Pushed::Rejected(refs) => {
+                Pushed::Rejected { refs, .. } => {
                     refused += 1;
                     stuck = if refused_on == on { stuck + 1 } else { 1 };
                     refused_on.clone_from(&on);
@@ -910,12 +910,12 @@ impl super::Worker<'_> {
                 Pushed::Unreachable(said) => {
                     // Cut off: the landing waits (work goes on in the
                     // other workers); nothing moved, nothing to make again.
-                    let said = crate::redact::redact(&said).into_owned();
+                    let said = crate::redact::redact(reason(&said)).into_owned();
                     let first = *offline.get_or_insert_with(std::time::Instant::now);
-                    let kept = format!("refs/ralph/landing/{what}");
+                    let kept = landing_ref(&what);
                     self.base().set_ref(&kept, &landing)?;
                     waits += 1;
-                    let wait = back_off(UNREACHABLE_FIRST, waits);
+                    let wait = UNREACHABLE.wait(waits);
                     let waited_enough = first.elapsed() >= OFFLINE_WAIT;
                     if !waited_enough {
                         let detail = format!(
@@ -949,7 +949,7 @@ impl super::Worker<'_> {
                 );
                 return Err(self.stop_landing(what, label, &landing, why));
             }
-            let wait = back_off(REFUSED_FIRST, refused);
+            let wait = REFUSED.wait(refused);
             let detail = format!(
                 "the push of {what} to {label} was refused ({}); landing again on its new tip in {}ms",
                 crate::redact::redact(&said),
@@ -1060,7 +1060,7 @@ impl super::Worker<'_> {
                     self.ui.line(&format!(
                         "warning: {} cannot be reached ({}): no task is claimed until it can",
                         remote.label(),
-                        crate::redact::redact(&said)
+                        crate::redact::redact(reason(&said))
                     ));
                 }
                 Pick::Offline
@@ -1071,7 +1071,7 @@ impl super::Worker<'_> {
     /// A landing that cannot go on: kept under `refs/ralph/landing/<what>`,
     /// the run stopped with `why`.
     fn stop_landing(&self, what: String, remote: String, landing: &str, why: String) -> Error {
-        let kept = format!("refs/ralph/landing/{what}");
+        let kept = landing_ref(&what);
         if let Err(err) = self.base().set_ref(&kept, landing) {
             return err.into();
         }
@@ -1093,7 +1093,7 @@ impl super::Worker<'_> {
             remote: remote.label(),
             said: crate::redact::redact(&said).into_owned(),
         };
-        if let Err(said) = self.repo.fetch_shared(&remote.name, &remote.branch)? {
+        if let Some(said) = remote.fetch(&self.repo)? {
             return Err(unreachable(said).into());
         }
         let tracking = format!("refs/remotes/{}/{}", remote.name, remote.branch);
@@ -1184,7 +1184,7 @@ impl super::Worker<'_> {
             let tasks =
                 crate::files::own::read(paths.project(), &paths.tasks()).unwrap_or_default();
             let published = &remote.seen().published;
-            let mut ids: Vec<String> = task_ids(&tasks)
+            let mut ids: Vec<String> = merge::ids(&tasks)
                 .into_iter()
                 .filter(|id| !published.contains(id))
                 .collect();
@@ -1216,7 +1216,7 @@ impl Remote {
     /// Whether task `id` is in the archive of remote tip `tip`.
     fn archived_at(&self, repo: &Repo, tip: &str, id: &str) -> Result<bool, Error> {
         let done = repo.file_at(tip, &repo.queue_file(crate::paths::DONE_FILE))?;
-        Ok(task_ids(&done).contains(id))
+        Ok(merge::ids(&done).contains(id))
     }
 
     /// Keeps `commit`, work on task `id` that another machine's landing
@@ -1227,13 +1227,13 @@ impl Remote {
         for n in 1..=20 {
             let name = format!("refs/ralph/orphans/{id}/{}-{n}", &self.machine.id[..8]);
             let update = RefUpdate::new(name.clone(), Some(commit.to_owned()), Lease::Absent);
-            match repo.push_atomic(&self.name, &[update], false)? {
-                Pushed::Accepted => {
+            match self.push(repo, &[update], Push::AtomicUnverified)? {
+                Pushed::Accepted { .. } => {
                     self.forget(id);
                     return Ok(name);
                 }
-                Pushed::Rejected(_) => continue,
-                Pushed::Unreachable(said) => last = said,
+                Pushed::Rejected { .. } => continue,
+                Pushed::Unreachable(said) => last = reason(&said).to_owned(),
             }
         }
         // Kept here at least: the remote would not take it.
@@ -1247,17 +1247,6 @@ impl Remote {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn back_off_doubles_to_thirty_seconds_with_jitter() {
-        for (first, tries) in [(REFUSED_FIRST, 1..16), (UNREACHABLE_FIRST, 1..10)] {
-            for n in tries {
-                let wait = back_off(first, n).as_secs_f64();
-                let base = (first.as_secs_f64() * f64::from(1u32 << (n - 1).min(12))).min(30.0);
-                assert!(wait >= base * 0.5 && wait <= base * 1.5, "{n}: {wait}");
-            }
-        }
-    }
 
     #[test]
     fn each_stop_says_what_and_the_way_out_with_its_exit_code() {
@@ -1310,12 +1299,6 @@ mod tests {
             assert_eq!(err.hint().as_deref(), Some(hint));
             assert_eq!(err.exit(), exit);
         }
-    }
-
-    #[test]
-    fn ids_are_read_from_the_task_lines() {
-        let ids = task_ids(b"{\"id\":\"A\",\"title\":\"a\"}\nnot json\n{\"id\":\"A.1\"}\n");
-        assert_eq!(ids, HashSet::from(["A".to_owned(), "A.1".to_owned()]));
     }
 
     #[test]

@@ -238,19 +238,17 @@ impl Worker<'_> {
     /// Fetches the watched branch, once more when the first try ran out
     /// of time; what went wrong, if it failed.
     fn fetch(&self, remote: &str, branch: &str) -> Result<Option<String>, Error> {
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.repo.fetch_watched(remote, branch, FETCH_TIMEOUT)? {
-                Fetched::Ok => return Ok(None),
-                Fetched::Failed {
-                    timed_out: true, ..
-                } if tries == 1 => continue,
-                Fetched::Failed { said, .. } => {
-                    return Ok(Some(crate::redact::redact(&said).into_owned()));
-                }
-            }
-        }
+        let fetch = || self.repo.fetch(remote, branch, &[], FETCH_TIMEOUT);
+        let fetched = match fetch()? {
+            Fetched::Failed {
+                timed_out: true, ..
+            } => fetch()?,
+            fetched => fetched,
+        };
+        Ok(match fetched {
+            Fetched::Ok => None,
+            Fetched::Failed { said, .. } => Some(crate::redact::redact(said.trim()).into_owned()),
+        })
     }
 
     /// Fast-forwards the base to the watched branch's `head`, so new PRDs

@@ -62,6 +62,13 @@ fn lines(bytes: &[u8]) -> Vec<Line<'_>> {
         .collect()
 }
 
+/// The ids of the task lines in a queue file's bytes, another machine's
+/// perhaps: a line that is no task object is passed over.
+pub fn ids(bytes: &[u8]) -> HashSet<String> {
+    let tasks = lines(bytes).into_iter().filter_map(|line| line.task);
+    tasks.map(|(id, _)| id).collect()
+}
+
 /// `bytes` ending in a line end (a file's last line may lack one).
 fn terminated(bytes: &[u8]) -> Vec<u8> {
     let mut bytes = bytes.to_vec();
@@ -343,6 +350,12 @@ mod tests {
             tasks: tasks.as_bytes(),
             done: done.as_bytes(),
         }
+    }
+
+    #[test]
+    fn ids_are_read_from_the_task_lines() {
+        let ids = ids(b"{\"id\":\"A\",\"title\":\"a\"}\nnot json\n\n{\"id\":\"A.1\"}\n");
+        assert_eq!(ids, HashSet::from(["A".to_owned(), "A.1".to_owned()]));
     }
 
     #[test]

@@ -156,14 +156,14 @@ fn a_transient_push_failure_is_retried() {
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let run = p.run(&[]);
+    let run = run_quickly(&p);
     assert_eq!(run.code, 0, "{run:#?}");
     let pushes = pushes(&p);
     assert_eq!(pushes.len(), 2, "{pushes:#?}");
     assert!(
         pushes[0].starts_with("retry: the push of main to origin/main failed (")
             && pushes[0].contains("remote busy, try later")
-            && pushes[0].ends_with("; trying again in 2s"),
+            && pushes[0].ends_with("; trying again in 10ms"),
         "{pushes:#?}"
     );
     assert!(pushes[1].starts_with("ok: "), "{pushes:#?}");
@@ -217,7 +217,15 @@ fn pr_project(agent: &str) -> TestProject {
 fn run_with_gh(p: &TestProject, args: &[&str]) -> crate::support::Run {
     let mut command = p.run_command(args);
     command.env("PATH", p.path_with_aux_bin());
-    command.env("RALPH_TEST_GH_BACKOFF_MS", "10");
+    command.env("RALPH_TEST_SECOND_MS", "5");
+    crate::support::finish(command, 60)
+}
+
+/// `ralph run` with a second of a wait before a retry lasting 5 ms: a
+/// push's 2 s and 4 s are waited as 10 ms and 20 ms.
+fn run_quickly(p: &TestProject) -> crate::support::Run {
+    let mut command = p.run_command(&[]);
+    command.env("RALPH_TEST_SECOND_MS", "5");
     crate::support::finish(command, 60)
 }
 
@@ -447,11 +455,11 @@ fn a_push_that_fails_every_time_ends_the_run_with_the_commits_kept() {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     let before = remote_git(&p, &["rev-parse", "main"]);
-    let run = p.run(&[]);
+    let run = run_quickly(&p);
     assert_eq!(run.code, 20, "{run:#?}");
     let pushes = pushes(&p);
     assert_eq!(pushes.len(), 3, "{pushes:#?}");
-    assert!(pushes[1].ends_with("; trying again in 4s"), "{pushes:#?}");
+    assert!(pushes[1].ends_with("; trying again in 20ms"), "{pushes:#?}");
     let reason = p.json(".ralph/result.json")["reason"]
         .as_str()
         .unwrap()
@@ -708,6 +716,41 @@ esac
         remote_git(&p, &["rev-parse", "ralph/notes"]),
         p.git(&["rev-parse", "ralph/notes"])
     );
+}
+
+#[test]
+fn a_gh_that_hangs_is_stopped_at_its_deadline_and_asked_again() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    // The first `gh pr create` never answers: it sleeps past the test.
+    gh_script(
+        &p,
+        &format!(
+            r#"{COUNT}echo "gh $*" >> "$REC/gh"
+case "$1 $2" in
+  "auth status") exit 0 ;;
+  "pr list") echo '[]' ;;
+  "pr create") if [ "$(count create)" = 1 ]; then exec sleep 120; fi; cat > "$REC/pr-body"; echo "https://github.test/o/r/pull/7" ;;
+esac
+"#
+        ),
+    );
+    // With a second lasting 5 ms, the 2-minute deadline is 600 ms.
+    let run = run_with_gh(&p, &["--pr-branch", "notes"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert_eq!(calls.matches("gh pr create").count(), 2, "{calls}");
+    assert_eq!(
+        pull_request_events(&p),
+        [
+            "retry: gh pr create did not finish in 600ms; trying again in 10ms (retry 1 of 3)",
+            "opened: opened https://github.test/o/r/pull/7",
+        ]
+    );
+    assert_eq!(
+        p.json(".ralph/result.json")["pull_request"]["action"],
+        "opened"
+    );
+    assert!(p.rec("pr-body").contains("- [x] B task B ("));
 }
 
 /// A project whose pull request body is past 60,000 bytes but within

@@ -90,12 +90,15 @@ impl Fleet {
     }
 
     /// Starts `ralph run --remote --workers N` on machine `n` (from 0),
-    /// with fast heartbeats and `env`.
+    /// with fast heartbeats, a second of a wait before a retry lasting
+    /// 5 ms (a landing tried again after 0.5 ms or 5 ms, not 100 ms or
+    /// 1 s) and `env`.
     fn start(&self, n: usize, env: &[(&str, &str)]) -> std::process::Child {
         let mut command = self.machines[n].run_command(&["--remote", "--workers", self.workers]);
         command
             .env("MACHINE", format!("m{}", n + 1))
             .env("RALPH_REMOTE_HEARTBEAT", "200ms")
+            .env("RALPH_TEST_SECOND_MS", "5")
             .env("RALPH_MAX_ITERATIONS", "100")
             .envs(env.iter().copied())
             .stdin(std::process::Stdio::null())

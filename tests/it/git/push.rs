@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use ralph::git::Pushed;
+use ralph::git::{Lease, Push, Pushed, RefUpdate};
 
 use super::*;
 
@@ -21,13 +21,16 @@ fn a_push_that_does_not_finish_in_time_is_stopped_and_said() {
     repo.git(&["remote", "add", "origin", remote_path]);
     let repo = open(&repo);
     let target = repo.push_target("main", None);
+    let main = RefUpdate::new(
+        "refs/heads/main",
+        Some("refs/heads/main".into()),
+        Lease::None,
+    );
     let pushed = repo
-        .push_once("main", &target, Duration::from_secs(1))
+        .push(&target.remote, &[main], Push::Plain, Duration::from_secs(1))
         .unwrap();
     assert_eq!(
         pushed,
-        Pushed::Failed {
-            said: "git push did not finish in 1s".to_owned()
-        }
+        Pushed::Unreachable("git push did not finish in 1s".to_owned())
     );
 }
