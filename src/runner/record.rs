@@ -214,7 +214,7 @@ impl Worker<'_> {
         detail: &str,
         extra: Map<String, Value>,
     ) -> Result<(), Error> {
-        self.append(self.event(task, phase, status, detail, extra))
+        self.record_at(task, phase, status, detail, extra, false)
     }
 
     /// Records an event between two iterations (a claim, a final review
@@ -229,38 +229,36 @@ impl Worker<'_> {
         detail: &str,
         extra: Map<String, Value>,
     ) -> Result<(), Error> {
-        let mut event = self.event(task, phase, status, detail, extra);
-        event.iteration = self.seat.run_iterations(&self.state);
-        event.role = None;
-        self.append(event)
+        self.record_at(task, phase, status, detail, extra, true)
     }
 
-    /// The event of this worker now.
-    fn event(
+    fn record_at(
         &self,
         task: Option<&TaskId>,
         phase: &str,
         status: &str,
         detail: &str,
         mut extra: Map<String, Value>,
-    ) -> Event {
+        between: bool,
+    ) -> Result<(), Error> {
         if let Some(worker) = self.seat.number() {
             extra.insert("worker".into(), worker.into());
         }
-        Event {
+        let event = Event {
             timestamp: now(),
             run_id: self.state.run_id.clone(),
             task_id: task.map(|t| t.to_string()),
-            iteration: self.state.iteration,
-            role: self.state.role.clone(),
+            iteration: if between {
+                self.seat.run_iterations(&self.state)
+            } else {
+                self.state.iteration
+            },
+            role: self.state.role.clone().filter(|_| !between),
             phase: phase.to_owned(),
             status: status.to_owned(),
             detail: detail.to_owned(),
             extra,
-        }
-    }
-
-    fn append(&self, event: Event) -> Result<(), Error> {
+        };
         self.events
             .append(&event)
             .map_err(crate::files::at::<Error>(self.paths.events()))
