@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -20,12 +20,11 @@ use super::ui::Ui;
 use super::worker::{RunOptions, Worker, first_complete, now};
 use crate::agent::Host;
 use crate::error::Error;
-use crate::events::EventLog;
 use crate::git::{Identity, Repo, TaskTree};
 use crate::paths::Paths;
 use crate::result::{RunStatus, TaskEnd, TaskOutcome};
 use crate::state::StateFile;
-use crate::task::{Patch, Status, Store, TaskId};
+use crate::task::{Patch, Status, TaskId};
 
 /// What a worker hands back when its task is done with.
 struct Report {
@@ -91,9 +90,8 @@ impl<'a> Worker<'a> {
         // The worktree is clean now (new, or its leftovers committed): the
         // scans after each iteration need only look at what changed.
         repo.watch_changes()?;
-        Ok(Worker {
+        Ok(Worker::new(super::worker::Parts {
             options: shared.options,
-            store: Store::open(&paths),
             repo,
             triggers: crate::roles::load(&paths)?,
             agent: crate::agent::backend(
@@ -101,19 +99,11 @@ impl<'a> Worker<'a> {
                 shared.options.agent_cmd.as_deref(),
                 shared.host.clone(),
             )?,
-            state_file,
             state,
-            events: EventLog::open(&paths),
             ui: Ui::worker(&paths, shared.options.quiet, number),
             interrupted: shared.interrupted,
             budgets: shared.budgets.clone(),
-            started: Instant::now(),
             run_started: shared.run_started,
-            head_elsewhere: None,
-            outcomes: Vec::new(),
-            merged: 0,
-            limit_waits: 0,
-            last_result: None,
             seat: Seat::OneOf(Box::new(Pooled {
                 number,
                 task: id.clone(),
@@ -121,18 +111,11 @@ impl<'a> Worker<'a> {
                 hub: shared.hub,
                 turn_held: Default::default(),
             })),
-            clean: None,
-            push_failure: None,
-            pull_request: None,
             notifier: shared.notifier.clone(),
-            watch_problem: None,
-            scope: super::unit::Scope::All,
-            source: None,
             prd_base: shared.base.clone(),
-            settings_text: None,
             remote: shared.remote.clone(),
             paths,
-        })
+        }))
     }
 
     /// Takes steps on the task it was handed until that task is done

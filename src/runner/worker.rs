@@ -112,6 +112,25 @@ pub(crate) struct Worker<'a> {
 
 pub(super) use crate::clock::now;
 
+/// What a worker is made of, alone or pooled; the rest of it starts
+/// empty ([`Worker::new`]).
+pub(super) struct Parts<'a> {
+    pub paths: Paths,
+    pub options: &'a RunOptions,
+    pub repo: Repo,
+    pub triggers: Triggers,
+    pub agent: Box<dyn Backend>,
+    pub state: State,
+    pub ui: Ui,
+    pub interrupted: &'a AtomicBool,
+    pub budgets: Budgets,
+    pub run_started: chrono::DateTime<chrono::Utc>,
+    pub seat: Seat<'a>,
+    pub notifier: crate::notify::Notifier,
+    pub prd_base: String,
+    pub remote: Option<std::sync::Arc<super::remote::Remote>>,
+}
+
 impl<'a> Worker<'a> {
     /// Checks everything a run needs before any agent runs: the triggers,
     /// the queue, the repository, the agent. `state` is the loaded state.
@@ -277,38 +296,64 @@ impl<'a> Worker<'a> {
             usage_limit_max_wait: settings.usage_limit_max_wait,
             caps: decide::Caps::of(settings),
         };
-        Ok(Worker {
+        let mut worker = Worker::new(Parts {
             paths: paths.to_owned(),
             options,
-            store,
             repo,
             triggers,
             agent,
-            state_file,
             state,
-            events: EventLog::open(paths),
             ui,
             interrupted,
             budgets,
-            started,
             run_started,
-            head_elsewhere,
+            seat: Seat::Alone(lock),
+            notifier: crate::notify::Notifier::new(&settings.notify, paths),
+            prd_base,
+            remote: None,
+        });
+        worker.started = started;
+        worker.head_elsewhere = head_elsewhere;
+        worker.clean = Some(clean);
+        worker.settings_text = std::fs::read(paths.settings()).ok();
+        Ok(worker)
+    }
+
+    /// A worker of `parts`, with nothing done yet.
+    pub(super) fn new(parts: Parts<'a>) -> Worker<'a> {
+        let paths = parts.paths;
+        Worker {
+            options: parts.options,
+            store: Store::open(&paths),
+            repo: parts.repo,
+            triggers: parts.triggers,
+            agent: parts.agent,
+            state_file: StateFile::open(&paths),
+            state: parts.state,
+            events: EventLog::open(&paths),
+            ui: parts.ui,
+            interrupted: parts.interrupted,
+            budgets: parts.budgets,
+            started: Instant::now(),
+            run_started: parts.run_started,
+            head_elsewhere: None,
             outcomes: Vec::new(),
             merged: 0,
             limit_waits: 0,
             last_result: None,
-            seat: Seat::Alone(lock),
-            clean: Some(clean),
+            seat: parts.seat,
+            clean: None,
             push_failure: None,
             pull_request: None,
-            notifier: crate::notify::Notifier::new(&settings.notify, paths),
+            notifier: parts.notifier,
             watch_problem: None,
             scope: super::unit::Scope::All,
             source: None,
-            prd_base,
-            settings_text: std::fs::read(paths.settings()).ok(),
-            remote: None,
-        })
+            prd_base: parts.prd_base,
+            settings_text: None,
+            remote: parts.remote,
+            paths,
+        }
     }
 
     /// Runs the loop to its end and writes `result.json`.
