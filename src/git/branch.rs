@@ -8,7 +8,7 @@ use super::{Clean, CommitId, PRESERVED_REF_PREFIX, Repo};
 
 /// The task branch a claim checked out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Claim {
+pub struct Claimed {
     /// The branch name, without `refs/heads/`.
     pub branch: String,
     /// Whether the branch existed already (the task is resumed).
@@ -51,16 +51,16 @@ impl Repo {
     /// Claims task `id`: reuses its existing branch (a resume) or creates
     /// `<prefix><id>-<slug>` from the base tip, then checks it out, carrying
     /// the queue files over. Refuses a dirty working tree.
-    pub fn claim(&self, id: &str, title: &str) -> Result<Claim> {
+    pub fn claim(&self, id: &str, title: &str) -> Result<Claimed> {
         self.claim_from(id, title, None)
     }
 
     /// [`Repo::claim`] from a tree known to be clean: no scan.
-    pub fn claim_clean(&self, id: &str, title: &str, clean: Clean) -> Result<Claim> {
+    pub fn claim_clean(&self, id: &str, title: &str, clean: Clean) -> Result<Claimed> {
         self.claim_from(id, title, Some(clean))
     }
 
-    fn claim_from(&self, id: &str, title: &str, clean: Option<Clean>) -> Result<Claim> {
+    fn claim_from(&self, id: &str, title: &str, clean: Option<Clean>) -> Result<Claimed> {
         let _timed = super::timing::timed("claim", id);
         let existing = self.find_task_branch(id, title)?;
         // On the branch already, even with a merge or rebase of it left
@@ -68,7 +68,7 @@ impl Repo {
         if let Some(branch) = &existing
             && (self.is_on(branch)? || self.rebasing(branch))
         {
-            return Ok(Claim {
+            return Ok(Claimed {
                 branch: branch.clone(),
                 resumed: true,
             });
@@ -78,7 +78,7 @@ impl Repo {
             self.check_clean()?;
         }
         let claim = match existing {
-            Some(branch) => Claim {
+            Some(branch) => Claimed {
                 branch,
                 resumed: true,
             },
@@ -94,7 +94,7 @@ impl Repo {
                 self.git
                     .branch(&branch, &base, false)
                     .doing(&format!("create branch {branch}"))?;
-                Claim {
+                Claimed {
                     branch,
                     resumed: false,
                 }

@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 
 use git2::{BranchType, ErrorCode, RepositoryState};
 
-pub use branch::Claim;
+pub use branch::Claimed;
 pub use cli::ignored_queue_file;
 pub use dropped::Dropped;
 pub use error::{Error, Result, list_paths};

@@ -369,7 +369,7 @@ pub(crate) struct After {
 
 /// What an iteration's outcome means for the loop.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Verdict {
+pub(crate) enum Consequence {
     /// Stop the run: the agent cannot authenticate.
     AuthFailed(String),
     /// Stop the run: a signal arrived.
@@ -404,7 +404,7 @@ pub(crate) enum Verdict {
 
 /// Judges an iteration: failures first (they block or back off), then what
 /// the agent did to the task.
-pub(crate) fn after(seen: &After, budgets: &Budgets) -> Verdict {
+pub(crate) fn after(seen: &After, budgets: &Budgets) -> Consequence {
     let verdict = verdict_after(seen, budgets);
     if tracing::enabled!(tracing::Level::DEBUG) {
         // The evidence sentences quote the agent: masked as in ralph.log.
@@ -419,12 +419,12 @@ pub(crate) fn after(seen: &After, budgets: &Budgets) -> Verdict {
     verdict
 }
 
-fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
+fn verdict_after(seen: &After, budgets: &Budgets) -> Consequence {
     let failure = match &seen.agent {
-        AgentEnd::Interrupted => return Verdict::Interrupted,
-        AgentEnd::AuthFailed(message) => return Verdict::AuthFailed(message.clone()),
+        AgentEnd::Interrupted => return Consequence::Interrupted,
+        AgentEnd::AuthFailed(message) => return Consequence::AuthFailed(message.clone()),
         AgentEnd::UsageLimit { reset_in } => {
-            return Verdict::Wait(
+            return Consequence::Wait(
                 reset_in.unwrap_or_else(|| limit_wait(budgets, seen.limit_waits_before + 1)),
             );
         }
@@ -480,7 +480,7 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     if let Some((class, summary)) = failure {
         let failures = seen.failures_before + 1;
         let block = block_reason(failures, class, &summary, budgets);
-        return Verdict::Failed {
+        return Consequence::Failed {
             class,
             summary,
             backoff: backoff(budgets.retry_backoff, failures),
@@ -489,14 +489,14 @@ fn verdict_after(seen: &After, budgets: &Budgets) -> Verdict {
     }
     match seen.task {
         TaskAfter::InvalidQueue(_) => unreachable!("an invalid queue is a failure above"),
-        TaskAfter::Gone { archived: true } => Verdict::ArchivedByAgent,
-        TaskAfter::Gone { archived: false } => Verdict::Vanished,
-        TaskAfter::Present { leaf: false, .. } => Verdict::MergeSplit,
+        TaskAfter::Gone { archived: true } => Consequence::ArchivedByAgent,
+        TaskAfter::Gone { archived: false } => Consequence::Vanished,
+        TaskAfter::Present { leaf: false, .. } => Consequence::MergeSplit,
         TaskAfter::Present { status, .. } => match status {
-            Status::Complete => Verdict::Finish,
-            Status::Ready if !seen.ready_is_reviewed => Verdict::Finish,
-            Status::Blocked => Verdict::Blocked,
-            _ => Verdict::Continue,
+            Status::Complete => Consequence::Finish,
+            Status::Ready if !seen.ready_is_reviewed => Consequence::Finish,
+            Status::Blocked => Consequence::Blocked,
+            _ => Consequence::Continue,
         },
     }
 }
@@ -817,22 +817,22 @@ mod tests {
             a.task = TaskAfter::Present { status, leaf };
             after(&a, &budgets())
         };
-        assert_eq!(with(Status::Active, true), Verdict::Continue);
-        assert_eq!(with(Status::Complete, true), Verdict::Finish);
-        assert_eq!(with(Status::Ready, true), Verdict::Continue);
-        assert_eq!(with(Status::Blocked, true), Verdict::Blocked);
-        assert_eq!(with(Status::Active, false), Verdict::MergeSplit);
+        assert_eq!(with(Status::Active, true), Consequence::Continue);
+        assert_eq!(with(Status::Complete, true), Consequence::Finish);
+        assert_eq!(with(Status::Ready, true), Consequence::Continue);
+        assert_eq!(with(Status::Blocked, true), Consequence::Blocked);
+        assert_eq!(with(Status::Active, false), Consequence::MergeSplit);
         let mut a = done();
         a.ready_is_reviewed = false;
         a.task = TaskAfter::Present {
             status: Status::Ready,
             leaf: true,
         };
-        assert_eq!(after(&a, &budgets()), Verdict::Finish);
+        assert_eq!(after(&a, &budgets()), Consequence::Finish);
         a.task = TaskAfter::Gone { archived: true };
-        assert_eq!(after(&a, &budgets()), Verdict::ArchivedByAgent);
+        assert_eq!(after(&a, &budgets()), Consequence::ArchivedByAgent);
         a.task = TaskAfter::Gone { archived: false };
-        assert_eq!(after(&a, &budgets()), Verdict::Vanished);
+        assert_eq!(after(&a, &budgets()), Consequence::Vanished);
     }
 
     #[test]
@@ -844,7 +844,7 @@ mod tests {
         };
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::Failed {
+            Consequence::Failed {
                 class: FailureClass::Exit,
                 summary: "exited with 2".into(),
                 backoff: Duration::from_secs(10),
@@ -854,7 +854,7 @@ mod tests {
         a.failures_before = 2;
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::Failed {
+            Consequence::Failed {
                 class: FailureClass::Exit,
                 summary: "exited with 2".into(),
                 backoff: Duration::from_secs(40),
@@ -871,7 +871,7 @@ mod tests {
     #[test]
     fn a_broken_queue_leaving_the_branch_and_stalling_are_failures() {
         let class = |a: &After| match after(a, &budgets()) {
-            Verdict::Failed { class, .. } => class,
+            Consequence::Failed { class, .. } => class,
             other => panic!("expected a failure, got {other:?}"),
         };
         let mut a = done();
@@ -885,7 +885,7 @@ mod tests {
         a.no_progress_before = 1;
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::Continue,
+            Consequence::Continue,
             "two stalls are still fine"
         );
         a.no_progress_before = 2;
@@ -916,16 +916,19 @@ mod tests {
             a.task_changed = changed;
             after(&a, &budgets())
         };
-        assert_eq!(with(&a, Status::Complete, true, true), Verdict::Finish);
-        assert_eq!(with(&a, Status::Blocked, true, true), Verdict::Blocked);
-        assert_eq!(with(&a, Status::Active, false, true), Verdict::MergeSplit);
-        assert_eq!(with(&a, Status::Ready, true, true), Verdict::Continue);
+        assert_eq!(with(&a, Status::Complete, true, true), Consequence::Finish);
+        assert_eq!(with(&a, Status::Blocked, true, true), Consequence::Blocked);
+        assert_eq!(
+            with(&a, Status::Active, false, true),
+            Consequence::MergeSplit
+        );
+        assert_eq!(with(&a, Status::Ready, true, true), Consequence::Continue);
         // No verdict of the iteration's own: the revert is its failure.
         for (status, changed) in [(Status::Active, true), (Status::Ready, false)] {
             assert!(
                 matches!(
                     with(&a, status, true, changed),
-                    Verdict::Failed {
+                    Consequence::Failed {
                         class: FailureClass::QueueReverted,
                         ..
                     }
@@ -940,7 +943,7 @@ mod tests {
         ));
         assert!(matches!(
             with(&a, Status::Complete, true, true),
-            Verdict::Failed { .. }
+            Consequence::Failed { .. }
         ));
     }
 
@@ -952,12 +955,12 @@ mod tests {
         };
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::Wait(Duration::from_secs(300))
+            Consequence::Wait(Duration::from_secs(300))
         );
         a.agent = AgentEnd::UsageLimit { reset_in: None };
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::Wait(Duration::from_secs(10))
+            Consequence::Wait(Duration::from_secs(10))
         );
         // A limit that persists waits longer each time, up to the cap.
         let waits: Vec<u64> = [1, 2, 3, 7, 8, 40]
@@ -965,7 +968,7 @@ mod tests {
             .map(|before| {
                 a.limit_waits_before = before;
                 match after(&a, &budgets()) {
-                    Verdict::Wait(wait) => wait.as_secs(),
+                    Consequence::Wait(wait) => wait.as_secs(),
                     other => panic!("{other:?}"),
                 }
             })
@@ -975,9 +978,9 @@ mod tests {
         a.agent = AgentEnd::AuthFailed("Not logged in".into());
         assert_eq!(
             after(&a, &budgets()),
-            Verdict::AuthFailed("Not logged in".into())
+            Consequence::AuthFailed("Not logged in".into())
         );
         a.agent = AgentEnd::Interrupted;
-        assert_eq!(after(&a, &budgets()), Verdict::Interrupted);
+        assert_eq!(after(&a, &budgets()), Consequence::Interrupted);
     }
 }

@@ -10,7 +10,7 @@ use crate::events::fields;
 
 use super::RunError;
 use super::context::{self, Measures};
-use super::decide::{self, After, AgentEnd, TaskAfter, Verdict};
+use super::decide::{self, After, AgentEnd, Consequence, TaskAfter};
 use super::worker::{Worker, iteration_files, now, seconds};
 use crate::agent::{self, Echo, FailureClass, Limits, Outcome};
 use crate::config::ShowDuration;
@@ -530,14 +530,14 @@ impl Worker<'_> {
         &mut self,
         turn: &Turn,
         outcome: &Outcome,
-        verdict: &Verdict,
+        verdict: &Consequence,
         task: &TaskAfter,
     ) -> Result<(), Error> {
         let (class, result) = match verdict {
-            Verdict::Failed { class, .. } => (Some(*class), class.to_string()),
-            Verdict::AuthFailed(_) => (Some(FailureClass::Auth), "auth".to_owned()),
-            Verdict::Wait(_) => (Some(FailureClass::UsageLimit), "usage_limit".to_owned()),
-            Verdict::Interrupted => (None, "interrupted".to_owned()),
+            Consequence::Failed { class, .. } => (Some(*class), class.to_string()),
+            Consequence::AuthFailed(_) => (Some(FailureClass::Auth), "auth".to_owned()),
+            Consequence::Wait(_) => (Some(FailureClass::UsageLimit), "usage_limit".to_owned()),
+            Consequence::Interrupted => (None, "interrupted".to_owned()),
             _ => (None, after_word(task)),
         };
         let commits = self
@@ -575,7 +575,7 @@ impl Worker<'_> {
         let detail = format!("{} in {}", outcome.status, seconds(outcome.duration));
         // A signal's stop is no failure of the task's, and no success.
         let status = match verdict {
-            Verdict::Interrupted => "interrupted",
+            Consequence::Interrupted => "interrupted",
             _ => class.map_or("ok", FailureClass::as_str),
         };
         self.record(Some(&turn.id), "iteration", status, &detail, receipt)?;
@@ -608,20 +608,20 @@ impl Worker<'_> {
         &mut self,
         turn: &Turn,
         outcome: &Outcome,
-        verdict: Verdict,
+        verdict: Consequence,
         progressed: bool,
     ) -> Result<Next, Error> {
         let id = &turn.id;
-        if !matches!(verdict, Verdict::Wait(_)) {
+        if !matches!(verdict, Consequence::Wait(_)) {
             self.limit_waits = 0;
         }
         let entry = self.state.tasks.entry(id.to_string()).or_default();
         match verdict {
-            Verdict::Interrupted => {
+            Consequence::Interrupted => {
                 self.save_state()?;
                 return Ok(Some(super::worker::interrupted()));
             }
-            Verdict::AuthFailed(reason) => {
+            Consequence::AuthFailed(reason) => {
                 self.save_state()?;
                 let login = self.agent.login_hint();
                 return Ok(Some((
@@ -629,7 +629,7 @@ impl Worker<'_> {
                     format!("the agent is not authenticated: {reason}; {login} and run again"),
                 )));
             }
-            Verdict::Wait(duration) => {
+            Consequence::Wait(duration) => {
                 // A usage limit is no work done: it costs neither budget.
                 entry.iterations = entry.iterations.saturating_sub(1);
                 self.seat.give_back(&mut self.state);
@@ -665,7 +665,7 @@ impl Worker<'_> {
                 );
                 return self.wait_logged(WaitReason::UsageLimit, id, &line, duration);
             }
-            Verdict::Failed {
+            Consequence::Failed {
                 class,
                 summary,
                 backoff,
@@ -714,7 +714,7 @@ impl Worker<'_> {
                 // verification (`finish_task`, `merge_split`): a failed
                 // check adds to the failures in a row, so only other
                 // iterations start the count again.
-                if !matches!(verdict, Verdict::Finish | Verdict::MergeSplit) {
+                if !matches!(verdict, Consequence::Finish | Consequence::MergeSplit) {
                     entry.consecutive_failures = 0;
                 }
                 entry.last_failed = false;
@@ -724,12 +724,12 @@ impl Worker<'_> {
         }
         self.save_state()?;
         match verdict {
-            Verdict::Finish => {
+            Consequence::Finish => {
                 let task = self.store.load()?.get(id.as_str()).cloned();
                 self.finish_task(id, task.as_ref())?;
             }
-            Verdict::MergeSplit => self.merge_split(id)?,
-            Verdict::Blocked => {
+            Consequence::MergeSplit => self.merge_split(id)?,
+            Consequence::Blocked => {
                 self.commit_queue(id, &format!("ralph: {id} blocked"))?;
                 self.task_ended(
                     id,
@@ -738,8 +738,8 @@ impl Worker<'_> {
                     "the agent marked the task blocked",
                 )?;
             }
-            Verdict::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
-            Verdict::Vanished => {
+            Consequence::ArchivedByAgent => self.merge_archived(id, &turn.task.title)?,
+            Consequence::Vanished => {
                 if self.seat.pooled().is_none() {
                     self.repo.checkout_base()?;
                 }

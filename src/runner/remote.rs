@@ -214,7 +214,7 @@ struct Held {
 
 /// What the last tick saw, and the claims this machine holds.
 #[derive(Debug, Default)]
-struct Seen {
+struct Known {
     held: BTreeMap<String, Held>,
     claims: Vec<Claim>,
     /// Ids in the fetched tip's `tasks.jsonl`: only these are claimed.
@@ -274,7 +274,7 @@ pub(crate) struct Remote {
     pub(super) machine: Machine,
     run_id: String,
     pub(super) settings: RemoteSettings,
-    seen: Mutex<Seen>,
+    seen: Mutex<Known>,
 }
 
 /// The remote ref of a claim.
@@ -336,11 +336,11 @@ impl Remote {
             machine: Machine::of(paths)?,
             run_id: run_id.to_owned(),
             settings: settings.remote.clone(),
-            seen: Mutex::new(Seen::default()),
+            seen: Mutex::new(Known::default()),
         })
     }
 
-    fn seen(&self) -> MutexGuard<'_, Seen> {
+    fn seen(&self) -> MutexGuard<'_, Known> {
         self.seen.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

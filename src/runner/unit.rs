@@ -70,7 +70,7 @@ impl Worker<'_> {
             .get(&root)
             .map_or_else(|| next.title.clone(), |task| task.title.clone());
         drop(queue);
-        let seen = super::watch::Seen::load(&self.paths)?;
+        let seen = super::watch::Watched::load(&self.paths)?;
         let prds: BTreeMap<String, (String, String)> = (seen.prds.iter())
             .filter_map(|(path, prd)| {
                 Some((prd.container.clone()?, (path.clone(), prd.commit.clone())))

@@ -31,7 +31,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
 /// What watching has seen, kept in `.ralph/watch.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub(crate) struct Seen {
+pub(crate) struct Watched {
     /// The reference watched (`refs/remotes/origin/main`): another one
     /// starts afresh from its head.
     pub watching: String,
@@ -85,15 +85,15 @@ pub(crate) struct Prd {
     pub container: Option<String>,
 }
 
-impl Seen {
+impl Watched {
     /// Loads `.ralph/watch.json`; nothing seen when it is missing.
-    pub(crate) fn load(paths: &Paths) -> Result<Seen, Error> {
+    pub(crate) fn load(paths: &Paths) -> Result<Watched, Error> {
         let path = paths.watch();
         match own::read_text(paths.project(), &path) {
             Ok(Some(text)) => serde_json::from_str(&text).map_err(|err| {
                 RunError::Watch(format!("{}: {err}", crate::paths::WATCH_FILE)).into()
             }),
-            Ok(None) => Ok(Seen::default()),
+            Ok(None) => Ok(Watched::default()),
             Err(err) => Err(crate::files::PathError::new(path, err).into()),
         }
     }
@@ -178,7 +178,7 @@ impl Worker<'_> {
         {
             return Ok(());
         }
-        let mut seen = Seen::load(&self.paths)?;
+        let mut seen = Watched::load(&self.paths)?;
         let commits = match &seen.last_commit {
             _ if seen.watching != reference => None,
             Some(last) => self.repo.commits_since(last, &head)?,
@@ -291,7 +291,7 @@ impl Worker<'_> {
     }
 
     /// Plans `candidate` into the queue, or refuses it with its reason.
-    fn plan_candidate(&mut self, seen: &mut Seen, candidate: &Candidate) -> Result<(), Error> {
+    fn plan_candidate(&mut self, seen: &mut Watched, candidate: &Candidate) -> Result<(), Error> {
         let stamp = now();
         let path = candidate.path.as_str();
         let entry = seen.prds.entry(path.to_owned()).or_insert_with(|| Prd {

@@ -12,7 +12,7 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, Ke
 
 use super::model::Snapshot;
 use super::read::Reader;
-use super::view::{self, Overlay, Panel, Ui};
+use super::view::{self, Cursor, Overlay, Panel};
 use crate::paths::Paths;
 
 /// How often the files are read again.
@@ -55,7 +55,7 @@ fn live(
     ended: &AtomicBool,
 ) -> std::io::Result<()> {
     let mut reader = Reader::new(paths.clone());
-    let mut ui = Ui::default();
+    let mut ui = Cursor::default();
     let (sources, _) = reader.read();
     let mut snapshot = Snapshot::of(&sources, chrono::Utc::now());
     let mut read_at = Instant::now();
@@ -164,7 +164,7 @@ fn ask_stop(paths: &Paths) -> String {
 }
 
 /// What `key` does to `ui`, and what it asks for beyond it.
-pub(crate) fn press(ui: &mut Ui, snapshot: &Snapshot, key: KeyEvent) -> Action {
+pub(crate) fn press(ui: &mut Cursor, snapshot: &Snapshot, key: KeyEvent) -> Action {
     let control = key.modifiers.contains(KeyModifiers::CONTROL);
     // `q` quits whatever is open.
     if (control && key.code == KeyCode::Char('c')) || key.code == KeyCode::Char('q') {

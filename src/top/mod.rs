@@ -29,7 +29,7 @@ pub(crate) fn once(paths: &Paths, width: u16, height: u16) -> String {
     let read = started.elapsed();
     let snapshot = model::Snapshot::of(&sources, chrono::Utc::now());
     let made = started.elapsed();
-    let text = frame(&snapshot, &view::Ui::default(), width, height);
+    let text = frame(&snapshot, &view::Cursor::default(), width, height);
     let ms = crate::trace::ms;
     tracing::debug!(
         read_ms = ms(read),
@@ -41,7 +41,7 @@ pub(crate) fn once(paths: &Paths, width: u16, height: u16) -> String {
 }
 
 /// `snapshot` drawn as `ui` has it on `width` by `height` cells, as text.
-fn frame(snapshot: &model::Snapshot, ui: &view::Ui, width: u16, height: u16) -> String {
+fn frame(snapshot: &model::Snapshot, ui: &view::Cursor, width: u16, height: u16) -> String {
     let area = ratatui::layout::Rect::new(0, 0, width, height);
     let mut buf = ratatui::buffer::Buffer::empty(area);
     view::draw(area, &mut buf, snapshot, ui);

@@ -14,7 +14,7 @@ use super::digest::Digest;
 use super::live::{Action, press};
 use super::model::{Snapshot, Sources, WorkerSource};
 use super::read::Details;
-use super::view::{self, Overlay, Panel, Ui};
+use super::view::{self, Cursor, Overlay, Panel};
 use crate::events::Event;
 use crate::state::{Phase, Polling, State, TaskProgress, WaitReason, Waiting};
 use crate::task::Queue;
@@ -160,7 +160,7 @@ fn mid_iteration() -> Sources {
 }
 
 /// The frame of `sources` as `ui` has it, on ratatui's test backend.
-fn frame(sources: &Sources, ui: &Ui, width: u16, height: u16) -> String {
+fn frame(sources: &Sources, ui: &Cursor, width: u16, height: u16) -> String {
     let snapshot = Snapshot::of(sources, now());
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal
@@ -202,7 +202,7 @@ fn one_worker_mid_iteration() {
         history(),
     );
     sources.activity = Some("running cargo test -p parser".into());
-    let frame = frame(&sources, &Ui::default(), 80, 24);
+    let frame = frame(&sources, &Cursor::default(), 80, 24);
     check("one_worker", &frame);
     for shown in [
         "A.2",
@@ -236,7 +236,7 @@ fn three_workers() {
         worker("A.3", "implementer", 1, "10:04:10", "editing src/errors.rs"),
         worker("B", "implementer", 1, "10:04:40", "writing docs/usage.md"),
     ];
-    let frame = frame(&sources, &Ui::default(), 80, 24);
+    let frame = frame(&sources, &Cursor::default(), 80, 24);
     check("three_workers", &frame);
     assert!(frame.contains("workers (3)"), "{frame}");
 }
@@ -254,7 +254,7 @@ fn idle_polling() {
     };
     state.updated = "2026-11-27T10:04:51Z".into();
     let sources = sources(state, "", DONE, history());
-    let frame = frame(&sources, &Ui::default(), 80, 24);
+    let frame = frame(&sources, &Cursor::default(), 80, 24);
     check("idle_polling", &frame);
     assert!(
         frame.contains("idle, polling every 30s, next look at 2026-11-27T10:05:21Z"),
@@ -273,7 +273,7 @@ fn waiting_for_a_usage_limit() {
     });
     let frame = frame(
         &sources(state, TASKS, DONE, history()),
-        &Ui::default(),
+        &Cursor::default(),
         80,
         24,
     );
@@ -294,7 +294,7 @@ fn a_crashed_run() {
         history(),
     );
     sources.live = None;
-    let frame = frame(&sources, &Ui::default(), 80, 24);
+    let frame = frame(&sources, &Cursor::default(), 80, 24);
     check("crashed", &frame);
     assert!(
         frame.contains("not running, last seen 2026-11-27T10:04:59Z"),
@@ -308,7 +308,7 @@ fn a_crashed_run() {
 fn a_project_with_no_run_yet() {
     let mut sources = sources(State::default(), TASKS, "", Vec::new());
     sources.live = None;
-    let frame = frame(&sources, &Ui::default(), 80, 24);
+    let frame = frame(&sources, &Cursor::default(), 80, 24);
     check("no_run", &frame);
     assert!(frame.contains("no run yet in this project"), "{frame}");
 }
@@ -341,9 +341,9 @@ fn a_queue_of_ten_thousand_tasks_scrolls_to_the_selection() {
         &done,
         history(),
     );
-    let mut ui = Ui {
+    let mut ui = Cursor {
         focus: Panel::Queue,
-        ..Ui::default()
+        ..Cursor::default()
     };
     let snapshot = Snapshot::of(&sources, now());
     assert_eq!(snapshot.queue.len(), 10_100);
@@ -371,7 +371,7 @@ fn enter_shows_the_tasks_log_and_last_failure_and_esc_closes_it() {
     use ratatui::crossterm::event::KeyCode;
     let sources = mid_iteration();
     let snapshot = Snapshot::of(&sources, now());
-    let mut ui = Ui::default();
+    let mut ui = Cursor::default();
     assert_eq!(
         press(&mut ui, &snapshot, key(KeyCode::Enter)),
         Action::Details("A.2".into())
@@ -396,7 +396,7 @@ fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
     use ratatui::crossterm::event::KeyCode;
     let sources = mid_iteration();
     let snapshot = Snapshot::of(&sources, now());
-    let mut ui = Ui::default();
+    let mut ui = Cursor::default();
     press(&mut ui, &snapshot, key(KeyCode::Tab));
     assert_eq!(ui.focus, Panel::Queue);
     press(&mut ui, &snapshot, key(KeyCode::End));
@@ -436,7 +436,7 @@ fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
         ratatui::crossterm::event::KeyModifiers::CONTROL,
     );
     assert_eq!(
-        press(&mut Ui::default(), &snapshot, control_c),
+        press(&mut Cursor::default(), &snapshot, control_c),
         Action::Quit
     );
 }
@@ -445,7 +445,7 @@ fn the_keys_move_switch_panels_ask_before_stopping_and_quit() {
 fn a_narrow_or_short_terminal_still_draws() {
     let sources = mid_iteration();
     for (width, height) in [(20, 6), (1, 1), (200, 60), (80, 10)] {
-        let frame = frame(&sources, &Ui::default(), width, height);
+        let frame = frame(&sources, &Cursor::default(), width, height);
         assert_eq!(frame.lines().count(), usize::from(height));
     }
 }

@@ -56,7 +56,7 @@ pub(crate) enum Overlay {
 
 /// Where the person is in the view.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Ui {
+pub(crate) struct Cursor {
     /// The panel the arrows move in.
     pub focus: Panel,
     /// The selected row of each panel.
@@ -65,7 +65,7 @@ pub(crate) struct Ui {
     pub overlay: Overlay,
 }
 
-impl Ui {
+impl Cursor {
     /// The selected row of the focused panel.
     pub(crate) fn row(&self) -> usize {
         self.selected[self.focus as usize]
@@ -113,7 +113,7 @@ pub(crate) const KEYS: &[(&str, &str)] = &[
 ];
 
 /// Draws `snapshot` as `ui` has it into `buf` over `area`.
-pub(crate) fn draw(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
+pub(crate) fn draw(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) {
     // What the run does on two lines at most, its facts on four.
     let width = usize::from(area.width.saturating_sub(2));
     let (state, colour) = state_line(&snapshot.state);
@@ -195,7 +195,7 @@ fn state_line(state: &RunState) -> (String, Color) {
 
 /// Draws the block of panel `which` over `area`, its border bright when it
 /// has the focus; returns the area inside it and whether it has the focus.
-fn panel(area: Rect, buf: &mut Buffer, which: Panel, title: String, ui: &Ui) -> (Rect, bool) {
+fn panel(area: Rect, buf: &mut Buffer, which: Panel, title: String, ui: &Cursor) -> (Rect, bool) {
     let focused = ui.focus == which;
     let style = match focused {
         true => Style::new().fg(Color::Cyan),
@@ -216,7 +216,7 @@ fn scroll(selected: usize, height: usize) -> usize {
     selected.saturating_sub(height.saturating_sub(1))
 }
 
-fn draw_workers(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
+fn draw_workers(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) {
     let heading = format!(" workers ({}) ", snapshot.workers.len());
     let (inner, focused) = panel(area, buf, Panel::Workers, heading, ui);
     // The title takes two fifths of what the fixed columns leave, what
@@ -295,7 +295,7 @@ fn mark(status: Option<Status>) -> (&'static str, Color) {
     }
 }
 
-fn draw_queue(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
+fn draw_queue(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) {
     let heading = format!(" queue ({}) ", snapshot.queue_size);
     let (inner, focused) = panel(area, buf, Panel::Queue, heading, ui);
     if let Some(error) = &snapshot.queue_error {
@@ -334,7 +334,7 @@ fn draw_queue(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
     Paragraph::new(lines).render(inner, buf);
 }
 
-fn draw_events(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Ui) {
+fn draw_events(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) {
     let (inner, focused) = panel(area, buf, Panel::Events, " recent events ".to_owned(), ui);
     let height = inner.height as usize;
     let selected = ui.selected[Panel::Events as usize];

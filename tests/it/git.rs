@@ -16,7 +16,7 @@ mod workers;
 use proptest::prelude::*;
 use ralph::Reportable;
 use ralph::git::{
-    BranchCommit, Claim, Error, Head, Identity, Options, Repo, Squash, SquashPreview, Time,
+    BranchCommit, Claimed, Error, Head, Identity, Options, Repo, Squash, SquashPreview, Time,
     branch_name, slug,
 };
 use ralph::task::TaskId;

@@ -9,7 +9,7 @@ fn claim_creates_the_task_branch_from_the_base_tip_and_checks_it_out() {
     let claim = git.claim(&id("A"), TITLE).unwrap();
     assert_eq!(
         claim,
-        Claim {
+        Claimed {
             branch: BRANCH.to_owned(),
             resumed: false
         }
@@ -35,7 +35,7 @@ fn claim_resumes_an_existing_branch_of_the_same_task() {
     let claim = git.claim(&id("A"), "A new title").unwrap();
     assert_eq!(
         claim,
-        Claim {
+        Claimed {
             branch: BRANCH.to_owned(),
             resumed: true
         }
