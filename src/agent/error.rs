@@ -43,7 +43,7 @@ pub enum Error {
         /// The prompt's size.
         bytes: usize,
     },
-    /// The agent's program is not installed or not executable.
+    /// The agent's program is not installed, or its path names no file.
     #[error("{}", missing_message(*.preset, .program, .path.as_ref()))]
     MissingBinary {
         /// The preset, when one was chosen by name.
@@ -52,6 +52,12 @@ pub enum Error {
         program: String,
         /// The file looked at, when the program is a path.
         path: Option<PathBuf>,
+    },
+    /// The agent's program is a file without the execute bit.
+    #[error("agent command {}: the file is there but not executable", .path.display())]
+    NotExecutable {
+        /// The file.
+        path: PathBuf,
     },
     /// The operating system refused to start the agent.
     #[error("cannot start agent {agent} ({}): {source}", program.display())]
@@ -110,7 +116,7 @@ fn missing_message(preset: Option<Preset>, program: &str, path: Option<&PathBuf>
         None => "agent command not found".to_owned(),
     };
     match path {
-        Some(path) => format!("{agent}: {} is not an executable file", path.display()),
+        Some(path) => format!("{agent}: there is no file {}", path.display()),
         None => format!("{agent}: no `{program}` on PATH"),
     }
 }
@@ -119,7 +125,9 @@ impl Error {
     /// The failure class an iteration that hit this error gets, if any.
     pub fn class(&self) -> Option<FailureClass> {
         match self {
-            Error::MissingBinary { .. } => Some(FailureClass::MissingBinary),
+            Error::MissingBinary { .. } | Error::NotExecutable { .. } => {
+                Some(FailureClass::MissingBinary)
+            }
             Error::NotLoggedIn { .. } => Some(FailureClass::Auth),
             _ => None,
         }
@@ -152,7 +160,8 @@ impl crate::exit::Reportable for Error {
             | Error::PromptTooLong { .. }
             | Error::ModeNotOffered { .. }
             | Error::BadDeny { .. }
-            | Error::MissingBinary { .. } => Exit::InvalidInput,
+            | Error::MissingBinary { .. }
+            | Error::NotExecutable { .. } => Exit::InvalidInput,
             Error::Log(err) => err.exit(),
             Error::Spawn { .. }
             | Error::SelfPath(_)
@@ -188,6 +197,10 @@ impl crate::exit::Reportable for Error {
             } => Some(format!(
                 "{}, or choose another agent: {CHOOSE}",
                 preset.install_hint()
+            )),
+            Error::NotExecutable { path } => Some(format!(
+                "make it executable: chmod +x {}",
+                crate::text::shell_quoted(&path.to_string_lossy())
             )),
             Error::MissingBinary { preset: None, .. } => Some(
                 "fix agent.command in config/ralph.yaml or --agent-cmd (a relative path starts at the project folder)"
@@ -239,7 +252,7 @@ mod tests {
         };
         assert_eq!(
             err.to_string(),
-            "agent command not found: /p/bin/agent is not an executable file"
+            "agent command not found: there is no file /p/bin/agent"
         );
     }
 

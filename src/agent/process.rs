@@ -343,6 +343,8 @@ pub fn resolve(spec: &Spec, host: &Host) -> Result<PathBuf, Error> {
         let path = host.project_dir.join(relative);
         return if crate::files::is_executable(&path) {
             Ok(path)
+        } else if path.is_file() {
+            Err(Error::NotExecutable { path })
         } else {
             Err(missing(Some(path)))
         };
