@@ -196,8 +196,11 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         None => Default::default(),
     };
     let exit = (!refused.is_empty()).then_some(Exit::InvalidInput);
+    // A run under way decides its own next step; this one is a guess.
+    let live = runner::lock::live_holder(&context.paths).ok().flatten();
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
+            "live_run": live.as_ref().map(|h| json!({"pid": h.pid, "since": h.since, "run_id": h.run_id})),
             "task": plan.task,
             "title": plan.title,
             "branch": plan.branch,
@@ -213,10 +216,16 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
         .with_exit(exit));
     }
     let mut out = String::new();
+    if let Some(h) = &live {
+        let _ = writeln!(
+            out,
+            "a run is under way (pid {}, since {}, run {}): it works the queue now, and its next step may not be this one",
+            h.pid, h.since, h.run_id
+        );
+    }
     let Some(task) = &plan.task else {
-        return Ok(Outcome::print(
-            "nothing to do: no workable task\n".to_owned(),
-        ));
+        out.push_str("nothing to do: no workable task\n");
+        return Ok(Outcome::print(out));
     };
     let _ = writeln!(out, "task:   {task} {}", crate::text::safe(&plan.title));
     let _ = writeln!(out, "branch: {}", plan.branch.as_deref().unwrap_or("-"));

@@ -1430,3 +1430,33 @@ fn a_broken_template_or_role_model_stops_the_run_before_any_claim() {
     );
     untouched(&project);
 }
+
+#[test]
+fn a_dry_run_beside_a_live_run_says_the_run_decides() {
+    // The agent says it started, then waits to be let go.
+    let project = TestProject::new()
+        .task(r#"{"id":"A","title":"waits","status":"pending","leaf":true}"#)
+        .git_init()
+        .agent(
+            r#"touch "$REC/../started"; while [ ! -e "$REC/../go" ]; do sleep 0.01; done
+ralph task complete "$RALPH_TASK_ID" > /dev/null"#,
+        );
+    let mut run = project
+        .run_command(&["--quiet"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&project.aux().join("started"));
+    let dry = project.run(&["--dry-run"]);
+    let json = project.run(&["--dry-run", "--json"]);
+    std::fs::write(project.aux().join("go"), "").unwrap();
+    assert!(run.wait().unwrap().success());
+    assert_eq!(dry.code, 0, "{dry:#?}");
+    let said = format!("a run is under way (pid {}, since ", run.id());
+    assert!(dry.stdout.starts_with(&said), "{dry:#?}");
+    assert_eq!(json.json()["live_run"]["pid"], run.id(), "{json:#?}");
+    // Without a run, not a word of one.
+    let after = project.run(&["--dry-run", "--json"]).json();
+    assert_eq!(after["live_run"], Value::Null);
+}
