@@ -16,8 +16,11 @@ pub struct TopArgs {
 }
 
 /// Runs the view; one frame with `--once`; `ralph status` when standard
-/// output is not a terminal.
+/// output is not a terminal, and with `--json` (the run's view as data).
 pub(super) fn run(args: &TopArgs, context: &Context) -> Result<Outcome, Error> {
+    if context.json {
+        return super::status::run(context);
+    }
     if args.once {
         let size = |name: &str, default: u16| {
             (std::env::var(name).ok())

@@ -172,6 +172,18 @@ fn without_a_terminal_it_prints_the_status_once() {
     assert!(run.stdout.starts_with("run: none live\n"), "{run:#?}");
 }
 
+#[test]
+fn with_json_it_prints_the_status_as_data_once_or_not() {
+    let p = TestProject::new().task(&pending("A")).git_init();
+    let status = p.ralph(&["status", "--json"]);
+    for args in [&["top", "--json"][..], &["top", "--once", "--json"]] {
+        let run = p.ralph(args);
+        assert_eq!(run.code, 0, "{args:?}: {run:#?}");
+        assert_eq!(run.stdout, status.stdout, "{args:?}");
+        assert_eq!(run.json()["live"], false, "{args:?}");
+    }
+}
+
 /// A tmux server of its own (its socket in the test's folder), killed
 /// when dropped.
 struct Tmux {
