@@ -243,10 +243,14 @@ fn a_cap_that_is_not_a_positive_amount_is_refused_with_its_line() {
 
 #[test]
 fn a_pool_counts_its_workers_spending_as_one_run() {
+    // A and B end together (each waits until both started, at most 10
+    // s): the spending of both is counted before either worker is free.
     let p = project(
         &["A", "B", "C", "D"],
         "max_run_cost_usd: 1\n",
-        "finish_task; report 0.6 1000\n",
+        "touch \"$REC/../started-$RALPH_TASK_ID\"\n\
+         n=0; while [ \"$(ls \"$REC/..\" | grep -c '^started-')\" -lt 2 ] && [ $n -lt 1000 ]; do sleep 0.01; n=$((n+1)); done\n\
+         finish_task; report 0.6 1000\n",
     );
     let run = p.run(&["--workers", "2"]);
     assert_eq!(run.code, 10, "{run:#?}");
