@@ -613,18 +613,22 @@ fn a_missing_binary_names_the_preset_and_how_to_install_it() {
         "install the Cursor CLI (curl https://cursor.com/install -fsS | bash), or choose another agent: set agent.preset or agent.command in config/ralph.yaml, or pass --agent or --agent-cmd"
     );
 
-    let err = bench
-        .run_with(
-            &Spec::custom("./bin/agent {prompt_file}").unwrap(),
-            "p",
-            Bench::limits(1000),
-            None,
-        )
-        .unwrap_err();
-    let err = ralph::Error::from(err);
-    assert_eq!(err.exit(), ralph::Exit::InvalidInput);
+    // `./bin/agent` as a custom command: its error as the person reads it.
+    let custom = || {
+        let err = bench
+            .run_with(
+                &Spec::custom("./bin/agent {prompt_file}").unwrap(),
+                "p",
+                Bench::limits(1000),
+                None,
+            )
+            .unwrap_err();
+        let err = ralph::Error::from(err);
+        assert_eq!(err.exit(), ralph::Exit::InvalidInput);
+        ralph::cli::Report(&err).to_string()
+    };
     assert_eq!(
-        ralph::cli::Report(&err).to_string(),
+        custom(),
         format!(
             "error: agent command not found: there is no file {}/bin/agent\n\
              hint: fix agent.command in config/ralph.yaml or --agent-cmd (a relative path starts at the project folder)",
@@ -635,18 +639,8 @@ fn a_missing_binary_names_the_preset_and_how_to_install_it() {
     // The file is there, without its execute bit: said so, with the fix.
     fs::create_dir_all(bench.project().join("bin")).unwrap();
     fs::write(bench.project().join("bin/agent"), "#!/bin/sh\n").unwrap();
-    let err = bench
-        .run_with(
-            &Spec::custom("./bin/agent {prompt_file}").unwrap(),
-            "p",
-            Bench::limits(1000),
-            None,
-        )
-        .unwrap_err();
-    let err = ralph::Error::from(err);
-    assert_eq!(err.exit(), ralph::Exit::InvalidInput);
     assert_eq!(
-        ralph::cli::Report(&err).to_string(),
+        custom(),
         format!(
             "error: agent command {0}/bin/agent: the file is there but not executable\n\
              hint: make it executable: chmod +x {0}/bin/agent",

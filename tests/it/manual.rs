@@ -16,20 +16,24 @@ fn read(path: &Path) -> String {
 
 /// README.md and every Markdown file under docs/.
 fn pages() -> Vec<PathBuf> {
-    fn under(folder: &Path, into: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(folder).expect("read docs/") {
-            let path = entry.expect("read a docs/ entry").path();
-            if path.is_dir() {
-                under(&path, into);
-            } else if path.extension().is_some_and(|e| e == "md") {
-                into.push(path);
-            }
-        }
-    }
     let mut pages = vec![root().join("README.md")];
-    under(&root().join("docs"), &mut pages);
+    pages.extend(files_under(&root().join("docs"), "md"));
     pages.sort();
     pages
+}
+
+/// The files ending in `.{extension}` under `folder`, at any depth.
+fn files_under(folder: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files = vec![];
+    for entry in std::fs::read_dir(folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())) {
+        let path = entry.expect("read a folder entry").path();
+        if path.is_dir() {
+            files.extend(files_under(&path, extension));
+        } else if path.extension().is_some_and(|e| e == extension) {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// The lines of `text` outside fenced code blocks, numbered from 1.
@@ -147,18 +151,7 @@ fn every_section_the_sources_point_at_exists() {
         r#"docs/([A-Z]+\.md), (?:\\?"([^"\\]+)\\?"|section ([A-Z][a-z]*(?: [a-z]+)*))"#,
     )
     .expect("a regex");
-    let mut sources = vec![];
-    fn rust_files(folder: &Path, into: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(folder).expect("read src/") {
-            let path = entry.expect("read a src/ entry").path();
-            if path.is_dir() {
-                rust_files(&path, into);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                into.push(path);
-            }
-        }
-    }
-    rust_files(&root().join("src"), &mut sources);
+    let sources = files_under(&root().join("src"), "rs");
     let mut checked = 0;
     let mut missing = vec![];
     for source in sources {
@@ -197,18 +190,8 @@ fn every_citation_of_the_design_contract_resolves() {
     let citation = regex::Regex::new(r"DESIGN\.md,? section (\d+[a-z]?)(?: and (\d+[a-z]?))?")
         .expect("a regex");
     let mut files = pages();
-    fn under(folder: &Path, into: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(folder).expect("read a folder") {
-            let path = entry.expect("read an entry").path();
-            if path.is_dir() {
-                under(&path, into);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                into.push(path);
-            }
-        }
-    }
-    under(&root().join("src"), &mut files);
-    under(&root().join("tests"), &mut files);
+    files.extend(files_under(&root().join("src"), "rs"));
+    files.extend(files_under(&root().join("tests"), "rs"));
     let (mut checked, mut missing) = (0, vec![]);
     for file in files {
         let text = read(&file);
