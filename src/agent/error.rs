@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use super::classify::FailureClass;
 use super::preset::Preset;
-use super::spec::MAX_ARG_BYTES;
 use crate::config::PRESETS;
 use crate::exit::Exit;
 
@@ -36,12 +35,13 @@ pub enum Error {
     },
     /// A custom command's `{prompt}` argument would exceed the OS limit.
     #[error(
-        "the prompt ({bytes} bytes) is too long for one command-line argument (the limit is {} bytes)",
-        MAX_ARG_BYTES - 1
+        "the prompt ({bytes} bytes) is too long for one command-line argument (the limit is {limit} bytes)"
     )]
     PromptTooLong {
         /// The prompt's size.
         bytes: usize,
+        /// The longest argument the OS takes.
+        limit: usize,
     },
     /// The agent's program is not installed, or its path names no file.
     #[error("{}", missing_message(*.preset, .program, .path.as_ref()))]

@@ -199,6 +199,7 @@ impl Spec {
             if arg.len() + 1 > MAX_ARG_BYTES {
                 return Err(Error::PromptTooLong {
                     bytes: prompt.len(),
+                    limit: MAX_ARG_BYTES - 1,
                 });
             }
             args.push(arg);

@@ -432,26 +432,6 @@ pub(crate) fn policy(
     }
 }
 
-impl super::worker::Worker<'_> {
-    /// What of this worker's checkout agents may not change.
-    pub(super) fn protected(&self) -> Protected {
-        Protected::new(
-            &self.options.settings.sandbox,
-            self.repo.project_inner(),
-            self.repo.tracked_hooks().as_deref(),
-        )
-    }
-
-    /// Where this worker's agent and checks work.
-    pub(super) fn checkout<'p>(&'p self, protected: &'p Protected) -> Checkout<'p> {
-        Checkout {
-            dir: self.repo.workdir(),
-            git_dir: Some(self.repo.common_dir()),
-            protected,
-        }
-    }
-}
-
 /// Has the hooks `repo`'s git runs run confined as the agents working in
 /// its checkout are, when they are (`git::Guard`).
 pub(crate) fn guard_hooks(

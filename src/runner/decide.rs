@@ -8,6 +8,10 @@ use crate::retry::Backoff;
 use crate::task::{Status, TaskId};
 use crate::text::count;
 
+/// How the loop should go on after a step: `None` carries on, `Some` ends
+/// the run with this status and reason.
+pub(crate) type Next = Option<(crate::result::RunStatus, String)>;
+
 /// The budgets that bound the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Budgets {

@@ -8,9 +8,11 @@
 //! it (the caps raised in `config/ralph.yaml` during a run, swept into the
 //! task's leftovers).
 
+use super::confine::Checkout;
 use super::worker::Worker;
 use crate::error::Error;
 use crate::protected::Approval;
+use crate::protected::Protected;
 use crate::task::{Status, TaskId};
 
 impl Worker<'_> {
@@ -64,5 +66,25 @@ impl Worker<'_> {
         );
         self.block(id, &reason)?;
         Ok(true)
+    }
+}
+
+impl Worker<'_> {
+    /// What of this worker's checkout agents may not change.
+    pub(super) fn protected(&self) -> Protected {
+        Protected::new(
+            &self.options.settings.sandbox,
+            self.repo.project_inner(),
+            self.repo.tracked_hooks().as_deref(),
+        )
+    }
+
+    /// Where this worker's agent and checks work.
+    pub(super) fn checkout<'p>(&'p self, protected: &'p Protected) -> Checkout<'p> {
+        Checkout {
+            dir: self.repo.workdir(),
+            git_dir: Some(self.repo.common_dir()),
+            protected,
+        }
     }
 }

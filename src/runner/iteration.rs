@@ -10,7 +10,7 @@ use crate::events::fields;
 
 use super::RunError;
 use super::context::{self, Measures};
-use super::decide::{self, After, AgentEnd, Consequence, TaskAfter};
+use super::decide::{self, After, AgentEnd, Consequence, Next, TaskAfter};
 use super::worker::{Worker, iteration_files, now, seconds};
 use crate::agent::{self, Echo, FailureClass, Limits, Outcome};
 use crate::config::ShowDuration;
@@ -22,10 +22,6 @@ use crate::roles::Fired;
 use crate::state::Phase;
 use crate::state::WaitReason;
 use crate::task::{Known, Patch, Queue, Status, Task, TaskId};
-
-/// How the loop should go on after a step: `None` carries on, `Some` ends
-/// the run with this status and reason.
-pub(super) type Next = Option<(RunStatus, String)>;
 
 /// An iteration as prepared before the agent runs.
 struct Turn {

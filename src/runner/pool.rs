@@ -12,9 +12,10 @@ use serde_json::json;
 
 use crate::events::fields;
 
-use super::decide::Budgets;
-use super::iteration::Next;
+use super::decide::{Budgets, Next};
 use super::seat::{Counts, Hub, Pooled, Seat};
+use super::shared::SharedQueue;
+use super::source::{Idle, Local, Pick, Source};
 use super::step::Stepped;
 use super::ui::Ui;
 use super::worker::{RunOptions, Worker, first_complete, now};
@@ -24,7 +25,7 @@ use crate::git::{Identity, Repo, TaskTree};
 use crate::paths::Paths;
 use crate::result::{RunStatus, TaskEnd, TaskOutcome};
 use crate::state::StateFile;
-use crate::task::{Patch, Status, TaskId};
+use crate::task::{Patch, Status, Task, TaskId};
 
 /// What a worker hands back when its task is done with.
 struct Report {
@@ -37,7 +38,7 @@ struct Report {
 }
 
 /// What a pooled worker is made from: the run's shared, thread-safe parts.
-struct Shared<'a> {
+struct Common<'a> {
     paths: &'a Paths,
     options: &'a RunOptions,
     interrupted: &'a AtomicBool,
@@ -57,29 +58,29 @@ impl<'a> Worker<'a> {
     /// Pooled worker `number`, working task `id` in its worktree `tree`;
     /// made in the worker's own thread.
     fn pooled(
-        shared: &Shared<'a>,
+        common: &Common<'a>,
         number: u32,
         id: &TaskId,
         tree: &TaskTree,
     ) -> Result<Worker<'a>, Error> {
-        let paths = shared.paths.in_worktree(&tree.folder);
-        let options = worktree_options(&shared.base, shared.paths, &shared.options.settings);
-        let mut repo = Repo::open(&paths, &options)?.with_identity(shared.identity.clone());
+        let paths = common.paths.in_worktree(&tree.folder);
+        let options = worktree_options(&common.base, common.paths, &common.options.settings);
+        let mut repo = Repo::open(&paths, &options)?.with_identity(common.identity.clone());
         let mut base_repo =
-            Repo::open(shared.paths, &options)?.with_identity(shared.identity.clone());
-        let (sandbox, confined) = (&shared.options.sandbox, &shared.options.settings.sandbox);
+            Repo::open(common.paths, &options)?.with_identity(common.identity.clone());
+        let (sandbox, confined) = (&common.options.sandbox, &common.options.settings.sandbox);
         super::confine::guard_hooks(&mut repo, sandbox, confined, &paths)?;
-        super::confine::guard_hooks(&mut base_repo, sandbox, confined, shared.paths)?;
+        super::confine::guard_hooks(&mut base_repo, sandbox, confined, common.paths)?;
         let state_file = StateFile::open(&paths);
         let (mut state, _) = state_file
             .load()
             .map_err(crate::files::at::<Error>(paths.state()))?;
         // Iterations a crash cut short in this worktree count first.
         state.begin_run(
-            shared.run_id.clone(),
-            &shared.base,
+            common.run_id.clone(),
+            &common.base,
             crate::clock::now_utc(),
-            shared.options.settings.agent.timeout,
+            common.options.settings.agent.timeout,
         );
         // What an agent left uncommitted when ralph was killed: kept on the
         // branch before anything runs (an unfinished merge stays the
@@ -91,29 +92,29 @@ impl<'a> Worker<'a> {
         // scans after each iteration need only look at what changed.
         repo.watch_changes()?;
         Ok(Worker::new(super::worker::Parts {
-            options: shared.options,
+            options: common.options,
             repo,
             triggers: crate::roles::load(&paths)?,
             agent: crate::agent::backend(
-                &shared.options.settings.agent,
-                shared.options.agent_cmd.as_deref(),
-                shared.host.clone(),
+                &common.options.settings.agent,
+                common.options.agent_cmd.as_deref(),
+                common.host.clone(),
             )?,
             state,
-            ui: Ui::worker(&paths, shared.options.quiet, number),
-            interrupted: shared.interrupted,
-            budgets: shared.budgets.clone(),
-            run_started: shared.run_started,
+            ui: Ui::worker(&paths, common.options.quiet, number),
+            interrupted: common.interrupted,
+            budgets: common.budgets.clone(),
+            run_started: common.run_started,
             seat: Seat::OneOf(Box::new(Pooled {
                 number,
                 task: id.clone(),
                 base: base_repo,
-                hub: shared.hub,
+                hub: common.hub,
                 turn_held: Default::default(),
             })),
-            notifier: shared.notifier.clone(),
-            prd_base: shared.base.clone(),
-            remote: shared.remote.clone(),
+            notifier: common.notifier.clone(),
+            prd_base: common.base.clone(),
+            remote: common.remote.clone(),
             paths,
         }))
     }
@@ -137,18 +138,7 @@ impl<'a> Worker<'a> {
     /// workable task no other holds, in its own worktree, until none is
     /// left or the run must end. How it ended, as `run_alone` says it.
     pub(super) fn run_pool(&mut self, workers: u32) -> Result<(RunStatus, String), Error> {
-        // Sharing the queue: the remote is read first, so what follows
-        // sees the shared queue (and lands on its tip).
-        if self.options.settings.remote.enabled && self.remote.is_none() {
-            let remote = super::remote::Remote::open(
-                &self.paths,
-                &self.repo,
-                &self.options.settings,
-                &self.state.run_id,
-            )?;
-            self.remote = Some(std::sync::Arc::new(remote));
-            self.join_remote()?;
-        }
+        let mut source = self.source()?;
         self.recover_archived_task()?;
         self.tidy_worktrees(true)?;
         // One watch of the queue for every worker's iterations: each store
@@ -157,7 +147,7 @@ impl<'a> Worker<'a> {
         self.store.watch()?;
         let hub = Hub::new(Counts::of(&self.state), self.state.scope.clone());
         let paths = self.paths.clone();
-        let shared = Shared {
+        let common = Common {
             paths: &paths,
             options: self.options,
             interrupted: self.interrupted,
@@ -173,10 +163,6 @@ impl<'a> Worker<'a> {
         };
         let (sender, receiver) = mpsc::channel::<(TaskId, u32, Result<Report, Error>)>();
         let mut held: Vec<(TaskId, u32)> = Vec::new();
-        // Tasks another machine won since the last read of the remote.
-        let mut taken: Vec<String> = Vec::new();
-        let mut waiting_for_others = false;
-        let mut looked_again = false;
         let mut free: Vec<u32> = (1..=workers).rev().collect();
         let mut ending: Option<(RunStatus, String)> = None;
         let mut failed: Option<Error> = None;
@@ -206,21 +192,10 @@ impl<'a> Worker<'a> {
                     &self.budgets,
                 ))
                 .is_some();
-                if let Some(remote) = self.remote.clone()
-                    && remote.older_than(remote.settings.heartbeat)
-                {
-                    let _turn = hub.merge_turn();
-                    let _ = self.tick_remote(&remote)?;
-                    taken.clear();
-                }
-                while ending.is_none() && failed.is_none() && !budget_spent && !free.is_empty() {
-                    if let Some(remote) = self.remote.clone()
-                        && remote.older_than(Duration::from_millis(500))
-                    {
-                        let _turn = hub.merge_turn();
-                        let _ = self.tick_remote(&remote)?;
-                        taken.clear();
-                    }
+                let going_on = ending.is_none() && failed.is_none() && !budget_spent;
+                source.refresh(self, &hub, false)?;
+                while going_on && !free.is_empty() {
+                    source.refresh(self, &hub, true)?;
                     let queue = self.store.load()?;
                     if held.is_empty()
                         && (self.finish_archived_lines(&queue)?
@@ -228,118 +203,40 @@ impl<'a> Worker<'a> {
                     {
                         continue;
                     }
-                    // Sharing the queue: only what the remote has and no
-                    // other machine holds.
-                    let claimable = |id: &str| {
-                        self.remote
-                            .as_ref()
-                            .is_none_or(|remote| remote.claimable(id))
-                            && !taken.iter().any(|t| t == id)
+                    let is_held = |id: &str| {
+                        held.iter().any(|(h, _)| h.as_str() == id) || !source.claimable(id)
                     };
-                    let is_held =
-                        |id: &str| held.iter().any(|(h, _)| h.as_str() == id) || !claimable(id);
                     let pick = first_complete(&queue)
                         .filter(|task| !is_held(task.id.as_str()))
                         .or_else(|| queue.next_except(is_held))
                         .cloned();
                     drop(queue);
                     let Some(task) = pick else {
-                        if held.is_empty() && self.remote.is_some() {
-                            let _turn = hub.merge_turn();
-                            if self.publish_queue()? {
-                                continue;
-                            }
+                        if held.is_empty() && source.nothing_left(self, &hub)? {
+                            continue;
                         }
                         break;
                     };
-                    if let Some(remote) = self.remote.clone() {
-                        let number = *free.last().expect("a free worker");
-                        match self.claim_shared(&remote, &task, number)? {
-                            super::remote::Pick::Go => {}
-                            super::remote::Pick::Taken => {
-                                taken.push(task.id.to_string());
-                                continue;
-                            }
-                            super::remote::Pick::Offline => break,
-                        }
+                    let number = *free.last().expect("a free worker");
+                    match source.claim(self, &task, number)? {
+                        Pick::Go => {}
+                        Pick::Taken => continue,
+                        Pick::Offline => break,
                     }
-                    if task.status == Status::Pending {
-                        let active = Patch::SetStatus {
-                            id: task.id.clone(),
-                            status: Status::Active,
-                        };
-                        self.store.apply(&active, &now())?;
-                    }
-                    let tree =
-                        self.repo
-                            .task_tree(self.paths.root(), task.id.as_str(), &task.title)?;
-                    let number = free.pop().expect("a free worker");
+                    self.hand_out(scope, &common, &task, number, &sender)?;
+                    free.pop();
                     held.push((task.id.clone(), number));
-                    if !tree.resumed {
-                        // The claim, as the worker alone records it.
-                        let extra = fields(json!({"worker": number}));
-                        let detail = format!("created branch {}", tree.branch);
-                        self.record_between(Some(&task.id), "claim", "ok", &detail, extra)?;
-                    }
-                    hub.set_scope(self.state.scope.clone());
-                    self.ui.line(&format!(
-                        "w{number} {} {}: working in {}",
-                        task.id,
-                        crate::text::safe(&task.title),
-                        tree.path
-                            .strip_prefix(self.paths.root())
-                            .unwrap_or(&tree.path)
-                            .display()
-                    ));
-                    let (shared, sender, id) = (&shared, sender.clone(), task.id.clone());
-                    scope.spawn(move || {
-                        let report =
-                            Worker::pooled(shared, number, &id, &tree).and_then(|mut worker| {
-                                let end = worker.work()?;
-                                Ok(Report {
-                                    merged: worker.merged,
-                                    outcomes: std::mem::take(&mut worker.outcomes),
-                                    failures: worker.state.failures.clone(),
-                                    end,
-                                })
-                            });
-                        let _ = sender.send((id, number, report));
-                    });
                 }
                 if held.is_empty() {
-                    // Sharing the queue: while other machines hold tasks,
-                    // what they land may make more work here.
-                    let sharing = self
-                        .remote
-                        .clone()
-                        .filter(|_| ending.is_none() && failed.is_none() && !budget_spent);
-                    if let Some(remote) = &sharing
-                        && !looked_again
-                    {
-                        // One fresh look before deciding: another machine
-                        // may have landed what this one waits on.
-                        looked_again = true;
-                        let _turn = hub.merge_turn();
-                        let _ = self.tick_remote(remote)?;
-                        taken.clear();
-                        continue;
-                    }
-                    if let Some(remote) = sharing
-                        && (remote.others_working() || !taken.is_empty())
-                    {
-                        looked_again = false;
-                        if !waiting_for_others {
-                            waiting_for_others = true;
-                            self.ui.line(&format!(
-                                "nothing to claim here now: other machines hold tasks; looking at {} every {}",
-                                remote.label(),
-                                crate::config::ShowDuration(remote.settings.heartbeat)
-                            ));
+                    if going_on {
+                        match source.idle(self, &hub)? {
+                            Idle::LookAgain => continue,
+                            Idle::Ended(end) => {
+                                ending.get_or_insert(end);
+                                continue;
+                            }
+                            Idle::Done => {}
                         }
-                        if let Some(end) = self.wait(remote.settings.heartbeat)? {
-                            ending.get_or_insert(end);
-                        }
-                        continue;
                     }
                     // Drained with nothing left: the final review, when due,
                     // is one more task to hand out.
@@ -348,8 +245,7 @@ impl<'a> Worker<'a> {
                     }
                     return Ok(());
                 }
-                waiting_for_others = false;
-                looked_again = false;
+                source.busy();
                 let (id, number, report) = match receiver.recv_timeout(Duration::from_millis(100)) {
                     Ok(done) => done,
                     Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -359,18 +255,7 @@ impl<'a> Worker<'a> {
                 free.push(number);
                 match report {
                     Ok(report) => {
-                        self.merged += report.merged;
-                        for outcome in &report.outcomes {
-                            if outcome.outcome == TaskEnd::Merged {
-                                self.note_merged(&outcome.task);
-                            }
-                        }
-                        self.save_state()?;
-                        self.outcomes.extend(report.outcomes);
-                        for (class, count) in report.failures {
-                            *self.state.failures.entry(class).or_default() += count;
-                        }
-                        if let Some(end) = report.end
+                        if let Some(end) = self.take_report(report)?
                             && ending.is_none()
                         {
                             ending = Some(end);
@@ -406,6 +291,100 @@ impl<'a> Worker<'a> {
             })
             .unwrap_or(super::decide::Ending::Drained);
         self.ending(end, &queue)
+    }
+
+    /// The pool's source of tasks: the queue shared through the remote
+    /// when `remote.enabled` (read first, so what follows sees the shared
+    /// queue and lands on its tip), else the project's.
+    fn source(&mut self) -> Result<Box<dyn Source>, Error> {
+        if !self.options.settings.remote.enabled {
+            return Ok(Box::new(Local));
+        }
+        let remote = match &self.remote {
+            Some(remote) => remote.clone(),
+            None => {
+                let remote = super::remote::Remote::open(
+                    &self.paths,
+                    &self.repo,
+                    &self.options.settings,
+                    &self.state.run_id,
+                )?;
+                self.remote = Some(std::sync::Arc::new(remote));
+                self.join_remote()?;
+                self.remote.clone().expect("the remote just opened")
+            }
+        };
+        Ok(Box::new(SharedQueue::new(remote)))
+    }
+
+    /// Hands `task` to free worker `number`, in the task's worktree, on a
+    /// thread of `scope` that reports to `sender` when the task is done
+    /// with.
+    fn hand_out<'s, 'c>(
+        &mut self,
+        scope: &'s std::thread::Scope<'s, '_>,
+        common: &'s Common<'c>,
+        task: &Task,
+        number: u32,
+        sender: &mpsc::Sender<(TaskId, u32, Result<Report, Error>)>,
+    ) -> Result<(), Error> {
+        if task.status == Status::Pending {
+            let active = Patch::SetStatus {
+                id: task.id.clone(),
+                status: Status::Active,
+            };
+            self.store.apply(&active, &now())?;
+        }
+        let tree = self
+            .repo
+            .task_tree(self.paths.root(), task.id.as_str(), &task.title)?;
+        if !tree.resumed {
+            // The claim, as the worker alone records it.
+            let extra = fields(json!({"worker": number}));
+            let detail = format!("created branch {}", tree.branch);
+            self.record_between(Some(&task.id), "claim", "ok", &detail, extra)?;
+        }
+        common.hub.set_scope(self.state.scope.clone());
+        self.ui.line(&format!(
+            "w{number} {} {}: working in {}",
+            task.id,
+            crate::text::safe(&task.title),
+            tree.path
+                .strip_prefix(self.paths.root())
+                .unwrap_or(&tree.path)
+                .display()
+        ));
+        let (sender, id) = (sender.clone(), task.id.clone());
+        scope.spawn(move || {
+            let report = Worker::pooled(common, number, &id, &tree).and_then(|mut worker| {
+                let end = worker.work()?;
+                Ok(Report {
+                    merged: worker.merged,
+                    outcomes: std::mem::take(&mut worker.outcomes),
+                    failures: worker.state.failures.clone(),
+                    end,
+                })
+            });
+            let _ = sender.send((id, number, report));
+        });
+        Ok(())
+    }
+
+    /// Takes in what a worker reported of its task; how the whole run
+    /// should end, when the worker says so.
+    fn take_report(&mut self, report: Report) -> Result<Next, Error> {
+        self.merged += report.merged;
+        for outcome in &report.outcomes {
+            if outcome.outcome == TaskEnd::Merged {
+                self.note_merged(&outcome.task);
+            }
+        }
+        self.save_state()?;
+        self.outcomes.extend(report.outcomes);
+        for (class, count) in report.failures {
+            *self.state.failures.entry(class).or_default() += count;
+        }
+        Ok(report.end)
     }
 
     /// Before handing out work: stops agents a ralph killed with -9 left

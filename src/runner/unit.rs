@@ -7,38 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use super::worker::{Worker, first_complete};
+use super::worker::{Scope, Worker, first_complete};
 use crate::error::Error;
 use crate::state::PullRequestPlan;
-
-/// Which tasks a stretch works.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Scope {
-    /// All of them.
-    #[default]
-    All,
-    /// Those under this top-level task (a PRD's container).
-    Within(String),
-    /// Those under none of these top-level tasks (the watched PRDs').
-    Outside(Vec<String>),
-}
-
-impl Scope {
-    /// Whether task `id` is in the scope.
-    pub(crate) fn holds(&self, id: &str) -> bool {
-        let root = id.split('.').next().unwrap_or(id);
-        match self {
-            Scope::All => true,
-            Scope::Within(top) => root == top,
-            Scope::Outside(tops) => !tops.iter().any(|top| top == root),
-        }
-    }
-
-    /// Whether it is every task.
-    pub(crate) fn is_all(&self) -> bool {
-        *self == Scope::All
-    }
-}
 
 impl Worker<'_> {
     /// Whether each watched PRD gets its own pull request.

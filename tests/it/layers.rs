@@ -3,16 +3,11 @@
 //! module. Read from the sources as text: a module of one file, or a
 //! folder's child, uses another when its code (comments and unit tests
 //! left out) names `crate::<other>`, or for a folder's children
-//! `super::<sibling>`.
+//! `super::<sibling>` or a name the folder's `mod.rs` re-exports from
+//! that sibling (`super::Worker` is `worker`'s).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-
-/// Folder modules whose files are one type's methods split by concern,
-/// each naming the type and the type calling into each (`runner/`: the
-/// `Worker`'s step, iteration, finish, review, delivery): their cycles
-/// are that type's, not layers.
-const ONE_TYPE_ACROSS_FILES: [&str; 1] = ["runner"];
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -89,6 +84,34 @@ fn children(folder: &Path) -> BTreeMap<String, PathBuf> {
     children
 }
 
+/// The names `folder`'s `mod.rs` re-exports from its children
+/// (`pub use child::{A, b};`), each with its child.
+fn reexports(folder: &Path) -> Vec<(String, String)> {
+    let Ok(text) = std::fs::read_to_string(folder.join("mod.rs")) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for line in text.lines().map(str::trim) {
+        let Some(used) = (line.strip_prefix("pub use "))
+            .or_else(|| line.strip_prefix("pub(crate) use "))
+            .or_else(|| line.strip_prefix("pub(super) use "))
+        else {
+            continue;
+        };
+        let Some((child, items)) = used.trim_end_matches(';').split_once("::") else {
+            continue;
+        };
+        for item in items.trim_matches(|c| c == '{' || c == '}').split(',') {
+            // `A as B` is named `B` outside.
+            let item = item.split(" as ").last().unwrap_or_default().trim();
+            if !item.is_empty() {
+                found.push((item.to_owned(), child.to_owned()));
+            }
+        }
+    }
+    found
+}
+
 /// Which of `folder`'s children uses which: `crate::<module path>::<x>`
 /// anywhere in a child, `super::<x>` in a child that is one file.
 fn graph(folder: &Path) -> Graph {
@@ -101,6 +124,7 @@ fn graph(folder: &Path) -> Graph {
         format!("crate::{}::", module.join("::"))
     };
     let children = children(folder);
+    let exported = reexports(folder);
     let mut graph = Graph::new();
     for (name, path) in &children {
         let uses = graph.entry(name.clone()).or_default();
@@ -109,6 +133,13 @@ fn graph(folder: &Path) -> Graph {
             let mut names = named_after(&text, &prefix);
             if path.is_file() && !module.is_empty() {
                 names.extend(named_after(&text, "super::"));
+            }
+            // A name the folder re-exports stands for the child it is from.
+            for (item, child) in &exported {
+                let through = |via: &str| text.contains(&format!("{via}{item}"));
+                if through(&prefix) || (path.is_file() && through("super::")) {
+                    names.insert(child.clone());
+                }
             }
             uses.extend(
                 (names.into_iter()).filter(|other| other != name && children.contains_key(other)),
@@ -165,9 +196,6 @@ fn no_module_imports_one_that_imports_it_back() {
     let mut cycles = Vec::new();
     for folder in folders(&src()) {
         let name = folder.strip_prefix(src()).unwrap().to_string_lossy();
-        if ONE_TYPE_ACROSS_FILES.contains(&name.as_ref()) {
-            continue;
-        }
         if let Some(found) = cycle(&graph(&folder)) {
             cycles.push(format!("src/{name}: {}", found.join(" -> ")));
         }
@@ -195,4 +223,7 @@ fn the_cycle_finder_finds_a_cycle_and_only_one() {
     let top = self::graph(&src());
     assert!(top["runner"].contains("task"), "{top:?}");
     assert!(!top["task"].contains("runner"), "{top:?}");
+    // A re-exported name is its child's: `runner`'s `Worker` is `worker`'s.
+    let runner = reexports(&src().join("runner"));
+    assert!(runner.contains(&("Worker".to_owned(), "worker".to_owned())));
 }
