@@ -523,7 +523,7 @@ impl Worker<'_> {
         let queue = self.store.load()?;
         let mut tails = Vec::new();
         for (_, task) in
-            (queue.live_tasks()).filter(|(_, t)| t.leaf && self.scope.holds(t.id.as_str()))
+            (queue.live_tasks()).filter(|(_, t)| t.leaf && self.unit.scope.holds(t.id.as_str()))
         {
             let id = task.id.as_str();
             let state = if task.status == crate::task::Status::Blocked {
@@ -590,7 +590,7 @@ impl Worker<'_> {
                 .map(|c| (c.id.short().to_owned(), c.subject.clone()))
                 .collect(),
             totals,
-            source: self.source.clone(),
+            source: self.unit.prd.clone(),
             run_id: Some(self.state.run_id.clone()),
             code: code.map(str::to_owned),
             tails,

@@ -209,7 +209,7 @@ impl<'a> Worker<'a> {
         worker.started = started;
         worker.head_elsewhere = head_elsewhere;
         worker.clean = Some(clean);
-        worker.settings_text = std::fs::read(paths.settings()).ok();
+        worker.said.settings = std::fs::read(paths.settings()).ok();
         Ok(worker)
     }
 
@@ -354,7 +354,7 @@ impl<'a> Worker<'a> {
                 RunStatus::Drained | RunStatus::Blocked | RunStatus::BudgetExhausted
             )
         {
-            self.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
+            self.unit.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
         }
         Ok(Ok((status, reason, verify_run)))
     }
@@ -416,10 +416,10 @@ impl<'a> Worker<'a> {
     /// the run starts again.
     fn note_settings_change(&mut self) {
         let now_text = std::fs::read(self.paths.settings()).ok();
-        if now_text == self.settings_text {
+        if now_text == self.said.settings {
             return;
         }
-        self.settings_text = now_text;
+        self.said.settings = now_text;
         self.ui.log(&format!(
                 "{} changed: its spending caps apply from this look on; the other settings when the run starts again (`ralph stop`, then `ralph run --poll`)",
                 crate::paths::SETTINGS_FILE

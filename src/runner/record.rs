@@ -104,7 +104,7 @@ impl Worker<'_> {
             failures: self.state.failures.clone(),
             outcomes: std::mem::take(&mut self.outcomes),
             verify_run,
-            pull_request: self.pull_request.take(),
+            pull_request: self.unit.pull_request.take(),
             ..RunResult::ended(
                 &self.paths,
                 self.state.run_id.clone(),

@@ -59,9 +59,9 @@ impl Worker<'_> {
         }
         let (complete, next) = match self.seat.task() {
             None => (
-                first_complete_where(&queue, |id| self.scope.holds(id))
+                first_complete_where(&queue, |id| self.unit.scope.holds(id))
                     .map(|task| self.candidate(&queue, task)),
-                (queue.next_except(|id| !self.scope.holds(id)))
+                (queue.next_except(|id| !self.unit.scope.holds(id)))
                     .map(|task| self.candidate(&queue, task)),
             ),
             Some(id) => {
@@ -162,7 +162,7 @@ impl Worker<'_> {
             });
         }
         // A pull request per PRD has no final review over the run.
-        if ending == Ending::Drained && self.scope.is_all() && self.add_final_review()? {
+        if ending == Ending::Drained && self.unit.scope.is_all() && self.add_final_review()? {
             return Ok(Stepped::On);
         }
         Ok(Stepped::End(self.ending(ending, queue)?))

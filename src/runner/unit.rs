@@ -80,7 +80,7 @@ impl Worker<'_> {
             ),
         };
         let branch = format!("ralph/{}", name.trim_start_matches("ralph/"));
-        let target = self.prd_base.clone();
+        let target = self.unit.base.clone();
         self.repo.make_branch(&branch, &target)?;
         self.repo.set_base(&branch);
         self.repo.checkout_base()?;
@@ -91,25 +91,25 @@ impl Worker<'_> {
             target,
             title,
         });
-        self.scope = scope;
-        self.source = source;
+        self.unit.scope = scope;
+        self.unit.prd = source;
         self.save_state()
     }
 
     /// After a stretch: back on the base, every task in scope again.
     /// Whether a task is workable now (another unit's).
     pub(super) fn leave_unit(&mut self) -> Result<bool, Error> {
-        if !self.pull_request_per_prd() || self.scope.is_all() {
+        if !self.pull_request_per_prd() || self.unit.scope.is_all() {
             return Ok(false);
         }
-        let base = self.prd_base.clone();
+        let base = self.unit.base.clone();
         self.repo.set_base(&base);
         self.repo.checkout_base()?;
         self.clean = None;
         self.state.base = Some(base);
         self.state.pull_request = None;
-        self.scope = Scope::All;
-        self.source = None;
+        self.unit.scope = Scope::All;
+        self.unit.prd = None;
         self.save_state()?;
         let queue = self.store.load()?;
         Ok(first_complete(&queue).is_some() || queue.next().is_some())

@@ -145,7 +145,7 @@ impl Worker<'_> {
         }
         // The base the run started from: a stretch on a PRD's pull
         // request branch is not what the team pushes to.
-        let base = self.prd_base.clone();
+        let base = self.unit.base.clone();
         let branch = watch.branch.clone().unwrap_or_else(|| base.clone());
         let remote = watch.remote.clone();
         let reference = match &remote {
@@ -198,7 +198,7 @@ impl Worker<'_> {
             seen.last_commit = Some(head);
             return seen.save(&self.paths);
         };
-        self.watch_problem = None;
+        self.said.watch_problem = None;
         if seen.last_commit.as_deref() != Some(head.as_str()) {
             for commit in &commits {
                 for touched in self.repo.files_touched(commit)? {
@@ -404,11 +404,11 @@ impl Worker<'_> {
     /// A watch problem, said once until it changes (a look every 30
     /// seconds must not fill `ralph.log` with it).
     fn watch_said(&mut self, line: &str) {
-        if self.watch_problem.as_deref() == Some(line) {
+        if self.said.watch_problem.as_deref() == Some(line) {
             return;
         }
         self.ui.log(line);
-        self.watch_problem = Some(line.to_owned());
+        self.said.watch_problem = Some(line.to_owned());
     }
 }
 

@@ -89,22 +89,12 @@ pub(crate) struct Worker<'a> {
     pub(super) clean: Option<git::Clean>,
     /// Why the run must stop: a push of the base failed for good.
     pub(super) push_failure: Option<String>,
-    /// With `delivery: pr`: the pull request the run ends with.
-    pub(super) pull_request: Option<crate::result::PullRequest>,
     /// Tells people of the events worth their attention.
     pub(super) notifier: crate::notify::Notifier,
-    /// The last problem watching for PRDs said, so it is said once.
-    pub(super) watch_problem: Option<String>,
-    /// Which tasks the stretch works (a pull request per PRD).
-    pub(super) scope: Scope,
-    /// The PRD the stretch's tasks come from, and the commit it was
-    /// planned at.
-    pub(super) source: Option<(String, String)>,
-    /// The branch pull requests per PRD are made from and target.
-    pub(super) prd_base: String,
-    /// `config/ralph.yaml` as the run last saw it, to say once that a
-    /// change waits for a new run.
-    pub(super) settings_text: Option<Vec<u8>>,
+    /// The delivery unit the stretch works.
+    pub(super) unit: Unit,
+    /// What the run says once per change, and last said.
+    pub(super) said: Said,
     /// The remote the queue is shared through, when it is.
     pub(super) remote: Option<std::sync::Arc<super::remote::Remote>>,
 }
@@ -121,6 +111,31 @@ pub(crate) enum Scope {
     Within(String),
     /// Those under none of these top-level tasks (the watched PRDs').
     Outside(Vec<String>),
+}
+
+/// The delivery unit a stretch works (`unit.rs`): every task, or with
+/// a pull request per PRD one PRD's tasks (or those of no PRD) on their
+/// own branch.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Unit {
+    /// Which tasks.
+    pub scope: Scope,
+    /// The PRD they come from, and the commit it was planned at.
+    pub prd: Option<(String, String)>,
+    /// The branch pull requests per PRD are made from and target.
+    pub base: String,
+    /// With `delivery: pr`: the pull request the run ends with.
+    pub pull_request: Option<crate::result::PullRequest>,
+}
+
+/// What a run says once per change, as it last said it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Said {
+    /// The last problem watching for PRDs said.
+    pub watch_problem: Option<String>,
+    /// `config/ralph.yaml` as the run last saw it: a change waits for a
+    /// new run.
+    pub settings: Option<Vec<u8>>,
 }
 
 impl Scope {
@@ -185,13 +200,12 @@ impl<'a> Worker<'a> {
             seat: parts.seat,
             clean: None,
             push_failure: None,
-            pull_request: None,
             notifier: parts.notifier,
-            watch_problem: None,
-            scope: Scope::All,
-            source: None,
-            prd_base: parts.prd_base,
-            settings_text: None,
+            unit: Unit {
+                base: parts.prd_base,
+                ..Unit::default()
+            },
+            said: Said::default(),
             remote: parts.remote,
             paths,
         }
@@ -332,11 +346,11 @@ impl<'a> Worker<'a> {
                     ),
                 )
             }
-            Ending::Drained if !self.scope.is_all() => {
+            Ending::Drained if !self.unit.scope.is_all() => {
                 let left = (queue.live_tasks())
-                    .filter(|(_, task)| task.leaf && self.scope.holds(task.id.as_str()))
+                    .filter(|(_, task)| task.leaf && self.unit.scope.holds(task.id.as_str()))
                     .count();
-                let of = match &self.source {
+                let of = match &self.unit.prd {
                     Some((path, _)) => path.clone(),
                     None => "the tasks of no PRD".to_owned(),
                 };
