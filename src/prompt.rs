@@ -211,9 +211,10 @@ impl crate::exit::Reportable for Error {
             Error::NoWorkingFile(_) => {
                 Some("run `ralph init` to create the default working.md".to_owned())
             }
-            Error::Template { file, .. } if file == WORKING_FILE => {
-                Some("fix working.md (`ralph init --force` rewrites the default)".to_owned())
-            }
+            Error::Template { file, .. } if file == WORKING_FILE => Some(
+                "fix working.md, or move it aside and run `ralph init` to write the default"
+                    .to_owned(),
+            ),
             Error::Template { file, .. } => Some(format!(
                 "fix {file} (variables: task, ancestors, iteration, task_iteration, role, trigger, evidence, critique, review, notes, rejection) or delete it to use the default"
             )),

@@ -59,10 +59,32 @@ pub(crate) fn without_position(message: &str) -> &str {
 /// line), and no name of a Rust type the reader has never seen.
 pub(crate) fn yaml_message(message: &str) -> String {
     let message = without_position(message);
-    match message.split_once("expected struct ") {
-        Some((before, _)) => format!("{before}expected a section of `key: value` lines"),
+    if let Some((before, _)) = message.split_once("expected struct ") {
+        return format!("{before}expected a section of `key: value` lines");
+    }
+    // serde's "unknown field `x`, expected one of `a`, `b`": the nearest
+    // key said too.
+    let unknown = (message.split_once("unknown field `"))
+        .and_then(|(_, rest)| rest.split_once("`, expected one of "));
+    match unknown {
+        Some((name, expected)) => {
+            let keys = expected.split('`').skip(1).step_by(2);
+            format!("{message}{}", did_you_mean(name, keys))
+        }
         None => message.to_owned(),
     }
+}
+
+/// ` (did you mean `known`?)` for the name among `known` nearest to the
+/// misspelt `name` (within two edits, or a fifth of its length for a
+/// long one), or nothing when none is that near.
+pub(crate) fn did_you_mean<'k>(name: &str, known: impl IntoIterator<Item = &'k str>) -> String {
+    (known.into_iter())
+        .map(|known| (strsim::levenshtein(name, known), known))
+        .filter(|(edits, known)| *edits <= 2.max(known.len() / 5))
+        .min()
+        .map(|(_, known)| format!(" (did you mean `{known}`?)"))
+        .unwrap_or_default()
 }
 
 /// `items` joined by `, `, the first `most` of them, then how many more:

@@ -553,7 +553,7 @@ impl crate::exit::Reportable for Error {
     fn hint(&self) -> Option<String> {
         match self {
             Error::Invalid { .. } => Some(format!(
-                "fix {SETTINGS_FILE}; `ralph init --force` rewrites the documented defaults"
+                "fix {SETTINGS_FILE}; docs/CONFIG.md lists every key and its values"
             )),
             Error::Env { name, .. } => Some(format!("fix or unset {name}")),
             Error::Io(err) => err.hint(),
@@ -854,7 +854,21 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote`"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?)"
+        );
+        // A key nothing is near gets no guess; the hint never offers a
+        // command that would overwrite the file being fixed.
+        let far = Settings::parse("colour: blue\n").unwrap_err();
+        assert!(!far.to_string().contains("did you mean"), "{far}");
+        let hint = crate::exit::Reportable::hint(&far).unwrap();
+        assert_eq!(
+            hint,
+            "fix config/ralph.yaml; docs/CONFIG.md lists every key and its values"
+        );
+        let nested = Settings::parse("agent:\n  timout: 5m\n").unwrap_err();
+        assert!(
+            nested.to_string().ends_with("(did you mean `timeout`?)"),
+            "{nested}"
         );
         assert_eq!(
             Settings::parse("agent:\n  timeout: 20\n")

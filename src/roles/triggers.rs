@@ -257,34 +257,8 @@ fn compile(condition: &str) -> Result<(String, Node), String> {
 
 /// A "did you mean" for a misspelt name.
 fn suggest(name: &str) -> String {
-    let names = VARIABLES
-        .iter()
-        .map(|(n, _, _)| *n)
-        .chain(FUNCTIONS.iter().map(|(f, _)| *f));
-    names
-        .map(|known| (distance(name, known), known))
-        .filter(|(d, known)| *d <= 2.max(known.len() / 5))
-        .min()
-        .map(|(_, known)| format!(" (did you mean `{known}`?)"))
-        .unwrap_or_default()
-}
-
-/// Levenshtein distance, for suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let current = row[j + 1];
-            row[j + 1] = (previous + usize::from(ca != *cb))
-                .min(row[j] + 1)
-                .min(current + 1);
-            previous = current;
-        }
-    }
-    row[b.len()]
+    let names = (VARIABLES.iter().map(|(n, _, _)| *n)).chain(FUNCTIONS.iter().map(|(f, _)| *f));
+    crate::text::did_you_mean(name, names)
 }
 
 /// Infers the type of `node` where it is known without evaluating (a
@@ -656,7 +630,7 @@ triggers:
         let err = |yaml: &str| Triggers::parse(yaml, |_| true).unwrap_err().to_string();
         assert_eq!(
             err("triggers:\n  - condition: \"x\"\n    rol: r\n"),
-            "config/roles.yaml:3: triggers[0]: unknown field `rol`, expected one of `condition`, `role`, `model`, `description`"
+            "config/roles.yaml:3: triggers[0]: unknown field `rol`, expected one of `condition`, `role`, `model`, `description` (did you mean `role`?)"
         );
         assert_eq!(
             err("trigers: []\n"),

@@ -149,7 +149,7 @@ fn a_budget_that_is_not_positive_minutes_is_refused_naming_where() {
     let project = project(&["A"], "max_iterations: 5\nmax_task_minutes: 0\n", "step\n");
     finish(run_command(&project, &[]), 60).fails(
         30,
-        "error: config/ralph.yaml:2: max_task_minutes: 0 is not a positive whole number of minutes; write one like 30, or null for no limit\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n",
+        "error: config/ralph.yaml:2: max_task_minutes: 0 is not a positive whole number of minutes; write one like 30, or null for no limit\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n",
     );
     std::fs::write(project.path().join("config/ralph.yaml"), "").unwrap();
     let mut command = run_command(&project, &[]);

@@ -51,7 +51,7 @@ fn roles_check_reports_each_broken_trigger_with_exit_30() {
         ),
         (
             "triggers:\n  - condition: \"true\"\n    role: reviewer\n    modle: opus\n",
-            "config/roles.yaml:4: triggers[0]: unknown field `modle`, expected one of `condition`, `role`, `model`, `description`",
+            "config/roles.yaml:4: triggers[0]: unknown field `modle`, expected one of `condition`, `role`, `model`, `description` (did you mean `model`?)",
         ),
         (
             "triggers:\n  - condition: \"(branch_commits > 1\"\n    role: reviewer\n",

@@ -117,7 +117,7 @@ fn the_obvious_non_checks_are_refused_naming_the_setting() {
                 (
                     30,
                     format!(
-                        "error: config/ralph.yaml:{line}: verify.{key}: {shown} always passes, so it checks nothing; remove it, or name a command that tests the project (for example `cargo test` or `npm test`)\nhint: fix config/ralph.yaml; `ralph init --force` rewrites the documented defaults\n"
+                        "error: config/ralph.yaml:{line}: verify.{key}: {shown} always passes, so it checks nothing; remove it, or name a command that tests the project (for example `cargo test` or `npm test`)\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n"
                     )
                     .as_str()
                 ),
