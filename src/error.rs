@@ -62,6 +62,13 @@ pub enum Error {
         /// The project holding it.
         project: PathBuf,
     },
+    /// `ralph run` or `ralph stop` where there is no project: nothing
+    /// was written.
+    #[error("{}: no ralph project here (no tasks.jsonl in it or above, and no git repository); nothing was written", dir.display())]
+    NoProject {
+        /// The folder the command was run in.
+        dir: PathBuf,
+    },
     /// Reading or writing a file failed.
     #[error(transparent)]
     Io(#[from] crate::files::PathError),
@@ -124,6 +131,9 @@ impl Reportable for Error {
                 "move or rename it, then run the command again; nothing was written".to_owned(),
             ),
             Error::Io(err) => err.hint(),
+            Error::NoProject { .. } => Some(
+                "run it in your project's git repository (`git init` and a first commit make one), after `ralph init` there; or pass --dir PROJECT".to_owned(),
+            ),
             Error::InsideProject { project, .. } => Some(format!(
                 "run ralph from anywhere in {} (every command finds it), or pass --dir . to make this folder a project of its own",
                 project.display()

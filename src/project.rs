@@ -33,6 +33,13 @@ pub(crate) fn find_root(dir: Option<&Path>, cwd: &Path) -> Result<PathBuf, Error
         .to_owned())
 }
 
+/// Whether `root` is a project, or in one: a folder at or above it holds
+/// `tasks.jsonl` or is a git repository. Commands that write the queue
+/// or the run's files write nothing elsewhere.
+pub(crate) fn is_project(root: &Path) -> bool {
+    (root.ancestors()).any(|dir| dir.join(TASKS_FILE).is_file() || is_git(&dir.join(".git")))
+}
+
 /// Whether `path` is a repository's `.git`: a folder holding `HEAD`, or a
 /// file (a linked worktree's or a submodule's). An empty `.git` folder is
 /// none: Codex's sandbox leaves such stubs in the system's temporary

@@ -201,6 +201,13 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         },
         (_, Some(dir)) => crate::project::find_root(Some(dir), &cwd)?,
     };
+    // A run, or `.stop`, means nothing outside a project: refused with
+    // nothing written. What makes a queue (`ralph task add`, `ralph
+    // plan`) may start one in a plain folder, and says what it made.
+    let outside = (!crate::project::is_project(&root)).then(|| present(&root));
+    if outside.is_some() && matches!(cli.command, Command::Run(_) | Command::Stop) {
+        return Err(Error::NoProject { dir: root });
+    }
     let context = Context {
         paths: crate::paths::Paths::new(root),
         now: crate::clock::now(),
@@ -208,7 +215,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         in_run: std::env::var_os("RALPH_RUN_ID").is_some(),
         cwd,
     };
-    match cli.command {
+    let makes_a_queue = matches!(cli.command, Command::Task(_) | Command::Plan(_));
+    let outcome = match cli.command {
         Command::BenchGen(args) => bench_gen::run(&args, &context),
         Command::Demo(args) => demo::run(&args, &context),
         Command::DemoAgent => demo::agent(&context),
@@ -225,7 +233,41 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Top(args) => top::run(&args, &context),
         Command::Stop => stop::run(&context),
         Command::Task(command) => task::run(command, &context),
+    };
+    let mut outcome = outcome?;
+    if let Some(before) = outside.filter(|_| makes_a_queue) {
+        outcome
+            .stderr
+            .push_str(&made_outside(context.paths.project(), &before));
     }
+    Ok(outcome)
+}
+
+/// The files a command may make in a folder that is no project.
+const MADE_OUTSIDE: [&str; 2] = [crate::paths::TASKS_FILE, crate::paths::RUNTIME_DIR];
+
+/// Which of [`MADE_OUTSIDE`] are in `root`.
+fn present(root: &std::path::Path) -> Vec<&'static str> {
+    (MADE_OUTSIDE.into_iter())
+        .filter(|name| root.join(name).exists())
+        .collect()
+}
+
+/// What a command run outside a project made there (`made`, of those
+/// that were not there before it ran: `before`), said with where.
+fn made_outside(root: &std::path::Path, before: &[&str]) -> String {
+    let made: Vec<&str> = (present(root).into_iter())
+        .filter(|name| !before.contains(name))
+        .collect();
+    if made.is_empty() {
+        return String::new();
+    }
+    format!(
+        "note: made {} in {}, which was no project (no tasks.jsonl in it or above, no git repository); if you meant your project, remove {} and run the command there\n",
+        made.join(" and "),
+        root.display(),
+        if made.len() == 1 { "it" } else { "them" },
+    )
 }
 
 /// The task a command is about: `id` when given (it must be in

@@ -195,6 +195,9 @@ pub(crate) fn run(
     options: &RunOptions,
     interrupted: &AtomicBool,
 ) -> Result<RunResult, Error> {
+    // Outside a git repository the run stops before it writes anything,
+    // the lock and result.json included.
+    crate::git::Repo::open_without_base(paths, &crate::git::Options::default())?;
     let (lock, holder) = take_run_lock(paths, "")?;
     // A run that cannot start still says why in result.json; the error
     // itself is what the person sees, so a failure to write the result

@@ -159,3 +159,70 @@ fn the_summary_time_includes_start_up() {
         .unwrap_or_else(|| panic!("no time in the summary: {run:#?}"));
     assert!(time >= 1.0, "the second of start-up is counted: {time}s");
 }
+
+/// Outside a project (no `tasks.jsonl`, no repository), `ralph run` and
+/// `ralph stop` say so and write nothing; `ralph task add` may start a
+/// queue there, and says what it made and where. With a queue but no
+/// repository, `ralph run` says that before it takes the lock or writes
+/// `result.json`.
+#[test]
+fn nothing_is_written_outside_a_project_unsaid() {
+    let nowhere = TestProject::new();
+    let files = |project: &TestProject| -> Vec<String> {
+        let mut found: Vec<String> = (walk(project.path()).into_iter())
+            .map(|path| {
+                path.strip_prefix(project.path())
+                    .unwrap()
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    for args in [&["run", "--agent-cmd", "true"][..], &["stop"]] {
+        let run = nowhere.ralph(args);
+        assert_eq!(run.code, 30, "{args:?}: {run:?}");
+        let said = format!(
+            "error: {}: no ralph project here (no tasks.jsonl in it or above, and no git repository); nothing was written\nhint: run it in your project's git repository (`git init` and a first commit make one), after `ralph init` there; or pass --dir PROJECT\n",
+            nowhere.path().display()
+        );
+        assert_eq!(run.stderr, said, "{args:?}");
+        assert_eq!(files(&nowhere), Vec::<String>::new(), "{args:?}");
+    }
+    let add = nowhere.ralph(&["task", "add", "hello"]);
+    assert_eq!((add.code, add.stdout.as_str()), (0, "A\n"), "{add:?}");
+    assert_eq!(
+        add.stderr,
+        format!(
+            "note: made tasks.jsonl and .ralph in {}, which was no project (no tasks.jsonl in it or above, no git repository); if you meant your project, remove them and run the command there\n",
+            nowhere.path().display()
+        )
+    );
+    // Once it holds a queue, it is a project: nothing more is said.
+    let again = nowhere.ralph(&["task", "add", "again"]);
+    assert_eq!((again.code, again.stderr.as_str()), (0, ""), "{again:?}");
+    // A queue, but no repository: the run refuses before its lock.
+    let queue = TestProject::new().task(r#"{"id":"A","title":"x","status":"pending","leaf":true}"#);
+    let run = queue.ralph(&["run", "--agent-cmd", "true"]);
+    assert_eq!(run.code, 30, "{run:?}");
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(files(&queue), ["tasks.jsonl"]);
+}
+
+/// Every file and folder below `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(walk(&path));
+        }
+        found.push(path);
+    }
+    found
+}

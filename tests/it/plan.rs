@@ -35,7 +35,9 @@ fn lines(p: &TestProject) -> Vec<Value> {
 
 #[test]
 fn the_worked_example_is_planned_byte_for_byte() {
-    let p = TestProject::new().file("prds/auth.md", EXAMPLE);
+    let p = TestProject::new()
+        .file("tasks.jsonl", "")
+        .file("prds/auth.md", EXAMPLE);
     p.ralph(&["plan", "prds/auth.md"])
         .ok("prds/auth.md: added 10 tasks
 + A  Sign-in for the notes app
@@ -254,7 +256,9 @@ const PRD_JSON: &str = r#"{
 
 #[test]
 fn a_snarktank_prd_json_is_imported_in_priority_order() {
-    let p = TestProject::new().file("prd.json", PRD_JSON);
+    let p = TestProject::new()
+        .file("tasks.jsonl", "")
+        .file("prd.json", PRD_JSON);
     p.ralph(&["plan", "prd.json"]).ok("prd.json: added 3 tasks
 + A  TaskApp
 +   A.1  US-002: Display priority indicator on task cards

@@ -59,7 +59,7 @@ fn verify_details(project: &TestProject, id: &str) -> Vec<String> {
 
 #[test]
 fn add_writes_the_richer_fields_and_show_prints_them() {
-    let p = TestProject::new();
+    let p = TestProject::new().file("tasks.jsonl", "");
     p.ralph(&["task", "add", "first"]).ok("A\n");
     p.ralph(&[
         "task",
@@ -143,7 +143,7 @@ fn add_writes_the_richer_fields_and_show_prints_them() {
 
 #[test]
 fn add_refuses_empty_richer_values_and_writes_nothing() {
-    let p = TestProject::new();
+    let p = TestProject::new().file("tasks.jsonl", "");
     p.ralph(&["task", "add", "first"]).ok("A\n");
     let before = p.bytes("tasks.jsonl");
     p.ralph(&[
@@ -430,7 +430,7 @@ ralph task complete A > /dev/null
 /// writes them (`--acceptance "--verbose prints one line per file"`).
 #[test]
 fn text_values_may_start_with_a_dash() {
-    let p = TestProject::new();
+    let p = TestProject::new().file("tasks.jsonl", "");
     p.ralph(&[
         "task",
         "add",

@@ -16,7 +16,7 @@ fn seed() -> TestProject {
 
 #[test]
 fn add_allocates_ids_and_prints_them() {
-    let p = TestProject::new();
+    let p = TestProject::new().file("tasks.jsonl", "");
     p.ralph(&["task", "add", "first"]).ok("A\n");
     p.ralph(&[
         "task", "add", "second", "--body", "details", "--dep", "A", "--dep", "A",
@@ -357,7 +357,7 @@ fn missing_files_are_an_empty_queue() {
 
 #[test]
 fn control_characters_in_titles_are_escaped_on_the_terminal() {
-    let p = TestProject::new();
+    let p = TestProject::new().file("tasks.jsonl", "");
     p.ralph(&["task", "add", "evil\u{1b}[2Jtitle\nsecond line"])
         .ok("A\n");
     p.ralph(&["task", "next"])
