@@ -140,13 +140,22 @@ pub(crate) struct Report {
     pub in_git: bool,
 }
 
+/// The agent `ralph init` writes into a new `config/ralph.yaml`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Agent<'a> {
+    /// A preset by name (`--agent`).
+    Preset(&'a str),
+    /// A command line of one's own (`--agent-cmd`).
+    Command(&'a str),
+}
+
 /// Writes the shipped files missing under `root` (all defaults with
-/// `force`), with `agent` as the preset and `checks` as the `verify` lists
+/// `force`), with `agent` as the agent and `checks` as the `verify` lists
 /// in `config/ralph.yaml`, and adds ralph's runtime paths to `.gitignore`.
 pub(crate) fn init(
     paths: &crate::paths::Paths,
     force: bool,
-    agent: Option<&str>,
+    agent: Option<Agent<'_>>,
     checks: &[Check],
     workflow: Workflow,
 ) -> Result<Report, crate::error::Error> {
@@ -196,7 +205,7 @@ pub(crate) fn init(
     };
     // aider adds `.aider*` to .gitignore itself on its first run, which
     // would be the first task's change: written here instead.
-    let aider: &[&'static str] = if agent == Some("aider") {
+    let aider: &[&'static str] = if agent == Some(Agent::Preset("aider")) {
         &[".aider*"]
     } else {
         &[]
@@ -238,11 +247,12 @@ fn in_the_way(paths: &crate::paths::Paths) -> Result<(), crate::error::Error> {
     Ok(())
 }
 
-/// The settings `text` with `agent` as the preset and `checks` as the
+/// The settings `text` with `agent` as the agent and `checks` as the
 /// `verify` lists.
-fn settings(text: &str, agent: Option<&str>, checks: &[Check]) -> std::io::Result<String> {
+fn settings(text: &str, agent: Option<Agent<'_>>, checks: &[Check]) -> std::io::Result<String> {
     let text = match agent {
-        Some(preset) => with_preset(text, preset),
+        Some(Agent::Preset(preset)) => with_preset(text, preset),
+        Some(Agent::Command(command)) => with_command(text, command),
         None => text.to_owned(),
     };
     if checks.is_empty() {
@@ -256,6 +266,13 @@ fn settings(text: &str, agent: Option<&str>, checks: &[Check]) -> std::io::Resul
 /// The settings text with `agent.preset` set to `preset`.
 fn with_preset(text: &str, preset: &str) -> String {
     text.replacen("  preset: claude", &format!("  preset: {preset}"), 1)
+}
+
+/// The settings text with `agent.command` set to `command` (a YAML
+/// double-quoted string, which JSON's quoting is).
+fn with_command(text: &str, command: &str) -> String {
+    let quoted = serde_json::Value::from(command).to_string();
+    text.replacen("  command: null", &format!("  command: {quoted}"), 1)
 }
 
 /// The lines `ralph init --remote` puts in `.gitattributes`: the queue
@@ -382,12 +399,30 @@ mod tests {
             source: "package.json".to_owned(),
             scope: crate::detect::Scope::Task,
         }];
-        let text = settings(include_str!("../config/ralph.yaml"), Some("codex"), &checks).unwrap();
+        let text = settings(
+            include_str!("../config/ralph.yaml"),
+            Some(Agent::Preset("codex")),
+            &checks,
+        )
+        .unwrap();
         let settings = Settings::parse(&text).unwrap();
         assert_eq!(settings.agent.preset.as_deref(), Some("codex"));
         assert_eq!(settings.verify.task, ["npm test"]);
         assert_eq!(settings.verify.run, ["npm test"]);
         assert!(text.contains("    - \"npm test\"  # package.json\n"));
+    }
+
+    #[test]
+    fn a_command_of_ones_own_is_written_quoted() {
+        let command = r#"examples/agent.sh --say "it's {prompt_file}""#;
+        let text = settings(
+            include_str!("../config/ralph.yaml"),
+            Some(Agent::Command(command)),
+            &[],
+        )
+        .unwrap();
+        let settings = Settings::parse(&text).unwrap();
+        assert_eq!(settings.agent.command.as_deref(), Some(command));
     }
 
     #[test]

@@ -29,11 +29,14 @@ pub struct InitArgs {
     /// Agent preset to write into config/ralph.yaml [default: claude]
     #[arg(long, value_name = "PRESET", value_parser = clap::builder::PossibleValuesParser::new(PRESETS))]
     pub agent: Option<String>,
+    /// Agent command line to write into config/ralph.yaml (agent.command), as `ralph run --agent-cmd` takes it
+    #[arg(long, value_name = "CMD", conflicts_with = "agent")]
+    pub agent_cmd: Option<String>,
     /// Look for no checks: a new config/ralph.yaml gets empty verify lists
     #[arg(long, conflicts_with = "detect")]
     pub no_detect: bool,
     /// Only report the checks found and the ones config/ralph.yaml has; create nothing
-    #[arg(long, conflicts_with_all = ["force", "agent"])]
+    #[arg(long, conflicts_with_all = ["force", "agent", "agent_cmd"])]
     pub detect: bool,
     /// With --detect: write the checks found into config/ralph.yaml's verify lists
     #[arg(long, requires = "detect")]
@@ -61,21 +64,24 @@ pub(super) fn run(args: &InitArgs, context: &Context) -> Result<Outcome, Error> 
     } else {
         detect::detect(context.paths.root())
     };
-    let report = init(
-        &context.paths,
-        args.force,
-        args.agent.as_deref(),
-        &checks,
-        args.workflow,
-    )?;
+    let agent = match (&args.agent, &args.agent_cmd) {
+        (Some(preset), _) => Some(crate::init::Agent::Preset(preset)),
+        (None, Some(command)) => Some(crate::init::Agent::Command(command)),
+        (None, None) => None,
+    };
+    let report = init(&context.paths, args.force, agent, &checks, args.workflow)?;
     let mut outcome = Outcome::default();
     let settings_kept = report.files.iter().any(|(path, action)| {
         *path == SETTINGS_FILE && matches!(action, Action::Kept | Action::KeptData)
     });
-    if let (Some(agent), true) = (&args.agent, settings_kept) {
+    if let (Some(agent), true) = (agent, settings_kept) {
+        let (flag, key) = match agent {
+            crate::init::Agent::Preset(preset) => (format!("--agent {preset}"), "agent.preset"),
+            crate::init::Agent::Command(_) => ("--agent-cmd".to_owned(), "agent.command"),
+        };
         let _ = writeln!(
             outcome.stderr,
-            "note: config/ralph.yaml exists, so --agent {agent} was not written; set agent.preset there or pass --force"
+            "note: config/ralph.yaml exists, so {flag} was not written; set {key} there"
         );
     }
     if settings_kept

@@ -1,6 +1,6 @@
 //! `ralph init`: what it creates, keeps and replaces.
 
-use crate::support::TestProject;
+use crate::support::{TestProject, finish};
 
 const CREATED: &str = "created working.md
 created learnings.md
@@ -118,9 +118,51 @@ fn init_with_an_agent_keeps_existing_settings_and_says_so() {
     let run = p.ralph(&["init", "--agent", "codex"]).success();
     assert_eq!(
         run.stderr,
-        "note: config/ralph.yaml exists, so --agent codex was not written; set agent.preset there or pass --force\n"
+        "note: config/ralph.yaml exists, so --agent codex was not written; set agent.preset there\n"
     );
     assert_eq!(p.read("config/ralph.yaml"), "max_iterations: 3\n");
+    let run = p
+        .ralph(&["init", "--agent-cmd", "examples/agent.sh"])
+        .success();
+    assert_eq!(
+        run.stderr,
+        "note: config/ralph.yaml exists, so --agent-cmd was not written; set agent.command there\n"
+    );
+    assert_eq!(p.read("config/ralph.yaml"), "max_iterations: 3\n");
+}
+
+/// The walk-through's agent kept in the project: `ralph init --agent-cmd`
+/// writes it, so `ralph doctor` and a plain `ralph run` use it.
+#[test]
+fn init_with_an_agent_command_writes_it_and_doctor_and_run_use_it() {
+    let p = TestProject::new().file(
+        "bin/agent.sh",
+        "#!/bin/sh\ncat > /dev/null\nralph task complete \"$RALPH_TASK_ID\" > /dev/null\n",
+    );
+    std::fs::set_permissions(
+        p.path().join("bin/agent.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    p.git(&["init", "-q", "-b", "main"]);
+    p.ralph(&["init", "--no-detect", "--agent-cmd", "bin/agent.sh"])
+        .success();
+    let settings = p.read("config/ralph.yaml");
+    assert!(
+        settings.contains("  command: \"bin/agent.sh\"\n"),
+        "{settings}"
+    );
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "ralph init"]);
+    let doctor = p.ralph(&["doctor"]);
+    assert!(
+        doctor.stdout.contains("ok: agent: ") && !doctor.stdout.contains("not found"),
+        "{doctor:?}"
+    );
+    p.ralph(&["task", "add", "first"]).success();
+    let run = finish(p.ralph_command(&["run"]), 60);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(p.read("tasks-done.jsonl").contains("\"id\":\"A\""));
 }
 
 /// A file where init needs a folder (or the reverse) is named, with exit
