@@ -52,6 +52,15 @@ pub(super) fn delivery(
             Err(err) => found.failed("push", err),
         }
     }
+    if settings.remote.enabled {
+        // The shared queue lands each task on the remote as it is made;
+        // `remote:` checks that the remote takes it.
+        found.ok(
+            "push",
+            "the queue is shared (remote.enabled): each landing is pushed to the base's remote as it is made, whatever git.push says (docs/SCALE.md)",
+        );
+        return;
+    }
     if settings.git.push == Push::Never && !pr {
         found.ok(
             "push",

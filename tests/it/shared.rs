@@ -965,3 +965,95 @@ fn a_run_refuses_a_base_with_a_persons_unpushed_commit_or_a_remote_it_cannot_rea
     );
     assert_eq!(machine.rec("worked"), "");
 }
+
+/// The commands of a `sh` block of a doc, comments cut, but `ralph run`
+/// and `ralph doctor` (which the test runs itself) and what `skip` says.
+fn script_of(block: &str) -> String {
+    let lines = (block.lines())
+        .map(|line| line.split("  #").next().unwrap_or_default().trim())
+        .filter(|line| {
+            !line.is_empty() && !line.contains("ralph run") && !line.contains("ralph doctor")
+        });
+    let mut script = "set -e\n".to_owned();
+    for line in lines {
+        script.push_str(line);
+        script.push('\n');
+    }
+    script
+}
+
+/// docs/SCALE.md's set-up on two machines, as written: the first
+/// machine's commands commit every file of ralph's (its checkout is clean,
+/// so the second runs the same settings, roles and agent), the second's
+/// clone is clean too, and doctor on it says the queue's landings are
+/// pushed, not that the work stays in the repository.
+#[test]
+fn the_set_up_scale_md_shows_leaves_both_machines_clean_and_alike() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/SCALE.md")).unwrap();
+    let set_up = doc.split("## Set it up on two machines").nth(1).unwrap();
+    let blocks: Vec<&str> = (set_up.split("```sh\n").skip(1))
+        .map(|block| block.split("```").next().unwrap())
+        .take(2)
+        .collect();
+    let remote = TestProject::new();
+    remote.git(&["init", "-q", "--bare", "-b", "main"]);
+    let machine = |script: &str| {
+        let machine = TestProject::new();
+        std::os::unix::fs::symlink(crate::support::RALPH, machine.aux().join("bin/ralph")).unwrap();
+        let script = script.replace("<the remote>", &remote.path().display().to_string());
+        let run = machine
+            .command("sh")
+            .args(["-c", &script])
+            .env("PATH", machine.path_with_aux_bin())
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        machine
+    };
+    // The first machine: a project whose base is pushed to the remote.
+    let first = machine(&format!(
+        "set -e\ngit init -q -b main\necho '# project' > README.md\ngit add -A\ngit commit -q -m start\ngit remote add origin {}\n{}",
+        remote.path().display(),
+        script_of(blocks[0]).trim_start_matches("set -e\n")
+    ));
+    assert_eq!(first.git(&["status", "--porcelain"]), "");
+    let second = machine(&script_of(blocks[1]));
+    let clone = second.path().join("project");
+    let git_status = second
+        .command("git")
+        .args(["-C", "project", "status", "--porcelain"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&git_status.stdout), "");
+    for file in [
+        "config/ralph.yaml",
+        "config/roles.yaml",
+        "roles/reviewer.md",
+        "working.md",
+    ] {
+        assert_eq!(
+            std::fs::read(clone.join(file)).unwrap(),
+            std::fs::read(first.path().join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let doctor = second
+        .command(crate::support::RALPH)
+        .args(["doctor"])
+        .current_dir(&clone)
+        .env("RALPH_REMOTE_ENABLED", "true")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        said.contains("ok: push: the queue is shared (remote.enabled): each landing is pushed to the base's remote as it is made, whatever git.push says (docs/SCALE.md)\n")
+            && !said.contains("the work stays in this repository")
+            && !said.contains("uncommitted changes"),
+        "{said}"
+    );
+}
