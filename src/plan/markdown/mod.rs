@@ -380,9 +380,14 @@ impl Reader<'_> {
                 items.push(value.to_owned());
             }
             let mut item_indent = None;
+            // A blank line ends a list of ids, paths or commands once it
+            // has one (the checklist after `Depends on: FR-2` and a blank
+            // line is body); acceptance criteria may be a loose list.
+            let short_list = matches!(label, Label::DependsOn | Label::Files | Label::Verify);
             while label != Label::Description && at < content.len() {
                 let next = self.lines[content[at]];
                 match next.kind {
+                    Kind::Blank if short_list && !items.is_empty() => break,
                     Kind::Blank => {}
                     Kind::Item { indent, text, .. }
                         if item_indent.is_none_or(|first| indent <= first) =>
@@ -638,6 +643,31 @@ mod tests {
             node.body.as_deref(),
             Some("```yaml\nVerify: ./deploy-to-prod.sh\nFiles: secrets.env\nDepends on: FR-9\n```")
         );
+    }
+
+    /// A blank line ends `Depends on:`'s list: the checklist after it is
+    /// the requirement's body, not more ids.
+    #[test]
+    fn a_blank_line_ends_the_list_of_dependencies() {
+        let text = "# T\n\n### FR-1: Accounts\n\n### FR-2: Sign up\n\nDepends on: FR-1\n\n- [ ] the form has an email field\n- [ ] a wrong password is refused\n\n### FR-3: Profile\n\nDepends on:\n- FR-1\n- FR-2\n\nVerify: `cargo test`\n\n- [ ] shows the name\n";
+        let draft = read("d.md", text).unwrap();
+        let found = |title: &str| {
+            let at = draft.nodes.iter().position(|n| n.title == title);
+            at.unwrap_or_else(|| panic!("no {title}"))
+        };
+        let sign_up = &draft.nodes[found("FR-2: Sign up")];
+        assert_eq!(sign_up.deps, [found("FR-1: Accounts")]);
+        assert_eq!(
+            sign_up.body.as_deref(),
+            Some("- [ ] the form has an email field\n- [ ] a wrong password is refused")
+        );
+        let profile = &draft.nodes[found("FR-3: Profile")];
+        assert_eq!(
+            profile.deps,
+            [found("FR-1: Accounts"), found("FR-2: Sign up")]
+        );
+        assert_eq!(profile.verify, ["cargo test"]);
+        assert_eq!(profile.body.as_deref(), Some("- [ ] shows the name"));
     }
 
     /// A list item with an id ends the heading requirement above it and is
