@@ -13,7 +13,7 @@ use super::decide::{self, Before, Ending, Step};
 use super::worker::{Worker, first_complete_where, interrupted};
 use crate::error::Error;
 use crate::result::RunStatus;
-use crate::task::{Queue, Status, TaskId};
+use crate::task::{Queue, Status};
 
 /// Where a step leaves the worker.
 pub(super) enum Stepped {
@@ -168,30 +168,31 @@ impl Worker<'_> {
         Ok(Stepped::End(self.ending(ending, queue)?))
     }
 
-    /// `tasks.jsonl` does not parse: the agent broke it, and its task
-    /// carries on with the error as evidence, unless the run must end.
+    /// A queue that does not load is a person's to fix, not the agent's:
+    /// no iteration runs on it. Said once, with the file, the line and the
+    /// fix; a polling run then waits for the queue to load again and goes
+    /// on, any other ends with the error (exit 30).
     fn step_on_a_broken_queue(&mut self, err: crate::task::Error) -> Result<Stepped, Error> {
-        let current = match self.seat.task() {
-            Some(id) => Some(id.clone()),
-            None => (self.state.current_task.as_deref()).and_then(|t| TaskId::parse(t).ok()),
-        };
-        let Some(id) = current else {
+        if self.options.poll.is_none() {
             return Err(err.into());
-        };
-        if let Some(end) = self.stop_or_interrupt()? {
-            return Ok(Stepped::End(end));
         }
-        let spent =
-            self.budget_spent() || self.seat.stop_handed_out() || !self.seat.reserve(&self.budgets);
-        if spent {
-            return match self.seat.task() {
-                Some(_) => Ok(Stepped::Done),
-                None => Err(err.into()),
-            };
+        self.ui.log(&format!(
+            "the queue does not load: {err}; no agent runs on it: fix that line by hand or undo the last edit (`ralph task validate` checks it), and the run goes on once it loads"
+        ));
+        loop {
+            if let Some(end) = self.wait(QUEUE_LOOK)? {
+                return Ok(Stepped::End(end));
+            }
+            if self.seat.stop_handed_out() {
+                return Ok(Stepped::Done);
+            }
+            if self.store.load().is_ok() {
+                self.ui.log("the queue loads again: the run goes on");
+                return Ok(Stepped::On);
+            }
         }
-        Ok(match self.iterate(&id, None)? {
-            Some(end) => Stepped::End(end),
-            None => Stepped::On,
-        })
     }
 }
+
+/// How often a run waiting for a broken queue to be fixed looks at it.
+const QUEUE_LOOK: std::time::Duration = std::time::Duration::from_millis(500);

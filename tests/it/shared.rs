@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::{Run, TestProject, wait_for};
+use crate::support::{Run, TestProject, wait_for, wait_until};
 
 /// A task line: `id`, pending, a leaf, with `deps`.
 fn task(id: &str, deps: &[&str]) -> String {
@@ -330,30 +330,6 @@ fn three_machines_with_two_workers_each_land_thirty_tasks_once() {
                 .any(|line| line == format!("refs/ralph/tasks/{id}")),
             "{id}: {kept}"
         );
-    }
-}
-
-/// Waits, at most `seconds`, until `done` holds while `child` runs. A
-/// child that ends first, or a wait that runs out, fails the test with
-/// `what` and what the child printed.
-fn wait_until(
-    child: &mut std::process::Child,
-    seconds: u64,
-    what: &str,
-    mut done: impl FnMut() -> bool,
-) {
-    let started = std::time::Instant::now();
-    while !done() {
-        if started.elapsed().as_secs() > seconds || child.try_wait().unwrap().is_some() {
-            let _ = child.kill();
-            let _ = child.wait();
-            let mut said = String::new();
-            if let Some(mut stderr) = child.stderr.take() {
-                let _ = std::io::Read::read_to_string(&mut stderr, &mut said);
-            }
-            panic!("{what}: {said}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

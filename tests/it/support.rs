@@ -313,6 +313,30 @@ pub(crate) fn wait_for(child: std::process::Child, seconds: u64) -> Run {
     }
 }
 
+/// Waits, at most `seconds`, until `done` holds while `child` runs. A
+/// child that ends first, or a wait that runs out, fails the test with
+/// `what` and what the child printed.
+pub(crate) fn wait_until(
+    child: &mut std::process::Child,
+    seconds: u64,
+    what: &str,
+    mut done: impl FnMut() -> bool,
+) {
+    let started = std::time::Instant::now();
+    while !done() {
+        if started.elapsed().as_secs() > seconds || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut said = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut stderr, &mut said);
+            }
+            panic!("{what}: {said}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Waits until `path` exists (at most 30 s).
 pub(crate) fn wait_for_file(path: &Path) {
     for _ in 0..3000 {
