@@ -63,10 +63,10 @@ pub(super) fn run(args: &DemoArgs, context: &Context) -> Result<Outcome, Error> 
     );
     let folder = crate::paths::Paths::new(folder);
     demo::create(&folder, &agent)?;
-    eprintln!(
+    crate::runner::ui::say(&format!(
         "ralph demo: a sample project in {}",
         folder.root().display()
-    );
+    ));
     let options = RunOptions {
         settings: Settings::load(&folder)?,
         agent_cmd: None,

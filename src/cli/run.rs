@@ -120,14 +120,16 @@ pub(super) fn interrupt_flag() -> &'static AtomicBool {
     let _ = ctrlc::set_handler(|| match SIGNALS.fetch_add(1, Ordering::SeqCst) {
         0 => {
             INTERRUPTED.store(true, Ordering::SeqCst);
-            eprintln!(
+            crate::runner::ui::say(&format!(
                 "ralph: stopping: the agent gets {} to finish, then state is saved; interrupt again to kill it now",
                 crate::config::ShowDuration(kill_grace())
-            );
+            ));
         }
         1 => {
             agent::kill_live_groups();
-            eprintln!("ralph: killed the agent; saving state (interrupt again to quit at once)");
+            crate::runner::ui::say(
+                "ralph: killed the agent; saving state (interrupt again to quit at once)",
+            );
         }
         _ => std::process::exit(Exit::Interrupted as i32),
     });

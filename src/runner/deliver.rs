@@ -150,12 +150,12 @@ fn preflight_retrying(paths: &crate::paths::Paths) -> Result<(), Error> {
         retry::NETWORK.waits(gh::RETRIES),
         || checker.preflight_once(),
         |failure, retry, wait| {
-            eprintln!(
+            super::ui::say(&format!(
                 "{}; trying again in {} (retry {retry} of {})",
                 crate::redact::redact(&failure.said),
                 crate::config::ShowDuration(wait),
                 gh::RETRIES
-            );
+            ));
             std::thread::sleep(wait);
             Ok::<bool, Error>(true)
         },

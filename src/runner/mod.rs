@@ -101,6 +101,17 @@ pub enum RunError {
     /// `.ralph/watch.json` does not parse.
     #[error("{0}")]
     Watch(String),
+    /// A pooled worker's thread ended on a bug in ralph (a panic) before
+    /// it said how its task went.
+    #[error("worker {worker} stopped on task {task}: a bug in ralph: {said}")]
+    WorkerPanicked {
+        /// The worker's number.
+        worker: u32,
+        /// The task it had.
+        task: String,
+        /// The panic's message.
+        said: String,
+    },
     /// Sharing the queue through the remote cannot go on.
     #[error(transparent)]
     Remote(remote::RemoteError),
@@ -131,7 +142,9 @@ impl crate::exit::Reportable for RunError {
             | RunError::HookWroteFiles { .. }
             | RunError::Watch(_) => Exit::InvalidInput,
             // Running again cannot help: a person sorts the tree out.
-            RunError::PlannerAddedNothing { .. } | RunError::Stranded { .. } => Exit::NeedsPerson,
+            RunError::PlannerAddedNothing { .. }
+            | RunError::Stranded { .. }
+            | RunError::WorkerPanicked { .. } => Exit::NeedsPerson,
             RunError::PlannerInterrupted => Exit::Interrupted,
             RunError::Remote(err) => err.exit(),
             _ => Exit::Transient,
@@ -151,6 +164,7 @@ impl crate::exit::Reportable for RunError {
             RunError::PlannerInterrupted => None,
             RunError::Delivery(_) => Some("or set delivery: local in config/ralph.yaml to keep the work on the base".to_owned()),
             RunError::Remote(err) => err.hint(),
+            RunError::WorkerPanicked { task, .. } => Some(format!("its work is on its branch and the next run goes on with it; please report this with .ralph/events.ndjson and ralph.log ({task})")),
             RunError::Watch(_) => Some("remove .ralph/watch.json: ralph then watches afresh from the branch's head (PRDs pushed meanwhile are planned by hand with `ralph plan`)".to_owned()),
         }
     }

@@ -356,15 +356,31 @@ impl<'a> Worker<'a> {
         ));
         let (sender, id) = (sender.clone(), task.id.clone());
         scope.spawn(move || {
-            let report = Worker::pooled(common, number, &id, &tree).and_then(|mut worker| {
-                let end = worker.work()?;
-                Ok(Report {
-                    merged: worker.merged,
-                    outcomes: std::mem::take(&mut worker.outcomes),
-                    failures: worker.state.failures.clone(),
-                    end,
+            // A report always comes back: a thread that ended on a panic
+            // without one would keep the pool waiting for it forever.
+            let work = || {
+                Worker::pooled(common, number, &id, &tree).and_then(|mut worker| {
+                    let end = worker.work()?;
+                    Ok(Report {
+                        merged: worker.merged,
+                        outcomes: std::mem::take(&mut worker.outcomes),
+                        failures: worker.state.failures.clone(),
+                        end,
+                    })
                 })
-            });
+            };
+            let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+                .unwrap_or_else(|panic| {
+                    let said = (panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    Err(super::RunError::WorkerPanicked {
+                        worker: number,
+                        task: id.to_string(),
+                        said,
+                    }
+                    .into())
+                });
             let _ = sender.send((id, number, report));
         });
         Ok(())

@@ -66,7 +66,7 @@ impl Ui {
         }
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => say(text),
         }
     }
 
@@ -93,6 +93,15 @@ impl Ui {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
-        eprintln!("{}", redact(text));
+        say(&redact(text));
     }
+}
+
+/// Writes `text` and a newline to stderr, ignoring a reader that went
+/// away (`ralph run 2>&1 | head`, a closed terminal): the run goes on
+/// and ends as it would, where `eprintln!` would panic.
+pub(crate) fn say(text: &str) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr().lock();
+    let _ = writeln!(stderr, "{text}").and_then(|()| stderr.flush());
 }

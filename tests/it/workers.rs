@@ -909,3 +909,29 @@ touch "$REC/done-$RALPH_TASK_ID"
             .contains(r#""id":"A","title":"task A","status":"active""#)
     );
 }
+
+/// A pool whose terminal goes away (stderr's reader closed: `ralph run
+/// 2>&1 | head`, a closed window) works on and ends as it would: its
+/// lines are dropped, never a worker's end that leaves the pool waiting
+/// for it forever.
+#[test]
+fn a_pool_whose_stderr_reader_is_gone_finishes_its_work() {
+    let mut project = TestProject::new();
+    for id in ["A", "B", "C", "D"] {
+        project = project.task(&task(id, &[]));
+    }
+    let project = project.git_init().agent(AGENT);
+    let mut child = project
+        .run_command(&["--workers", "2"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes away before the run has said anything.
+    drop(child.stderr.take());
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let done = project.json_lines("tasks-done.jsonl");
+    assert_eq!(done.len(), 4, "{done:?}");
+}
