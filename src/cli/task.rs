@@ -237,7 +237,9 @@ pub(super) fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Er
             TaskCommand::List(args) => list(&load()?, &args, json)?,
             TaskCommand::Tree => tree(&load()?, json),
             TaskCommand::Next => next(&load()?, json)?,
-            TaskCommand::Show(args) => show(&load()?, &args.id, json)?,
+            TaskCommand::Show(args) => show(&load()?, &args.id, json, || {
+                squash_commit(context, &args.id)
+            })?,
             TaskCommand::Start(args) => status_changed(&apply(set(args.id, Status::Active))?, json),
             TaskCommand::Ready(args) => status_changed(&apply(set(args.id, Status::Ready))?, json),
             TaskCommand::Complete(args) => {
@@ -492,7 +494,29 @@ fn idle_reasons(queue: &Queue, counts: &Counts) -> Vec<String> {
     reasons
 }
 
-fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
+/// How far back on the base `ralph task show` looks for a task's squash
+/// commit.
+const SQUASH_LOOK: usize = 10_000;
+
+/// The squash commit on the base that completed archived task `id` (its
+/// `Completes:` trailer), with the base's name, when the project's
+/// repository has one.
+fn squash_commit(context: &Context, id: &TaskId) -> Option<(crate::git::BranchCommit, String)> {
+    let settings = crate::config::Settings::load_with_env(&context.paths).ok()?;
+    let repo = crate::runner::worker::open_repo(&context.paths, &settings, None).ok()?;
+    let trailer = format!("Completes: {id}");
+    let commit = repo
+        .base_commit_with_trailer(&trailer, SQUASH_LOOK)
+        .ok()??;
+    Some((commit, repo.base().to_owned()))
+}
+
+fn show(
+    queue: &Queue,
+    id: &TaskId,
+    json: bool,
+    squash: impl FnOnce() -> Option<(crate::git::BranchCommit, String)>,
+) -> Result<Outcome, Error> {
     let id_str = id.as_str();
     let (object, archived_line) = if queue.get(id_str).is_some() {
         (object_of(queue, id_str)?, None)
@@ -542,6 +566,13 @@ fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
         if key == "id" || key == "title" {
             continue;
         }
+        // An archive record's `commit` is the task branch's tip (kept
+        // under refs/ralph/tasks/<id>); the base has the squash of it.
+        if let (true, "commit", Value::String(tip)) = (archived_line.is_some(), key.as_str(), value)
+        {
+            let _ = writeln!(out, "branch tip: {} (refs/ralph/tasks/{id})", safe(tip));
+            continue;
+        }
         match value {
             // The richer fields read as lists: one criterion, file or
             // command a line.
@@ -568,6 +599,16 @@ fn show(queue: &Queue, id: &TaskId, json: bool) -> Result<Outcome, Error> {
                 let _ = writeln!(out, "{key}: {}", safe(&other.to_string()));
             }
         }
+    }
+    if archived_line.is_some()
+        && let Some((commit, base)) = squash()
+    {
+        let _ = writeln!(
+            out,
+            "squash commit: {} on {base} ({})",
+            commit.id.as_str(),
+            safe(&commit.subject)
+        );
     }
     let children: Vec<String> = queue
         .children(id_str)

@@ -55,6 +55,24 @@ impl super::Repo {
         Ok(self.base_lacks_trailers(&wanted, limit)?.is_empty())
     }
 
+    /// The newest of the base's last `limit` commits (first parents)
+    /// with the trailer line `trailer`: the squash commit that completed
+    /// a task (`Completes: A.1`), when the base has it.
+    pub fn base_commit_with_trailer(
+        &self,
+        trailer: &str,
+        limit: usize,
+    ) -> Result<Option<BranchCommit>> {
+        for commit in self.base_commits(limit)? {
+            let commit = commit?;
+            let message = String::from_utf8_lossy(commit.message_bytes());
+            if message.lines().any(|line| line.trim_end() == trailer) {
+                return Ok(Some(BranchCommit::from(&commit)));
+            }
+        }
+        Ok(None)
+    }
+
     /// Those of `trailers` that none of the base's last `limit` commits
     /// (first parents) has, in their order: one walk for all of them.
     pub fn base_lacks_trailers(&self, trailers: &[String], limit: usize) -> Result<Vec<String>> {

@@ -147,7 +147,7 @@ impl Worker<'_> {
         self.state.current_task = Some(id.to_string());
         if !claim.resumed {
             let detail = format!("created branch {}", claim.branch);
-            self.record_between(Some(id), "claim", "ok", &detail, Map::new())?;
+            self.record_claim(id, &detail, Map::new())?;
         }
 
         // The run's counts and role history, as the triggers read them.

@@ -342,7 +342,7 @@ impl<'a> Worker<'a> {
             // The claim, as the worker alone records it.
             let extra = fields(json!({"worker": number}));
             let detail = format!("created branch {}", tree.branch);
-            self.record_between(Some(&task.id), "claim", "ok", &detail, extra)?;
+            self.record_claim(&task.id, &detail, extra)?;
         }
         common.hub.set_scope(self.state.scope.clone());
         self.ui.line(&format!(

@@ -214,7 +214,7 @@ impl Worker<'_> {
         detail: &str,
         extra: Map<String, Value>,
     ) -> Result<(), Error> {
-        self.record_at(task, phase, status, detail, extra, false)
+        self.record_at(task, phase, status, detail, extra, Between::No)
     }
 
     /// Records an event between two iterations (a claim, a final review
@@ -229,7 +229,20 @@ impl Worker<'_> {
         detail: &str,
         extra: Map<String, Value>,
     ) -> Result<(), Error> {
-        self.record_at(task, phase, status, detail, extra, true)
+        self.record_at(task, phase, status, detail, extra, Between::After)
+    }
+
+    /// Records the claim of `task` (its branch made): under no role, with
+    /// the number of the iteration it opens, so `ralph status` shows a
+    /// claim and its first iteration as one step (`#8 C claim`, `#8 C
+    /// iteration`), alone and pooled.
+    pub(super) fn record_claim(
+        &self,
+        task: &TaskId,
+        detail: &str,
+        extra: Map<String, Value>,
+    ) -> Result<(), Error> {
+        self.record_at(Some(task), "claim", "ok", detail, extra, Between::Opening)
     }
 
     fn record_at(
@@ -239,7 +252,7 @@ impl Worker<'_> {
         status: &str,
         detail: &str,
         mut extra: Map<String, Value>,
-        between: bool,
+        between: Between,
     ) -> Result<(), Error> {
         if let Some(worker) = self.seat.number() {
             extra.insert("worker".into(), worker.into());
@@ -248,12 +261,12 @@ impl Worker<'_> {
             timestamp: now(),
             run_id: self.state.run_id.clone(),
             task_id: task.map(|t| t.to_string()),
-            iteration: if between {
-                self.seat.run_iterations(&self.state)
-            } else {
-                self.state.iteration
+            iteration: match between {
+                Between::No => self.state.iteration,
+                Between::After => self.seat.run_iterations(&self.state),
+                Between::Opening => self.seat.run_iterations(&self.state) + 1,
             },
-            role: self.state.role.clone().filter(|_| !between),
+            role: self.state.role.clone().filter(|_| between == Between::No),
             phase: phase.to_owned(),
             status: status.to_owned(),
             detail: detail.to_owned(),
@@ -319,4 +332,15 @@ fn run_facts(result: &RunResult) -> Map<String, Value> {
 /// A count, or `?` when `tasks.jsonl` could not be read to count it.
 fn known(count: Option<usize>) -> String {
     count.map_or_else(|| "?".to_owned(), |count| count.to_string())
+}
+
+/// Where an event stands among the run's iterations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Between {
+    /// In the current iteration (its number and role).
+    No,
+    /// After the run's iterations so far (their count, no role).
+    After,
+    /// Opening the run's next iteration (its number, no role).
+    Opening,
 }

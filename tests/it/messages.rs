@@ -1,7 +1,7 @@
 //! What ralph says: each message names what happened and who did it, and
 //! counts read as English.
 
-use crate::support::{TestProject, finish};
+use crate::support::{TestProject, finish, wait_until};
 
 fn one_task() -> TestProject {
     TestProject::new()
@@ -43,21 +43,18 @@ ralph task complete A > /dev/null
 
 /// A person breaks `tasks.jsonl` while the agent works; the agent's
 /// `ralph task` then fails with exit 30. The iteration is the queue's
-/// failure, naming the file and line, not "the agent failed".
+/// failure, naming the file and line, not "the agent failed"; and no
+/// agent runs on the broken queue after it: a run that does not poll
+/// ends at once with the queue's error (exit 30).
 #[test]
 fn a_queue_broken_during_the_iteration_is_named_not_the_agents_exit() {
     let project = one_task().agent(
-        r#"if [ "$RALPH_TASK_ITERATION" = 1 ]; then
-  printf '{"id":' >> tasks.jsonl
-  ralph task complete A > /dev/null 2>&1 || exit $?
-fi
-cp .ralph/queue/tasks.jsonl.valid tasks.jsonl
-work A.txt done
-ralph task complete A > /dev/null
+        r#"printf '{"id":' >> tasks.jsonl
+ralph task complete A > /dev/null 2>&1 || exit $?
 "#,
     );
     let run = project.run(&[]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.code, 30, "{run:#?}");
     assert!(run.stderr.contains("#1 A [-] exit code 30"), "{run:#?}");
     assert!(
         run.stderr.contains(
@@ -65,10 +62,69 @@ ralph task complete A > /dev/null
         ),
         "{run:#?}"
     );
+    assert!(
+        run.stderr.ends_with("hint: fix that line by hand (or undo the last edit), then run `ralph task validate`; nothing was written\n"),
+        "{run:#?}"
+    );
+    assert_eq!(project.calls().len(), 1, "no agent on the broken queue");
     assert_eq!(
         project.json(".ralph/result.json")["failures"],
         serde_json::json!({"invalid_queue": 1})
     );
+}
+
+/// A line a person appends during a polling run that breaks the queue (a
+/// dependency on a missing id): no agent iteration runs on it; the run
+/// says the file, the line and the fix once, waits, and goes on when the
+/// person fixes the file.
+#[test]
+fn a_polling_run_waits_for_a_broken_queue_to_be_fixed_and_runs_no_agent_on_it() {
+    let project = one_task().agent(&crate::support::by_iteration(
+        "RALPH_TASK_ITERATION",
+        r#"1) echo '{"id":"B","title":"b","status":"pending","leaf":true,"deps":["Z"]}' >> tasks.jsonl ;;
+*) work A.txt done; ralph task complete A > /dev/null ;;"#,
+    ));
+    let mut child = (project.run_command(&["--poll", "200ms"]))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let log = || project.read_or_empty("ralph.log");
+    wait_until(&mut child, 60, "the queue's error said", || {
+        log().contains("the queue does not load")
+    });
+    // A while later, still one agent call: none runs on the broken queue.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert_eq!(project.calls().len(), 1, "{}", log());
+    assert_eq!(
+        log().matches("the queue does not load").count(),
+        1,
+        "said once"
+    );
+    assert!(
+        log().contains("the queue does not load: tasks.jsonl:2: "),
+        "{}",
+        log()
+    );
+    // The person drops the line: the run goes on, and the task is done.
+    let fixed: String = (project.read("tasks.jsonl").lines())
+        .filter(|line| !line.contains("\"B\""))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(project.path().join("tasks.jsonl"), fixed).unwrap();
+    wait_until(&mut child, 60, "A done", || {
+        project.read_or_empty("tasks-done.jsonl").contains("\"A\"")
+    });
+    assert!(
+        log().contains("the queue loads again: the run goes on"),
+        "{}",
+        log()
+    );
+    std::fs::write(project.path().join(".stop"), "").unwrap();
+    let run = crate::support::wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(project.calls().len(), 2);
 }
 
 /// One task and one iteration are counted in the singular.
@@ -225,4 +281,57 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         found.push(path);
     }
     found
+}
+
+/// After a run, `ralph task show` names both commits of an archived task
+/// (the branch's tip and the squash commit on the base), and `ralph
+/// status` numbers a claim as the iteration it opens, alone and pooled.
+#[test]
+fn show_names_both_commits_and_status_numbers_a_claim_with_its_iteration() {
+    for workers in [None, Some("1")] {
+        let project = TestProject::new()
+            .task(r#"{"id":"A","title":"first","status":"pending","leaf":true}"#)
+            .task(r#"{"id":"B","title":"second","status":"pending","leaf":true}"#)
+            .git_init()
+            .agent(r#"work "$RALPH_TASK_ID.txt" done; ralph task complete "$RALPH_TASK_ID" > /dev/null"#);
+        let run = match workers {
+            Some(n) => project.run(&["--workers", n]),
+            None => project.run(&[]),
+        };
+        assert_eq!(run.code, 0, "{run:#?}");
+        let tip = project.git(&["rev-parse", "refs/ralph/tasks/A"]);
+        let squash = project.git(&["log", "--format=%H", "--grep=^Completes: A$", "main"]);
+        assert_ne!(tip, squash);
+        let shown = project.ralph(&["task", "show", "A"]).success();
+        assert!(
+            shown
+                .stdout
+                .contains(&format!("branch tip: {tip} (refs/ralph/tasks/A)\n"))
+                && shown
+                    .stdout
+                    .contains(&format!("squash commit: {squash} on main ([A] first)\n"))
+                && !shown.stdout.contains("\ncommit: "),
+            "{workers:?}: {}",
+            shown.stdout
+        );
+        let status = project.ralph(&["status"]).success();
+        let number = |what: &str| -> String {
+            let line = (status.stdout.lines())
+                .find(|line| line.contains(what))
+                .unwrap_or_else(|| panic!("{workers:?}: no {what} in {}", status.stdout));
+            line.split_whitespace().nth(1).unwrap().to_owned()
+        };
+        assert_eq!(
+            number(" B claim ok"),
+            number(" B iteration "),
+            "{workers:?}: {}",
+            status.stdout
+        );
+        assert_eq!(
+            number(" B claim ok"),
+            "#2",
+            "{workers:?}: {}",
+            status.stdout
+        );
+    }
 }
