@@ -171,12 +171,21 @@ pub(super) fn run(command: TaskCommand, context: &Context) -> Result<Outcome, Er
     let apply = |patch: Patch| -> Result<Vec<Change>, Error> {
         let changes = store.apply(&patch, &context.now)?;
         for change in &changes {
-            if let Change::TornLineMoved { line, to } = change {
-                let _ = writeln!(
-                    warnings.borrow_mut(),
-                    "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) was moved to {}",
-                    to.display()
-                );
+            match change {
+                Change::TornLineMoved { line, to } => {
+                    let _ = writeln!(
+                        warnings.borrow_mut(),
+                        "warning: tasks-done.jsonl:{line}: a torn last line (a crash during an append?) was moved to {}",
+                        to.display()
+                    );
+                }
+                Change::OnKnownQueue(id) => {
+                    let _ = writeln!(
+                        warnings.borrow_mut(),
+                        "warning: tasks.jsonl lacks {id} (git reverted the file, or a hand edit removed the task): the change was made to the queue as ralph last knew it, which the run puts back after this iteration if git reverted the file; never let git revert tasks.jsonl"
+                    );
+                }
+                _ => {}
             }
         }
         Ok(changes)

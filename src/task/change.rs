@@ -39,6 +39,11 @@ pub enum Change {
     Archived(TaskId),
     /// The task was archived already; nothing was appended.
     AlreadyArchived(TaskId),
+    /// Task `0` was not in `tasks.jsonl` during an agent's iteration but in
+    /// the queue as ralph last knew it: the change was made there, and the
+    /// run puts that queue back after the iteration when git had reverted
+    /// the file.
+    OnKnownQueue(String),
     /// A torn last line of the archive (a crash during an append) was moved
     /// to the quarantine folder before new records were appended.
     TornLineMoved {

@@ -102,7 +102,25 @@ impl Store {
         let watching = self.paths.queue_watch().exists();
         for _ in 0..ATTEMPTS {
             let (mut queue, stamp, found) = self.load_keeping(watching)?;
-            let changes = queue.apply(patch, now)?;
+            let changes = match queue.apply(patch, now) {
+                Ok(changes) => changes,
+                // While an agent runs, a task the file lacks but ralph's
+                // copy has: git reverted the file (`git reset --hard`
+                // before the queue was ever committed), or a hand edit
+                // removed the task. The change is made to the copy, which
+                // the run puts back after the iteration when git had
+                // reverted the file (a hand edit stays).
+                Err(Error::NotFound { id, place }) if watching => {
+                    return match self.apply_to_known(patch, now)? {
+                        Some(mut changes) => {
+                            changes.push(Change::OnKnownQueue(id));
+                            Ok(changes)
+                        }
+                        None => Err(Error::NotFound { id, place }),
+                    };
+                }
+                Err(err) => return Err(err),
+            };
             if patch.keeps_valid() {
                 // Checked in debug builds, so every test checks the claim.
                 debug_assert!(queue.validate().is_ok(), "{patch:?} left the queue invalid");

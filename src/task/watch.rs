@@ -184,6 +184,32 @@ impl Store {
         })
     }
 
+    /// While watching, applies `patch` to ralph's copy of `tasks.jsonl`
+    /// alone: the changes, or `None` when the copy cannot take it (or
+    /// it would append to the archive, which is never written aside).
+    /// Called under the queue lock.
+    pub(super) fn apply_to_known(
+        &self,
+        patch: &Patch,
+        now: &str,
+    ) -> Result<Option<Vec<super::change::Change>>> {
+        let known = self.known()?;
+        let (Some(tasks), Some(done)) = (known.tasks, known.done) else {
+            return Ok(None);
+        };
+        let Ok(mut queue) = Queue::parse(&tasks, &done) else {
+            return Ok(None);
+        };
+        let Ok(changes) = queue.apply(patch, now) else {
+            return Ok(None);
+        };
+        if queue.validate().is_err() || !queue.done.pending_text().is_empty() {
+            return Ok(None);
+        }
+        self.keep(&self.paths.valid_queue(), queue.tasks.render().as_bytes())?;
+        Ok(Some(changes))
+    }
+
     /// While watching, applies `patch`, which was just written with the
     /// archive text `appended`, to the copies. Called under the queue lock.
     /// A patch the copy cannot take (it names a task only a hand edit

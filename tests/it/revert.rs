@@ -260,3 +260,32 @@ fn git_clean_x_removing_ignored_queue_files_loses_no_task() {
     assert_eq!(archived(&project), ["A", "B", "C"]);
     assert_eq!(project.read("tasks.jsonl"), "");
 }
+
+/// The README's walk-through, and an agent that runs `git reset --hard`
+/// (the queue was never committed: the file goes back to having no task)
+/// and then marks its task complete in the same iteration: the
+/// completion stands, on the queue as ralph knew it, which the run puts
+/// back; the task is merged, not blocked with its work done.
+#[test]
+fn a_completion_after_git_reset_hard_in_the_same_iteration_stands() {
+    let project = TestProject::new().git_init().agent(&by_iteration(&format!(
+        r#"1) work A.txt done; git reset -q --hard; ralph task complete A > "$REC/said" 2>&1 ;;
+{FINISH}"#
+    )));
+    project.ralph(&["task", "add", "one"]).success();
+    let run = project.run(&["--max-iterations", "1"]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let said = project.rec("said");
+    assert!(said.starts_with("A: active -> complete\n"), "{said}");
+    assert!(
+        said.contains(
+            "warning: tasks.jsonl lacks A (git reverted the file, or a hand edit removed the task)"
+        ),
+        "{said}"
+    );
+    // Put back after the iteration: A complete, then merged by the run.
+    let run = project.run(&[]);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(archived(&project), ["A"]);
+    assert_eq!(project.calls().len(), 1, "no second iteration on A");
+}
