@@ -12,6 +12,16 @@ use crate::events::{Event, EventLog};
 use crate::paths::Paths;
 use crate::result::RunResult;
 
+/// The statuses a run's last `run` event ends it with.
+const ENDINGS: [&str; 6] = [
+    "drained",
+    "stopped",
+    "budget_exhausted",
+    "blocked",
+    "failed",
+    "interrupted",
+];
+
 /// Most bytes of a task's failure evidence the page quotes.
 const EVIDENCE_BYTES: usize = 8 * 1024;
 
@@ -23,6 +33,9 @@ pub(crate) struct Source {
     pub events: Vec<Event>,
     /// The run's id.
     pub run_id: String,
+    /// The queue's open tasks (id, title, status) when the page is of the
+    /// last run: those it never reached are rows too.
+    pub open: Vec<(String, String, String)>,
 }
 
 /// Writes the page of run `run` (default: the last) to `out`; `None`
@@ -32,12 +45,23 @@ pub(crate) fn write(
     run: Option<&str>,
     out: &std::path::Path,
 ) -> Result<Option<String>, crate::Error> {
-    let Some(source) =
+    let Some(mut source) =
         source(paths, run).map_err(crate::files::at::<crate::Error>(paths.events()))?
     else {
         return Ok(None);
     };
     let queue = crate::task::Store::open(paths).load().ok();
+    if (run.is_none() || source.result.is_some())
+        && let Some(queue) = &queue
+    {
+        source.open = (queue.live_tasks())
+            .filter(|(_, task)| task.leaf)
+            .map(|(_, task)| {
+                let status = task.status.as_str().to_owned();
+                (task.id.to_string(), task.title.clone(), status)
+            })
+            .collect();
+    }
     let title = |id: &str| -> Option<String> {
         let queue = queue.as_ref()?;
         match queue.get(id) {
@@ -89,6 +113,7 @@ pub(crate) fn source(paths: &Paths, run: Option<&str>) -> std::io::Result<Option
         result,
         events,
         run_id,
+        open: Vec::new(),
     }))
 }
 
@@ -101,6 +126,9 @@ struct TaskRow {
     checks: Vec<(String, bool, u64)>,
     input_tokens: u64,
     output_tokens: u64,
+    /// Whether an iteration's agent reported its tokens (one that reports
+    /// nothing is unknown, not 0).
+    tokens_known: bool,
     cost_usd: f64,
     millis: u64,
     outcome: String,
@@ -136,6 +164,7 @@ pub(crate) fn html(
                 let task = row(&mut rows, &mut order, id);
                 task.iterations += 1;
                 task.millis += number("duration_ms");
+                task.tokens_known |= event.number("input_tokens").is_some();
                 task.input_tokens += number("input_tokens");
                 task.output_tokens += number("output_tokens");
                 task.cost_usd += event.float("cost_usd").unwrap_or(0.0);
@@ -165,6 +194,13 @@ pub(crate) fn html(
             task.commit = outcome.commit.clone();
         }
     }
+    for (id, text, status) in &source.open {
+        if !rows.contains_key(id) {
+            let task = row(&mut rows, &mut order, id);
+            task.title.clone_from(text);
+            task.outcome.clone_from(status);
+        }
+    }
     for id in &order {
         if let (Some(task), Some(text)) = (rows.get_mut(id), title(id)) {
             task.title = text;
@@ -183,11 +219,6 @@ pub(crate) fn html(
         } else {
             &task.outcome
         };
-        let failures: Vec<String> = task
-            .failures
-            .iter()
-            .map(|(c, n)| format!("{c} {n}"))
-            .collect();
         let checks: Vec<String> = (task.checks.iter())
             .map(|(command, passed, ms)| {
                 format!(
@@ -201,15 +232,21 @@ pub(crate) fn html(
             .collect();
         let _ = writeln!(
             page,
-            "<tr class=\"task {outcome}\" data-task=\"{id}\"><td><b>{id}</b> {title}</td><td class=\"outcome\">{outcome}</td><td>{iterations}</td><td>{failures}</td><td>{checks}</td><td>{input} / {output}</td><td>{cost}</td><td>{time:.1}s</td><td><code>{commit}</code></td></tr>",
+            "<tr class=\"task {outcome}\" data-task=\"{id}\"><td><b>{id}</b> {title}</td><td class=\"outcome\">{outcome}</td><td>{iterations}</td><td>{failures}</td><td>{checks}</td><td>{tokens}</td><td>{cost}</td><td>{time:.1}s</td><td><code>{commit}</code></td></tr>",
             id = esc(id),
             title = esc(&task.title),
             outcome = esc(outcome),
             iterations = task.iterations,
-            failures = esc(&failures.join(", ")),
+            failures = esc(&if task.failures.is_empty() {
+                String::new()
+            } else {
+                crate::text::tally(&task.failures)
+            }),
             checks = checks.join("<br>"),
-            input = task.input_tokens,
-            output = task.output_tokens,
+            tokens = match task.tokens_known {
+                true => format!("{} / {}", task.input_tokens, task.output_tokens),
+                false => "unknown".to_owned(),
+            },
             cost = if task.cost_usd > 0.0 {
                 format!("{:.2} USD", task.cost_usd)
             } else {
@@ -273,17 +310,7 @@ fn summary(source: &Source, rows: &BTreeMap<String, TaskRow>) -> String {
             if let Some(left) = result.remaining {
                 item("left", left.to_string());
             }
-            let failures: Vec<String> = (result.failures.iter())
-                .map(|(class, n)| format!("{class} {n}"))
-                .collect();
-            item(
-                "failures",
-                esc(&if failures.is_empty() {
-                    "none".to_owned()
-                } else {
-                    failures.join(", ")
-                }),
-            );
+            item("failures", esc(&crate::text::tally(&result.failures)));
             if let Some(pr) = &result.pull_request {
                 let text = match (&pr.url, &pr.command) {
                     (Some(url), _) => format!(
@@ -298,17 +325,30 @@ fn summary(source: &Source, rows: &BTreeMap<String, TaskRow>) -> String {
                 item("pull request", text);
             }
         }
-        None => item(
-            "status",
-            "under way, or ended without its result".to_owned(),
-        ),
+        // An earlier run's end is its last `run` event's.
+        None => match (source.events.iter().rev())
+            .find(|e| e.phase == "run" && ENDINGS.contains(&e.status.as_str()))
+        {
+            Some(end) => item(
+                "status",
+                format!("<b>{}</b> — {}", esc(&end.status), esc(&end.detail)),
+            ),
+            None => item(
+                "status",
+                "under way, or ended without its result".to_owned(),
+            ),
+        },
     }
     let cost: f64 = rows.values().map(|r| r.cost_usd).sum();
     let tokens: u64 = rows
         .values()
         .map(|r| r.input_tokens + r.output_tokens)
         .sum();
-    item("tokens", tokens.to_string());
+    // An agent that reports no tokens spent an unknown number, not 0.
+    match rows.values().any(|r| r.tokens_known) {
+        true => item("tokens", tokens.to_string()),
+        false => item("tokens", "unknown (the agent reports none)".to_owned()),
+    }
     if cost > 0.0 {
         item("cost", format!("{cost:.2} USD"));
     }

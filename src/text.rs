@@ -97,6 +97,18 @@ pub(crate) fn named<T: AsRef<str>>(items: &[T], most: usize) -> String {
     }
 }
 
+/// Failures by class for people: `exit ×1, timeout ×2` (how many of
+/// each, never read as an exit code), or `none`.
+pub(crate) fn tally<K: std::fmt::Display>(counts: &std::collections::BTreeMap<K, u64>) -> String {
+    if counts.is_empty() {
+        return "none".to_owned();
+    }
+    (counts.iter())
+        .map(|(class, n)| format!("{class} ×{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
 /// `3 tasks`. Every noun ralph counts takes an `s`.
 pub(crate) fn count(count: usize, noun: &str) -> String {

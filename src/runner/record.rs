@@ -127,11 +127,6 @@ impl Worker<'_> {
             &format!("ralph run {}: {reason}", status.as_str()),
             run_facts(&result),
         );
-        let failures: Vec<String> = result
-            .failures
-            .iter()
-            .map(|(class, n)| format!("{class} {n}"))
-            .collect();
         let unverified: Vec<&str> = (result.outcomes.iter())
             .filter(|outcome| outcome.verified == Some(false))
             .map(|outcome| outcome.task.as_str())
@@ -153,7 +148,7 @@ impl Worker<'_> {
             known(result.remaining),
             result.iterations,
             seconds(self.started.elapsed()),
-            if failures.is_empty() { "none".to_owned() } else { failures.join(", ") },
+            crate::text::tally(&result.failures),
         ));
         if self.options.settings.report == crate::config::ReportWhen::OnExit {
             let out = self.paths.report();

@@ -53,7 +53,8 @@ fn a_run_with_report_on_exit_writes_one_self_contained_page() {
         page.contains("<tr class=\"task blocked\" data-task=\"B\"><td><b>B</b> task B</td>"),
         "{page}"
     );
-    assert!(page.contains("<td>exit 1</td>"), "{page}");
+    assert!(page.contains("<td>exit ×1</td>"), "{page}");
+    assert!(page.contains("<dt>failures</dt><dd>exit ×1</dd>"), "{page}");
     // The failure's evidence, folded and escaped.
     assert!(
         page.contains("<details class=\"evidence\"><summary>A — "),
@@ -170,4 +171,49 @@ fn a_parallel_run_has_a_lane_per_worker() {
         "{page}"
     );
     assert_eq!(page.matches("<path class=\"merge\"").count(), 2, "{page}");
+}
+
+/// What the page says where a newcomer misread it: a task the run never
+/// reached is a row; an agent that reports no tokens spent an unknown
+/// number, not 0; an earlier run's page says how it ended.
+#[test]
+fn the_page_lists_unreached_tasks_says_unknown_tokens_and_an_earlier_runs_end() {
+    let p = TestProject::new()
+        .task(&pending("A"))
+        .task(&pending("B"))
+        .git_init()
+        .agent(&by_iteration(
+            "RALPH_TASK_ID",
+            r#"A) work A.txt done; ralph task complete A > /dev/null; touch .stop ;;
+*) work B.txt done; ralph task complete B > /dev/null ;;"#,
+        ));
+    let first = p.run(&[]);
+    assert_eq!(first.code, 0, "{first:#?}");
+    let first_id = p.json(".ralph/result.json")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    p.ralph(&["report"]).success();
+    let page = p.read(".ralph/report.html");
+    assert!(
+        page.contains("<tr class=\"task pending\" data-task=\"B\"><td><b>B</b> task B</td><td class=\"outcome\">pending</td>"),
+        "{page}"
+    );
+    assert!(page.contains("<td>unknown</td>"), "{page}");
+    assert!(
+        page.contains("<dt>tokens</dt><dd>unknown (the agent reports none)</dd>"),
+        "{page}"
+    );
+    // A second run; the first one's page says it was stopped.
+    let second = p.run(&[]);
+    assert_eq!(second.code, 0, "{second:#?}");
+    p.ralph(&["report", "--run", &first_id, "--out", "first.html"])
+        .success();
+    let page = p.read("first.html");
+    assert!(
+        page.contains("<dt>status</dt><dd><b>stopped</b> — .stop asked the run to stop</dd>"),
+        "{page}"
+    );
+    // An earlier run's page lists the tasks it reached only.
+    assert!(!page.contains("data-task=\"B\""), "{page}");
 }
