@@ -150,7 +150,14 @@ impl Reader {
                 shown.display().to_string()
             }),
             tail: (log.map(|log| tail(self.run.paths.project(), &log, lines))).unwrap_or_default(),
-            evidence: evidence.map(|e| crate::text::safe(&crate::redact::redact(&e)).into_owned()),
+            // Each line made safe on its own: a line break stays one, not
+            // a written `\n`.
+            evidence: evidence.map(|e| {
+                let e = crate::redact::redact(&e);
+                (e.lines().map(|line| crate::text::safe(line).into_owned()))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
         }
     }
 }

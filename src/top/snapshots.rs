@@ -383,10 +383,14 @@ fn enter_shows_the_tasks_log_and_last_failure_and_esc_closes_it() {
             "test parse::nested ... FAILED".into(),
             "error: 1 test failed".into(),
         ],
-        evidence: Some("exit: the agent failed with exit code 1\nthread 'main' panicked".into()),
+        evidence: Some("exit: the agent failed with exit code 1 (log: .ralph/logs/7-A.2.log)\nthread 'main' panicked at src/parse.rs:42: nested brackets past the limit of the parser".into()),
     });
     let frame = frame(&sources, &ui, 80, 24);
     check("details", &frame);
+    // A long line wraps, a line break is one: nothing cut, no `\n` written.
+    assert!(!frame.contains("\\n"), "{frame}");
+    assert!(frame.contains("of the parser"), "{frame}");
+    assert!(frame.contains("7-A.2.log)"), "{frame}");
     assert_eq!(press(&mut ui, &snapshot, key(KeyCode::Esc)), Action::Stay);
     assert_eq!(ui.overlay, Overlay::None);
 }

@@ -356,7 +356,13 @@ fn draw_events(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) {
                     Style::new().bold(),
                 ));
             }
-            spans.push(Span::styled(event.text.clone(), Style::new().fg(colour)));
+            // What the row cannot hold ends with `…`, never mid-word unsaid.
+            let used: usize = spans.iter().map(|span| span.content.chars().count()).sum();
+            let room = usize::from(inner.width).saturating_sub(used);
+            spans.push(Span::styled(
+                ellipsis(&event.text, room),
+                Style::new().fg(colour),
+            ));
             Line::from(spans).style(selected_style(focused && index == selected))
         })
         .collect();
@@ -424,17 +430,22 @@ fn draw_overlay(area: Rect, buf: &mut Buffer, overlay: &Overlay) {
 fn details_lines(details: &Details, area: Rect) -> (String, Vec<Line<'static>>, (u16, u16)) {
     let bold = Style::new().bold();
     let size = (area.width.saturating_sub(4), area.height.saturating_sub(2));
+    // Inside the borders, after a two-space indent: longer lines wrap.
+    let width = usize::from(size.0).saturating_sub(4).max(1);
+    let indented = |lines: &[String]| -> Vec<Line<'static>> {
+        (lines.iter())
+            .flat_map(|line| wrap(line, width))
+            .map(|row| Line::raw(format!("  {row}")))
+            .collect()
+    };
     let mut failure = Vec::new();
     match &details.evidence {
         Some(evidence) => {
             failure.push(Line::styled("last failure:", bold.fg(Color::Red)));
-            let evidence: Vec<&str> = evidence.lines().collect();
-            let keep = evidence.len().saturating_sub(8);
-            failure.extend(
-                evidence[keep..]
-                    .iter()
-                    .map(|line| Line::raw(format!("  {line}"))),
-            );
+            let evidence: Vec<String> = evidence.lines().map(str::to_owned).collect();
+            let rows = indented(&evidence);
+            let keep = rows.len().saturating_sub(8);
+            failure.extend(rows.into_iter().skip(keep));
         }
         None => failure.push(Line::styled("no failure on record", bold)),
     }
@@ -445,14 +456,33 @@ fn details_lines(details: &Details, area: Rect) -> (String, Vec<Line<'static>>, 
         Some(log) => Line::styled(format!("log {log}, last lines:"), bold),
         None => Line::styled("no agent log yet", bold),
     }];
-    let keep = details.tail.len().saturating_sub(room);
-    lines.extend(
-        details.tail[keep..]
-            .iter()
-            .map(|line| Line::raw(format!("  {line}"))),
-    );
+    let rows = indented(&details.tail);
+    let keep = rows.len().saturating_sub(room);
+    lines.extend(rows.into_iter().skip(keep));
     lines.extend(failure);
     (format!(" {} ", details.task), lines, size)
+}
+
+/// `line` in rows of at most `width` characters (at least one row).
+fn wrap(line: &str, width: usize) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.is_empty() {
+        return vec![String::new()];
+    }
+    chars
+        .chunks(width)
+        .map(|row| row.iter().collect())
+        .collect()
+}
+
+/// `text` in at most `width` characters, ending with `…` when cut.
+fn ellipsis(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 /// The text of `buf`, one line per row, trailing blanks cut.
