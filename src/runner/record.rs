@@ -27,6 +27,9 @@ impl Worker<'_> {
         if !self.options.settings.verify.run.is_empty() {
             // The commands may write files: the next step scans the tree.
             self.clean = None;
+            // What a look from outside (`ralph top`) shows meanwhile.
+            self.state.phase = crate::state::Phase::Verify;
+            self.save_state()?;
         }
         for command in &self.options.settings.verify.run {
             let (result, _) = self.check(None, "verify_run", "failed", command)?;

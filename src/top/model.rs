@@ -146,6 +146,9 @@ pub(crate) struct Snapshot {
     pub facts: Vec<(&'static str, String)>,
     /// One row per worker busy on a task.
     pub workers: Vec<WorkerRow>,
+    /// What the workers panel says when no task is under way: what the
+    /// run does meanwhile, when it runs.
+    pub no_task: String,
     /// The queue, flattened in tree order (shared with the sources: a
     /// frame whose queue did not change compares it by address).
     pub queue: Rc<Vec<QueueRow>>,
@@ -181,6 +184,7 @@ impl Snapshot {
         Snapshot {
             facts: facts(sources, &state, now),
             workers: workers(sources, now),
+            no_task: no_task(sources),
             events: digest.recent.iter().rev().map(event_row).collect(),
             run_id,
             state,
@@ -283,6 +287,24 @@ fn facts(sources: &Sources, state: &RunState, now: DateTime<Utc>) -> Vec<(&'stat
         ));
     }
     facts
+}
+
+/// What a live run does with no task under way (its checks, a merge,
+/// the wait between tasks or for work), for the workers panel.
+fn no_task(sources: &Sources) -> String {
+    if sources.live.is_none() {
+        return "no task under way".to_owned();
+    }
+    let doing = match sources.state.phase {
+        Phase::Verify => "the run's checks (verify.run) are running",
+        Phase::Merge | Phase::Squash => "a task is being merged into the base",
+        Phase::Idle => "the run is idle, looking for work",
+        Phase::Ended => "the run is ending",
+        Phase::Agent | Phase::Judge | Phase::Between => {
+            "between tasks: the next one is being picked"
+        }
+    };
+    format!("no task under way: {doing}")
 }
 
 /// The rows of the tasks under way: each worker's, or the single run's.

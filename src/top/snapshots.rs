@@ -262,6 +262,33 @@ fn idle_polling() {
     );
 }
 
+/// With no task under way, the workers panel says what the run does:
+/// its checks, a merge, the wait for work, the pick of the next task.
+#[test]
+fn no_task_under_way_says_what_the_run_does() {
+    for (phase, said) in [
+        (
+            Phase::Verify,
+            "no task under way: the run's checks (verify.run) are running",
+        ),
+        (
+            Phase::Merge,
+            "no task under way: a task is being merged into the base",
+        ),
+        (
+            Phase::Between,
+            "no task under way: between tasks: the next one is being picked",
+        ),
+    ] {
+        let mut state = working("A.2", "debugger", 2, "10:03:30");
+        state.current_task = None;
+        state.phase = phase;
+        let sources = sources(state, TASKS, DONE, history());
+        let frame = frame(&sources, &Cursor::default(), 100, 24);
+        assert!(frame.contains(said), "{phase:?}: {frame}");
+    }
+}
+
 #[test]
 fn waiting_for_a_usage_limit() {
     let mut state = working("A.2", "debugger", 2, "10:03:30");

@@ -237,7 +237,7 @@ fn draw_workers(area: Rect, buf: &mut Buffer, snapshot: &Snapshot, ui: &Cursor) 
     )];
     if snapshot.workers.is_empty() {
         lines.push(Line::styled(
-            "no task under way",
+            snapshot.no_task.clone(),
             Style::new().fg(Color::DarkGray),
         ));
     }
