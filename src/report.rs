@@ -400,7 +400,9 @@ fn timeline(source: &Source) -> String {
         lanes.dedup();
         lanes
     };
-    let (width, height) = (960.0, 28.0 * lanes.len() as f64 + 24.0);
+    // The lanes, then a time axis below them.
+    let axis_y = 8.0 + 28.0 * lanes.len() as f64;
+    let (width, height) = (960.0, axis_y + 24.0);
     let x = |ms: f64| 90.0 + (ms / span) * (width - 100.0);
     let mut svg = format!(
         "<h2>Timeline</h2>\n<svg id=\"timeline\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" role=\"img\">\n"
@@ -417,6 +419,22 @@ fn timeline(source: &Source) -> String {
             "<text x=\"4\" y=\"{}\" class=\"lane\">{}</text>",
             y + 14.0,
             esc(&name)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        "<line class=\"axis\" x1=\"{:.1}\" y1=\"{axis_y}\" x2=\"{:.1}\" y2=\"{axis_y}\"/>",
+        x(0.0),
+        x(span)
+    );
+    let step = tick_step(span);
+    for tick in (0..).map(|n| n as f64 * step).take_while(|ms| *ms <= span) {
+        let _ = writeln!(
+            svg,
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{}\">{}</text>",
+            x(tick),
+            axis_y + 16.0,
+            crate::text::minutes_seconds(tick / 1000.0)
         );
     }
     for (event, placed) in source.events.iter().zip(placed) {
@@ -442,6 +460,17 @@ fn timeline(source: &Source) -> String {
                     esc(event.role.as_deref().unwrap_or("no role")),
                     esc(&event.status),
                 );
+                // The task's id on its bar, where the bar can hold it.
+                let task = event.task_id.as_deref().unwrap_or("");
+                if to - from >= 8.0 * task.chars().count() as f64 + 6.0 {
+                    let _ = writeln!(
+                        svg,
+                        "<text class=\"task\" x=\"{:.1}\" y=\"{}\">{}</text>",
+                        from + 3.0,
+                        y + 14.0,
+                        esc(task)
+                    );
+                }
             }
             "merge" if event.status == "ok" => {
                 let cx = from;
@@ -474,6 +503,19 @@ fn timeline(source: &Source) -> String {
     svg
 }
 
+/// The time axis's step for a timeline of `span` ms: a round length
+/// giving at most eight ticks.
+fn tick_step(span: f64) -> f64 {
+    const STEPS: [f64; 12] = [
+        1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
+    ];
+    let seconds = span / 1000.0;
+    let step = (STEPS.iter().copied())
+        .find(|step| seconds / step <= 8.0)
+        .unwrap_or_else(|| (seconds / 8.0 / 3600.0).ceil() * 3600.0);
+    step * 1000.0
+}
+
 /// `text` safe in HTML text and attributes, its secrets masked first (an
 /// escaped secret would no longer be recognised).
 fn esc(text: &str) -> String {
@@ -504,6 +546,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #ccc; padding: 4
 tr.merged .outcome { color: #1a7f37; } tr.blocked .outcome { color: #cf222e; }
 .ok { color: #1a7f37; fill: #2da44e; } .bad { color: #cf222e; fill: #cf222e; } .wait { color: #9a6700; fill: #d4a72c; } .stop { color: #57606a; fill: #8c959f; }
 .retry { color: #8250df; fill: #a475f9; } .merge { fill: #0969da; } .lane { font-size: 12px; fill: #57606a; }
+.axis { stroke: #8c959f; } .tick { font-size: 11px; fill: #57606a; } text.task { font-size: 11px; fill: #fff; pointer-events: none; }
 dt { font-weight: bold; float: left; clear: left; width: 8em; } dd { margin-left: 9em; }
 pre { background: #f6f8fa; padding: 8px; overflow: auto; } .foot { color: #57606a; }
 </style>
@@ -521,5 +564,54 @@ mod tests {
             esc("<b>\"x\" & 'y'</b>"),
             "&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/b&gt;"
         );
+    }
+
+    /// A bar wide enough holds its task's id; a narrow one only its
+    /// tooltip.
+    #[test]
+    fn a_wide_iteration_bar_is_labelled_with_its_task() {
+        let event = |at: &str, task: &str, ms: u64| Event {
+            timestamp: at.to_owned(),
+            run_id: "r".to_owned(),
+            task_id: Some(task.to_owned()),
+            iteration: 1,
+            phase: "iteration".to_owned(),
+            status: "ok".to_owned(),
+            extra: crate::events::fields(serde_json::json!({"duration_ms": ms})),
+            ..Event::default()
+        };
+        let source = Source {
+            result: None,
+            events: vec![
+                event("2026-01-01T00:00:00Z", "start", 0),
+                event("2026-01-01T00:01:00Z", "A.1", 59_000),
+                event("2026-01-01T00:01:01Z", "B.2", 100),
+            ],
+            run_id: "r".to_owned(),
+            open: Vec::new(),
+        };
+        let svg = timeline(&source);
+        assert!(svg.contains(">A.1</text>"), "{svg}");
+        assert!(!svg.contains(">B.2</text>"), "{svg}");
+        assert!(svg.contains(">1m</text>"), "{svg}");
+    }
+
+    #[test]
+    fn the_time_axis_has_round_steps_and_at_most_eight_ticks() {
+        for (span_ms, step_ms) in [
+            (500.0, 1000.0),
+            (7_000.0, 1000.0),
+            (9_000.0, 2000.0),
+            (75_000.0, 10_000.0),
+            (3_600_000.0, 600_000.0),
+            (86_400_000.0, 3_600_000.0 * 3.0),
+        ] {
+            assert_eq!(tick_step(span_ms), step_ms, "{span_ms}");
+            assert!(span_ms / tick_step(span_ms) <= 8.0, "{span_ms}");
+        }
+        let shown: Vec<String> = [0.0, 45.0, 120.0, 90.4]
+            .map(crate::text::minutes_seconds)
+            .into();
+        assert_eq!(shown, ["0s", "45s", "2m", "1m30s"]);
     }
 }

@@ -109,6 +109,16 @@ pub(crate) fn tally<K: std::fmt::Display>(counts: &std::collections::BTreeMap<K,
         .join(", ")
 }
 
+/// A whole number of seconds for a scale: `0s`, `45s`, `2m`, `1m30s`.
+pub(crate) fn minutes_seconds(seconds: f64) -> String {
+    let seconds = seconds.round() as u64;
+    match (seconds / 60, seconds % 60) {
+        (0, s) => format!("{s}s"),
+        (m, 0) => format!("{m}m"),
+        (m, s) => format!("{m}m{s:02}s"),
+    }
+}
+
 /// `count` and `noun`, in the plural unless `count` is 1: `1 task`,
 /// `3 tasks`. Every noun ralph counts takes an `s`.
 pub(crate) fn count(count: usize, noun: &str) -> String {

@@ -69,6 +69,10 @@ fn a_run_with_report_on_exit_writes_one_self_contained_page() {
         "{page}"
     );
     assert_eq!(page.matches("<path class=\"merge\"").count(), 1, "{page}");
+    // A time axis from the run's start, each iteration's task on its bar
+    // where the bar can hold it.
+    assert!(page.contains("<line class=\"axis\""), "{page}");
+    assert!(page.contains(">0s</text>"), "{page}");
     // Nothing to fetch: no script, no link, no address.
     for outside in ["<script", "<link", "http://", "https://", "src=", "url("] {
         assert!(!page.contains(outside), "{outside}: {page}");
