@@ -17,6 +17,7 @@ mod doctor;
 mod escape;
 mod execute;
 mod final_review;
+mod first_hour;
 mod fuzz_corpus;
 mod git;
 mod hostile;
