@@ -273,9 +273,9 @@ pub(crate) fn html(
             };
             let _ = writeln!(
                 page,
-                "<details class=\"evidence\"><summary>{} — the evidence of its failed attempts</summary><pre>{}</pre></details>",
+                "<details class=\"evidence\"><summary>{} — the evidence of its failed attempts</summary>\n{}</details>",
                 esc(id),
-                esc(&text)
+                evidence_html(&text)
             );
         }
     }
@@ -503,6 +503,50 @@ fn timeline(source: &Source) -> String {
     svg
 }
 
+/// A critique file's Markdown as HTML: its `###` headings, its fenced
+/// output as preformatted text, the rest as paragraphs; every text
+/// escaped (nothing of it is markup of the page's).
+fn evidence_html(markdown: &str) -> String {
+    let mut out = String::new();
+    let mut paragraph: Vec<&str> = Vec::new();
+    let mut fence: Option<(&str, Vec<&str>)> = None;
+    let flush = |out: &mut String, paragraph: &mut Vec<&str>| {
+        if !paragraph.is_empty() {
+            let _ = writeln!(out, "<p>{}</p>", esc(&paragraph.join("\n")));
+            paragraph.clear();
+        }
+    };
+    for line in markdown.lines() {
+        if let Some((marks, body)) = &mut fence {
+            if line.trim_end() == *marks {
+                let _ = writeln!(out, "<pre>{}</pre>", esc(&body.join("\n")));
+                fence = None;
+            } else {
+                body.push(line);
+            }
+            continue;
+        }
+        let ticks = line.len() - line.trim_start_matches('`').len();
+        if ticks >= 3 {
+            flush(&mut out, &mut paragraph);
+            fence = Some((&line[..ticks], Vec::new()));
+        } else if let Some(heading) = line.strip_prefix("### ") {
+            flush(&mut out, &mut paragraph);
+            let _ = writeln!(out, "<h4>{}</h4>", esc(heading));
+        } else if line.trim().is_empty() {
+            flush(&mut out, &mut paragraph);
+        } else {
+            paragraph.push(line);
+        }
+    }
+    // Cut short (a bounded tail): what is open is shown as it is.
+    if let Some((_, body)) = fence {
+        let _ = writeln!(out, "<pre>{}</pre>", esc(&body.join("\n")));
+    }
+    flush(&mut out, &mut paragraph);
+    out
+}
+
 /// The time axis's step for a timeline of `span` ms: a round length
 /// giving at most eight ticks.
 fn tick_step(span: f64) -> f64 {
@@ -594,6 +638,15 @@ mod tests {
         assert!(svg.contains(">A.1</text>"), "{svg}");
         assert!(!svg.contains(">B.2</text>"), "{svg}");
         assert!(svg.contains(">1m</text>"), "{svg}");
+    }
+
+    #[test]
+    fn evidence_reads_as_headings_output_and_paragraphs_all_escaped() {
+        let markdown = "### Iteration 3 · T · role debugger · exit\n\nthe <agent> failed\n\n````\n```\nboom & bust\n````\n\n### Iteration 4 · T\n\n```\ncut sh";
+        assert_eq!(
+            evidence_html(markdown),
+            "<h4>Iteration 3 · T · role debugger · exit</h4>\n<p>the &lt;agent&gt; failed</p>\n<pre>```\nboom &amp; bust</pre>\n<h4>Iteration 4 · T</h4>\n<pre>cut sh</pre>\n"
+        );
     }
 
     #[test]
