@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::events::{Event, EventLog};
+use crate::events::Event;
 use crate::paths::Paths;
 use crate::result::RunResult;
 
@@ -94,8 +94,11 @@ pub(crate) fn write(
 /// Reads what the page of run `run` (default: the last one) is made of;
 /// `None` when the project has no run of that id.
 pub(crate) fn source(paths: &Paths, run: Option<&str>) -> std::io::Result<Option<Source>> {
-    let result = RunResult::read(paths);
-    let (events, _) = EventLog::open(paths).tail(usize::MAX)?;
+    // The one view of a run `ralph status` and `ralph top` read too.
+    let mut view = crate::view::Run::new(paths.to_owned());
+    view.read();
+    let result = view.result.take();
+    let events = view.events()?.events;
     let run_id = match (run, &result) {
         (Some(run), _) => run.to_owned(),
         (None, Some(result)) => result.run_id.clone(),

@@ -12,7 +12,7 @@ use crate::files::{Stamp, own};
 use crate::git::remote::Claim;
 use crate::paths::Paths;
 use crate::result::RunResult;
-use crate::runner::lock::Holder;
+use crate::run_lock::Holder;
 use crate::state::{State, StateFile, TaskProgress};
 
 /// A parallel worker: its task (its worktree's name) and the state its
@@ -133,7 +133,7 @@ pub(crate) fn live(paths: &Paths, result: Option<&RunResult>) -> Option<Holder> 
 }
 
 fn shared(paths: &Paths) -> Option<Shared> {
-    let machine = crate::runner::remote::Machine::known(paths)?;
+    let machine = crate::machine::Machine::known(paths)?;
     let repo = crate::git::Repo::open_without_base(paths, &Default::default()).ok()?;
     Some(Shared {
         machine: machine.id,

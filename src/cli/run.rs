@@ -199,7 +199,7 @@ fn dry_run(options: &RunOptions, context: &Context) -> Result<Outcome, Error> {
     };
     let exit = (!refused.is_empty()).then_some(Exit::InvalidInput);
     // A run under way decides its own next step; this one is a guess.
-    let live = runner::lock::live_holder(&context.paths).ok().flatten();
+    let live = crate::run_lock::live_holder(&context.paths).ok().flatten();
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live_run": live.as_ref().map(|h| json!({"pid": h.pid, "since": h.since, "run_id": h.run_id})),

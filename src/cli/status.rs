@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{Context, Outcome, to_json};
 use crate::error::Error;
-use crate::runner::lock;
+use crate::run_lock as lock;
 use crate::task::Store;
 use crate::text::safe;
 

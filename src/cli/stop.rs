@@ -3,7 +3,7 @@
 use super::{Context, Outcome};
 use crate::error::Error;
 use crate::paths::STOP_FILE;
-use crate::runner::lock;
+use crate::run_lock as lock;
 
 /// Creates `.stop`; the loop removes it and exits after the current iteration.
 pub(super) fn run(context: &Context) -> Result<Outcome, Error> {

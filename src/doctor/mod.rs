@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::config::{Settings, env_vars};
 use crate::paths::{Paths, SETTINGS_FILE, STOP_FILE};
-use crate::runner::{self, RunOptions};
+use crate::runner::RunOptions;
 use crate::state::StateFile;
 
 /// How many ids or paths a finding names before it says "and N more".
@@ -185,7 +185,7 @@ fn one_line(text: &str) -> String {
 /// Whether a run is live (as `ralph status` tells, without disturbing
 /// it), and `.stop`.
 fn run(found: &mut Findings, paths: &Paths) -> bool {
-    let holder = runner::lock::live_holder(paths)
+    let holder = crate::run_lock::live_holder(paths)
         .map_err(|source| crate::files::PathError::new(paths.run_lock(), source));
     let holder = found.check("run", holder).flatten();
     let stop = paths.join(STOP_FILE).exists();

@@ -53,7 +53,7 @@ pub(crate) fn observe(
     task: &Task,
 ) -> Result<(State, u64, Measures), crate::error::Error> {
     let state = crate::state::StateFile::open(paths).peek();
-    let live = super::lock::live_holder(paths).ok().flatten().is_some();
+    let live = crate::run_lock::live_holder(paths).ok().flatten().is_some();
     let run_iterations = if live { state.iteration } else { 0 };
     let settings = crate::config::Settings::load(paths)?;
     let branch = state.progress(task.id.as_str()).branch;

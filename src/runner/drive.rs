@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, json};
 
 use super::decide::{self, Budgets, Next};
-use super::lock::RunLock;
 use super::seat::Seat;
 use super::ui::Ui;
 use super::worker::{Parts, RunOptions, Worker, first_complete, interrupted, open_repo};
@@ -21,6 +20,7 @@ use crate::git::{self, Head};
 use crate::paths::Paths;
 use crate::result::{RunResult, RunStatus};
 use crate::roles;
+use crate::run_lock::RunLock;
 use crate::state::{Loaded, Phase, StateFile};
 use crate::task::{Status, Store, TaskId};
 use crate::text::count;

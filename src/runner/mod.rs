@@ -11,7 +11,7 @@ pub(crate) mod dry_run;
 mod finish;
 mod guard;
 mod iteration;
-pub(crate) mod lock;
+
 pub(crate) mod planner;
 mod pool;
 mod record;
@@ -33,6 +33,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::error::Error;
 use crate::exit::Exit;
+use crate::run_lock as lock;
 
 pub(crate) use crate::result::{RunResult, RunStatus};
 pub(crate) use worker::{RunOptions, Worker};
@@ -127,6 +128,15 @@ fn holder_text(holder: &Option<lock::Holder>) -> String {
 impl From<RunError> for Error {
     fn from(err: RunError) -> Error {
         Error::Run(Box::new(err))
+    }
+}
+
+impl From<lock::LockError> for crate::error::Error {
+    fn from(err: lock::LockError) -> Self {
+        match err {
+            lock::LockError::Held(holder) => RunError::Locked(holder).into(),
+            lock::LockError::Io(path, source) => crate::files::PathError::new(path, source).into(),
+        }
     }
 }
 

@@ -11,8 +11,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::decide::Budgets;
-use super::lock::RunLock;
 use crate::git::Repo;
+use crate::run_lock::RunLock;
 use crate::state::{RunScope, Spent, State};
 use crate::task::TaskId;
 

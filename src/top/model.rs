@@ -15,7 +15,7 @@ use crate::text::safe;
 /// Everything read from the project's files for one frame.
 pub(crate) struct Sources {
     /// The run holding the run lock, when its process is alive.
-    pub live: Option<crate::runner::lock::Holder>,
+    pub live: Option<crate::run_lock::Holder>,
     /// `.ralph/state.json`.
     pub state: State,
     /// The parallel workers, each with its state.

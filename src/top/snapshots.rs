@@ -132,7 +132,7 @@ fn sources(state: State, tasks: &str, done: &str, events: Vec<Event>) -> Sources
         digest.add(event);
     }
     Sources {
-        live: Some(crate::runner::lock::Holder {
+        live: Some(crate::run_lock::Holder {
             pid: 4242,
             since: "2026-11-27T10:00:00Z".into(),
             run_id: RUN.into(),

@@ -40,15 +40,6 @@ pub(crate) enum LockError {
     Io(PathBuf, std::io::Error),
 }
 
-impl From<LockError> for crate::error::Error {
-    fn from(err: LockError) -> Self {
-        match err {
-            LockError::Held(holder) => super::RunError::Locked(holder).into(),
-            LockError::Io(path, source) => crate::files::PathError::new(path, source).into(),
-        }
-    }
-}
-
 impl RunLock {
     /// Takes the lock for this run, or reports who holds it.
     pub(crate) fn acquire(paths: &Paths, holder: &Holder) -> Result<RunLock, LockError> {
