@@ -122,14 +122,23 @@ impl Run {
     }
 }
 
-/// The run holding the project's run lock, read from the lock file
-/// without taking the lock, when its process is alive and has not
-/// written its result.
+/// The run holding the project's run lock (the OS lock probed for an
+/// instant, which a starting run waits out), when it has not written its
+/// result: how `ralph status` and `ralph top` both judge a run live.
 pub(crate) fn live(paths: &Paths, result: Option<&RunResult>) -> Option<Holder> {
-    let bytes = own::read(paths.project(), &paths.run_lock()).ok()?;
-    let holder: Holder = serde_json::from_slice(&bytes).ok()?;
+    let holder = match crate::run_lock::live_holder(paths) {
+        // The OS lock says it, whoever has the pid now.
+        Ok(holder) => holder?,
+        // A lock file this user may not open for writing (a look from
+        // another account): its holder's process tells instead.
+        Err(_) => {
+            let bytes = own::read(paths.project(), &paths.run_lock()).ok()?;
+            let holder: Holder = serde_json::from_slice(&bytes).ok()?;
+            crate::platform::alive(holder.pid).then_some(holder)?
+        }
+    };
     let ended = result.is_some_and(|result| result.run_id == holder.run_id);
-    (!ended && crate::platform::alive(holder.pid)).then_some(holder)
+    (!ended).then_some(holder)
 }
 
 fn shared(paths: &Paths) -> Option<Shared> {

@@ -7,7 +7,6 @@ use serde_json::json;
 
 use super::{Context, Outcome, to_json};
 use crate::error::Error;
-use crate::run_lock as lock;
 use crate::task::Store;
 use crate::text::safe;
 
@@ -18,9 +17,10 @@ const RECENT: usize = 5;
 pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     let paths = &context.paths;
     let io = |path| crate::files::at::<Error>(paths.join(path));
-    let holder = lock::live_holder(paths).map_err(io(crate::paths::RUN_LOCK))?;
     let mut run = crate::view::Run::new(paths.clone());
     run.read();
+    // Judged as `ralph top` judges it: one view of a run.
+    let holder = crate::view::live(paths, run.result.as_ref());
     // A hand edit that broke the queue is no reason to hide the live run.
     let (queue, queue_error) = match Store::open(paths).load() {
         Ok(queue) => (queue, None),
