@@ -424,8 +424,17 @@ pub(crate) fn policy(
         .unwrap_or_default();
     hidden.extend(jail.sockets.iter().cloned());
     hidden.extend(settings.hidden.iter().filter_map(|p| place(p)));
+    // A mount made again later shadows everything the first one and those
+    // between made at or below its path: the first is dropped (`.ralph/`
+    // is both a protected path and the runtime folder).
+    let mut kept: Vec<Mount> = Vec::with_capacity(mounts.len());
+    for (at, mount) in mounts.iter().enumerate() {
+        if !mounts[at + 1..].contains(mount) {
+            kept.push(mount.clone());
+        }
+    }
     Policy {
-        mounts,
+        mounts: kept,
         hidden,
         network: settings.network,
         host_processes: jail.host_processes,
@@ -657,10 +666,20 @@ mod tests {
             [
                 Mount::Write("/repo".into()),
                 Mount::Read("/repo/.gitattributes".into()),
-                Mount::Read("/repo/app/.ralph".into()),
                 Mount::Read("/repo/app/config".into()),
+                Mount::Read("/repo/app/roles".into()),
             ]
         );
+        // `.ralph/`, protected and the runtime folder, is closed once,
+        // before what `ralph task` writes in it is opened again.
+        let ralph = Mount::Read("/repo/app/.ralph".into());
+        assert_eq!(policy.mounts.iter().filter(|m| **m == ralph).count(), 1);
+        let at = |mount: &Mount| policy.mounts.iter().position(|m| m == mount).unwrap();
+        assert!(at(&ralph) < at(&Mount::Write("/repo/app/.ralph/queue".into())));
+        // No mount is made twice.
+        for (index, mount) in policy.mounts.iter().enumerate() {
+            assert!(!policy.mounts[index + 1..].contains(mount), "{mount:?}");
+        }
     }
 
     #[test]
