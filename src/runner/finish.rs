@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use crate::events::fields;
 
 use super::RunError;
+use super::shared::Landed;
 use super::worker::{Worker, now};
 use crate::agent::FailureClass;
 use crate::error::Error;
@@ -123,21 +124,16 @@ impl Worker<'_> {
         // under refs/ralph/tasks/<id>; it joins the squash commit.
         let changes = self.archive(id, Some(tip.to_string()))?;
         crate::fault::crash_at("after_archive");
-        let mut commit = self.base().amend_with_queue_files(&completes(&changes))?;
-        if self.remote.is_some() {
-            if let Some(kept) = self.publish(Some((id, Some(tip.to_string()))), true)? {
-                self.leave_worktree()?;
-                self.base().preserve_and_delete_branch(&branch, id)?;
-                return self.orphaned(id, &kept);
-            }
-            // Made again on the remote's new tip when another machine
-            // landed first.
-            commit = self.base().branch_tip(self.base().base())?;
-        }
+        let commit = self.base().amend_with_queue_files(&completes(&changes))?;
+        let landed = self.after_landing(id, Some(tip.to_string()), Some(commit.to_string()))?;
         self.leave_worktree()?;
         self.base().preserve_and_delete_branch(&branch, id)?;
+        let commit = match landed {
+            Landed::Here(commit) => commit,
+            Landed::Orphaned(kept) => return self.orphaned(id, &kept),
+        };
         let detail = format!("squash-merged into {}", self.repo.base());
-        self.merged_task(id, Some(commit.to_string()), &detail)?;
+        self.merged_task(id, commit, &detail)?;
         // A hook ran in the squash (no clean token came back): what it
         // wrote would stop the next claim with a puzzling dirty tree.
         if self.clean.is_none() {
@@ -278,7 +274,7 @@ impl Worker<'_> {
                 .map(|c| c.to_string()))
         };
         let mut tip = None;
-        let (mut commit, detail) = match branch {
+        let (commit, detail) = match branch {
             None => (bookkeeping(self)?, "archived; it had no branch".to_owned()),
             Some(branch) => match self.squash(branch, id, title, trailers)? {
                 Squash::Merged(merged) => {
@@ -312,15 +308,10 @@ impl Worker<'_> {
                 }
             },
         };
-        if self.remote.is_some() {
-            if let Some(kept) = self.publish(Some((id, tip)), true)? {
-                return self.orphaned(id, &kept);
-            }
-            if commit.is_some() {
-                commit = Some(self.base().branch_tip(self.base().base())?.to_string());
-            }
+        match self.after_landing(id, tip, commit)? {
+            Landed::Here(commit) => self.merged_task(id, commit, &detail),
+            Landed::Orphaned(kept) => self.orphaned(id, &kept),
         }
-        self.merged_task(id, commit, &detail)
     }
 
     /// Sharing the queue, another machine landed task `id` first: this
@@ -513,11 +504,9 @@ impl Worker<'_> {
                 return self.block(id, &reason);
             }
         };
-        if self.remote.is_some() {
-            let _ = self.publish(Some((id, tip)), true)?;
-            if commit.is_some() {
-                commit = Some(self.base().branch_tip(self.base().base())?.to_string());
-            }
+        // A landing kept as an orphan leaves the split's commit as it was.
+        if let Landed::Here(landed) = self.after_landing(id, tip, commit.clone())? {
+            commit = landed;
         }
         let detail = format!(
             "split into {}; {}",

@@ -230,7 +230,40 @@ impl Worker<'_> {
     }
 }
 
+/// Where a task's landing ended up.
+pub(super) enum Landed {
+    /// On the base (and the remote, sharing the queue): its commit there,
+    /// made again on the remote's new tip when another machine landed
+    /// first.
+    Here(Option<String>),
+    /// Another machine landed the task first: this machine's work is kept
+    /// under this ref.
+    Orphaned(String),
+}
+
 impl Worker<'_> {
+    /// After task `id` landed on the base (its squash commit `commit`, if
+    /// any; `tip` its branch's tip): the shared queue's part, the landing
+    /// published on the remote with the task's claim released. Alone,
+    /// nothing to do.
+    pub(super) fn after_landing(
+        &mut self,
+        id: &crate::task::TaskId,
+        tip: Option<String>,
+        commit: Option<String>,
+    ) -> Result<Landed, Error> {
+        if self.remote.is_none() {
+            return Ok(Landed::Here(commit));
+        }
+        if let Some(kept) = self.publish(Some((id, tip)), true)? {
+            return Ok(Landed::Orphaned(kept));
+        }
+        Ok(Landed::Here(match commit {
+            Some(_) => Some(self.base().branch_tip(self.base().base())?.to_string()),
+            None => None,
+        }))
+    }
+
     /// Another machine landed task `id` first (it took the claim over
     /// while this one was cut off): this machine's work, `commit`, is
     /// kept for a person under `refs/ralph/orphans/`, never landed a
