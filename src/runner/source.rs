@@ -34,25 +34,42 @@ pub(super) enum Idle {
 }
 
 /// A pool's supply of tasks. Each call is made by the pool's own worker
-/// (the one in the project's checkout), between hand-outs.
+/// (the one in the project's checkout), between hand-outs. What a source
+/// does not say is the project's queue alone: nothing to bring up to
+/// date, every task claimable, nothing more to come once it is worked.
 pub(super) trait Source {
     /// Brings the queue up to date when a look is due: at each of the
     /// pool's rounds, or (`claiming`) before the next hand-out.
-    fn refresh(&mut self, pool: &mut Worker<'_>, hub: &Hub, claiming: bool) -> Result<(), Error>;
+    fn refresh(
+        &mut self,
+        _pool: &mut Worker<'_>,
+        _hub: &Hub,
+        _claiming: bool,
+    ) -> Result<(), Error> {
+        Ok(())
+    }
 
     /// Whether task `id` may be handed out here.
-    fn claimable(&self, id: &str) -> bool;
+    fn claimable(&self, _id: &str) -> bool {
+        true
+    }
 
     /// Claims `task` for worker `number` before it is handed out.
-    fn claim(&mut self, pool: &mut Worker<'_>, task: &Task, number: u32) -> Result<Pick, Error>;
+    fn claim(&mut self, _pool: &mut Worker<'_>, _task: &Task, _number: u32) -> Result<Pick, Error> {
+        Ok(Pick::Go)
+    }
 
     /// Nothing left to claim with no worker busy: whether new work may
     /// have come of this source's own (tasks added here, published).
-    fn nothing_left(&mut self, pool: &mut Worker<'_>, hub: &Hub) -> Result<bool, Error>;
+    fn nothing_left(&mut self, _pool: &mut Worker<'_>, _hub: &Hub) -> Result<bool, Error> {
+        Ok(false)
+    }
 
     /// No worker busy and nothing to hand out, the run free to go on:
     /// whether to wait for work others hold, look again, or end.
-    fn idle(&mut self, pool: &mut Worker<'_>, hub: &Hub) -> Result<Idle, Error>;
+    fn idle(&mut self, _pool: &mut Worker<'_>, _hub: &Hub) -> Result<Idle, Error> {
+        Ok(Idle::Done)
+    }
 
     /// A worker is busy: what `idle` said before is over.
     fn busy(&mut self) {}
@@ -61,24 +78,4 @@ pub(super) trait Source {
 /// The project's queue, worked by this machine alone.
 pub(super) struct Local;
 
-impl Source for Local {
-    fn refresh(&mut self, _: &mut Worker<'_>, _: &Hub, _: bool) -> Result<(), Error> {
-        Ok(())
-    }
-
-    fn claimable(&self, _: &str) -> bool {
-        true
-    }
-
-    fn claim(&mut self, _: &mut Worker<'_>, _: &Task, _: u32) -> Result<Pick, Error> {
-        Ok(Pick::Go)
-    }
-
-    fn nothing_left(&mut self, _: &mut Worker<'_>, _: &Hub) -> Result<bool, Error> {
-        Ok(false)
-    }
-
-    fn idle(&mut self, _: &mut Worker<'_>, _: &Hub) -> Result<Idle, Error> {
-        Ok(Idle::Done)
-    }
-}
+impl Source for Local {}
