@@ -102,6 +102,19 @@ pub(super) fn prepare(
     if options.settings.delivery != crate::config::Delivery::Pr {
         return Ok(options);
     }
+    // Settings that do not go together are said before `gh` is asked or
+    // a branch made: a service manager must not restart such a run.
+    let conflict = |what: &str| Err(super::RunError::DeliveryConflict(what.to_owned()).into());
+    if options.settings.remote.enabled {
+        return conflict(
+            "a queue shared through the remote (--remote, remote.enabled) lands each task on the base: a pull request does not go with it; run without --remote, or set delivery: local",
+        );
+    }
+    if !options.settings.watch.prds.is_empty() && options.settings.workers.is_some() {
+        return conflict(
+            "a pull request per watched PRD takes one worker: drop --workers (and workers: in config/ralph.yaml)",
+        );
+    }
     preflight_retrying(paths)?;
     let state_file = crate::state::StateFile::open(paths);
     let (mut state, _) = state_file
@@ -111,12 +124,6 @@ pub(super) fn prepare(
     if !options.settings.watch.prds.is_empty() {
         // A pull request per PRD: each unit's branch is made when its
         // first task is claimed (unit.rs); a stopped one resumes.
-        if options.settings.workers.is_some() {
-            return Err(super::RunError::Delivery(
-                "a pull request per watched PRD takes one worker: drop --workers (and workers: in config/ralph.yaml)".to_owned(),
-            )
-            .into());
-        }
         let base = match &state.pull_request {
             Some(plan) => plan.target.clone(),
             None => repo.base().to_owned(),
@@ -202,7 +209,7 @@ fn pull_request_plan(
             .map(|title| crate::git::slug(&crate::redact::redact(title)))
     });
     let Some(name) = name.filter(|n| !n.is_empty()) else {
-        return Err(super::RunError::Delivery(
+        return Err(super::RunError::DeliveryConflict(
             "the pull request needs a branch name: give one with --pr-branch NAME, or add a task"
                 .to_owned(),
         )

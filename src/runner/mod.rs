@@ -96,6 +96,10 @@ pub enum RunError {
     /// branch name.
     #[error("delivery: pr: {0}")]
     Delivery(String),
+    /// `delivery: pr` with settings or flags it does not go with (caught
+    /// before anything is written): running again cannot help.
+    #[error("delivery: pr: {0}")]
+    DeliveryConflict(String),
     /// `ralph plan --agent` was interrupted by a signal.
     #[error("interrupted: the planner agent was stopped")]
     PlannerInterrupted,
@@ -150,6 +154,7 @@ impl crate::exit::Reportable for RunError {
             } => Exit::InvalidInput,
             RunError::PlannerBrokeQueue(_)
             | RunError::HookWroteFiles { .. }
+            | RunError::DeliveryConflict(_)
             | RunError::Watch(_) => Exit::InvalidInput,
             // Running again cannot help: a person sorts the tree out.
             RunError::PlannerAddedNothing { .. }
@@ -173,6 +178,7 @@ impl crate::exit::Reportable for RunError {
             RunError::PlannerAddedNothing { log } => Some(format!("its output is in {log}; or plan a structured document without --agent (docs/PLANNING.md)")),
             RunError::PlannerInterrupted => None,
             RunError::Delivery(_) => Some("or set delivery: local in config/ralph.yaml to keep the work on the base".to_owned()),
+            RunError::DeliveryConflict(_) => Some("nothing was written; change the flags or config/ralph.yaml as it says (docs/UNATTENDED.md), or set delivery: local".to_owned()),
             RunError::Remote(err) => err.hint(),
             RunError::WorkerPanicked { task, .. } => Some(format!("its work is on its branch and the next run goes on with it; please report this with .ralph/events.ndjson and ralph.log ({task})")),
             RunError::Watch(_) => Some("remove .ralph/watch.json: ralph then watches afresh from the branch's head (PRDs pushed meanwhile are planned by hand with `ralph plan`)".to_owned()),

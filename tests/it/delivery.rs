@@ -439,11 +439,44 @@ esac
     assert_eq!(
         (run.code, run.stderr.as_str()),
         (
-            20,
-            "error: delivery: pr: the pull request needs a branch name: give one with --pr-branch NAME, or add a task\nhint: or set delivery: local in config/ralph.yaml to keep the work on the base\n"
+            30,
+            "error: delivery: pr: the pull request needs a branch name: give one with --pr-branch NAME, or add a task\nhint: nothing was written; change the flags or config/ralph.yaml as it says (docs/UNATTENDED.md), or set delivery: local\n"
         ),
     );
     assert!(p.calls().is_empty());
+}
+
+/// Settings a pull request does not go with are refused before `gh` is
+/// asked or a branch made, with exit 30 (never 20, which a service
+/// manager restarts forever): a queue shared through the remote, and
+/// workers with watched PRDs.
+#[test]
+fn delivery_pr_with_settings_it_does_not_go_with_exits_30_writing_nothing() {
+    let p = pr_project(&by_iteration("RALPH_ITERATION", FINISH));
+    let branches = |p: &TestProject| p.git(&["branch", "--format=%(refname:short)"]);
+    let before = branches(&p);
+    let run = run_with_gh(&p, &["--remote"]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.starts_with("error: delivery: pr: a queue shared through the remote (--remote, remote.enabled) lands each task on the base: a pull request does not go with it; run without --remote, or set delivery: local\nhint: nothing was written"),
+        "{run:#?}"
+    );
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("prds: []", "prds: [\"prds/*.md\"]");
+    assert!(config.contains("prds/*.md"), "{config}");
+    let p = p.file("config/ralph.yaml", config);
+    let run = run_with_gh(&p, &["--workers", "2"]);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.starts_with(
+            "error: delivery: pr: a pull request per watched PRD takes one worker: drop --workers"
+        ),
+        "{run:#?}"
+    );
+    assert!(p.calls().is_empty());
+    assert_eq!(p.rec("gh"), "", "gh was not asked");
+    assert_eq!(branches(&p), before, "no branch made");
 }
 
 #[test]
