@@ -356,6 +356,21 @@ impl<'a> Worker<'a> {
         {
             self.unit.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
         }
+        // Work done but its pull request not opened (after the retries)
+        // is no drained queue: a person (or the next run) opens it.
+        let failed = (self.unit.pull_request.as_ref())
+            .filter(|pr| pr.action == crate::result::PrAction::Failed);
+        let (status, reason) = match failed {
+            Some(pr) if status == RunStatus::Drained => (
+                RunStatus::Blocked,
+                format!(
+                    "the work is done and pushed, but its pull request could not be opened or updated ({}); the next run tries again, or do it by hand: {}",
+                    crate::redact::redact(pr.error.as_deref().unwrap_or("gh failed")),
+                    pr.command.as_deref().unwrap_or("gh pr create")
+                ),
+            ),
+            _ => (status, reason),
+        };
         Ok(Ok((status, reason, verify_run)))
     }
 

@@ -399,7 +399,13 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    // Not "drained", exit 0: the work waits for its pull request (exit 10).
+    assert_eq!(run.code, 10, "{run:#?}");
+    assert_eq!(p.json(".ralph/result.json")["status"], "blocked");
+    assert!(
+        run.stderr.contains("ralph: blocked — the work is done and pushed, but its pull request could not be opened or updated (gh pr create failed (exit status: 1): GraphQL: Resource not accessible); the next run tries again, or do it by hand: gh pr create "),
+        "{run:#?}"
+    );
     // Not a server's or the network's failure: not tried again.
     assert!(!run.stderr.contains("trying again"), "{run:#?}");
     let command = "gh pr create --base main --head ralph/notes --title 'task A' --body-file .ralph/pull-request.md";
@@ -627,7 +633,10 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.code, 10,
+        "the work waits for its pull request: {run:#?}"
+    );
     let result = p.json(".ralph/result.json");
     assert_eq!(result["pull_request"]["action"], "failed");
     assert_eq!(
@@ -725,7 +734,10 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.code, 10,
+        "the work waits for its pull request: {run:#?}"
+    );
     let calls = p.rec("gh");
     assert_eq!(calls.matches("gh pr create").count(), 4, "{calls}");
     let events = pull_request_events(&p);
@@ -862,7 +874,10 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.code, 10,
+        "the work waits for its pull request: {run:#?}"
+    );
     assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
     assert_eq!(
         p.json(".ralph/result.json")["pull_request"]["command"],
@@ -909,7 +924,10 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &[]);
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.code, 10,
+        "the work waits for its pull request: {run:#?}"
+    );
     let calls = p.rec("gh");
     assert_eq!(
         calls.matches("gh pr edit 7 --title task A --body-file - --add-label ralph --add-label needs review\n").count(),
