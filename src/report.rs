@@ -10,17 +10,7 @@ use std::fmt::Write as _;
 
 use crate::events::Event;
 use crate::paths::Paths;
-use crate::result::RunResult;
-
-/// The statuses a run's last `run` event ends it with.
-const ENDINGS: [&str; 6] = [
-    "drained",
-    "stopped",
-    "budget_exhausted",
-    "blocked",
-    "failed",
-    "interrupted",
-];
+use crate::result::{RunResult, RunStatus};
 
 /// Most bytes of a task's failure evidence the page quotes.
 const EVIDENCE_BYTES: usize = 8 * 1024;
@@ -330,7 +320,7 @@ fn summary(source: &Source, rows: &BTreeMap<String, TaskRow>) -> String {
         }
         // An earlier run's end is its last `run` event's.
         None => match (source.events.iter().rev())
-            .find(|e| e.phase == "run" && ENDINGS.contains(&e.status.as_str()))
+            .find(|e| e.phase == "run" && e.status.parse::<RunStatus>().is_ok())
         {
             Some(end) => item(
                 "status",
