@@ -31,24 +31,6 @@ fn walk_through() -> Vec<String> {
     lines[from..].to_vec()
 }
 
-/// Runs `script` with `sh` in `project`, `ralph` first on `PATH`: its
-/// output, or the test fails naming the command.
-fn sh(project: &TestProject, script: &str) -> String {
-    let output = (project.command("sh"))
-        .args(["-c", script])
-        .env("PATH", project.path_with_aux_bin())
-        .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms")
-        .output()
-        .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "`{script}` failed:\n{said}");
-    said
-}
-
 /// The walk-through as written, `ralph run` with the README's example
 /// agent (`--agent-cmd .../examples/agent.sh`, "no agent installed
 /// yet?"); then, kept in the project as the README says (`ralph init
@@ -65,9 +47,7 @@ fn the_readmes_walk_through_runs_as_written() {
         let project = TestProject::new();
         std::os::unix::fs::symlink(crate::support::RALPH, project.aux().join("bin/ralph")).unwrap();
         // "cd my-project: a git repository with a commit"
-        sh(
-            &project,
-            "git init -q -b main && echo '# my project' > README.md && git add -A && git commit -q -m start",
+        project.sh("git init -q -b main && echo '# my project' > README.md && git add -A && git commit -q -m start",
         );
         for command in &commands {
             let command = match (command.as_str(), keep) {
@@ -77,16 +57,16 @@ fn the_readmes_walk_through_runs_as_written() {
                 }
                 (other, _) => other.to_owned(),
             };
-            sh(&project, &command);
+            project.sh(&command);
         }
         // Both tasks done, each a squash commit on main.
         let done = project.json_lines("tasks-done.jsonl");
         assert_eq!(done.len(), 2, "keep {keep}: {done:?}");
-        let subjects = sh(&project, "git log --format=%s main");
+        let subjects = project.sh("git log --format=%s main");
         assert!(subjects.contains("[A] add a --verbose flag"), "{subjects}");
         assert!(subjects.contains("[B] document --verbose"), "{subjects}");
         if keep {
-            let doctor = sh(&project, "ralph doctor");
+            let doctor = project.sh("ralph doctor");
             assert!(!doctor.contains("error:"), "{doctor}");
         }
     }

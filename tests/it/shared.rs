@@ -976,19 +976,7 @@ fn the_set_up_scale_md_shows_leaves_both_machines_clean_and_alike() {
     remote.git(&["init", "-q", "--bare", "-b", "main"]);
     let machine = |script: &str| {
         let machine = TestProject::new();
-        std::os::unix::fs::symlink(crate::support::RALPH, machine.aux().join("bin/ralph")).unwrap();
-        let script = script.replace("<the remote>", &remote.path().display().to_string());
-        let run = machine
-            .command("sh")
-            .args(["-c", &script])
-            .env("PATH", machine.path_with_aux_bin())
-            .output()
-            .unwrap();
-        assert!(
-            run.status.success(),
-            "{script}\n{}",
-            String::from_utf8_lossy(&run.stderr)
-        );
+        machine.sh(&script.replace("<the remote>", &remote.path().display().to_string()));
         machine
     };
     // The first machine: a project whose base is pushed to the remote.

@@ -101,6 +101,29 @@ impl TestProject {
         Run::from(output)
     }
 
+    /// Runs `script` with `sh` in the project as a person would type it,
+    /// `ralph` first on `PATH` (linked into `<aux>/bin`): its output, or
+    /// the test fails naming the script.
+    pub(crate) fn sh(&self, script: &str) -> String {
+        let link = self.aux().join("bin/ralph");
+        if !link.exists() {
+            std::os::unix::fs::symlink(RALPH, &link).expect("link ralph");
+        }
+        let output = (self.command("sh"))
+            .args(["-c", script])
+            .env("PATH", self.path_with_aux_bin())
+            .env("RALPH_PAUSE_BETWEEN_ITERATIONS", "0ms")
+            .output()
+            .expect("run sh");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "`{script}` failed:\n{said}");
+        said
+    }
+
     /// A command for `program` in the project with the pinned environment.
     pub(crate) fn command(&self, program: &str) -> Command {
         let mut command = pinned_command(program, self.path());
