@@ -235,6 +235,7 @@ mod tests {
             Kind::CapReached,
             Kind::RunEnded,
             Kind::RunIdle,
+            Kind::WatchStuck,
         ] {
             assert_eq!(
                 serde_json::to_value(kind).unwrap(),

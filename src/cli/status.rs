@@ -39,6 +39,8 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         .collect();
     let (state, result, workers, shared) = (&run.state, &run.result, &run.workers, &run.shared);
     let title = |id: &str| (queue.get(id)).map_or(String::new(), |t| safe(&t.title).into_owned());
+    // What keeps a watching run's base from taking the watched branch.
+    let stuck = (crate::runner::watch::Watched::load(paths).ok()).and_then(|watched| watched.stuck);
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live": holder.is_some(),
@@ -53,6 +55,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             })).collect::<Vec<_>>(),
             "counts": queue_error.is_none().then(|| super::task::counts_json(&counts)),
             "queue_error": queue_error,
+            "watch_stuck": stuck,
             "shared": shared.as_ref().map(|shared| json!({
                 "machine": shared.machine,
                 "claims": shared.claims.iter().map(|c| json!({
@@ -80,6 +83,15 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             out,
             "idle, polling every {}, next look at {}",
             polling.every, polling.next_look
+        );
+    }
+    if let Some(stuck) = &stuck {
+        let _ = writeln!(
+            out,
+            "watch: stuck since {}: {}; {}",
+            stuck.since,
+            safe(&stuck.problem),
+            safe(&stuck.fix)
         );
     }
     if let Some(task) = &state.current_task {

@@ -215,7 +215,7 @@ pub(crate) const KEYS: &[Key] = keys! {
     notify.command: TEXT = "null", RALPH_NOTIFY_COMMAND, -,
         "Run with `sh -c` in the project for each event worth a person's attention, the event as one JSON object on stdin and its kind in `RALPH_EVENT` (docs/NOTIFY.md); null: nobody is told";
     notify.on: KINDS = "[]", -, -,
-        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle); empty: all";
+        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle, watch_stuck); empty: all";
     notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
         "Longest notify.command may run before it is stopped; the loop never waits for it";
     watch.prds: GLOBS = "[]", -, -,

@@ -243,6 +243,9 @@ pub(crate) enum NotifyKind {
     RunEnded,
     /// A polling run found nothing workable and waits.
     RunIdle,
+    /// The checkout cannot take the watched branch (a person's merge,
+    /// new PRDs) until a person clears the way.
+    WatchStuck,
 }
 
 impl NotifyKind {

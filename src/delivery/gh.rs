@@ -252,8 +252,8 @@ impl Gh {
             })
     }
 
-    /// The open pull request from `head`: its number and address.
-    pub(crate) fn find(&self, head: &str) -> Result<Option<(u64, String)>, Failure> {
+    /// The open pull request from `head`.
+    pub(crate) fn find(&self, head: &str) -> Result<Option<Open>, Failure> {
         let listed = self.run(
             &[
                 "pr",
@@ -263,7 +263,7 @@ impl Gh {
                 "--state",
                 "open",
                 "--json",
-                "number,url",
+                "number,url,isDraft",
                 "--limit",
                 "1",
             ],
@@ -273,11 +273,18 @@ impl Gh {
             Failure::lasting(format!("gh pr list printed no JSON ({err}): {listed}"))
         })?;
         Ok(value.get(0).and_then(|pr| {
-            Some((
-                pr["number"].as_u64()?,
-                pr["url"].as_str().unwrap_or_default().to_owned(),
-            ))
+            Some(Open {
+                number: pr["number"].as_u64()?,
+                url: pr["url"].as_str().unwrap_or_default().to_owned(),
+                draft: pr["isDraft"].as_bool().unwrap_or(false),
+            })
         }))
+    }
+
+    /// Marks draft pull request `number` ready for review.
+    pub(crate) fn ready(&self, number: u64) -> Result<(), Failure> {
+        self.run(&["pr", "ready", &number.to_string()], None)
+            .map(|_| ())
     }
 
     /// Opens the pull request; returns its address (what `gh` prints).
@@ -292,6 +299,17 @@ impl Gh {
         self.run(&edit_args(number, request, "-"), Some(request.body))
             .map(|_| ())
     }
+}
+
+/// A pull request open on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Open {
+    /// Its number.
+    pub number: u64,
+    /// Its address.
+    pub url: String,
+    /// Whether it is a draft.
+    pub draft: bool,
 }
 
 /// `gh pr edit NUMBER ...` with the body read from `body_file`: labels are

@@ -108,12 +108,26 @@ pub(super) fn delivery(
 }
 
 /// Watching a branch for PRDs, when `watch.prds` is set: what is
-/// watched, and the remote it is fetched from, which must exist. Nothing
-/// is fetched.
-pub(super) fn watch(found: &mut Findings, settings: &crate::config::Settings, repo: Option<&Repo>) {
+/// watched, the remote it is fetched from, which must exist, and what
+/// stopped the last look from bringing the base forward. Nothing is
+/// fetched.
+pub(super) fn watch(
+    found: &mut Findings,
+    paths: &crate::paths::Paths,
+    settings: &crate::config::Settings,
+    repo: Option<&Repo>,
+) {
     let watch = &settings.watch;
     if watch.prds.is_empty() {
         return;
+    }
+    let watched = crate::runner::watch::Watched::load(paths);
+    if let Some(stuck) = watched.ok().and_then(|watched| watched.stuck) {
+        found.error(
+            "watch",
+            &format!("stuck since {}: {}", stuck.since, stuck.problem),
+            &stuck.fix,
+        );
     }
     let branch = (watch.branch.clone())
         .or_else(|| repo.map(|repo| repo.base().to_owned()))

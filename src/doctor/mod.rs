@@ -116,7 +116,7 @@ pub(crate) fn examine(paths: &Paths, request: &Request, interrupted: &AtomicBool
         interrupted,
     );
     delivery::delivery(&mut found, paths, &options, repo.as_ref(), has_task);
-    delivery::watch(&mut found, &options.settings, repo.as_ref());
+    delivery::watch(&mut found, paths, &options.settings, repo.as_ref());
     delivery::shared(&mut found, &options.settings, repo.as_ref());
     found.list
 }

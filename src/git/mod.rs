@@ -199,6 +199,9 @@ pub struct Repo {
     inner: String,
     /// When set, the hooks ralph's git runs run confined.
     guard: Option<hooks::Guard>,
+    /// The queue files stay out of every commit ralph makes (see
+    /// [`Repo::keep_queue_uncommitted`]).
+    queue_uncommitted: bool,
 }
 
 impl Repo {
@@ -272,6 +275,7 @@ impl Repo {
             ssh_key: options.ssh_key.clone(),
             inner,
             guard: None,
+            queue_uncommitted: false,
         })
     }
 
@@ -289,6 +293,15 @@ impl Repo {
     /// request's branch, for one PRD's tasks).
     pub fn set_base(&mut self, base: &str) {
         base.clone_into(&mut self.base);
+    }
+
+    /// Keeps the queue files out of every commit ralph makes from now on:
+    /// a commit takes them as its parent has them, and they stay ralph's
+    /// records on disk. A pull request per PRD keeps them so off the
+    /// branches people merge, which then never conflict on them, and off
+    /// the base a person's merge fast-forwards (docs/UNATTENDED.md).
+    pub fn keep_queue_uncommitted(&mut self) {
+        self.queue_uncommitted = true;
     }
 
     /// The base branch tasks merge into.

@@ -158,6 +158,15 @@ impl Repo {
         Ok(blob.content().to_vec())
     }
 
+    /// The queue files' bytes at `commit`: `tasks.jsonl`, then
+    /// `tasks-done.jsonl` (empty when it has none).
+    pub fn queue_files_at(&self, commit: &str) -> Result<(Vec<u8>, Vec<u8>)> {
+        Ok((
+            self.file_at(commit, &self.queue_file(crate::paths::TASKS_FILE))?,
+            self.file_at(commit, &self.queue_file(crate::paths::DONE_FILE))?,
+        ))
+    }
+
     /// Points local ref `name` at `commit` (`git update-ref`).
     pub fn set_ref(&self, name: &str, commit: &str) -> Result<()> {
         self.git_ok(&["update-ref", name, commit], b"", "move a ref of ralph's")?;

@@ -11,8 +11,8 @@ use super::error::{Context, Result};
 pub enum FastForward {
     /// The base holds the watched branch already.
     UpToDate,
-    /// The base was moved forward to it.
-    Moved,
+    /// The base is behind it: a fast-forward takes it there.
+    Behind,
     /// Both have commits the other lacks: ralph forces nothing.
     Diverged {
         /// Commits only the base has.
@@ -112,39 +112,19 @@ impl Repo {
         Ok(Ok(blob.content().to_vec()))
     }
 
-    /// Moves the base, checked out and clean, forward to `target` through
-    /// the user's git (`git merge --ff-only`, so its filters and hooks
-    /// apply), when the base is behind it; says where it stands.
-    pub fn fast_forward_base(&self, target: &str) -> Result<FastForward> {
+    /// Where the base stands against `target`, the watched branch's head.
+    pub fn base_against(&self, target: &str) -> Result<FastForward> {
         let action = "compare the base with the watched branch";
         let base = self.branch_tip(&self.base)?;
         let base = git2::Oid::from_str(base.as_str()).doing(action)?;
-        let target_oid = git2::Oid::from_str(target).doing(action)?;
-        if base == target_oid
-            || self
-                .git
-                .graph_descendant_of(base, target_oid)
-                .doing(action)?
-        {
+        let target = git2::Oid::from_str(target).doing(action)?;
+        if self.is_ancestor(target, base)? {
             return Ok(FastForward::UpToDate);
         }
-        if !self
-            .git
-            .graph_descendant_of(target_oid, base)
-            .doing(action)?
-        {
-            let (ahead, behind) = self
-                .git
-                .graph_ahead_behind(base, target_oid)
-                .doing(action)?;
-            return Ok(FastForward::Diverged { ahead, behind });
+        if self.is_ancestor(base, target)? {
+            return Ok(FastForward::Behind);
         }
-        self.checkout_base()?;
-        self.git_ok(
-            &["merge", "--ff-only", "--quiet", target],
-            b"",
-            "fast-forward the base to the watched branch",
-        )?;
-        Ok(FastForward::Moved)
+        let (ahead, behind) = self.git.graph_ahead_behind(base, target).doing(action)?;
+        Ok(FastForward::Diverged { ahead, behind })
     }
 }

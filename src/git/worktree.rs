@@ -628,6 +628,9 @@ impl Repo {
     /// or on disk and not ignored.
     pub(super) fn committable_queue_files(&self, tree: &git2::Tree<'_>) -> Result<Vec<String>> {
         let mut files = Vec::new();
+        if self.queue_uncommitted {
+            return Ok(files);
+        }
         for file in &self.queue {
             check_queue_file(&file.abs)?;
             let path = git2_path(&file.rel);
@@ -700,19 +703,28 @@ impl Repo {
     /// `base` holds a link), or `None` when the file is missing, or neither
     /// tracked in `base` nor committable (ignored). A queue file that is
     /// not a file (a link an agent put there) is refused, never committed.
+    /// With the queue kept uncommitted, `base`'s own entries.
     fn queue_versions(&self, base: &git2::Tree<'_>) -> Result<Vec<(&str, Option<Version>)>> {
         let mut versions = Vec::new();
         for file in &self.queue {
             let path = git2_path(&file.rel);
-            // The base's mode for the file, a plain file's for a new one.
-            let mode = match base.get_path(path) {
-                Ok(entry) => Some(match entry.filemode() {
+            let in_base = base.get_path(path).ok().map(|entry| {
+                let mode = match entry.filemode() {
                     0o100755 => FileMode::BlobExecutable,
                     0o120000 => FileMode::Link,
                     _ => FileMode::Blob,
-                }),
-                Err(_) if self.git.is_path_ignored(path).doing("read .gitignore")? => None,
-                Err(_) => Some(FileMode::Blob),
+                };
+                (entry.id(), mode)
+            });
+            if self.queue_uncommitted {
+                versions.push((file.rel.as_str(), in_base));
+                continue;
+            }
+            // The base's mode for the file, a plain file's for a new one.
+            let mode = match in_base {
+                Some((_, mode)) => Some(mode),
+                None if self.git.is_path_ignored(path).doing("read .gitignore")? => None,
+                None => Some(FileMode::Blob),
             };
             // An ignored file is not even read (it may be hundreds of MB).
             let read = match mode {

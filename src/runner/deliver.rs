@@ -311,6 +311,21 @@ impl Worker<'_> {
         let Some(plan) = self.state.pull_request.clone() else {
             return Ok(None);
         };
+        // Nothing to review (its tasks blocked before any work landed):
+        // no pull request, which GitHub would refuse anyway.
+        let target = self.repo.branch_tip(&plan.target)?.to_string();
+        let tip = self.repo.branch_tip(&plan.branch)?.to_string();
+        if self
+            .repo
+            .commits_since(&target, &tip)?
+            .is_some_and(|new| new.is_empty())
+        {
+            self.ui.log(&format!(
+                "no pull request from {}: it has no commit {} lacks ({reason})",
+                plan.branch, plan.target
+            ));
+            return Ok(None);
+        }
         let done = status == super::RunStatus::Drained && verify_run.iter().all(|c| c.passed);
         let report = self.pull_request_report(
             &plan,
@@ -349,12 +364,11 @@ impl Worker<'_> {
         let outcome = match self.gh_retrying(|| gh.find(&plan.branch))? {
             Err(failure) => Err(failure),
             Ok(found) => {
-                open = found.as_ref().map(|(number, _)| *number);
+                open = found.as_ref().map(|found| found.number);
                 let send = |request: &gh::Request<'_>| {
                     self.gh_retrying(|| match &found {
-                        Some((number, url)) => {
-                            (gh.edit(*number, request)).map(|()| (PrAction::Updated, url.clone()))
-                        }
+                        Some(found) => (gh.edit(found.number, request))
+                            .map(|()| (PrAction::Updated, found.url.clone())),
                         None => gh.create(request).map(|url| (PrAction::Opened, url)),
                     })
                 };
@@ -382,6 +396,13 @@ impl Worker<'_> {
                             ..request.clone()
                         })?;
                     }
+                }
+                // A draft whose work is now all done and checked is ready
+                // for review: an edit alone leaves it a draft.
+                if let (Ok(_), true, Some(found)) = (&sent, done, &found)
+                    && found.draft
+                {
+                    self.mark_ready(&gh, found.number)?;
                 }
                 sent
             }
@@ -422,6 +443,26 @@ impl Worker<'_> {
             }
         };
         Ok(Some(pull_request))
+    }
+
+    /// Marks pull request `number` ready for review; a failure is said
+    /// with the command that does it by hand, the body sent already.
+    fn mark_ready(&self, gh: &crate::delivery::gh::Gh, number: u64) -> Result<(), Error> {
+        match self.gh_retrying(|| gh.ready(number))? {
+            Ok(()) => {
+                let detail = format!("pull request #{number} marked ready for review");
+                self.ui.log(&detail);
+                self.record(None, "pull_request", "ready", &detail, Map::new())
+            }
+            Err(failure) => {
+                let said = crate::redact::redact(&failure.said);
+                let detail = format!(
+                    "{said}; pull request #{number} stays a draft: mark it ready with `gh pr ready {number}`"
+                );
+                self.ui.line(&format!("warning: {detail}"));
+                self.record(None, "pull_request", "failed", &detail, Map::new())
+            }
+        }
     }
 
     /// Records what became of the pull request (`action`) as an event and

@@ -25,7 +25,7 @@ mod step;
 pub(crate) mod ui;
 mod unit;
 pub(crate) mod verify;
-mod watch;
+pub(crate) mod watch;
 pub(crate) mod worker;
 
 use crate::paths::Paths;

@@ -22,11 +22,15 @@ use crate::files::own;
 use crate::git::{FastForward, Fetched};
 use crate::notify::Kind;
 use crate::paths::Paths;
+use crate::task::merge::Sides;
 use crate::task::{Change, Patch, Planned};
 
 /// How long a fetch of the watched branch may take (tried twice when it
 /// runs out of time).
 const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The way out of a problem that may pass by itself.
+const LOOK_AGAIN: &str = "ralph looks again at the next look";
 
 /// What watching has seen, kept in `.ralph/watch.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -43,6 +47,22 @@ pub(crate) struct Watched {
     pub keys: BTreeSet<String>,
     /// Each PRD seen, by path.
     pub prds: BTreeMap<String, Prd>,
+    /// Why the checkout cannot take the watched branch now, until a look
+    /// that can: `ralph status` and `ralph doctor` say it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stuck: Option<Stuck>,
+}
+
+/// What stops the base from taking the watched branch, and the way out.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Stuck {
+    /// Since when (the first look that found it).
+    pub since: String,
+    /// What stands in the way.
+    pub problem: String,
+    /// What a person does about it.
+    pub fix: String,
 }
 
 /// A PRD file a commit added or changed, to plan.
@@ -171,12 +191,11 @@ impl Worker<'_> {
             ));
             return Ok(());
         };
-        if remote.is_some()
-            && branch == base
-            && self.repo.base() == base
-            && !self.bring_base_forward(&reference, &head)
-        {
-            return Ok(());
+        if remote.is_some() && branch == base && self.repo.base() == base {
+            let stuck = self.bring_base_forward(&reference, &head)?;
+            if !self.note_stuck(stuck)? {
+                return Ok(());
+            }
         }
         let mut seen = Watched::load(&self.paths)?;
         let commits = match &seen.last_commit {
@@ -253,41 +272,119 @@ impl Worker<'_> {
 
     /// Fast-forwards the base to the watched branch's `head`, so new PRDs
     /// and the team's other commits are in the checkout the next task
-    /// starts from. Whether the look goes on: a base that cannot be
-    /// fast-forwarded is said, with the way out, and waits.
-    fn bring_base_forward(&mut self, reference: &str, head: &str) -> bool {
+    /// starts from. What stops it, with the way out: ralph forces nothing.
+    fn bring_base_forward(
+        &mut self,
+        reference: &str,
+        head: &str,
+    ) -> Result<Option<(String, String)>, Error> {
         let shown = short_ref(reference);
-        let moved = match self.repo.fast_forward_base(head) {
-            Ok(moved) => moved,
-            Err(err) => {
-                self.watch_said(&format!(
-                    "warning: watch: {} cannot be fast-forwarded to {shown}: {err}; looking again at the next look",
-                    self.repo.base()
-                ));
-                return false;
-            }
+        let base = self.repo.base().to_owned();
+        let cannot = |why: String| format!("{base} cannot be fast-forwarded to {shown}: {why}");
+        let how_far = match self.repo.base_against(head) {
+            Ok(how_far) => how_far,
+            Err(err) => return Ok(Some((cannot(err.to_string()), LOOK_AGAIN.to_owned()))),
         };
-        match moved {
-            FastForward::UpToDate => true,
-            FastForward::Moved => {
+        match how_far {
+            FastForward::UpToDate => Ok(None),
+            FastForward::Behind => {
+                if let Some(stuck) = self.fast_forward(head, &cannot)? {
+                    return Ok(Some(stuck));
+                }
                 // The tree changed under ralph's scans.
                 self.clean = None;
                 self.ui.log(&format!(
-                    "watch: {} fast-forwarded to {shown} ({})",
-                    self.repo.base(),
+                    "watch: {base} fast-forwarded to {shown} ({})",
                     &head[..head.len().min(10)]
                 ));
-                true
+                Ok(None)
             }
-            FastForward::Diverged { ahead, behind } => {
-                let base = self.repo.base().to_owned();
-                self.watch_said(&format!(
-                    "warning: watch: {base} cannot be fast-forwarded to {shown}: {base} has {} {shown} lacks and {shown} has {behind} more; push {base} (git.push: on_merge does after each task), or merge {shown} into it yourself; ralph forces nothing and looks again at the next look",
+            FastForward::Diverged { ahead, behind } => Ok(Some((
+                cannot(format!(
+                    "{base} has {} {shown} lacks and {shown} has {behind} more",
                     crate::text::count(ahead, "commit"),
-                ));
-                false
+                )),
+                format!(
+                    "push {base} (git.push: on_merge does after each task), or merge {shown} into it yourself; ralph forces nothing and looks again at the next look"
+                ),
+            ))),
+        }
+    }
+
+    /// Moves the base forward to `head`, which descends from it. The queue
+    /// edits those commits bring are merged into the live queue first, as
+    /// another machine's are (docs/SCALE.md); the queue files on disk are
+    /// then left as they are, so ralph's own records never stand in the
+    /// way of a person's merge. What stops it, with the way out.
+    fn fast_forward(
+        &mut self,
+        head: &str,
+        cannot: &dyn Fn(String) -> String,
+    ) -> Result<Option<(String, String)>, Error> {
+        let from = self.repo.branch_tip(self.repo.base())?.to_string();
+        let (o_tasks, o_done) = self.repo.queue_files_at(&from)?;
+        let (b_tasks, b_done) = self.repo.queue_files_at(head)?;
+        if (&o_tasks, &o_done) != (&b_tasks, &b_done) {
+            let side = |tasks, done| Sides { tasks, done };
+            let merged = (self.store).merge_in(side(&o_tasks, &o_done), side(&b_tasks, &b_done))?;
+            if !merged.collisions.is_empty() {
+                return Ok(Some((
+                    cannot(format!(
+                        "its tasks.jsonl adds {} as other tasks than this queue's",
+                        merged.collisions.join(", ")
+                    )),
+                    "give one side's tasks other ids (`ralph task show ID` shows this queue's), commit, and ralph looks again".to_owned(),
+                )));
+            }
+            for warning in merged.warnings {
+                self.ui.log(&format!("watch: {warning}"));
             }
         }
+        Ok(match self.repo.move_base_to(head) {
+            Ok(()) => None,
+            Err(err) => Some((
+                cannot(err.to_string()),
+                "`git status` in the checkout shows what stands in the way: commit, stash or remove it; ralph forces nothing and looks again at the next look".to_owned(),
+            )),
+        })
+    }
+
+    /// Keeps what stops the base (or that nothing does now) in
+    /// `.ralph/watch.json`; the first look that finds a problem says it
+    /// and tells `notify`. Whether the look goes on.
+    fn note_stuck(&mut self, stuck: Option<(String, String)>) -> Result<bool, Error> {
+        let mut seen = Watched::load(&self.paths)?;
+        let Some((problem, fix)) = stuck else {
+            if let Some(was) = seen.stuck.take() {
+                seen.save(&self.paths)?;
+                self.ui.log(&format!(
+                    "watch: {} takes the watched branch again (stuck since {})",
+                    self.repo.base(),
+                    was.since
+                ));
+            }
+            return Ok(true);
+        };
+        if seen
+            .stuck
+            .as_ref()
+            .is_some_and(|was| was.problem == problem)
+        {
+            return Ok(false);
+        }
+        seen.stuck = Some(Stuck {
+            since: now(),
+            problem: problem.clone(),
+            fix: fix.clone(),
+        });
+        seen.save(&self.paths)?;
+        let line = format!("warning: watch: {problem}; {fix}");
+        self.watch_said(&line);
+        let detail = format!("{problem}; {fix}");
+        let extra = fields(json!({"problem": problem, "fix": fix}));
+        self.record(None, "watch", "stuck", &detail, extra.clone())?;
+        self.notify(Kind::WatchStuck, None, &detail, extra);
+        Ok(false)
     }
 
     /// Plans `candidate` into the queue, or refuses it with its reason.

@@ -478,7 +478,8 @@ pub(super) fn iteration_files(iteration: u64, id: &TaskId) -> (PathBuf, PathBuf)
 }
 
 /// Opens the project's repository with the settings' base and prefix; a
-/// run resumed on a task branch uses the base it recorded.
+/// run resumed on a task branch uses the base it recorded. With a pull
+/// request per PRD, the queue files stay out of ralph's commits.
 pub(crate) fn open_repo(
     paths: &Paths,
     settings: &Settings,
@@ -489,7 +490,7 @@ pub(crate) fn open_repo(
         branch_prefix: settings.branch_prefix.clone(),
         ssh_key: settings.git.ssh_key_file(paths.project()),
     };
-    match Repo::open(paths, &options) {
+    let mut repo = match Repo::open(paths, &options) {
         Err(git::Error::OnTaskBranch { .. })
             if settings.base_branch.is_none() && recorded_base.is_some() =>
         {
@@ -497,10 +498,14 @@ pub(crate) fn open_repo(
                 base_branch: recorded_base.map(str::to_owned),
                 ..options
             };
-            Ok(Repo::open(paths, &options)?)
+            Repo::open(paths, &options)?
         }
-        other => Ok(other?),
+        other => other?,
+    };
+    if settings.delivery == crate::config::Delivery::Pr && !settings.watch.prds.is_empty() {
+        repo.keep_queue_uncommitted();
     }
+    Ok(repo)
 }
 
 /// The first leaf marked complete and not archived, outside blocked subtrees.

@@ -265,11 +265,9 @@ fn a_base_with_commits_the_remote_lacks_is_said_and_waits() {
         "warning: watch: main cannot be fast-forwarded to origin/main: main has 1 commit origin/main lacks and origin/main has 1 more; push main",
         0,
     );
-    // Nothing is planned, nothing forced; said once, however many looks.
+    // Nothing is planned, nothing forced; said once, however many looks,
+    // told once, and a problem for status and doctor with the way out.
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    std::fs::write(p.path().join(".stop"), "").unwrap();
-    let run = wait_for(child, 60);
-    assert_eq!(run.code, 0, "{run:#?}");
     assert!(p.read_or_empty("tasks.jsonl").is_empty());
     assert_eq!(
         p.read("ralph.log")
@@ -278,6 +276,41 @@ fn a_base_with_commits_the_remote_lacks_is_said_and_waits() {
         1
     );
     assert_eq!(p.git(&["log", "-1", "--format=%s", "main"]), "local only");
+    let notices = p.rec("notices");
+    assert_eq!(
+        notices
+            .matches("watch_stuck main cannot be fast-forwarded")
+            .count(),
+        1,
+        "{notices}"
+    );
+    let status = p.ralph(&["status"]);
+    assert!(
+        status.stdout.contains("watch: stuck since ")
+            && status.stdout.contains(": main cannot be fast-forwarded to origin/main: ")
+            && status.stdout.contains("; push main (git.push: on_merge does after each task), or merge origin/main into it yourself"),
+        "{status:#?}"
+    );
+    let doctor = p.ralph(&["doctor"]);
+    assert_eq!(doctor.code, 10, "{doctor:#?}");
+    assert!(
+        doctor
+            .stdout
+            .contains("main cannot be fast-forwarded to origin/main"),
+        "{doctor:#?}"
+    );
+    // The way out taken: the PRD is planned at the next look.
+    p.git(&["pull", "-q", "--no-rebase", "--no-edit", "origin", "main"]);
+    log_line(
+        &p,
+        "watch: main takes the watched branch again (stuck since ",
+        0,
+    );
+    log_line(&p, "watch: prds/notes.md planned: 3 tasks added under A", 0);
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!p.ralph(&["status"]).stdout.contains("watch: stuck since"));
 }
 
 #[test]
@@ -354,9 +387,10 @@ echo "gh $*" >> "$REC/gh"
 head=""; prev=""
 for arg in "$@"; do [ "$prev" = "--head" ] && head=$(echo "$arg" | tr / _); prev=$arg; done
 case "$1 $2" in
-  "pr list") if [ -f "$REC/pr-$head" ]; then echo "[{{\"number\":$(cat "$REC/pr-$head"),\"url\":\"https://github.test/o/r/pull/$(cat "$REC/pr-$head")\"}}]"; else echo '[]'; fi ;;
-  "pr create") cat > "$REC/body-$head"; n=$(( $(ls "$REC" | grep -c '^pr-') + 1 )); echo $n > "$REC/pr-$head"; echo "https://github.test/o/r/pull/$n" ;;
-  "pr edit") cat > "$REC/body-edit-$2" ;;
+  "pr list") if [ -f "$REC/pr-$head" ]; then n=$(cat "$REC/pr-$head"); d=false; [ -f "$REC/draft-$n" ] && d=true; echo "[{{\"number\":$n,\"url\":\"https://github.test/o/r/pull/$n\",\"isDraft\":$d}}]"; else echo '[]'; fi ;;
+  "pr create") cat > "$REC/body-$head"; n=$(( $(ls "$REC" | grep -c '^pr-') + 1 )); echo $n > "$REC/pr-$head"; case " $* " in *" --draft "*) touch "$REC/draft-$n" ;; esac; echo "https://github.test/o/r/pull/$n" ;;
+  "pr edit") cat > "$REC/body-edit-$3" ;;
+  "pr ready") rm -f "$REC/draft-$3" ;;
 esac
 exit 0
 "#,
@@ -419,10 +453,8 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     };
     // Each PRD on its own branch, pushed, from main; main untouched.
     assert_eq!(remote_log("ralph/accounts"), "[A.1] FR-1: Sign up");
-    assert_eq!(
-        remote_log("ralph/billing"),
-        "ralph: B.2 blocked\n[B.1] FR-1: Send invoices"
-    );
+    // The queue's records stay off them: B.2's block is no commit.
+    assert_eq!(remote_log("ralph/billing"), "[B.1] FR-1: Send invoices");
     assert_eq!(
         p.git(&["rev-parse", "main"]),
         in_clone(&p, &clone, &["rev-parse", "HEAD"])
@@ -547,5 +579,183 @@ fn a_run_stopped_inside_a_prds_pull_request_resumes_it_and_keeps_watching_the_ba
     assert_eq!(
         p.json(".ralph/watch.json")["watching"],
         "refs/remotes/origin/main"
+    );
+}
+
+/// A project whose PRDs each get a pull request, with the recording `gh`,
+/// polling every second.
+fn pull_requests_per_prd(agent: &str) -> (TestProject, PathBuf, std::process::Child) {
+    let (p, clone) = watched("");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr")
+        .replace("  push: on_merge", "  push: never");
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    let p = p.agent(agent);
+    fake_gh(&p);
+    let mut command = p.run_command(&["--poll", "1s"]);
+    command
+        .env("PATH", p.path_with_aux_bin())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = command.spawn().unwrap();
+    log_line(&p, "watch: watching origin/main from ", 0);
+    (p, clone, child)
+}
+
+/// A person merges `branch` into main on the host, as GitHub's merge
+/// button does (`how`: `merge`, `squash` or `rebase`), with plain git:
+/// no merge driver of ralph's.
+fn merged_by_a_person(p: &TestProject, clone: &PathBuf, branch: &str, how: &str) {
+    in_clone(p, clone, &["fetch", "-q", "origin"]);
+    in_clone(p, clone, &["checkout", "-q", "main"]);
+    in_clone(p, clone, &["reset", "-q", "--hard", "origin/main"]);
+    let theirs = format!("origin/{branch}");
+    match how {
+        "merge" => {
+            in_clone(
+                p,
+                clone,
+                &[
+                    "merge",
+                    "-q",
+                    "--no-ff",
+                    "-m",
+                    "Merge pull request",
+                    &theirs,
+                ],
+            );
+        }
+        "squash" => {
+            in_clone(p, clone, &["merge", "-q", "--squash", &theirs]);
+            in_clone(p, clone, &["commit", "-q", "-m", "Squashed pull request"]);
+        }
+        _ => {
+            in_clone(p, clone, &["checkout", "-q", "-B", "rebased", &theirs]);
+            in_clone(p, clone, &["rebase", "-q", "main"]);
+            in_clone(p, clone, &["checkout", "-q", "main"]);
+            in_clone(p, clone, &["merge", "-q", "--ff-only", "rebased"]);
+        }
+    }
+    in_clone(p, clone, &["push", "-q", "origin", "main"]);
+}
+
+#[test]
+fn a_merged_pull_request_fast_forwards_the_base_and_the_next_prd_is_planned() {
+    let (p, clone, child) = pull_requests_per_prd(&by_iteration("RALPH_ITERATION", FINISH));
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
+    push_from_clone(
+        &p,
+        &clone,
+        &[("prds/billing.md", "# Billing\n\n- FR-1: Send invoices\n")],
+        "billing PRD",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_billing"));
+    // Both merged on the host, in the other order, by plain git.
+    merged_by_a_person(&p, &clone, "ralph/billing", "merge");
+    merged_by_a_person(&p, &clone, "ralph/notes", "squash");
+    push_from_clone(
+        &p,
+        &clone,
+        &[("prds/accounts.md", "# Accounts\n\n- FR-1: Sign up\n")],
+        "accounts PRD",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_accounts"));
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let log = p.read("ralph.log");
+    assert!(!log.contains("cannot be fast-forwarded"), "{log}");
+    // The base is the host's main, and the accounts PRD's branch was
+    // made from it.
+    let main = in_clone(&p, &clone, &["rev-parse", "HEAD"]);
+    assert_eq!(p.git(&["rev-parse", "main"]), main);
+    p.git(&["merge-base", "--is-ancestor", &main, "ralph/accounts"]);
+    // No queue file on a pull request's branch: nothing to conflict on.
+    for branch in ["ralph/notes", "ralph/billing", "ralph/accounts"] {
+        let touched = p.git(&["diff", "--name-only", &format!("main...{branch}")]);
+        assert!(!touched.contains("tasks"), "{branch}: {touched}");
+    }
+}
+
+#[test]
+fn a_draft_whose_blocked_story_is_finished_later_is_marked_ready() {
+    // The refunds story blocks until its key is there.
+    let key = "$REC/../payment-key";
+    let (p, clone, child) = pull_requests_per_prd(&format!(
+        "case \"$RALPH_TASK_TITLE\" in *Refund*) [ -f {key} ] || {{ ralph task block \"$RALPH_TASK_ID\" --reason 'needs the payment key' > /dev/null; exit 0; }} ;; esac\n{}",
+        by_iteration("RALPH_ITERATION", FINISH)
+    ));
+    push_from_clone(
+        &p,
+        &clone,
+        &[(
+            "prds/billing.md",
+            "# Billing\n\n- FR-1: Send invoices\n- FR-2: Refund payments\n",
+        )],
+        "billing PRD",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/draft-1"));
+    // A person gives the key and sets the story going again.
+    std::fs::write(p.aux().join("payment-key"), "k").unwrap();
+    let started = p.ralph(&["task", "start", "A.2"]);
+    assert_eq!(started.code, 0, "{started:#?}");
+    for _ in 0..600 {
+        if !p.aux().join("rec/draft-1").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert!(calls.contains("gh pr ready 1\n"), "{calls}");
+    assert!(!p.aux().join("rec/draft-1").exists(), "{calls}");
+    let body = p.rec("body-edit-1");
+    assert!(body.contains("- [x] A.2 FR-2: Refund payments ("), "{body}");
+    assert!(!body.contains("## Not finished"), "{body}");
+}
+
+#[test]
+fn a_queue_edit_a_teammate_pushes_joins_the_live_queue_when_the_base_moves() {
+    let (p, clone, child) = pull_requests_per_prd(&by_iteration("RALPH_ITERATION", FINISH));
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
+    // The checkout's queue holds the notes PRD's tasks, uncommitted; the
+    // teammate's main knows nothing of them and adds a task of its own.
+    in_clone(&p, &clone, &["pull", "-q", "--rebase"]);
+    let queue = std::fs::read_to_string(clone.join("tasks.jsonl")).unwrap();
+    push_from_clone(
+        &p,
+        &clone,
+        &[(
+            "tasks.jsonl",
+            &format!(
+                "{queue}{{\"id\":\"Z\",\"title\":\"Write the changelog\",\"status\":\"pending\",\"leaf\":true}}\n"
+            ),
+        )],
+        "a task by hand",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_write-the-changelog"));
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // Both sides' tasks, nothing lost: the PRD's archived, the hand one
+    // worked on a pull request of its own.
+    let done = archived(&p);
+    for task in [
+        "A.1 FR-1: Store a note",
+        "A.2 FR-2: List notes",
+        "Z Write the changelog",
+    ] {
+        assert!(done.iter().any(|line| line == task), "{task}: {done:?}");
+    }
+    assert_eq!(
+        p.git(&["rev-parse", "main"]),
+        in_clone(&p, &clone, &["rev-parse", "HEAD"])
     );
 }
