@@ -404,6 +404,8 @@ impl<'a> Worker<'a> {
             }
             self.note_settings_change();
             self.look_for_prds()?;
+            // A queue shared through the remote: what other clones pushed.
+            self.catch_up()?;
             // A queue that does not parse waits for its fix; a run at its
             // spending cap, for the cap raised or the next day.
             let workable = self

@@ -349,14 +349,8 @@ impl Remote {
             }
             None => repo.branch_tip(&self.base)?.to_string(),
         };
-        let files = |commit: &str| -> Result<(Vec<u8>, Vec<u8>), Error> {
-            Ok((
-                repo.file_at(commit, &repo.queue_file(crate::paths::TASKS_FILE))?,
-                repo.file_at(commit, &repo.queue_file(crate::paths::DONE_FILE))?,
-            ))
-        };
-        let (o_tasks, o_done) = files(&common)?;
-        let (b_tasks, b_done) = files(&tip)?;
+        let (o_tasks, o_done) = repo.queue_files_at(&common)?;
+        let (b_tasks, b_done) = repo.queue_files_at(&tip)?;
         let merged = store.merge_in(
             Sides {
                 tasks: &o_tasks,
@@ -544,12 +538,26 @@ impl Remote {
     /// this machine's ticks over `remote.stale_after` (at least three
     /// times the holder's heartbeat, and three ticks). Counted on this
     /// machine's clock only; a restarted run waits the whole time again.
+    /// The heartbeat a claim states counts up to `stale_after` only: a
+    /// claim written with an interval of years is stale in three times
+    /// `stale_after` at most, not never.
     fn stale(&self, id: &str) -> bool {
         let seen = self.seen();
+        let stale_after = self.settings.stale_after;
         seen.observed.get(id).is_some_and(|observed| {
-            let after = self.settings.stale_after.max(observed.interval * 3);
+            let after = stale_after.max(observed.interval.min(stale_after) * 3);
             observed.ticks >= 3 && observed.since.elapsed() >= after
         })
+    }
+
+    /// What a waiting machine watches on the remote: its tip and whose
+    /// claims are on it. A change means work moved.
+    pub(super) fn moves(&self, repo: &Repo) -> String {
+        let mut claims: Vec<String> = (self.seen().claims.iter())
+            .map(|claim| format!("{} {}", claim.id, claim.machine))
+            .collect();
+        claims.sort();
+        format!("{:?} {}", self.synced(repo), claims.join(","))
     }
 
     /// Whether another machine holds a claim that is not stale: work it

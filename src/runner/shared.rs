@@ -35,6 +35,10 @@ const UNREACHABLE: Backoff = Backoff::doubling(Duration::from_secs(1))
     .at_most(Duration::from_secs(30))
     .jittered();
 
+/// Waits between looks at the remote while other machines hold the work
+/// left: 1s, doubling (up to the heartbeat) while nothing moves.
+const WAITING: Backoff = Backoff::doubling(Duration::from_secs(1));
+
 impl Worker<'_> {
     /// Before a commit on the base: reads the remote and moves the base
     /// to its tip, so the commit builds on it. Nothing without a remote.
@@ -492,6 +496,9 @@ pub(super) struct SharedQueue {
     waiting: bool,
     /// Whether the pool looked at the remote again before deciding.
     looked_again: bool,
+    /// The remote's tip and claims at the last look while waiting, and
+    /// how many looks in a row found them so.
+    quiet: (String, u64),
 }
 
 impl SharedQueue {
@@ -501,6 +508,7 @@ impl SharedQueue {
             taken: Vec::new(),
             waiting: false,
             looked_again: false,
+            quiet: (String::new(), 0),
         }
     }
 
@@ -544,7 +552,10 @@ impl Source for SharedQueue {
     }
 
     /// While other machines hold tasks, what they land may make more work
-    /// here: one fresh look first, then a look every heartbeat.
+    /// here: one fresh look first, then looks a second apart, doubling up
+    /// to the heartbeat while the remote stays as it was (a landing or a
+    /// claim starts them short again): the run ends soon after the last
+    /// landing, and a long task costs a look per heartbeat.
     fn idle(&mut self, pool: &mut Worker<'_>, hub: &Hub) -> Result<Idle, Error> {
         if !self.looked_again {
             self.looked_again = true;
@@ -556,15 +567,21 @@ impl Source for SharedQueue {
         }
         self.looked_again = false;
         let heartbeat = self.remote.settings.heartbeat;
+        let moves = self.remote.moves(pool.base());
+        self.quiet = match std::mem::take(&mut self.quiet) {
+            (seen, looks) if seen == moves => (seen, looks + 1),
+            _ => (moves, 1),
+        };
+        let wait = WAITING.wait(self.quiet.1).min(heartbeat);
         if !self.waiting {
             self.waiting = true;
             pool.ui.line(&format!(
-                "nothing to claim here now: other machines hold tasks; looking at {} every {}",
+                "nothing to claim here now: other machines hold tasks; looking at {} again within {}",
                 self.remote.label(),
                 crate::config::ShowDuration(heartbeat)
             ));
         }
-        Ok(match pool.wait(heartbeat)? {
+        Ok(match pool.wait(wait)? {
             Some(end) => Idle::Ended(end),
             None => Idle::LookAgain,
         })

@@ -22,6 +22,7 @@ fn task(id: &str, deps: &[&str]) -> String {
 /// says "split" is split into two children instead.
 const AGENT: &str = r#"echo "$RALPH_TASK_ID $MACHINE" >> "$REC/worked"
 if [ -f "$REC/slow" ]; then work "$RALPH_TASK_ID.partial" "begun by $MACHINE"; sleep 30; fi
+if [ -f "$REC/slow-$RALPH_TASK_ID" ]; then sleep 3; fi
 case "$RALPH_TASK_TITLE" in split*) ralph task split "$RALPH_TASK_ID" "first half" "second half" > /dev/null; exit 0;; esac
 sleep 0.2
 work "$RALPH_TASK_ID.txt" "$RALPH_TASK_ID by $MACHINE"
@@ -116,6 +117,30 @@ impl Fleet {
             .into_iter()
             .map(|child| wait_for(child, 180))
             .collect()
+    }
+
+    /// A clone without ralph appends `tasks` to the queue by hand and
+    /// pushes, fetching again until the push goes through.
+    fn push_by_hand(&self, tasks: &[String]) {
+        let person = TestProject::new();
+        person.git(&["clone", "-q", self.remote().to_str().unwrap(), "."]);
+        person.git(&["config", "user.name", "A Person"]);
+        person.git(&["config", "user.email", "person@example.com"]);
+        for _ in 0..50 {
+            person.git(&["fetch", "-q"]);
+            person.git(&["reset", "-q", "--hard", "origin/main"]);
+            let mut queue = person.read_or_empty("tasks.jsonl");
+            for line in tasks {
+                queue.push_str(&format!("{line}\n"));
+            }
+            std::fs::write(person.path().join("tasks.jsonl"), queue).unwrap();
+            person.git(&["commit", "-q", "-am", "add tasks by hand"]);
+            if person.try_git(&["push", "-q", "origin", "main"]).is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("the hand edit never got pushed");
     }
 
     /// The claims on the remote, by task id.
@@ -723,27 +748,8 @@ fn a_persons_queue_edits_pushed_from_another_clone_are_worked_with_the_rest() {
     wait_until(&mut children[0], 30, "no claims made", || {
         !fleet.claims().is_empty()
     });
-    // A fourth clone, without ralph, adds two tasks by hand and pushes,
-    // fetching again until the push goes through.
-    let person = TestProject::new();
-    person.git(&["clone", "-q", fleet.remote().to_str().unwrap(), "."]);
-    person.git(&["config", "user.name", "A Person"]);
-    person.git(&["config", "user.email", "person@example.com"]);
-    let mut pushed = false;
-    for _ in 0..50 {
-        person.git(&["fetch", "-q"]);
-        person.git(&["reset", "-q", "--hard", "origin/main"]);
-        let mut queue = person.read_or_empty("tasks.jsonl");
-        queue.push_str(&format!("{}\n{}\n", task("X", &[]), task("Y", &["X"])));
-        std::fs::write(person.path().join("tasks.jsonl"), queue).unwrap();
-        person.git(&["commit", "-q", "-am", "add X and Y by hand"]);
-        if person.try_git(&["push", "-q", "origin", "main"]).is_some() {
-            pushed = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert!(pushed, "the hand edit never got pushed");
+    // A fourth clone, without ralph, adds two tasks by hand and pushes.
+    fleet.push_by_hand(&[task("X", &[]), task("Y", &["X"])]);
     for child in children {
         let run = wait_for(child, 120);
         assert_eq!(run.code, 0, "{run:#?}");
@@ -1019,5 +1025,81 @@ fn the_set_up_scale_md_shows_leaves_both_machines_clean_and_alike() {
             && !said.contains("the work stays in this repository")
             && !said.contains("uncommitted changes"),
         "{said}"
+    );
+}
+
+#[test]
+fn a_polling_machine_works_what_is_pushed_to_the_remote_while_it_is_idle() {
+    let fleet = Fleet::new(&[task("A", &[])], 1);
+    // The default heartbeat (60s): the idle run's looks read the remote.
+    let mut command = fleet.machines[0].run_command(&["--remote", "--poll", "1s"]);
+    command
+        .env("MACHINE", "m1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    wait_until(&mut child, 60, "never idle", || {
+        fleet.machines[0]
+            .read_or_empty("ralph.log")
+            .contains("idle: ")
+    });
+    fleet.push_by_hand(&[task("X", &[])]);
+    wait_until(&mut child, 60, "X never landed", || {
+        fleet
+            .at_remote(&["log", "--format=%B", "main"])
+            .contains("Completes: X")
+    });
+    std::fs::write(fleet.machines[0].path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    fleet.check_remote(&["A", "X"]);
+}
+
+#[test]
+fn a_machine_waiting_on_others_claims_ends_soon_after_the_last_landing() {
+    // Whoever claims B holds it 3 seconds; the other machine, with
+    // nothing else to claim, waits for it with the default heartbeat
+    // (60s) and must not wait that out.
+    let fleet = Fleet::new(&[task("A", &[]), task("B", &[])], 2);
+    for machine in &fleet.machines {
+        std::fs::write(machine.aux().join("rec/slow-B"), "").unwrap();
+    }
+    let start = |n: usize| {
+        let mut command = fleet.machines[n].run_command(&["--remote"]);
+        command
+            .env("MACHINE", format!("m{}", n + 1))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let mut first = start(0);
+    wait_until(&mut first, 30, "m1 never claimed", || {
+        !fleet.claims().is_empty()
+    });
+    let mut children = [first, start(1)];
+    let mut ended = [None, None];
+    let began = std::time::Instant::now();
+    while ended.iter().any(Option::is_none) {
+        assert!(began.elapsed().as_secs() < 120, "the machines never ended");
+        for (child, ended) in children.iter_mut().zip(ended.iter_mut()) {
+            if ended.is_none() && child.try_wait().unwrap().is_some() {
+                *ended = Some(std::time::Instant::now());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    for child in children {
+        let run = wait_for(child, 10);
+        assert_eq!(run.code, 0, "{run:#?}");
+    }
+    fleet.check_remote(&["A", "B"]);
+    let [one, two] = ended.map(Option::unwrap);
+    let apart = one.max(two) - one.min(two);
+    // Well within the heartbeat of the last landing.
+    assert!(
+        apart.as_secs() < 20,
+        "one machine ended {apart:?} after the other"
     );
 }
