@@ -1103,3 +1103,33 @@ fn a_machine_waiting_on_others_claims_ends_soon_after_the_last_landing() {
         "one machine ended {apart:?} after the other"
     );
 }
+
+#[test]
+fn a_claim_stating_a_heartbeat_of_centuries_goes_stale_all_the_same() {
+    let fleet = Fleet::new(&[task("A", &[])], 1);
+    // A claim of A written by hand on the remote, by no machine that
+    // will ever beat again, stating a heartbeat of 585,000 years.
+    let tree = fleet.at_remote(&["rev-parse", "main^{tree}"]);
+    let message = "ralph claim A\n\nMachine: 00000000-forged (elsewhere)\nWorker: 1\nRun: forged\nBranch: ralph/a\nBeat: 1\nInterval: 5124095576030h\n";
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(fleet.remote())
+        .args([
+            "-c",
+            "user.name=x",
+            "-c",
+            "user.email=x@x",
+            "commit-tree",
+            &tree,
+            "-m",
+            message,
+        ])
+        .output()
+        .unwrap();
+    let forged = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    fleet.at_remote(&["update-ref", "refs/ralph/claims/A", &forged]);
+    let run = wait_for(fleet.start(0, &[("RALPH_REMOTE_STALE_AFTER", "1s")]), 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stderr.contains("taken over"), "{}", run.stderr);
+    fleet.check_remote(&["A"]);
+}
