@@ -829,6 +829,7 @@ shared_fleet() {
 
 bench_shared() {
     local pause=${SHARED_SLEEP:-2} machines=${SHARED_MACHINES:-"1 3"} n=${SHARED_TASKS:-36}
+    local heartbeat=${SHARED_HEARTBEAT:-60s}
     local dir=$WORK/shared agent=$WORK/shared-agent.sh m i start wall base_wall="" pids fetch push landed
     printf '%s\n' '#!/bin/sh' 'set -eu' 'cat > /dev/null' "sleep $pause" \
         'printf "%s\n" "$RALPH_TASK_ID" > "$RALPH_TASK_ID.txt"' \
@@ -837,7 +838,7 @@ bench_shared() {
     chmod +x "$agent"
     say "## Shared queue: $n tasks, an agent that sleeps ${pause} s, machines of 2 workers each sharing a local bare remote"
     say ""
-    say "Target: three machines at least 2.4× one machine's speed (0.8 per machine). Each machine is a clone on this host running \`ralph run --remote --workers 2\` with remote.heartbeat 1s; fetch and push are each machine's time in \`git fetch\` and \`git push\` (claims, beats, landings), per task it landed."
+    say "Target: three machines at least 2.4× one machine's speed (0.8 per machine). Each machine is a clone on this host running \`ralph run --remote --workers 2\` with remote.heartbeat $heartbeat (60s is the default); fetch and push are each machine's time in \`git fetch\` and \`git push\` (claims, beats, landings), per task it landed."
     say ""
     say "| machines | wall | speed-up | target | fetch per task | push per task |"
     say "|---|---|---|---|---|---|"
@@ -846,7 +847,7 @@ bench_shared() {
         start=$EPOCHREALTIME
         pids=""
         for i in $(seq "$m"); do
-            (cd "$dir/m$i" && RALPH_LOG=debug RALPH_PAUSE_BETWEEN_ITERATIONS=0ms RALPH_REMOTE_HEARTBEAT=1s \
+            (cd "$dir/m$i" && RALPH_LOG=debug RALPH_PAUSE_BETWEEN_ITERATIONS=0ms RALPH_REMOTE_HEARTBEAT=$heartbeat \
                 "$RALPH" run --quiet --remote --workers 2 --agent-cmd "$agent" 2> "$dir/m$i.trace") &
             pids="$pids $!"
         done
