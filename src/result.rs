@@ -101,6 +101,9 @@ pub(crate) struct CommandResult {
     pub status: String,
     /// The end of its output.
     pub output_tail: String,
+    /// How long it ran, in milliseconds.
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 /// The whole result.
@@ -135,6 +138,11 @@ pub(crate) struct RunResult {
     /// With `delivery: pr`: the pull request opened or updated, or why not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_request: Option<PullRequest>,
+    /// Every pull request the run opened or updated (a polling run with
+    /// a pull request per PRD makes several), in order; the last one is
+    /// `pull_request`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pull_requests: Vec<PullRequest>,
 }
 
 impl RunResult {
@@ -178,6 +186,7 @@ impl RunResult {
             outcomes: Vec::new(),
             verify_run: Vec::new(),
             pull_request: None,
+            pull_requests: Vec::new(),
         }
     }
 
@@ -199,6 +208,12 @@ impl RunResult {
 /// The pull request a run ended with (`result.json`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct PullRequest {
+    /// Its branch.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub branch: String,
+    /// The watched PRD it delivers, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prd: Option<String>,
     /// Its address, when it is open.
     pub url: Option<String>,
     /// Whether it was opened as a draft (the run ended unfinished).

@@ -39,8 +39,9 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         .collect();
     let (state, result, workers, shared) = (&run.state, &run.result, &run.workers, &run.shared);
     let title = |id: &str| (queue.get(id)).map_or(String::new(), |t| safe(&t.title).into_owned());
-    // What keeps a watching run's base from taking the watched branch.
-    let stuck = (crate::runner::watch::Watched::load(paths).ok()).and_then(|watched| watched.stuck);
+    // The watched PRDs, and what keeps the base from taking the branch.
+    let watched = crate::runner::watch::Watched::load(paths).unwrap_or_default();
+    let stuck = &watched.stuck;
     if context.json {
         return Ok(Outcome::print(to_json(&json!({
             "live": holder.is_some(),
@@ -56,6 +57,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             "counts": queue_error.is_none().then(|| super::task::counts_json(&counts)),
             "queue_error": queue_error,
             "watch_stuck": stuck,
+            "prds": watched.prds,
             "shared": shared.as_ref().map(|shared| json!({
                 "machine": shared.machine,
                 "claims": shared.claims.iter().map(|c| json!({
@@ -85,13 +87,26 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             polling.every, polling.next_look
         );
     }
-    if let Some(stuck) = &stuck {
+    if let Some(stuck) = stuck {
         let _ = writeln!(
             out,
             "watch: stuck since {}: {}; {}",
             stuck.since,
             safe(&stuck.problem),
             safe(&stuck.fix)
+        );
+    }
+    // The PRDs last planned or refused first.
+    let mut prds: Vec<_> = watched.prds.iter().collect();
+    prds.sort_by(|a, b| b.1.last_run.cmp(&a.1.last_run));
+    for (path, prd) in prds.iter().take(PRDS_SHOWN) {
+        let _ = writeln!(out, "prd: {}", prd_line(path, prd));
+    }
+    if prds.len() > PRDS_SHOWN {
+        let _ = writeln!(
+            out,
+            "  and {} more (`ralph status --json` lists them all)",
+            prds.len() - PRDS_SHOWN
         );
     }
     if let Some(task) = &state.current_task {
@@ -205,6 +220,34 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         }
     }
     Ok(Outcome::print(out))
+}
+
+/// How many watched PRDs the text lists, the latest first.
+const PRDS_SHOWN: usize = 10;
+
+/// A watched PRD in a line: what became of it and its pull request.
+fn prd_line(path: &str, prd: &crate::runner::watch::Prd) -> String {
+    let what = match (prd.status.as_str(), &prd.container) {
+        ("planned", Some(container)) => format!("planned under {container}"),
+        ("refused", _) => format!(
+            "refused ({}): {}",
+            prd.reason.as_deref().unwrap_or("-"),
+            safe(prd.detail.as_deref().unwrap_or_default())
+        ),
+        (status, _) => status.to_owned(),
+    };
+    let pull_request = match &prd.pull_request {
+        Some(pr) => format!(
+            "; pull request {} {} ({}, {})",
+            pr.branch,
+            pr.url.as_deref().unwrap_or("not opened"),
+            pr.state,
+            pr.updated
+        ),
+        None if prd.status == "planned" => "; no pull request yet".to_owned(),
+        None => String::new(),
+    };
+    format!("{} {what}{pull_request}", safe(path))
 }
 
 /// The last thing the agent of `task`'s iteration `iteration` was seen

@@ -5,7 +5,7 @@ use serde_json::{Map, json};
 
 use crate::events::fields;
 
-use super::worker::Worker;
+use super::worker::{Scope, Worker};
 use crate::error::Error;
 use crate::git::{DEADLINE, Lease, Push, Pushed, RefUpdate};
 use crate::result::{PrAction, PullRequest};
@@ -338,6 +338,7 @@ impl Worker<'_> {
                 }
             },
             (!done).then(|| status.as_str()),
+            verify_run,
         )?;
         let text = body::body(&report);
         let body_file = self.paths.project().join(crate::paths::PULL_REQUEST_BODY);
@@ -361,6 +362,9 @@ impl Worker<'_> {
         };
         let gh = Gh::new(self.paths.root());
         let mut open = None;
+        // A new pull request is a draft unless done; an open one stays as
+        // it is, unless done: then it is marked ready.
+        let mut draft = !done;
         let outcome = match self.gh_retrying(|| gh.find(&plan.branch))? {
             Err(failure) => Err(failure),
             Ok(found) => {
@@ -399,10 +403,8 @@ impl Worker<'_> {
                 }
                 // A draft whose work is now all done and checked is ready
                 // for review: an edit alone leaves it a draft.
-                if let (Ok(_), true, Some(found)) = (&sent, done, &found)
-                    && found.draft
-                {
-                    self.mark_ready(&gh, found.number)?;
+                if let (Ok(_), Some(found)) = (&sent, &found) {
+                    draft = found.draft && !(done && self.mark_ready(&gh, found.number)?);
                 }
                 sent
             }
@@ -414,8 +416,10 @@ impl Worker<'_> {
                 let told = format!("pull request {detail}");
                 self.say_pull_request(action, &detail, &told, !done, ("url", &url))?;
                 PullRequest {
+                    branch: plan.branch.clone(),
+                    prd: self.unit.prd.as_ref().map(|(path, _)| path.clone()),
                     url: Some(url),
-                    draft: !done,
+                    draft,
                     action,
                     error: None,
                     command: None,
@@ -434,8 +438,10 @@ impl Worker<'_> {
                 let field = ("command", command.as_str());
                 self.say_pull_request(PrAction::Failed, &detail, &told, !done, field)?;
                 PullRequest {
+                    branch: plan.branch.clone(),
+                    prd: self.unit.prd.as_ref().map(|(path, _)| path.clone()),
                     url: None,
-                    draft: !done,
+                    draft,
                     action: PrAction::Failed,
                     error: Some(said),
                     command: Some(command),
@@ -447,12 +453,14 @@ impl Worker<'_> {
 
     /// Marks pull request `number` ready for review; a failure is said
     /// with the command that does it by hand, the body sent already.
-    fn mark_ready(&self, gh: &crate::delivery::gh::Gh, number: u64) -> Result<(), Error> {
+    /// Whether it is marked.
+    fn mark_ready(&self, gh: &crate::delivery::gh::Gh, number: u64) -> Result<bool, Error> {
         match self.gh_retrying(|| gh.ready(number))? {
             Ok(()) => {
                 let detail = format!("pull request #{number} marked ready for review");
                 self.ui.log(&detail);
-                self.record(None, "pull_request", "ready", &detail, Map::new())
+                self.record(None, "pull_request", "ready", &detail, Map::new())?;
+                Ok(true)
             }
             Err(failure) => {
                 let said = crate::redact::redact(&failure.said);
@@ -460,7 +468,8 @@ impl Worker<'_> {
                     "{said}; pull request #{number} stays a draft: mark it ready with `gh pr ready {number}`"
                 );
                 self.ui.line(&format!("warning: {detail}"));
-                self.record(None, "pull_request", "failed", &detail, Map::new())
+                self.record(None, "pull_request", "failed", &detail, Map::new())?;
+                Ok(false)
             }
         }
     }
@@ -515,6 +524,7 @@ impl Worker<'_> {
         plan: &crate::state::PullRequestPlan,
         ended: crate::delivery::body::Ending,
         code: Option<&str>,
+        verify_run: &[crate::result::CommandResult],
     ) -> Result<crate::delivery::body::Report, Error> {
         use crate::delivery::body::{Check, Report, TaskLine, TaskState, Totals};
         let (events, _) = self
@@ -597,7 +607,7 @@ impl Worker<'_> {
         }
         let mut checks = Vec::new();
         let mut totals = Totals {
-            iterations: self.state.iteration,
+            iterations: 0,
             input_tokens: None,
             output_tokens: None,
             cost_usd: None,
@@ -607,16 +617,29 @@ impl Worker<'_> {
                 *sum = Some(sum.unwrap_or(0) + value);
             }
         };
-        for event in events.iter().filter(|e| e.run_id == self.state.run_id) {
+        // What this pull request covers: a PRD's tasks over every run (a
+        // run stopped and started again goes on with them); otherwise the
+        // run's own tasks. The checks of no task are this stretch's.
+        let covered = |event: &crate::events::Event| match event.task_id.as_deref() {
+            Some(task) if matches!(self.unit.scope, Scope::Within(_)) => {
+                self.unit.scope.holds(task)
+            }
+            Some(task) => event.run_id == self.state.run_id && self.unit.scope.holds(task),
+            None => false,
+        };
+        for event in events.iter().filter(|event| covered(event)) {
             match event.phase.as_str() {
-                "verify" | "verify_run" if event.status != "interrupted" => checks.push(Check {
+                "verify" if event.status != "interrupted" => checks.push(Check {
                     task: event.task_id.clone(),
                     command: event.text("command").unwrap_or(&event.detail).to_owned(),
                     passed: event.status == "ok",
                     duration_ms: event.number("duration_ms").unwrap_or(0),
                     tail: event.text("output_tail").map(str::to_owned),
                 }),
-                "iteration" => {
+                "iteration" if event.task_id.is_some() => {
+                    if !matches!(event.status.as_str(), "usage_limit" | "interrupted") {
+                        totals.iterations += 1;
+                    }
                     add(&mut totals.input_tokens, event.number("input_tokens"));
                     add(&mut totals.output_tokens, event.number("output_tokens"));
                     if let Some(cost) = event.float("cost_usd") {
@@ -626,6 +649,13 @@ impl Worker<'_> {
                 _ => {}
             }
         }
+        checks.extend(verify_run.iter().map(|check| Check {
+            task: None,
+            command: check.command.clone(),
+            passed: check.passed,
+            duration_ms: check.duration_ms,
+            tail: super::record::failed_tail(check),
+        }));
         Ok(Report {
             title: plan.title.clone(),
             base: plan.target.clone(),

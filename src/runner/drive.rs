@@ -355,6 +355,10 @@ impl<'a> Worker<'a> {
             )
         {
             self.unit.pull_request = self.open_pull_request(status, &reason, &verify_run)?;
+            if let Some(pull_request) = self.unit.pull_request.clone() {
+                self.note_pull_request(&pull_request)?;
+                self.unit.pull_requests.push(pull_request);
+            }
         }
         // Work done but its pull request not opened (after the retries)
         // is no drained queue: a person (or the next run) opens it.

@@ -79,15 +79,9 @@ impl Worker<'_> {
         let detail = format!("{command}: {}", result.status);
         let duration_ms = started.elapsed().as_millis() as u64;
         let mut extra = fields(json!({"command": command, "duration_ms": duration_ms}));
-        if !result.passed && !result.output_tail.trim().is_empty() {
+        if let Some(tail) = failed_tail(&result) {
             // The end of what it printed, for a pull request's body.
-            let tail = result.output_tail.trim_end();
-            let lines: Vec<&str> = tail.lines().collect();
-            let tail = lines[lines.len().saturating_sub(20)..].join("\n");
-            extra.insert(
-                "output_tail".into(),
-                crate::redact::redact(&tail).into_owned().into(),
-            );
+            extra.insert("output_tail".into(), tail.into());
         }
         self.record(task, phase, status, &detail, extra)?;
         Ok((result, interrupted))
@@ -108,6 +102,7 @@ impl Worker<'_> {
             outcomes: std::mem::take(&mut self.outcomes),
             verify_run,
             pull_request: self.unit.pull_request.take(),
+            pull_requests: std::mem::take(&mut self.unit.pull_requests),
             ..RunResult::ended(
                 &self.paths,
                 self.state.run_id.clone(),
@@ -341,4 +336,16 @@ enum Between {
     After,
     /// Opening the run's next iteration (its number, no role).
     Opening,
+}
+
+/// The last 20 lines a failed check printed, secrets masked; none for a
+/// check that passed or printed nothing.
+pub(super) fn failed_tail(result: &CommandResult) -> Option<String> {
+    let tail = result.output_tail.trim_end();
+    if result.passed || tail.trim().is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = tail.lines().collect();
+    let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+    Some(crate::redact::redact(&tail).into_owned())
 }

@@ -37,9 +37,20 @@ impl Worker<'_> {
             .next()
             .unwrap_or_default()
             .to_owned();
-        let title = queue
+        let mut title = queue
             .get(&root)
             .map_or_else(|| next.title.clone(), |task| task.title.clone());
+        // A prd.json's title is its `project`; what it is about, the first
+        // line of its `description` (the container's body).
+        let described = (queue.object(&root))
+            .and_then(|line| {
+                line.get("body")?
+                    .as_str()?
+                    .lines()
+                    .next()
+                    .map(str::to_owned)
+            })
+            .filter(|line| !line.trim().is_empty());
         drop(queue);
         let seen = super::watch::Watched::load(&self.paths)?;
         let prds: BTreeMap<String, (String, String)> = (seen.prds.iter())
@@ -67,6 +78,9 @@ impl Worker<'_> {
                         .map_or(path.as_str(), |(rest, _)| rest)
                         .to_owned(),
                 };
+                if let Some(described) = described.filter(|_| path.ends_with(".json")) {
+                    title = crate::text::one_line(&described, crate::text::TITLE_CHARS);
+                }
                 (
                     Scope::Within(root),
                     crate::git::slug(&name),

@@ -19,6 +19,7 @@ pub(crate) fn run(
     cancel: &AtomicBool,
     confinement: Option<&agent::Confinement>,
 ) -> Result<CommandResult, Error> {
+    let started = std::time::Instant::now();
     let ran = agent::run_shell(command, dir, timeout, cancel, confinement)?;
     let status = if ran.timed_out {
         format!("timed out after {}", crate::config::ShowDuration(timeout))
@@ -32,5 +33,6 @@ pub(crate) fn run(
         passed: ran.status.success() && !ran.timed_out && !ran.interrupted,
         status,
         output_tail: ran.tail,
+        duration_ms: started.elapsed().as_millis() as u64,
     })
 }

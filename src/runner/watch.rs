@@ -103,6 +103,24 @@ pub(crate) struct Prd {
     /// The task holding its plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container: Option<String>,
+    /// Its pull request, as last opened or updated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<PrdPullRequest>,
+}
+
+/// A PRD's pull request as `ralph status` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct PrdPullRequest {
+    /// Its branch.
+    pub branch: String,
+    /// Its address; none when it could not be opened.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `draft`, `ready`, or `failed` (not opened or updated).
+    pub state: String,
+    /// When ralph last opened or updated it.
+    pub updated: String,
 }
 
 impl Watched {
@@ -496,6 +514,34 @@ impl Worker<'_> {
         self.record(None, "prd", "refused", &line, extra.clone())?;
         self.notify(Kind::PrdRefused, None, &line, extra);
         Ok(())
+    }
+
+    /// Keeps what became of the current PRD's pull request with the PRD
+    /// in `.ralph/watch.json`, for `ralph status`.
+    pub(super) fn note_pull_request(
+        &mut self,
+        pull_request: &crate::result::PullRequest,
+    ) -> Result<(), Error> {
+        let Some(path) = &pull_request.prd else {
+            return Ok(());
+        };
+        let mut seen = Watched::load(&self.paths)?;
+        let Some(prd) = seen.prds.get_mut(path) else {
+            return Ok(());
+        };
+        let state = match (pull_request.action, pull_request.draft) {
+            (crate::result::PrAction::Failed, _) => "failed",
+            (_, true) => "draft",
+            (_, false) => "ready",
+        };
+        prd.pull_request = Some(PrdPullRequest {
+            branch: pull_request.branch.clone(),
+            url: (pull_request.url.clone())
+                .or_else(|| (prd.pull_request.as_ref()).and_then(|known| known.url.clone())),
+            state: state.to_owned(),
+            updated: now(),
+        });
+        seen.save(&self.paths)
     }
 
     /// A watch problem, said once until it changes (a look every 30

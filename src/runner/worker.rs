@@ -126,6 +126,8 @@ pub(crate) struct Unit {
     pub base: String,
     /// With `delivery: pr`: the pull request the run ends with.
     pub pull_request: Option<crate::result::PullRequest>,
+    /// Every pull request the run opened or updated, in order.
+    pub pull_requests: Vec<crate::result::PullRequest>,
 }
 
 /// What a run says once per change, as it last said it.

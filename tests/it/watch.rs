@@ -406,7 +406,8 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
     let config = p
         .read("config/ralph.yaml")
         .replace("delivery: local", "delivery: pr")
-        .replace("  push: on_merge", "  push: never");
+        .replace("  push: on_merge", "  push: never")
+        .replace("  run: []", "  run: [\"echo whole-suite\"]");
     let p = p.file("config/ralph.yaml", config);
     p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
     p.git(&["push", "-q", "origin", "main"]);
@@ -528,6 +529,42 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
         2,
         "{notices}"
     );
+    // Each body is its PRD's: the run-wide check of its own stretch only
+    // (one ran at the start, before any PRD, and one after each stretch
+    // that drained), and its own iterations.
+    for (body, iterations, checks) in [(&body, 1, 1), (&draft, 2, 0)] {
+        assert_eq!(body.matches("`echo whole-suite`").count(), checks, "{body}");
+        assert!(
+            body.contains(&format!("- Iterations: {iterations}\n")),
+            "{body}"
+        );
+    }
+    // Every pull request the run opened, in result.json and status.
+    let result = p.json(".ralph/result.json");
+    let opened: Vec<(&str, &str, bool)> = (result["pull_requests"].as_array().unwrap().iter())
+        .map(|pr| {
+            (
+                pr["branch"].as_str().unwrap(),
+                pr["prd"].as_str().unwrap(),
+                pr["draft"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        opened,
+        [
+            ("ralph/accounts", "prds/accounts.md", false),
+            ("ralph/billing", "prds/billing.md", true)
+        ],
+        "{result:#}"
+    );
+    let status = p.ralph(&["status"]).stdout;
+    for line in [
+        "prd: prds/accounts.md planned under A; pull request ralph/accounts https://github.test/o/r/pull/1 (ready, ",
+        "prd: prds/billing.md planned under B; pull request ralph/billing https://github.test/o/r/pull/2 (draft, ",
+    ] {
+        assert!(status.contains(line), "{line}\n{status}");
+    }
 }
 
 #[test]
@@ -588,6 +625,7 @@ fn pull_requests_per_prd(agent: &str) -> (TestProject, PathBuf, std::process::Ch
     let (p, clone) = watched("");
     let config = p
         .read("config/ralph.yaml")
+        .replace("  prds: [prds/*.md]", "  prds: [prds/*.md, prds/*.json]")
         .replace("delivery: local", "delivery: pr")
         .replace("  push: on_merge", "  push: never");
     let p = p.file("config/ralph.yaml", config);
@@ -757,5 +795,21 @@ fn a_queue_edit_a_teammate_pushes_joins_the_live_queue_when_the_base_moves() {
     assert_eq!(
         p.git(&["rev-parse", "main"]),
         in_clone(&p, &clone, &["rev-parse", "HEAD"])
+    );
+}
+
+#[test]
+fn a_prd_json_pull_request_is_titled_by_what_it_is_about() {
+    let (p, clone, child) = pull_requests_per_prd(&by_iteration("RALPH_ITERATION", FINISH));
+    let prd = r#"{"project": "Shop", "description": "Billing for shop owners\nInvoices and refunds.", "userStories": [{"id": "US-1", "title": "Send invoices", "description": "Monthly.", "acceptanceCriteria": ["an invoice a month"], "priority": 1, "passes": false}]}"#;
+    push_from_clone(&p, &clone, &[("prds/billing.json", prd)], "billing PRD");
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_billing"));
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let calls = p.rec("gh");
+    assert!(
+        calls.contains("gh pr create --base main --head ralph/billing --title Billing for shop owners --body-file -\n"),
+        "{calls}"
     );
 }
