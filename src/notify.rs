@@ -236,6 +236,8 @@ mod tests {
             Kind::RunEnded,
             Kind::RunIdle,
             Kind::WatchStuck,
+            Kind::PrFeedback,
+            Kind::PrMerged,
         ] {
             assert_eq!(
                 serde_json::to_value(kind).unwrap(),

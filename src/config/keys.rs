@@ -215,7 +215,7 @@ pub(crate) const KEYS: &[Key] = keys! {
     notify.command: TEXT = "null", RALPH_NOTIFY_COMMAND, -,
         "Run with `sh -c` in the project for each event worth a person's attention, the event as one JSON object on stdin and its kind in `RALPH_EVENT` (docs/NOTIFY.md); null: nobody is told";
     notify.on: KINDS = "[]", -, -,
-        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle, watch_stuck); empty: all";
+        "The kinds notify.command runs for (task_merged, task_blocked, prd_planned, prd_refused, pull_request, usage_limit, cap_reached, run_ended, run_idle, watch_stuck, pr_feedback, pr_merged); empty: all";
     notify.timeout: TIME_LIMIT = "10s", RALPH_NOTIFY_TIMEOUT, -,
         "Longest notify.command may run before it is stopped; the loop never waits for it";
     watch.prds: GLOBS = "[]", -, -,
@@ -226,6 +226,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "The remote the watched branch is fetched from at each look, the base fast-forwarded to it between tasks; null: the local branch";
     watch.max_prd_bytes: COUNT = "262144", RALPH_WATCH_MAX_PRD_BYTES, -,
         "Largest PRD file planned, in bytes; a larger one is refused (prd_file_too_large)";
+    watch.feedback_rounds: COUNT = "3", RALPH_WATCH_FEEDBACK_ROUNDS, -,
+        "With delivery: pr and watch.prds, how many rounds of feedback on a PRD's pull request (a review requesting changes, a failing check: each becomes a task on its branch) ralph works before it leaves the rest to a person; 0: feedback is not read";
     review_every: TOKENS = "null", RALPH_REVIEW_EVERY, -,
         "Every this many iterations on a task, the reviewer role takes a turn whatever the triggers pick (its verdict needs the task ready; otherwise it leaves notes); null: only as the triggers say";
     report: REPORT = "never", RALPH_REPORT, -,

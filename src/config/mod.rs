@@ -207,6 +207,9 @@ pub(crate) struct WatchSettings {
     pub remote: Option<String>,
     /// Largest PRD planned, in bytes.
     pub max_prd_bytes: u64,
+    /// With `delivery: pr`: rounds of feedback (reviews requesting
+    /// changes, failing checks) worked per pull request; 0: none read.
+    pub feedback_rounds: u64,
 }
 
 impl Default for WatchSettings {
@@ -216,6 +219,7 @@ impl Default for WatchSettings {
             branch: None,
             remote: None,
             max_prd_bytes: 256 * 1024,
+            feedback_rounds: 3,
         }
     }
 }
@@ -243,6 +247,11 @@ pub(crate) enum NotifyKind {
     RunEnded,
     /// A polling run found nothing workable and waits.
     RunIdle,
+    /// A review requesting changes or a failing check on a PRD's pull
+    /// request became tasks (or, its rounds used up, waits for a person).
+    PrFeedback,
+    /// A PRD's pull request was merged (or closed) on the host.
+    PrMerged,
     /// The checkout cannot take the watched branch (a person's merge,
     /// new PRDs) until a person clears the way.
     WatchStuck,

@@ -281,6 +281,25 @@ impl Gh {
         }))
     }
 
+    /// What pull request `number` says now: its state, the reviews that
+    /// request changes, and its failing checks.
+    pub(crate) fn view(&self, number: u64) -> Result<View, Failure> {
+        let fields = "state,headRefOid,reviews,statusCheckRollup";
+        let printed = self.run(&["pr", "view", &number.to_string(), "--json", fields], None)?;
+        let value: serde_json::Value = serde_json::from_str(&printed).map_err(|err| {
+            Failure::lasting(format!("gh pr view printed no JSON ({err}): {printed}"))
+        })?;
+        Ok(View::of(&value))
+    }
+
+    /// The end of what the failed steps of a GitHub Actions job printed
+    /// (`gh run view --job ID --log-failed`), at most `lines` lines.
+    pub(crate) fn failed_log(&self, job: &str, lines: usize) -> Result<String, Failure> {
+        let printed = self.run(&["run", "view", "--job", job, "--log-failed"], None)?;
+        let all: Vec<&str> = printed.lines().collect();
+        Ok(all[all.len().saturating_sub(lines)..].join("\n"))
+    }
+
     /// Marks draft pull request `number` ready for review.
     pub(crate) fn ready(&self, number: u64) -> Result<(), Failure> {
         self.run(&["pr", "ready", &number.to_string()], None)
@@ -299,6 +318,93 @@ impl Gh {
         self.run(&edit_args(number, request, "-"), Some(request.body))
             .map(|_| ())
     }
+}
+
+/// A pull request as `gh pr view` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct View {
+    /// `OPEN`, `MERGED` or `CLOSED`.
+    pub state: String,
+    /// The commit at its head.
+    pub head: String,
+    /// The reviews that request changes, oldest first.
+    pub reviews: Vec<Review>,
+    /// The checks that failed on its head.
+    pub failing: Vec<FailingCheck>,
+}
+
+/// A review requesting changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Review {
+    /// The host's id of it.
+    pub id: String,
+    /// Who wrote it.
+    pub author: String,
+    /// What it says.
+    pub body: String,
+}
+
+/// A check that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FailingCheck {
+    /// Its name.
+    pub name: String,
+    /// Where its details are.
+    pub url: String,
+}
+
+impl View {
+    /// Reads `gh pr view --json state,headRefOid,reviews,statusCheckRollup`.
+    fn of(value: &serde_json::Value) -> View {
+        let text = |value: &serde_json::Value, key: &str| {
+            value[key].as_str().unwrap_or_default().to_owned()
+        };
+        let list = |key: &str| value[key].as_array().cloned().unwrap_or_default();
+        let reviews = (list("reviews").iter())
+            .filter(|review| review["state"] == "CHANGES_REQUESTED")
+            .map(|review| Review {
+                id: [text(review, "id"), text(review, "submittedAt")]
+                    .into_iter()
+                    .find(|id| !id.is_empty())
+                    .unwrap_or_default(),
+                author: text(&review["author"], "login"),
+                body: text(review, "body"),
+            })
+            .collect();
+        // A check run has a conclusion; a commit status, a state.
+        let failed = |check: &serde_json::Value| {
+            ["FAILURE", "TIMED_OUT", "STARTUP_FAILURE", "ERROR"]
+                .iter()
+                .any(|bad| check["conclusion"] == *bad || check["state"] == *bad)
+        };
+        let failing = (list("statusCheckRollup").iter())
+            .filter(|check| failed(check))
+            .map(|check| FailingCheck {
+                name: [text(check, "name"), text(check, "context")]
+                    .into_iter()
+                    .find(|name| !name.is_empty())
+                    .unwrap_or_else(|| "a check".to_owned()),
+                url: [text(check, "detailsUrl"), text(check, "targetUrl")]
+                    .into_iter()
+                    .find(|url| !url.is_empty())
+                    .unwrap_or_default(),
+            })
+            .collect();
+        View {
+            state: text(value, "state"),
+            head: text(value, "headRefOid"),
+            reviews,
+            failing,
+        }
+    }
+}
+
+/// The job id of a GitHub Actions check's address
+/// (`…/actions/runs/RUN/job/JOB`).
+pub(crate) fn actions_job(url: &str) -> Option<&str> {
+    let (_, job) = url.split_once("/actions/runs/")?.1.split_once("/job/")?;
+    let job = job.split(['/', '?', '#']).next()?;
+    (!job.is_empty() && job.bytes().all(|b| b.is_ascii_digit())).then_some(job)
 }
 
 /// A pull request open on the host.
@@ -367,6 +473,51 @@ pub(crate) fn by_hand(request: &Request<'_>, body_file: &str, open: Option<u64>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_view_keeps_reviews_requesting_changes_and_failed_checks() {
+        let value = serde_json::json!({
+            "state": "OPEN",
+            "headRefOid": "abc",
+            "reviews": [
+                {"id": "R1", "state": "APPROVED", "author": {"login": "ann"}, "body": "fine"},
+                {"id": "R2", "state": "CHANGES_REQUESTED", "author": {"login": "bob"}, "body": "rename it"},
+            ],
+            "statusCheckRollup": [
+                {"__typename": "CheckRun", "name": "test", "conclusion": "FAILURE",
+                 "detailsUrl": "https://github.com/o/r/actions/runs/7/job/42"},
+                {"__typename": "CheckRun", "name": "lint", "conclusion": "SUCCESS", "detailsUrl": ""},
+                {"__typename": "StatusContext", "context": "ci/legacy", "state": "ERROR",
+                 "targetUrl": "https://ci.example/1"},
+            ],
+        });
+        let view = View::of(&value);
+        assert_eq!((view.state.as_str(), view.head.as_str()), ("OPEN", "abc"));
+        assert_eq!(
+            view.reviews,
+            [Review {
+                id: "R2".into(),
+                author: "bob".into(),
+                body: "rename it".into()
+            }]
+        );
+        let failing: Vec<(&str, &str)> = (view.failing.iter())
+            .map(|check| (check.name.as_str(), check.url.as_str()))
+            .collect();
+        assert_eq!(
+            failing,
+            [
+                ("test", "https://github.com/o/r/actions/runs/7/job/42"),
+                ("ci/legacy", "https://ci.example/1")
+            ]
+        );
+        assert_eq!(actions_job(&view.failing[0].url), Some("42"));
+        assert_eq!(actions_job("https://ci.example/1"), None);
+        assert_eq!(
+            actions_job("https://github.com/o/r/actions/runs/7/job/x;rm"),
+            None
+        );
+    }
 
     #[test]
     fn server_and_network_errors_are_transient_and_others_are_not() {

@@ -497,7 +497,7 @@ impl Worker<'_> {
     /// stop asked for while waiting ends the retries: the failure stands.
     ///
     /// [`gh::RETRIES`]: crate::delivery::gh::RETRIES
-    fn gh_retrying<T>(
+    pub(super) fn gh_retrying<T>(
         &self,
         call: impl FnMut() -> Result<T, crate::delivery::gh::Failure>,
     ) -> Result<Result<T, crate::delivery::gh::Failure>, Error> {

@@ -263,6 +263,7 @@ impl<'a> Worker<'a> {
         // A task a stopped run left under way is resumed before new PRDs.
         if self.state.current_task.is_none() {
             self.look_for_prds()?;
+            self.look_at_pull_requests()?;
         }
         loop {
             self.enter_unit()?;
@@ -408,6 +409,7 @@ impl<'a> Worker<'a> {
             }
             self.note_settings_change();
             self.look_for_prds()?;
+            self.look_at_pull_requests()?;
             // A queue shared through the remote: what other clones pushed.
             self.catch_up()?;
             // A queue that does not parse waits for its fix; a run at its

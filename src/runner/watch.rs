@@ -117,10 +117,25 @@ pub(crate) struct PrdPullRequest {
     /// Its address; none when it could not be opened.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// `draft`, `ready`, or `failed` (not opened or updated).
+    /// Its number on the host, once known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<u64>,
+    /// `draft`, `ready`, `failed` (not opened or updated), or, once the
+    /// host says so, `merged` or `closed`.
     pub state: String,
     /// When ralph last opened or updated it.
     pub updated: String,
+    /// The feedback taken from it (`review:<id>`, `check:<head>:<name>`):
+    /// never planned twice.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<String>,
+    /// The rounds of feedback worked (`watch.feedback_rounds` bounds them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub rounds: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 impl Watched {
@@ -136,7 +151,7 @@ impl Watched {
         }
     }
 
-    fn save(&self, paths: &Paths) -> Result<(), Error> {
+    pub(super) fn save(&self, paths: &Paths) -> Result<(), Error> {
         let path = paths.watch();
         let mut text = serde_json::to_string_pretty(self).expect("plain data serialises");
         text.push('\n');
@@ -534,12 +549,18 @@ impl Worker<'_> {
             (_, true) => "draft",
             (_, false) => "ready",
         };
+        let known = prd.pull_request.take().unwrap_or_default();
+        let url = (pull_request.url.clone()).or(known.url);
+        let number = (url.as_deref())
+            .and_then(|url| url.rsplit('/').next()?.parse().ok())
+            .or(known.number);
         prd.pull_request = Some(PrdPullRequest {
             branch: pull_request.branch.clone(),
-            url: (pull_request.url.clone())
-                .or_else(|| (prd.pull_request.as_ref()).and_then(|known| known.url.clone())),
+            url,
+            number,
             state: state.to_owned(),
             updated: now(),
+            ..known
         });
         seen.save(&self.paths)
     }
