@@ -113,6 +113,11 @@ pub(crate) struct RunResult {
     pub status: RunStatus,
     /// Why, in a sentence.
     pub reason: String,
+    /// What failed, in a word, where a failed run has a class of its own
+    /// (`pull_request_failed`: the work done and pushed, its pull
+    /// request not opened or updated after the retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
     /// The run's id.
     pub run_id: String,
     /// When it started (RFC 3339).
@@ -173,6 +178,7 @@ impl RunResult {
         RunResult {
             status,
             reason,
+            class: None,
             run_id,
             started,
             ended: crate::clock::now(),

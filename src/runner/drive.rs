@@ -362,12 +362,13 @@ impl<'a> Worker<'a> {
             }
         }
         // Work done but its pull request not opened (after the retries)
-        // is no drained queue: a person (or the next run) opens it.
+        // is no drained queue: a failure of its own class (exit 20), which
+        // the next run tries again; or a person opens it.
         let failed = (self.unit.pull_request.as_ref())
             .filter(|pr| pr.action == crate::result::PrAction::Failed);
         let (status, reason) = match failed {
             Some(pr) if status == RunStatus::Drained => (
-                RunStatus::Blocked,
+                RunStatus::Failed,
                 format!(
                     "the work is done and pushed, but its pull request could not be opened or updated ({}); the next run tries again, or do it by hand: {}",
                     crate::redact::redact(pr.error.as_deref().unwrap_or("gh failed")),

@@ -95,7 +95,11 @@ impl Worker<'_> {
     ) -> Result<RunResult, Error> {
         self.state.phase = Phase::Ended;
         self.name_what_is_left_uncommitted();
+        let pull_request_failed = (self.unit.pull_request.as_ref())
+            .is_some_and(|pr| pr.action == crate::result::PrAction::Failed);
         let result = RunResult {
+            class: (status == RunStatus::Failed && pull_request_failed)
+                .then(|| "pull_request_failed".to_owned()),
             iterations: self.state.iteration,
             merged: self.merged,
             failures: self.state.failures.clone(),

@@ -399,11 +399,13 @@ esac
 "#,
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
-    // Not "drained", exit 0: the work waits for its pull request (exit 10).
-    assert_eq!(run.code, 10, "{run:#?}");
-    assert_eq!(p.json(".ralph/result.json")["status"], "blocked");
+    // Not "drained", exit 0: a failure of its own class, which a
+    // service manager's restart tries again (exit 20).
+    assert_eq!(run.code, 20, "{run:#?}");
+    assert_eq!(p.json(".ralph/result.json")["status"], "failed");
+    assert_eq!(p.json(".ralph/result.json")["class"], "pull_request_failed");
     assert!(
-        run.stderr.contains("ralph: blocked — the work is done and pushed, but its pull request could not be opened or updated (gh pr create failed (exit status: 1): GraphQL: Resource not accessible); the next run tries again, or do it by hand: gh pr create "),
+        run.stderr.contains("ralph: failed — the work is done and pushed, but its pull request could not be opened or updated (gh pr create failed (exit status: 1): GraphQL: Resource not accessible); the next run tries again, or do it by hand: gh pr create "),
         "{run:#?}"
     );
     // Not a server's or the network's failure: not tried again.
@@ -634,8 +636,8 @@ esac
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
     assert_eq!(
-        run.code, 10,
-        "the work waits for its pull request: {run:#?}"
+        run.code, 20,
+        "a pull request not opened fails the run (pull_request_failed): {run:#?}"
     );
     let result = p.json(".ralph/result.json");
     assert_eq!(result["pull_request"]["action"], "failed");
@@ -735,8 +737,8 @@ esac
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
     assert_eq!(
-        run.code, 10,
-        "the work waits for its pull request: {run:#?}"
+        run.code, 20,
+        "a pull request not opened fails the run (pull_request_failed): {run:#?}"
     );
     let calls = p.rec("gh");
     assert_eq!(calls.matches("gh pr create").count(), 4, "{calls}");
@@ -875,8 +877,8 @@ esac
     );
     let run = run_with_gh(&p, &["--pr-branch", "notes"]);
     assert_eq!(
-        run.code, 10,
-        "the work waits for its pull request: {run:#?}"
+        run.code, 20,
+        "a pull request not opened fails the run (pull_request_failed): {run:#?}"
     );
     assert_eq!(p.rec("gh").matches("gh pr create").count(), 2);
     assert_eq!(
@@ -925,8 +927,8 @@ esac
     );
     let run = run_with_gh(&p, &[]);
     assert_eq!(
-        run.code, 10,
-        "the work waits for its pull request: {run:#?}"
+        run.code, 20,
+        "a pull request not opened fails the run (pull_request_failed): {run:#?}"
     );
     let calls = p.rec("gh");
     assert_eq!(
