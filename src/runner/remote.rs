@@ -71,6 +71,19 @@ pub enum RemoteError {
         /// The ids.
         ids: Vec<String>,
     },
+    /// The remote's archive holds tasks no landing completed: records
+    /// pushed by hand, which ralph does not take for done.
+    #[error(
+        "{remote}'s tasks-done.jsonl archives {} with no landing: no commit since the last read says `Completes:` for {}",
+        ids.join(", "),
+        if ids.len() == 1 { "it" } else { "them" }
+    )]
+    Unlanded {
+        /// The remote and branch.
+        remote: String,
+        /// The ids.
+        ids: Vec<String>,
+    },
     /// A landing the remote refused could not be made again on its new
     /// tip, or was refused too often.
     #[error("the landing of {task} did not reach {remote}: {why}")]
@@ -89,7 +102,9 @@ pub enum RemoteError {
 impl crate::exit::Reportable for RemoteError {
     fn exit(&self) -> Exit {
         match self {
-            RemoteError::NotReady { .. } | RemoteError::Collision { .. } => Exit::InvalidInput,
+            RemoteError::NotReady { .. }
+            | RemoteError::Collision { .. }
+            | RemoteError::Unlanded { .. } => Exit::InvalidInput,
             RemoteError::Landing { .. } => Exit::NeedsPerson,
             RemoteError::Unreachable { .. }
             | RemoteError::Rewritten { .. }
@@ -114,6 +129,9 @@ impl crate::exit::Reportable for RemoteError {
             RemoteError::Collision { ids, .. } => format!(
                 "give your task{} another id (`ralph task validate` checks the file), then run again",
                 if ids.len() == 1 { "" } else { "s" }
+            ),
+            RemoteError::Unlanded { remote, .. } => format!(
+                "a task is done when its work lands, which ralph writes with `Completes: ID` in the landing; remove those records from tasks-done.jsonl on {remote} (a commit pushed there), or put the tasks back as pending, then run again; nothing local was changed"
             ),
             RemoteError::Waiting { kept, .. } => format!(
                 "nothing is lost: the landing is kept under {kept}, and the next `ralph run` pushes it once the remote answers"
@@ -198,6 +216,41 @@ pub(crate) struct Remote {
     run_id: String,
     pub(super) settings: RemoteSettings,
     seen: Mutex<Known>,
+}
+
+/// The leaf tasks `b_done` archives and `o_done` did not, whose landing no
+/// commit from `common` to `tip` names (`Completes: ID`): archive records
+/// written by hand, not by ralph's landings.
+fn unlanded(
+    repo: &Repo,
+    common: &str,
+    tip: &str,
+    o_done: &[u8],
+    b_done: &[u8],
+) -> Result<Vec<String>, Error> {
+    let before = merge::ids(o_done);
+    let new: Vec<String> = (b_done.split(|byte| *byte == b'\n'))
+        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
+        .filter(|record| record["leaf"] == true)
+        .filter_map(|record| record["id"].as_str().map(str::to_owned))
+        .filter(|id| !before.contains(id))
+        .collect();
+    if new.is_empty() {
+        return Ok(new);
+    }
+    let mut completed = HashSet::new();
+    for commit in repo.commits_since(common, tip)?.unwrap_or_default() {
+        let message = repo.message_of(&commit)?;
+        completed.extend((message.lines()).filter_map(|line| {
+            line.strip_prefix("Completes: ")
+                .map(str::trim)
+                .map(str::to_owned)
+        }));
+    }
+    Ok(new
+        .into_iter()
+        .filter(|id| !completed.contains(id))
+        .collect())
 }
 
 /// The remote ref of a claim.
@@ -351,6 +404,14 @@ impl Remote {
         };
         let (o_tasks, o_done) = repo.queue_files_at(&common)?;
         let (b_tasks, b_done) = repo.queue_files_at(&tip)?;
+        let unlanded = unlanded(repo, &common, &tip, &o_done, &b_done)?;
+        if !unlanded.is_empty() {
+            return Err(RemoteError::Unlanded {
+                remote: self.label(),
+                ids: unlanded,
+            }
+            .into());
+        }
         let merged = store.merge_in(
             Sides {
                 tasks: &o_tasks,

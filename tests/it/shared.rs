@@ -1133,3 +1133,39 @@ fn a_claim_stating_a_heartbeat_of_centuries_goes_stale_all_the_same() {
     assert!(run.stderr.contains("taken over"), "{}", run.stderr);
     fleet.check_remote(&["A"]);
 }
+
+#[test]
+fn an_archive_record_pushed_by_hand_is_said_and_not_taken_for_done() {
+    let fleet = Fleet::new(&[task("A", &[]), task("B", &[])], 1);
+    // A clone archives B by hand, with no work and no landing.
+    let person = TestProject::new();
+    person.git(&["clone", "-q", fleet.remote().to_str().unwrap(), "."]);
+    person.git(&["config", "user.name", "A Person"]);
+    person.git(&["config", "user.email", "person@example.com"]);
+    let queue = person.read("tasks.jsonl");
+    let kept: String = queue
+        .lines()
+        .filter(|line| !line.contains("\"B\""))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    std::fs::write(person.path().join("tasks.jsonl"), kept).unwrap();
+    std::fs::write(
+        person.path().join("tasks-done.jsonl"),
+        format!("{}\n", task("B", &[]).replace("pending", "done")),
+    )
+    .unwrap();
+    person.git(&["commit", "-q", "-am", "B is done, trust me"]);
+    person.git(&["push", "-q", "origin", "main"]);
+    let run = wait_for(fleet.start(0, &[]), 60);
+    assert_eq!(run.code, 30, "{run:#?}");
+    assert!(
+        run.stderr.contains("tasks-done.jsonl archives B with no landing: no commit since the last read says `Completes:` for it"),
+        "{}",
+        run.stderr
+    );
+    // Nothing taken: B is still to do here, nothing was worked or landed.
+    let machine = &fleet.machines[0];
+    assert!(machine.read("tasks.jsonl").contains("\"id\":\"B\""));
+    assert!(machine.read_or_empty("tasks-done.jsonl").is_empty());
+    assert!(worked(machine).is_empty());
+}
