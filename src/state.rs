@@ -55,6 +55,10 @@ pub(crate) struct State {
     /// While the loop waits before its next iteration: why and until when.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
+    /// While an agent of `agent.fallback` runs instead of the first one:
+    /// which, and until when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<FallenBack>,
     /// What that run spent, as its agent reported it, on its last day.
     #[serde(skip_serializing_if = "Spent::is_nothing")]
     pub spent: Spent,
@@ -101,6 +105,18 @@ impl Spent {
 /// The UTC day of `now`, as [`Spent`] counts it.
 pub(crate) fn day_of(now: DateTime<Utc>) -> String {
     now.format("%Y-%m-%d").to_string()
+}
+
+/// An agent running in another's place while that one's usage limit lasts.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct FallenBack {
+    /// The agent running.
+    pub agent: String,
+    /// The first agent, waiting out its limit.
+    pub instead_of: String,
+    /// When the first one comes back (RFC 3339).
+    pub until: String,
 }
 
 /// A wait between two iterations (`waiting` in `state.json`), so a

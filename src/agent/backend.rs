@@ -82,6 +82,25 @@ pub fn backend(
     Ok(Box::new(Cli::new(settings, agent_cmd, host)?))
 }
 
+/// The agents of `agent.fallback`, in order: an entry naming a preset is
+/// that preset, any other a command line, with the first one's other
+/// settings. `--agent-cmd` replaces the first agent only.
+pub fn fallbacks(settings: &AgentSettings, host: &Host) -> Result<Vec<Box<dyn Backend>>, Error> {
+    let mut agents = Vec::new();
+    for entry in &settings.fallback {
+        let preset = crate::config::PRESETS.contains(&entry.as_str());
+        let settings = AgentSettings {
+            preset: preset.then(|| entry.clone()),
+            command: (!preset).then(|| entry.clone()),
+            model: None,
+            fallback: Vec::new(),
+            ..settings.clone()
+        };
+        agents.push(backend(&settings, None, host.clone())?);
+    }
+    Ok(agents)
+}
+
 /// The agent's command-line program, started once per iteration in a
 /// process group of its own.
 pub struct Cli {

@@ -22,7 +22,7 @@ mod supervisor;
 mod transcript;
 
 pub use appserver::{AppServer, PRESET as APP_SERVER, TESTED_VERSIONS};
-pub use backend::{Backend, Cli, Mode, backend};
+pub use backend::{Backend, Cli, Mode, backend, fallbacks};
 pub use capture::{EVIDENCE_BYTES, Echo, TRIMMED_MARKER};
 pub use classify::{Failure, FailureClass, Status, classify, judge};
 pub(crate) use env::kept_when_confined;

@@ -57,6 +57,7 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             "counts": queue_error.is_none().then(|| super::task::counts_json(&counts)),
             "queue_error": queue_error,
             "watch_stuck": stuck,
+            "fallback": state.fallback,
             "prds": watched.prds,
             "shared": shared.as_ref().map(|shared| json!({
                 "machine": shared.machine,
@@ -85,6 +86,13 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
             out,
             "idle, polling every {}, next look at {}",
             polling.every, polling.next_look
+        );
+    }
+    if let Some(fallen) = &state.fallback {
+        let _ = writeln!(
+            out,
+            "agent: {} runs in place of {} (its usage limit, agent.fallback) until {}",
+            fallen.agent, fallen.instead_of, fallen.until
         );
     }
     if let Some(stuck) = stuck {

@@ -162,6 +162,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "Command patterns (regular expressions) codex-app-server's agent is never allowed to run, beside ralph's own checks (a push, a command outside the checkout, rm -rf /, a download piped into an interpreter)";
     agent.server_sandbox: SANDBOX = "workspace-write", RALPH_AGENT_SERVER_SANDBOX, -,
         "Where codex-app-server lets the agent's commands write: workspace-write (the checkout, the queue and .ralph/; ralph commits) or danger-full-access";
+    agent.fallback: LIST = "[]", -, -,
+        "Agents that take over, in order, while the one before waits out its usage limit (presets like codex, or command lines); the first comes back once its limit resets; empty: the run waits";
     workers: WORKERS = "null", RALPH_WORKERS, "--workers",
         "Agents working side by side (1 to 64), each on its own task in its own git worktree; null: one agent in the project's checkout";
     max_iterations: COUNT = "50", RALPH_MAX_ITERATIONS, "--max-iterations",
@@ -354,6 +356,7 @@ mod tests {
             without,
             [
                 "agent.deny",
+                "agent.fallback",
                 "verify.task",
                 "verify.run",
                 "notify.on",

@@ -357,6 +357,9 @@ pub struct AgentSettings {
     pub deny: Vec<String>,
     /// The sandbox the Codex app-server runs the agent's commands in.
     pub server_sandbox: ServerSandbox,
+    /// The agents (presets or command lines) that take over, in order,
+    /// while the one before hits its usage limit.
+    pub fallback: Vec<String>,
 }
 
 /// `agent.server_sandbox`: where the Codex app-server lets the agent's
@@ -524,6 +527,7 @@ impl Default for AgentSettings {
             mode: Mode::RalphFresh,
             deny: Vec::new(),
             server_sandbox: ServerSandbox::WorkspaceWrite,
+            fallback: Vec::new(),
         }
     }
 }

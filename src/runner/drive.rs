@@ -155,9 +155,13 @@ impl<'a> Worker<'a> {
             super::deliver::check_ssh_key(paths, settings)?;
         }
         let host = Host::from_process(paths.project())?;
+        let fallback = agent::fallbacks(&settings.agent, &host)?;
         let agent = agent::backend(&settings.agent, options.agent_cmd.as_deref(), host)?;
-        agent.check_mode(settings.agent.mode)?;
-        agent.preflight()?;
+        // Every agent of the list is checked as the first one is.
+        for agent in std::iter::once(&agent).chain(&fallback) {
+            agent.check_mode(settings.agent.mode)?;
+            agent.preflight()?;
+        }
         // A model a role asks for that the agent cannot take, and a prompt
         // its templates cannot make, would stop the run only once a task
         // is claimed (or that role first picked): found here instead.
@@ -196,6 +200,7 @@ impl<'a> Worker<'a> {
             repo,
             triggers,
             agent,
+            fallback,
             state,
             ui,
             interrupted,

@@ -73,6 +73,9 @@ impl Worker<'_> {
         {
             return Ok(None);
         }
+        if let Some(switch) = self.fallback.back(&mut self.agent) {
+            self.came_back(&switch)?;
+        }
         let turn = self.begin(id, task)?;
         let judged = match self.run_agent(&turn) {
             Ok(outcome) => {
@@ -644,6 +647,9 @@ impl Worker<'_> {
                         ),
                     )));
                 }
+                if let Some(switch) = self.fallback.switch(&mut self.agent, duration) {
+                    return self.fell_back(id, &switch, reason, duration);
+                }
                 // Counted in the summary's failures as `usage_limit`.
                 self.limit_waits += 1;
                 // The other workers run the same agent: they wait too.
@@ -758,6 +764,60 @@ impl Worker<'_> {
 
     /// Whether `max_iterations` (one with `--once`) or `max_run_minutes`
     /// is spent.
+    /// Says that `switch.to` took over from `switch.from`, which hit its
+    /// usage limit (`reason`) and is back in `reset_in`: ralph.log, the
+    /// state `ralph status` reads, an event and a notification.
+    fn fell_back(
+        &mut self,
+        id: &TaskId,
+        switch: &super::fallback::Switch,
+        reason: &str,
+        reset_in: std::time::Duration,
+    ) -> Result<Next, Error> {
+        let until = chrono::Duration::from_std(reset_in)
+            .ok()
+            .and_then(|wait| chrono::Utc::now().checked_add_signed(wait))
+            .map(crate::clock::stamp)
+            .unwrap_or_default();
+        if self.state.fallback.is_none() {
+            self.state.fallback = Some(crate::state::FallenBack {
+                agent: switch.to.clone(),
+                instead_of: switch.from.clone(),
+                until: until.clone(),
+            });
+        } else if let Some(fallen) = &mut self.state.fallback {
+            fallen.agent.clone_from(&switch.to);
+        }
+        self.save_state()?;
+        let line = format!(
+            "usage limit of {}: {} takes over (agent.fallback); the first agent is back at {until}",
+            switch.from, switch.to
+        );
+        self.ui.log(&line);
+        let extra = fields(json!({
+            "from": switch.from,
+            "to": switch.to,
+            "until": until,
+            "reason": crate::redact::redact(reason),
+        }));
+        self.record(Some(id), "agent", "fallback", &line, extra.clone())?;
+        self.notify(crate::notify::Kind::UsageLimit, Some(id), &line, extra);
+        Ok(None)
+    }
+
+    /// Says that the first agent is back, its usage limit reset.
+    fn came_back(&mut self, switch: &super::fallback::Switch) -> Result<(), Error> {
+        self.state.fallback = None;
+        self.save_state()?;
+        let line = format!(
+            "{} is back (its usage limit reset); {} steps aside",
+            switch.to, switch.from
+        );
+        self.ui.log(&line);
+        let extra = fields(json!({"from": switch.from, "to": switch.to}));
+        self.record(None, "agent", "back", &line, extra)
+    }
+
     pub(super) fn budget_spent(&self) -> bool {
         self.seat.run_iterations(&self.state) >= self.budgets.max_iterations
             || self.run_time_spent()

@@ -8,6 +8,7 @@ pub(crate) mod decide;
 pub(crate) mod deliver;
 mod drive;
 pub(crate) mod dry_run;
+mod fallback;
 mod feedback;
 mod finish;
 mod guard;

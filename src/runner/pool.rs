@@ -100,6 +100,7 @@ impl<'a> Worker<'a> {
                 common.options.agent_cmd.as_deref(),
                 common.host.clone(),
             )?,
+            fallback: crate::agent::fallbacks(&common.options.settings.agent, &common.host)?,
             state,
             ui: Ui::worker(&paths, common.options.quiet, number),
             interrupted: common.interrupted,

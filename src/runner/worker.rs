@@ -63,6 +63,8 @@ pub(crate) struct Worker<'a> {
     pub(super) triggers: Triggers,
     /// The agent, behind the backend that runs its iterations.
     pub(super) agent: Box<dyn Backend>,
+    /// The agents that take over while it waits out a usage limit.
+    pub(super) fallback: super::fallback::Fallback,
     pub(super) state_file: StateFile,
     pub(super) state: State,
     pub(super) events: EventLog,
@@ -165,6 +167,7 @@ pub(super) struct Parts<'a> {
     pub repo: Repo,
     pub triggers: Triggers,
     pub agent: Box<dyn Backend>,
+    pub fallback: Vec<Box<dyn Backend>>,
     pub state: State,
     pub ui: Ui,
     pub interrupted: &'a AtomicBool,
@@ -186,6 +189,7 @@ impl<'a> Worker<'a> {
             repo: parts.repo,
             triggers: parts.triggers,
             agent: parts.agent,
+            fallback: super::fallback::Fallback::new(parts.fallback),
             state_file: StateFile::open(&paths),
             state: parts.state,
             events: EventLog::open(&paths),

@@ -935,3 +935,100 @@ fn a_pool_whose_stderr_reader_is_gone_finishes_its_work() {
     let done = project.json_lines("tasks-done.jsonl");
     assert_eq!(done.len(), 4, "{done:?}");
 }
+
+/// The first agent hits its usage limit: the next of `agent.fallback`
+/// works on instead of the run waiting, and the first comes back once its
+/// limit resets.
+#[test]
+fn a_usage_limit_hands_the_task_to_the_fallback_agent_until_it_resets() {
+    let project = TestProject::new()
+        .task(&task("A", &[]))
+        .task(&task("B", &["A"]))
+        .git_init();
+    project.script(
+        "bin/claude",
+        r#"echo "claude $RALPH_TASK_ID" >> "$REC/agents"
+if [ ! -e "$REC/limited" ]; then
+  touch "$REC/limited"
+  echo '{"type":"result","subtype":"success","is_error":true,"result":"Claude AI usage limit reached|'$(( $(date +%s) + 2 ))'"}'
+  exit 0
+fi
+work "$RALPH_TASK_ID.txt" claude
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok"}'
+"#,
+    );
+    project.script(
+        "bin/spare-agent",
+        r#"echo "spare $RALPH_TASK_ID" >> "$REC/agents"
+ralph status > "$REC/status"
+sleep 3
+work "$RALPH_TASK_ID.txt" spare
+ralph task complete "$RALPH_TASK_ID" > /dev/null
+"#,
+    );
+    let spare = project.aux().join("bin/spare-agent");
+    let notices = project.aux().join("rec/notices");
+    let config = project
+        .read("config/ralph.yaml")
+        .replace(
+            "  fallback: []",
+            &format!("  fallback: [{}]", spare.display()),
+        )
+        .replace(
+            "  command: null\n  # The kinds",
+            &format!(
+                "  command: 'echo \"$RALPH_EVENT $RALPH_MESSAGE\" >> {}'\n  # The kinds",
+                notices.display()
+            ),
+        );
+    let project = project.file("config/ralph.yaml", config);
+    project.git(&["commit", "-q", "-am", "a fallback agent"]);
+    let mut command = project.ralph_command(&["run", "--agent", "claude"]);
+    command.env("PATH", project.path_with_aux_bin());
+    let run = finish(command, 120);
+    assert_eq!(run.code, 0, "{run:#?}");
+    // A by the spare agent, B by claude again: no wait for the limit.
+    assert_eq!(
+        project.rec("agents"),
+        "claude A\nspare A\nclaude B\n",
+        "{run:#?}"
+    );
+    let log = project.read("ralph.log");
+    assert!(
+        log.contains("usage limit of `claude`: ")
+            && log.contains(" takes over (agent.fallback); the first agent is back at "),
+        "{log}"
+    );
+    assert!(
+        log.contains("`claude` is back (its usage limit reset)"),
+        "{log}"
+    );
+    assert!(!log.contains("waiting"), "{log}");
+    // Said to ralph status while it lasts, and told.
+    assert!(
+        project.rec("status").contains("agent: command `")
+            && project.rec("status").contains(
+                "spare-agent` runs in place of `claude` (its usage limit, agent.fallback) until "
+            ),
+        "{}",
+        project.rec("status")
+    );
+    assert!(
+        project
+            .rec("notices")
+            .contains("usage_limit usage limit of `claude`: "),
+        "{}",
+        project.rec("notices")
+    );
+    // The receipts name the agent that ran.
+    let agents: Vec<String> = (project.json_lines(".ralph/events.ndjson").iter())
+        .filter(|event| event["phase"] == "iteration")
+        .map(|event| event["agent"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(agents.len(), 3, "{agents:?}");
+    assert!(
+        agents[1].contains("spare-agent") && agents[2] == agents[0],
+        "{agents:?}"
+    );
+}
