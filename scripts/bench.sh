@@ -50,7 +50,7 @@ LOOP_TASKS=${LOOP_TASKS:-50}
 LOOP_FILES=${LOOP_FILES:-"1000 10000 100000"}
 LOOP_AGENT=${LOOP_AGENT:-"commit leave"}
 ARCHIVE_TASKS=${ARCHIVE_TASKS:-10000}
-ONLY=${ONLY:-"next add complete archive loop parallel memory top shared"}
+ONLY=${ONLY:-"next add complete archive loop parallel memory top shared history"}
 SIZES=${SIZES:-"1000 10000 100000"}
 SEED=${SEED:-42}
 WORK=${WORK:-$ROOT/target/bench}
@@ -871,6 +871,33 @@ bench_shared() {
     say ""
 }
 
+# history_log N: N events of a week of looks, as a polling run writes them.
+history_log() {
+    awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "{\"timestamp\":\"2026-12-01T00:00:00Z\",\"run_id\":\"r\",\"task_id\":null,\"iteration\":%d,\"role\":null,\"phase\":\"run\",\"status\":\"idle\",\"detail\":\"no workable task left; looking again every 30s\"}\n", i }'
+}
+
+bench_history() {
+    local n dir ms small=""
+    say "## A long history: \`ralph status\` with 200 and 200,000 events"
+    say ""
+    say "Target: the same cost with 200,000 events (about 50 MiB of events.ndjson) as with 200: status reads the log's last 256 KiB only, and retention_days (30) keeps the log to weeks. Median of $RUNS."
+    say ""
+    say "| events | events.ndjson | ralph status | target |"
+    say "|---|---|---|---|"
+    for n in 200 200000; do
+        dir=$WORK/history-$n
+        rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+        git init -q -b main && git config user.name bench && git config user.email bench@example.com
+        "$RALPH" init > /dev/null && git add -A && git commit -q -m init
+        mkdir -p .ralph && history_log "$n" > .ralph/events.ndjson
+        ms=$(time_interleaved "" "'$RALPH' status")
+        [ -n "$small" ] || small=$ms
+        say "| $n | $(mib .ralph/events.ndjson) | $(ms "$ms") | $(yes_if '<' "$ms" "$(awk -v s="$small" 'BEGIN { print s * 1.5 + 2 }')") |"
+        cd "$WORK"
+    done
+    say ""
+}
+
 machine() {
     local cpu
     cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || echo unknown)
@@ -887,8 +914,8 @@ machine() {
 machine
 for part in $ONLY; do
     case $part in
-        next | add | complete | archive | loop | parallel | memory | top | shared) "bench_$part" ;;
-        *) warn "unknown part $part (use: next add complete archive loop parallel memory top shared)" && exit 2 ;;
+        next | add | complete | archive | loop | parallel | memory | top | shared | history) "bench_$part" ;;
+        *) warn "unknown part $part (use: next add complete archive loop parallel memory top shared history)" && exit 2 ;;
     esac
 done
 echo "results: $RESULTS" >&2

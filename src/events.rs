@@ -123,6 +123,37 @@ impl EventLog {
         Ok((events.split_off(start), read.skipped))
     }
 
+    /// The events of the log's last `bytes` at most (whole lines), and
+    /// where a read of what follows starts: a look at a long log costs
+    /// what a look at a short one does.
+    pub(crate) fn recent(&self, bytes: u64) -> std::io::Result<Appended> {
+        use std::os::unix::fs::MetadataExt;
+        let mut file = match own::open_read(&self.root, &self.path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return self.read_from(Offset::default());
+            }
+            Err(err) => return Err(err),
+        };
+        let meta = file.metadata()?;
+        let at = meta.len().saturating_sub(bytes);
+        if at == 0 {
+            return self.read_from(Offset::default());
+        }
+        // A line cut at `at` is passed over, not counted as torn.
+        let mut before = [0u8; 1];
+        file.seek(SeekFrom::Start(at - 1))?;
+        file.read_exact(&mut before)?;
+        let mut read = self.read_from(Offset {
+            at,
+            inode: meta.ino(),
+        })?;
+        if before[0] != b'\n' {
+            read.skipped = read.skipped.saturating_sub(1);
+        }
+        Ok(read)
+    }
+
     /// The events of the whole lines appended since `from` (a line still
     /// being written is read once it is whole); from the file's start
     /// when it was replaced or cut since (a missing file has none).
@@ -222,6 +253,38 @@ mod tests {
         );
         assert_eq!(skipped, 1);
         assert_eq!(log.tail(1).unwrap().0[0].status, "two");
+    }
+
+    #[test]
+    fn the_recent_events_are_the_whole_lines_of_the_logs_end() {
+        let dir = assert_fs::TempDir::new().unwrap();
+        let log = EventLog::open(&crate::paths::Paths::new(dir.path()));
+        for n in 0..100 {
+            log.append(&event(&format!("s{n:02}"))).unwrap();
+        }
+        let line = std::fs::read_to_string(dir.path().join(crate::paths::EVENTS_FILE))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .len() as u64
+            + 1;
+        let statuses = |read: &Appended| -> Vec<String> {
+            read.events.iter().map(|e| e.status.clone()).collect()
+        };
+        // Three lines and a half: the cut one passed over, not torn.
+        let read = log.recent(line * 7 / 2).unwrap();
+        assert_eq!(statuses(&read), ["s97", "s98", "s99"]);
+        assert_eq!(read.skipped, 0);
+        // Exactly three lines: all three.
+        let read = log.recent(line * 3).unwrap();
+        assert_eq!(statuses(&read), ["s97", "s98", "s99"]);
+        assert_eq!(read.skipped, 0);
+        // What follows is read from where it ended.
+        log.append(&event("s100")).unwrap();
+        assert_eq!(statuses(&log.read_from(read.next).unwrap()), ["s100"]);
+        // More than the log: all of it.
+        assert_eq!(log.recent(1 << 30).unwrap().events.len(), 101);
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod protected;
 pub(crate) mod redact;
 pub(crate) mod report;
 pub(crate) mod result;
+pub(crate) mod retention;
 pub(crate) mod retry;
 pub mod roles;
 pub(crate) mod run_lock;

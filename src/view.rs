@@ -115,6 +115,14 @@ impl Run {
 
     /// The events appended since the last call: all of them at first,
     /// and again when the file was replaced or cut (`restarted`).
+    /// The events of the log's last `bytes` (see [`EventLog::recent`]);
+    /// [`Run::events`] then reads what follows.
+    pub(crate) fn recent_events(&mut self, bytes: u64) -> std::io::Result<Appended> {
+        let read = EventLog::open(&self.paths).recent(bytes);
+        self.events = read.as_ref().map_or(Offset::default(), |read| read.next);
+        read
+    }
+
     pub(crate) fn events(&mut self) -> std::io::Result<Appended> {
         let read = EventLog::open(&self.paths).read_from(self.events);
         self.events = read.as_ref().map_or(Offset::default(), |read| read.next);

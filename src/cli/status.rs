@@ -30,7 +30,11 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
         ),
     };
     let counts = queue.counts();
-    let all = run.events().map_err(io(crate::paths::EVENTS_FILE))?.events;
+    // The log's end only: what a status shows, at a cost that does not
+    // grow with the log (256 KiB hold a thousand events or so).
+    let all = (run.recent_events(RECENT_BYTES))
+        .map_err(io(crate::paths::EVENTS_FILE))?
+        .events;
     let events = &all[all.len().saturating_sub(RECENT)..];
     // Work another machine's landing made moot, kept for the person.
     let orphans: Vec<String> = (all[all.len().saturating_sub(1000)..].iter())
@@ -229,6 +233,9 @@ pub(super) fn run(context: &Context) -> Result<Outcome, Error> {
     }
     Ok(Outcome::print(out))
 }
+
+/// How much of the event log's end `ralph status` reads.
+const RECENT_BYTES: u64 = 256 << 10;
 
 /// How many watched PRDs the text lists, the latest first.
 const PRDS_SHOWN: usize = 10;

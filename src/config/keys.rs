@@ -232,6 +232,8 @@ pub(crate) const KEYS: &[Key] = keys! {
         "With delivery: pr and watch.prds, how many rounds of feedback on a PRD's pull request (a review requesting changes, a failing check: each becomes a task on its branch) ralph works before it leaves the rest to a person; 0: feedback is not read";
     review_every: TOKENS = "null", RALPH_REVIEW_EVERY, -,
         "Every this many iterations on a task, the reviewer role takes a turn whatever the triggers pick (its verdict needs the task ready; otherwise it leaves notes); null: only as the triggers say";
+    retention_days: COUNT = "30", RALPH_RETENTION_DAYS, -,
+        "Days ralph keeps the records of iterations: older transcripts and prompts (.ralph/logs, .ralph/prompts) are deleted and events.ndjson is moved to .ralph/events.old.ndjson once its first event is older, at each run's start and each idle look; 0: kept forever";
     report: REPORT = "never", RALPH_REPORT, -,
         "never, or on_exit: every run ends by writing `ralph report`'s page, .ralph/report.html, and printing its path";
     sandbox.mode: CONFINE = "auto", RALPH_SANDBOX_MODE, -,

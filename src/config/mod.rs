@@ -101,6 +101,9 @@ pub(crate) struct Settings {
     /// Every this many iterations on a task, the reviewer takes a turn
     /// whatever the triggers say; `None` is never.
     pub review_every: Option<u64>,
+    /// Days the records of iterations are kept (`src/retention.rs`); 0:
+    /// forever.
+    pub retention_days: u64,
     /// When `ralph report`'s page is written by the run itself.
     pub report: ReportWhen,
     pub sandbox: SandboxSettings,
@@ -510,6 +513,7 @@ impl Default for Settings {
             notify: NotifySettings::default(),
             watch: WatchSettings::default(),
             review_every: None,
+            retention_days: 30,
             report: ReportWhen::Never,
             sandbox: SandboxSettings::default(),
             remote: RemoteSettings::default(),
@@ -870,7 +874,7 @@ mod tests {
             Settings::parse("max_iterations: 5\nmax_iteration: 3\n")
                 .unwrap_err()
                 .to_string(),
-            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?)"
+            "config/ralph.yaml:2: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `retention_days`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?)"
         );
         // A key nothing is near gets no guess; the hint never offers a
         // command that would overwrite the file being fixed.

@@ -223,6 +223,9 @@ impl<'a> Worker<'a> {
         // The run, and the base it merges into, are on disk before any
         // branch is checked out: a crash from here on resumes on this base.
         self.save_state()?;
+        // Before this run's first event, so the log moved aside is older
+        // runs' alone.
+        self.prune_records();
         let counts = self.store.load()?.counts();
         self.ui.line(&format!(
             "ralph: run {} on {}{}, agent {}, {} ({} pending, {} active), max {}",
@@ -414,6 +417,7 @@ impl<'a> Worker<'a> {
                 return Ok(Some(end));
             }
             self.note_settings_change();
+            self.prune_records();
             self.look_for_prds()?;
             self.look_at_pull_requests()?;
             // A queue shared through the remote: what other clones pushed.
@@ -437,6 +441,23 @@ impl<'a> Worker<'a> {
                 self.record_between(None, "run", "resumed", "work found", Map::new())?;
                 return Ok(None);
             }
+        }
+    }
+
+    /// Deletes the records of iterations older than `retention_days` and
+    /// moves old events aside, saying what it did. A failure is said and
+    /// costs the run nothing: the records are only kept longer.
+    fn prune_records(&mut self) {
+        let days = self.options.settings.retention_days;
+        match crate::retention::prune(&self.paths, days, std::time::SystemTime::now()) {
+            Ok(pruned) => {
+                if let Some(said) = pruned.said(days) {
+                    self.ui.log(&said);
+                }
+            }
+            Err(err) => self.ui.log(&format!(
+                "warning: retention: the old records could not be pruned: {err}; they are kept"
+            )),
         }
     }
 

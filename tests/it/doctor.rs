@@ -367,7 +367,7 @@ fn broken_settings_are_an_error_and_git_and_the_queue_are_still_checked() {
     assert_eq!(
         about(&run, "settings"),
         [
-            "error: settings: config/ralph.yaml:1: unknown field `max_iteratons`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?) (the checks below assume the defaults); fix config/ralph.yaml; docs/CONFIG.md lists every key and its values"
+            "error: settings: config/ralph.yaml:1: unknown field `max_iteratons`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `retention_days`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?) (the checks below assume the defaults); fix config/ralph.yaml; docs/CONFIG.md lists every key and its values"
         ]
     );
     assert!(run.stdout.contains(GIT_OK), "{run:#?}");

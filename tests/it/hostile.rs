@@ -341,7 +341,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", b"max_iteration: 3\n".to_vec()), ("tasks.jsonl", b"{\"id\":\"A\",\"title\":\"a\",\"status\":\"pending\",\"leaf\":true}\n".to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml:1: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?)\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n",
+            stderr: "error: config/ralph.yaml:1: unknown field `max_iteration`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `retention_days`, `report`, `sandbox`, `remote` (did you mean `max_iterations`?)\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n",
         },
         Case {
             name: "settings: duplicate key",
@@ -390,7 +390,7 @@ fn cases() -> Vec<Case> {
             files: vec![("config/ralph.yaml", yaml_bomb().into_bytes()), ("tasks.jsonl", GOOD.to_vec())],
             args: &["run", "--dry-run"],
             exit: 30,
-            stderr: "error: config/ralph.yaml:1: unknown field `x0`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `report`, `sandbox`, `remote`\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n",
+            stderr: "error: config/ralph.yaml:1: unknown field `x0`, expected one of `agent`, `workers`, `max_iterations`, `max_run_minutes`, `max_iterations_per_task`, `max_task_minutes`, `max_consecutive_failures`, `no_progress_iterations`, `retry_backoff`, `usage_limit_max_wait`, `pause_between_iterations`, `poll_interval`, `base_branch`, `branch_prefix`, `verify`, `git`, `delivery`, `final_review`, `delivery_labels`, `max_task_cost_usd`, `max_run_cost_usd`, `max_task_tokens`, `max_run_tokens`, `notify`, `watch`, `review_every`, `retention_days`, `report`, `sandbox`, `remote`\nhint: fix config/ralph.yaml; docs/CONFIG.md lists every key and its values\n",
         },
         Case {
             name: "role file: invalid UTF-8",

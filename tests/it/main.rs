@@ -37,6 +37,7 @@ mod plan_props;
 mod poll;
 mod reliability_doc;
 mod report;
+mod retention;
 mod revert;
 mod review;
 mod richer_tasks;
