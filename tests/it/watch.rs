@@ -904,3 +904,202 @@ fn a_review_and_a_failing_check_are_worked_on_the_prds_branch_until_it_is_merged
         "{status}"
     );
 }
+
+/// A week of a team's work in a minute: PRDs pushed from another clone,
+/// each planned, worked and delivered as a pull request; a person merging
+/// them on the host, in any order, with plain git; a review and a failing
+/// check worked on their branches; the agent's usage limit handed to the
+/// fallback agent; the runner killed with -9 and started again. At the end
+/// every PRD is delivered and merged, nothing planned or worked twice, no
+/// look stalled, and the records say so.
+#[test]
+fn a_week_in_minutes() {
+    let (p, clone) = watched("");
+    let spare = p.aux().join("bin/spare-agent");
+    let config = p
+        .read("config/ralph.yaml")
+        .replace("delivery: local", "delivery: pr")
+        .replace("  push: on_merge", "  push: never")
+        .replace(
+            "  fallback: []",
+            &format!("  fallback: [{}]", spare.display()),
+        );
+    let p = p.file("config/ralph.yaml", config);
+    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
+    p.git(&["push", "-q", "origin", "main"]);
+    // The first agent (Claude Code) hits its usage limit at its first
+    // call; the spare agent works as it does.
+    p.script(
+        "bin/claude",
+        &format!(
+            "if [ ! -e \"$REC/limited\" ]; then touch \"$REC/limited\"; echo '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"Claude AI usage limit reached|'$(( $(date +%s) + 7200 ))'\"}}'; exit 0; fi\necho \"first $RALPH_TASK_ID\" >> \"$REC/who\"\n{}\necho '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\"}}'",
+            by_iteration("RALPH_ITERATION", FINISH)
+        ),
+    );
+    p.script(
+        "bin/spare-agent",
+        &format!(
+            "echo \"spare $RALPH_TASK_ID\" >> \"$REC/who\"\n{}",
+            by_iteration("RALPH_ITERATION", FINISH)
+        ),
+    );
+    fake_gh(&p);
+    let start = || {
+        let mut command = p.ralph_command(&["run", "--agent", "claude", "--poll", "1s"]);
+        command
+            .env("PATH", p.path_with_aux_bin())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        command.spawn().unwrap()
+    };
+    let says =
+        |n: u64, view: &str| std::fs::write(p.aux().join(format!("rec/view-{n}")), view).unwrap();
+    let mut child = start();
+    log_line(&p, "watch: watching origin/main from ", 0);
+    // Monday: the notes PRD, delivered by the spare agent past the limit.
+    push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
+    merged_by_a_person(&p, &clone, "ralph/notes", "merge");
+    says(1, r#"{"state":"MERGED"}"#);
+    // Tuesday: two PRDs at once.
+    push_from_clone(
+        &p,
+        &clone,
+        &[
+            ("prds/billing.md", "# Billing\n\n- FR-1: Send invoices\n"),
+            ("prds/accounts.md", "# Accounts\n\n- FR-1: Sign up\n"),
+        ],
+        "billing and accounts PRDs",
+    );
+    crate::support::wait_for_file(&p.aux().join("rec/pr-ralph_billing"));
+    crate::support::wait_for_file(&p.aux().join("rec/pr-ralph_accounts"));
+    let number = |branch: &str| {
+        p.rec(&format!("pr-{}", branch.replace('/', "_")))
+            .trim()
+            .to_owned()
+    };
+    let (billing, accounts) = (number("ralph/billing"), number("ralph/accounts"));
+    // Wednesday: a review on billing's, a red check on accounts'.
+    says(
+        billing.parse().unwrap(),
+        r#"{"state":"OPEN","headRefOid":"1111","reviews":[{"id":"R1","state":"CHANGES_REQUESTED","author":{"login":"ann"},"body":"Invoices need a number."}]}"#,
+    );
+    says(
+        accounts.parse().unwrap(),
+        r#"{"state":"OPEN","headRefOid":"2222","statusCheckRollup":[{"name":"test","conclusion":"FAILURE","detailsUrl":"https://ci.example/9"}]}"#,
+    );
+    log_line(&p, "from its feedback under ", 1);
+    crate::support::wait_for_file(&p.aux().join(format!("rec/body-edit-{billing}")));
+    crate::support::wait_for_file(&p.aux().join(format!("rec/body-edit-{accounts}")));
+    // Thursday: the machine dies while idle (crash tests cover a kill at
+    // each step of a task), and is started again.
+    for _ in 0..600 {
+        if p.json(".ralph/state.json")["phase"] == "idle" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let mut child = start();
+    // Friday: accounts' merged first (squash), then billing's (a merge
+    // commit): no conflict, and a new PRD is planned from the new main.
+    merged_by_a_person(&p, &clone, "ralph/accounts", "squash");
+    merged_by_a_person(&p, &clone, "ralph/billing", "merge");
+    says(accounts.parse().unwrap(), r#"{"state":"MERGED"}"#);
+    says(billing.parse().unwrap(), r#"{"state":"MERGED"}"#);
+    push_from_clone(
+        &p,
+        &clone,
+        &[("prds/search.md", "# Search\n\n- FR-1: Find a note\n")],
+        "search PRD",
+    );
+    for _ in 0..1200 {
+        if p.read("ralph.log")
+            .contains("watch: prds/search.md planned: ")
+        {
+            break;
+        }
+        if child.try_wait().unwrap().is_some() {
+            panic!("the run started again ended: {:#?}", wait_for(child, 5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    log_line(&p, "watch: prds/search.md planned: ", 0);
+    crate::support::wait_for_file(&p.aux().join("rec/body-ralph_search"));
+    log_line(
+        &p,
+        &format!("prds/billing.md: pull request #{billing} merged"),
+        0,
+    );
+    // The next look between pull requests takes the host's main.
+    let host = in_clone(&p, &clone, &["rev-parse", "HEAD"]);
+    for _ in 0..600 {
+        if p.git(&["rev-parse", "main"]) == host {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::write(p.path().join(".stop"), "").unwrap();
+    let run = wait_for(child, 60);
+    assert_eq!(run.code, 0, "{run:#?}");
+    let log = p.read("ralph.log");
+    assert!(!log.contains("cannot be fast-forwarded"), "{log}");
+    // Every story done once, the feedback too; nothing planned twice.
+    let mut done = archived(&p);
+    done.sort();
+    let before = done.len();
+    done.dedup();
+    assert_eq!(done.len(), before, "archived twice: {done:?}");
+    assert_eq!(log.matches("from its feedback under ").count(), 2, "{log}");
+    let who = p.rec("who");
+    assert!(who.starts_with("spare A.1\n"), "{who}\n{log}");
+    let mut worked: Vec<&str> = who.lines().collect();
+    worked.sort_unstable();
+    let before = worked.len();
+    worked.dedup();
+    assert_eq!(worked.len(), before, "worked twice: {who}");
+    for prd in ["notes", "billing", "accounts", "search"] {
+        assert_eq!(
+            log.matches(&format!("watch: prds/{prd}.md planned: "))
+                .count(),
+            1,
+            "{log}"
+        );
+    }
+    // The host's main has every PRD's work; ralph's main is the host's.
+    assert_eq!(p.git(&["rev-parse", "main"]), host, "{log}");
+    // Told in order: planned, opened, feedback, merged.
+    let notices = p.rec("notices");
+    let at = |what: &str| {
+        notices
+            .find(what)
+            .unwrap_or_else(|| panic!("{what}: {notices}"))
+    };
+    assert!(at("prd_planned prds/notes.md planned") < at("pull_request pull request opened"));
+    assert!(at("pull_request pull request opened") < at("pr_feedback prds/"));
+    assert!(at("pr_feedback prds/billing.md") < at("pr_merged prds/billing.md"));
+    assert!(at("pr_feedback prds/accounts.md") < at("pr_merged prds/accounts.md"));
+    assert!(notices.contains("usage_limit usage limit of "), "{notices}");
+    // Status lists each PRD with its pull request's state.
+    let status = p.ralph(&["status"]).stdout;
+    for (prd, state) in [
+        ("notes", "merged"),
+        ("billing", "merged"),
+        ("accounts", "merged"),
+        ("search", "ready"),
+    ] {
+        assert!(
+            status.contains(&format!("prd: prds/{prd}.md planned under "))
+                && status.contains(&format!(
+                    "pull request ralph/{prd} https://github.test/o/r/pull/"
+                )),
+            "{prd}: {status}"
+        );
+        let line = status
+            .lines()
+            .find(|line| line.starts_with(&format!("prd: prds/{prd}.md")))
+            .unwrap();
+        assert!(line.contains(&format!(" ({state}, ")), "{line}");
+    }
+}
