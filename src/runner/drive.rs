@@ -433,6 +433,7 @@ impl<'a> Worker<'a> {
                 self.state.polling = None;
                 self.state.phase = Phase::Between;
                 // Budgets count busy stretches, not the time between.
+                self.earlier_iterations += self.state.iteration;
                 self.state.iteration = 0;
                 self.run_started = crate::clock::now_utc();
                 self.limit_waits = 0;

@@ -98,9 +98,9 @@ impl Worker<'_> {
         let pull_request_failed = (self.unit.pull_request.as_ref())
             .is_some_and(|pr| pr.action == crate::result::PrAction::Failed);
         let result = RunResult {
+            iterations: self.earlier_iterations + self.state.iteration,
             class: (status == RunStatus::Failed && pull_request_failed)
                 .then(|| "pull_request_failed".to_owned()),
-            iterations: self.state.iteration,
             merged: self.merged,
             failures: self.state.failures.clone(),
             outcomes: std::mem::take(&mut self.outcomes),

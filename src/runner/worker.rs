@@ -65,6 +65,9 @@ pub(crate) struct Worker<'a> {
     pub(super) agent: Box<dyn Backend>,
     /// The agents that take over while it waits out a usage limit.
     pub(super) fallback: super::fallback::Fallback,
+    /// Iterations of a polling run's earlier busy stretches (each
+    /// stretch's budgets count from 0; the run's result counts them all).
+    pub(super) earlier_iterations: u64,
     pub(super) state_file: StateFile,
     pub(super) state: State,
     pub(super) events: EventLog,
@@ -190,6 +193,7 @@ impl<'a> Worker<'a> {
             triggers: parts.triggers,
             agent: parts.agent,
             fallback: super::fallback::Fallback::new(parts.fallback),
+            earlier_iterations: 0,
             state_file: StateFile::open(&paths),
             state: parts.state,
             events: EventLog::open(&paths),

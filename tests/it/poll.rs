@@ -37,12 +37,19 @@ fn an_idle_run_picks_up_a_task_added_later_and_stops_on_request() {
     assert!(p.calls().is_empty(), "no agent runs while idle");
     p.ralph(&["task", "add", "late work"]).success();
     wait_for_file(&p.path().join("A.txt"));
-    // Idle again once it merged.
+    // Idle again once it merged; and once more after more work.
+    status_line(&p, "idle, polling every 1s");
+    p.ralph(&["task", "add", "more work"]).success();
+    wait_for_file(&p.path().join("B.txt"));
     status_line(&p, "idle, polling every 1s");
     p.ralph(&["stop"]).success();
     let run = wait_for(child, 60);
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(run.stderr.contains("ralph: stopped"), "{run:#?}");
+    // The run's iterations, over both busy stretches (each stretch's
+    // budget counts from 0).
+    assert!(run.stderr.contains(" · iterations: 2 · "), "{run:#?}");
+    assert_eq!(p.json(".ralph/result.json")["iterations"], 2);
     assert_eq!(p.git(&["show", "main:A.txt"]), "done");
     let log = p.read("ralph.log");
     assert!(
