@@ -218,9 +218,10 @@ pub(crate) struct Remote {
     seen: Mutex<Known>,
 }
 
-/// The leaf tasks `b_done` archives and `o_done` did not, whose landing no
-/// commit from `common` to `tip` names (`Completes: ID`): archive records
-/// written by hand, not by ralph's landings.
+/// The tasks `b_done` archives and `o_done` did not, whose landing no
+/// commit from `common` to `tip` names (`Completes: ID`, which a landing
+/// writes for each task it archives, containers too): archive records
+/// written by hand, not by ralph's landings. In id order.
 fn unlanded(
     repo: &Repo,
     common: &str,
@@ -229,12 +230,10 @@ fn unlanded(
     b_done: &[u8],
 ) -> Result<Vec<String>, Error> {
     let before = merge::ids(o_done);
-    let new: Vec<String> = (b_done.split(|byte| *byte == b'\n'))
-        .filter_map(|line| serde_json::from_slice::<serde_json::Value>(line).ok())
-        .filter(|record| record["leaf"] == true)
-        .filter_map(|record| record["id"].as_str().map(str::to_owned))
+    let mut new: Vec<String> = (merge::ids(b_done).into_iter())
         .filter(|id| !before.contains(id))
         .collect();
+    new.sort();
     if new.is_empty() {
         return Ok(new);
     }

@@ -1159,7 +1159,7 @@ fn an_archive_record_pushed_by_hand_is_said_and_not_taken_for_done() {
     let run = wait_for(fleet.start(0, &[]), 60);
     assert_eq!(run.code, 30, "{run:#?}");
     assert!(
-        run.stderr.contains("tasks-done.jsonl archives B with no landing: no commit since the last read says `Completes:` for it"),
+        run.stderr.contains("tasks-done.jsonl archives B with no landing: no commit since the last read says `Completes:` for it\nhint: a task is done when its work lands, which ralph writes with `Completes: ID` in the landing; remove those records from tasks-done.jsonl on origin/main (a commit pushed there), or put the tasks back as pending, then run again; nothing local was changed\n"),
         "{}",
         run.stderr
     );
