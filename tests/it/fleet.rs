@@ -42,34 +42,50 @@ fn kubernetes_validate(file: &Path) -> Output {
         .expect("run kubernetes-validate")
 }
 
+/// Checks the recipe `name` with `check`, that it says each of `needed`,
+/// and that the check refuses a copy with `from` misspelt as `to`: what
+/// `check` found there.
+fn recipe_checks(
+    name: &str,
+    check: fn(&Path) -> Output,
+    needed: &[&str],
+    (from, to): (&str, &str),
+) -> String {
+    let file = recipe(name);
+    let checked = check(&file);
+    assert!(checked.status.success(), "{checked:?}");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for needed in needed {
+        assert!(text.contains(needed), "{name}: {needed}");
+    }
+    // The check can fail: the misspelt key is refused.
+    let broken = assert_fs::TempDir::new().unwrap();
+    let copy = broken.path().join(name);
+    std::fs::write(&copy, text.replace(from, to)).unwrap();
+    let checked = check(&copy);
+    assert!(!checked.status.success(), "{checked:?}");
+    String::from_utf8_lossy(&checked.stdout).into_owned()
+        + &String::from_utf8_lossy(&checked.stderr)
+}
+
 #[test]
 fn the_github_actions_fleet_passes_actionlint() {
     if skip_without(Tool::Actionlint) {
         return;
     }
-    let file = recipe("github-actions.yml");
-    let linted = actionlint(&file);
-    assert!(linted.status.success(), "{linted:?}");
-    let text = std::fs::read_to_string(&file).unwrap();
-    for needed in [
-        "ralph run --remote --workers 2",
-        "fail-fast: false",
-        "fetch-depth: 0",
-        "ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}",
-        "contents: write",
-    ] {
-        assert!(text.contains(needed), "{needed}");
-    }
-    // The check can fail: a misspelt key is found.
-    let broken = assert_fs::TempDir::new().unwrap();
-    let copy = broken.path().join("fleet.yml");
-    std::fs::write(&copy, text.replace("runs-on:", "run-on:")).unwrap();
-    let linted = actionlint(&copy);
-    assert!(!linted.status.success(), "{linted:?}");
-    assert!(
-        String::from_utf8_lossy(&linted.stdout).contains("run-on"),
-        "{linted:?}"
+    let found = recipe_checks(
+        "github-actions.yml",
+        actionlint,
+        &[
+            "ralph run --remote --workers 2",
+            "fail-fast: false",
+            "fetch-depth: 0",
+            "ANTHROPIC_API_KEY: ${{ secrets.ANTHROPIC_API_KEY }}",
+            "contents: write",
+        ],
+        ("runs-on:", "run-on:"),
     );
+    assert!(found.contains("run-on"), "{found}");
 }
 
 #[test]
@@ -77,22 +93,17 @@ fn the_kubernetes_fleet_is_a_valid_indexed_job() {
     if skip_without(Tool::KubernetesValidate) {
         return;
     }
-    let file = recipe("job.yaml");
-    let checked = kubernetes_validate(&file);
-    assert!(checked.status.success(), "{checked:?}");
-    let text = std::fs::read_to_string(&file).unwrap();
-    for needed in [
-        "completionMode: Indexed",
-        "restartPolicy: Never",
-        "git clone \"$REPO\" /work",
-        "exec ralph run --remote --workers 2",
-        "values: [10, 30]",
-    ] {
-        assert!(text.contains(needed), "{needed}");
-    }
-    let broken = assert_fs::TempDir::new().unwrap();
-    let copy = broken.path().join("job.yaml");
-    std::fs::write(&copy, text.replace("completionMode:", "completionMod:")).unwrap();
-    let checked = kubernetes_validate(&copy);
-    assert!(!checked.status.success(), "{checked:?}");
+    let found = recipe_checks(
+        "job.yaml",
+        kubernetes_validate,
+        &[
+            "completionMode: Indexed",
+            "restartPolicy: Never",
+            "git clone \"$REPO\" /work",
+            "exec ralph run --remote --workers 2",
+            "values: [10, 30]",
+        ],
+        ("completionMode:", "completionMod:"),
+    );
+    assert!(found.contains("completionMod"), "{found}");
 }

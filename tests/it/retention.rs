@@ -4,19 +4,24 @@
 
 use crate::support::{FINISH, TestProject, by_iteration, finish};
 
-#[test]
-fn a_run_prunes_records_older_than_the_retention_and_keeps_the_rest() {
+/// An event of a run long gone, as its log's first line.
+const OLD_EVENT: &str = r#"{"timestamp":"2026-01-01T00:00:00Z","run_id":"old","task_id":null,"iteration":0,"role":null,"phase":"run","status":"started","detail":"long ago"}"#;
+
+/// A project with one task to do and the records of a run two months
+/// ago: a transcript, a prompt, and an event log; the first two's paths.
+fn with_old_records() -> (TestProject, [std::path::PathBuf; 2]) {
     let p = TestProject::new()
         .task(r#"{"id":"A","title":"a","status":"pending","leaf":true}"#)
         .git_init()
         .agent(&by_iteration("RALPH_ITERATION", FINISH));
-    // Records of a run two months ago.
-    let old_log = p.path().join(".ralph/logs/1-Z.log");
-    let old_prompt = p.path().join(".ralph/prompts/1-Z.md");
-    for file in [&old_log, &old_prompt] {
+    let old = [
+        p.path().join(".ralph/logs/1-Z.log"),
+        p.path().join(".ralph/prompts/1-Z.md"),
+    ];
+    let two_months = std::time::Duration::from_secs(60 * 86_400);
+    for file in &old {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(file, "long ago").unwrap();
-        let two_months = std::time::Duration::from_secs(60 * 86_400);
         std::fs::File::options()
             .write(true)
             .open(file)
@@ -24,18 +29,23 @@ fn a_run_prunes_records_older_than_the_retention_and_keeps_the_rest() {
             .set_modified(std::time::SystemTime::now() - two_months)
             .unwrap();
     }
-    let old_event = r#"{"timestamp":"2026-01-01T00:00:00Z","run_id":"old","task_id":null,"iteration":0,"role":null,"phase":"run","status":"started","detail":"long ago"}"#;
     std::fs::write(
         p.path().join(".ralph/events.ndjson"),
-        format!("{old_event}\n"),
+        format!("{OLD_EVENT}\n"),
     )
     .unwrap();
+    (p, old)
+}
+
+#[test]
+fn a_run_prunes_records_older_than_the_retention_and_keeps_the_rest() {
+    let (p, old) = with_old_records();
     let run = p.run(&[]);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert!(!old_log.exists() && !old_prompt.exists());
+    assert!(old.iter().all(|file| !file.exists()));
     // This run's own records stay; the old events are kept aside.
     assert!(p.path().join(".ralph/logs/1-A.log").exists());
-    assert_eq!(p.read(".ralph/events.old.ndjson"), format!("{old_event}\n"));
+    assert_eq!(p.read(".ralph/events.old.ndjson"), format!("{OLD_EVENT}\n"));
     let events = p.read(".ralph/events.ndjson");
     assert!(
         !events.contains("long ago") && events.contains("\"run_id\""),
@@ -50,26 +60,21 @@ fn a_run_prunes_records_older_than_the_retention_and_keeps_the_rest() {
 
 #[test]
 fn retention_days_0_keeps_everything() {
-    let p = TestProject::new()
-        .task(r#"{"id":"A","title":"a","status":"pending","leaf":true}"#)
-        .git_init()
-        .agent(&by_iteration("RALPH_ITERATION", FINISH));
-    let old_event = r#"{"timestamp":"2026-01-01T00:00:00Z","run_id":"old","task_id":null,"iteration":0,"role":null,"phase":"run","status":"started","detail":"long ago"}"#;
-    std::fs::create_dir_all(p.path().join(".ralph")).unwrap();
-    std::fs::write(
-        p.path().join(".ralph/events.ndjson"),
-        format!("{old_event}\n"),
-    )
-    .unwrap();
+    let (p, old) = with_old_records();
     let mut command = p.run_command(&[]);
     command.env("RALPH_RETENTION_DAYS", "0");
     let run = finish(command, 60);
     assert_eq!(run.code, 0, "{run:#?}");
-    assert!(p.read(".ralph/events.ndjson").starts_with(old_event));
+    assert!(old.iter().all(|file| file.exists()));
+    assert!(p.read(".ralph/events.ndjson").starts_with(OLD_EVENT));
+    assert!(!p.read("ralph.log").contains("retention:"));
 }
 
+/// Status reads only the end of the log (its cost is measured by
+/// `ONLY=history scripts/bench.sh`): the newest events are still the
+/// ones it shows, whole, where the cut falls mid-line.
 #[test]
-fn status_reads_the_end_of_a_long_event_log() {
+fn status_shows_the_newest_events_of_a_long_log() {
     let p = TestProject::new().git_init();
     // 20,000 events (about 4 MB), the last one the newest.
     let mut log = String::new();

@@ -236,6 +236,20 @@ impl TestProject {
         )
     }
 
+    /// `config` (the project's `config/ralph.yaml`) with `notify.command`
+    /// appending `$RALPH_EVENT $RALPH_MESSAGE` to `$REC/notices`, which
+    /// [`TestProject::rec`] reads.
+    pub(crate) fn telling_notices(&self, config: &str) -> String {
+        let notices = self.aux().join("rec/notices");
+        config.replace(
+            "  command: null\n  # The kinds",
+            &format!(
+                "  command: 'echo \"$RALPH_EVENT $RALPH_MESSAGE\" >> {}'\n  # The kinds",
+                notices.display()
+            ),
+        )
+    }
+
     /// A record the fake agent wrote into `$REC`, empty when missing.
     pub(crate) fn rec(&self, name: &str) -> String {
         std::fs::read_to_string(self.aux().join("rec").join(name)).unwrap_or_default()

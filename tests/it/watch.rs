@@ -13,17 +13,9 @@ fn watched(extra: &str) -> (TestProject, PathBuf) {
     let p = TestProject::new()
         .git_init()
         .agent(&by_iteration("RALPH_ITERATION", FINISH));
-    let notices = p.aux().join("rec/notices");
     let config = p
-        .read("config/ralph.yaml")
+        .telling_notices(&p.read("config/ralph.yaml"))
         .replace("  push: never", "  push: on_merge")
-        .replace(
-            "  command: null\n  # The kinds",
-            &format!(
-                "  command: 'echo \"$RALPH_EVENT $RALPH_MESSAGE\" >> {}'\n  # The kinds",
-                notices.display()
-            ),
-        )
         .replace("  prds: []", "  prds: [prds/*.md]")
         .replace(
             "  remote: null\n  # Largest",
@@ -404,27 +396,13 @@ exit 0
 
 #[test]
 fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
-    let (p, clone) = watched("");
-    let config = p
-        .read("config/ralph.yaml")
-        .replace("delivery: local", "delivery: pr")
-        .replace("  push: on_merge", "  push: never")
-        .replace("  run: []", "  run: [\"echo whole-suite\"]");
-    let p = p.file("config/ralph.yaml", config);
-    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
-    p.git(&["push", "-q", "origin", "main"]);
+    let (p, clone) = per_prd(|config| config.replace("  run: []", "  run: [\"echo whole-suite\"]"));
     // The refunds story needs a person: its agent says so and blocks it.
     let p = p.agent(&format!(
         "case \"$RALPH_TASK_TITLE\" in *Refund*) echo 'no payment key in the environment'; ralph task block \"$RALPH_TASK_ID\" --reason 'needs the payment key' > /dev/null; exit 0 ;; esac\n{}",
         by_iteration("RALPH_ITERATION", FINISH)
     ));
-    fake_gh(&p);
-    let mut command = p.run_command(&["--poll", "1s"]);
-    command
-        .env("PATH", p.path_with_aux_bin())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = command.spawn().unwrap();
+    let child = started(&p, p.run_command(&["--poll", "1s"]), &[]);
     log_line(&p, "watch: watching origin/main from ", 0);
     push_from_clone(
         &p,
@@ -571,36 +549,21 @@ fn each_prd_pushed_gets_its_own_branch_and_pull_request() {
 
 #[test]
 fn a_run_stopped_inside_a_prds_pull_request_resumes_it_and_keeps_watching_the_base() {
-    let (p, clone) = watched("");
-    let config = p
-        .read("config/ralph.yaml")
-        .replace("delivery: local", "delivery: pr")
-        .replace("  push: on_merge", "  push: never");
-    let p = p.file("config/ralph.yaml", config);
-    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
-    p.git(&["push", "-q", "origin", "main"]);
+    let (p, clone) = per_prd(|config| config);
     let p = p.agent(&by_iteration("RALPH_ITERATION", FINISH));
-    fake_gh(&p);
-    let start = |fault: Option<&str>| {
-        let mut command = p.run_command(&["--poll", "1s"]);
-        command
-            .env("PATH", p.path_with_aux_bin())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        if let Some(fault) = fault {
-            command.env("RALPH_FAULT", fault);
-        }
-        command.spawn().unwrap()
-    };
     // Killed once the notes PRD's first story is claimed on ralph/notes.
-    let child = start(Some("after_claim"));
+    let child = started(
+        &p,
+        p.run_command(&["--poll", "1s"]),
+        &[("RALPH_FAULT", "after_claim")],
+    );
     log_line(&p, "watch: watching origin/main from ", 0);
     push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
     let killed = wait_for(child, 60);
     assert_eq!(killed.code, -1, "{killed:#?}");
     // Resumed: the story finishes on ralph/notes; the watcher still
     // watches origin/main, from where it was, and plans the next PRD.
-    let child = start(None);
+    let child = started(&p, p.run_command(&["--poll", "1s"]), &[]);
     crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
     push_from_clone(
         &p,
@@ -621,30 +584,46 @@ fn a_run_stopped_inside_a_prds_pull_request_resumes_it_and_keeps_watching_the_ba
     );
 }
 
-/// A project whose PRDs each get a pull request, with the recording `gh`,
-/// polling every second.
-fn pull_requests_per_prd(
-    agent: &str,
-    env: &[(&str, &str)],
-) -> (TestProject, PathBuf, std::process::Child) {
+/// A watched project whose PRDs (`prds/*.md`, `prds/*.json`) each get a
+/// pull request, `edit` applied to its settings, the recording `gh` on its
+/// PATH; and the second clone.
+fn per_prd(edit: impl Fn(String) -> String) -> (TestProject, PathBuf) {
     let (p, clone) = watched("");
     let config = p
         .read("config/ralph.yaml")
         .replace("  prds: [prds/*.md]", "  prds: [prds/*.md, prds/*.json]")
         .replace("delivery: local", "delivery: pr")
         .replace("  push: on_merge", "  push: never");
-    let p = p.file("config/ralph.yaml", config);
+    let p = p.file("config/ralph.yaml", edit(config));
     p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
     p.git(&["push", "-q", "origin", "main"]);
-    let p = p.agent(agent);
     fake_gh(&p);
-    let mut command = p.run_command(&["--poll", "1s"]);
+    (p, clone)
+}
+
+/// `command` started with the recording `gh` on PATH and `env`.
+fn started(
+    p: &TestProject,
+    mut command: std::process::Command,
+    env: &[(&str, &str)],
+) -> std::process::Child {
     command
         .env("PATH", p.path_with_aux_bin())
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = command.spawn().unwrap();
+    command.spawn().unwrap()
+}
+
+/// [`per_prd`] with `agent`, polling every second: the run, once it
+/// watches.
+fn pull_requests_per_prd(
+    agent: &str,
+    env: &[(&str, &str)],
+) -> (TestProject, PathBuf, std::process::Child) {
+    let (p, clone) = per_prd(|config| config);
+    let p = p.agent(agent);
+    let child = started(&p, p.run_command(&["--poll", "1s"]), env);
     log_line(&p, "watch: watching origin/main from ", 0);
     (p, clone, child)
 }
@@ -914,19 +893,8 @@ fn a_review_and_a_failing_check_are_worked_on_the_prds_branch_until_it_is_merged
 /// look stalled, and the records say so.
 #[test]
 fn a_week_in_minutes() {
-    let (p, clone) = watched("");
-    let spare = p.aux().join("bin/spare-agent");
-    let config = p
-        .read("config/ralph.yaml")
-        .replace("delivery: local", "delivery: pr")
-        .replace("  push: on_merge", "  push: never")
-        .replace(
-            "  fallback: []",
-            &format!("  fallback: [{}]", spare.display()),
-        );
-    let p = p.file("config/ralph.yaml", config);
-    p.git(&["commit", "-q", "-am", "a pull request per PRD"]);
-    p.git(&["push", "-q", "origin", "main"]);
+    let (p, clone) =
+        per_prd(|config| config.replace("  fallback: []", "  fallback: [spare-agent]"));
     // The first agent (Claude Code) hits its usage limit at its first
     // call; the spare agent works as it does.
     p.script(
@@ -943,14 +911,12 @@ fn a_week_in_minutes() {
             by_iteration("RALPH_ITERATION", FINISH)
         ),
     );
-    fake_gh(&p);
     let start = || {
-        let mut command = p.ralph_command(&["run", "--agent", "claude", "--poll", "1s"]);
-        command
-            .env("PATH", p.path_with_aux_bin())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        command.spawn().unwrap()
+        started(
+            &p,
+            p.ralph_command(&["run", "--agent", "claude", "--poll", "1s"]),
+            &[],
+        )
     };
     let says =
         |n: u64, view: &str| std::fs::write(p.aux().join(format!("rec/view-{n}")), view).unwrap();
@@ -959,7 +925,7 @@ fn a_week_in_minutes() {
     // Monday: the notes PRD, delivered by the spare agent past the limit.
     push_from_clone(&p, &clone, &[("prds/notes.md", NOTES)], "notes PRD");
     crate::support::wait_for_file(&p.aux().join("rec/body-ralph_notes"));
-    merged_by_a_person(&p, &clone, "ralph/notes", "merge");
+    merged_by_a_person(&p, &clone, "ralph/notes", "rebase");
     says(1, r#"{"state":"MERGED"}"#);
     // Tuesday: two PRDs at once.
     push_from_clone(

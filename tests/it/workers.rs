@@ -968,19 +968,11 @@ ralph task complete "$RALPH_TASK_ID" > /dev/null
 "#,
     );
     let spare = project.aux().join("bin/spare-agent");
-    let notices = project.aux().join("rec/notices");
     let config = project
-        .read("config/ralph.yaml")
+        .telling_notices(&project.read("config/ralph.yaml"))
         .replace(
             "  fallback: []",
             &format!("  fallback: [{}]", spare.display()),
-        )
-        .replace(
-            "  command: null\n  # The kinds",
-            &format!(
-                "  command: 'echo \"$RALPH_EVENT $RALPH_MESSAGE\" >> {}'\n  # The kinds",
-                notices.display()
-            ),
         );
     let project = project.file("config/ralph.yaml", config);
     project.git(&["commit", "-q", "-am", "a fallback agent"]);
