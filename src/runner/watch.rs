@@ -321,8 +321,8 @@ impl Worker<'_> {
         match how_far {
             FastForward::UpToDate => Ok(None),
             FastForward::Behind => {
-                if let Some(stuck) = self.fast_forward(head, &cannot)? {
-                    return Ok(Some(stuck));
+                if let Some((why, fix)) = self.fast_forward(head)? {
+                    return Ok(Some((cannot(why), fix)));
                 }
                 // The tree changed under ralph's scans.
                 self.clean = None;
@@ -348,12 +348,8 @@ impl Worker<'_> {
     /// edits those commits bring are merged into the live queue first, as
     /// another machine's are (docs/SCALE.md); the queue files on disk are
     /// then left as they are, so ralph's own records never stand in the
-    /// way of a person's merge. What stops it, with the way out.
-    fn fast_forward(
-        &mut self,
-        head: &str,
-        cannot: &dyn Fn(String) -> String,
-    ) -> Result<Option<(String, String)>, Error> {
+    /// way of a person's merge. What stops it (why, and the way out).
+    fn fast_forward(&mut self, head: &str) -> Result<Option<(String, String)>, Error> {
         let from = self.repo.branch_tip(self.repo.base())?.to_string();
         let (o_tasks, o_done) = self.repo.queue_files_at(&from)?;
         let (b_tasks, b_done) = self.repo.queue_files_at(head)?;
@@ -362,10 +358,10 @@ impl Worker<'_> {
             let merged = (self.store).merge_in(side(&o_tasks, &o_done), side(&b_tasks, &b_done))?;
             if !merged.collisions.is_empty() {
                 return Ok(Some((
-                    cannot(format!(
+                    format!(
                         "its tasks.jsonl adds {} as other tasks than this queue's",
                         merged.collisions.join(", ")
-                    )),
+                    ),
                     "give one side's tasks other ids (`ralph task show ID` shows this queue's), commit, and ralph looks again".to_owned(),
                 )));
             }
@@ -376,7 +372,7 @@ impl Worker<'_> {
         Ok(match self.repo.move_base_to(head) {
             Ok(()) => None,
             Err(err) => Some((
-                cannot(err.to_string()),
+                err.to_string(),
                 "`git status` in the checkout shows what stands in the way: commit, stash or remove it; ralph forces nothing and looks again at the next look".to_owned(),
             )),
         })
